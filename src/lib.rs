@@ -4,3 +4,8 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
+pub mod api;
+pub mod error;
+pub mod handle;
+pub mod objects;
+pub mod registry;

@@ -1,0 +1,113 @@
+//! The edge between C and Rust: the panic boundary and the checked conversions of what C hands
+//! us (handles, out-pointers, in-pointers, arrays, strings, enum values). The only `unsafe` of
+//! the API layer lives here.
+
+use std::ffi::CStr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::abi::*;
+use crate::error::{to_return, DatError, DatResult, Sub};
+use crate::handle::{self, Object};
+
+/// The body of every exported function: panics never cross into C (they become
+/// `DAT_INTERNAL_ERROR`), errors become their `DAT_RETURN`.
+macro_rules! entry {
+    ($($body:tt)*) => {
+        $crate::api::edge::run(move || -> $crate::error::DatResult { $($body)* })
+    };
+}
+pub(crate) use entry;
+
+pub fn run(body: impl FnOnce() -> DatResult) -> DAT_RETURN {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => to_return(result),
+        Err(_) => DatError::internal().code(),
+    }
+}
+
+/// The live object of type `T` behind `h`, or `DAT_INVALID_HANDLE` with subtype `sub`.
+pub fn object<T: Object>(h: DAT_HANDLE, sub: Sub) -> DatResult<Arc<T>> {
+    handle::get::<T>(h).ok_or(DatError::invalid_handle(sub))
+}
+
+/// Like [`object`], but `DAT_HANDLE_NULL` is a valid "none".
+pub fn optional_object<T: Object>(h: DAT_HANDLE, sub: Sub) -> DatResult<Option<Arc<T>>> {
+    if h.is_null() {
+        Ok(None)
+    } else {
+        object(h, sub).map(Some)
+    }
+}
+
+/// A checked, non-NULL out-parameter.
+pub struct Out<T>(NonNull<T>);
+
+impl<T> Out<T> {
+    pub fn set(self, value: T) {
+        // SAFETY: the pointer is non-NULL, and the C caller promises, as the DAT API requires,
+        // that an out-parameter points to writable storage of its type.
+        unsafe { self.0.as_ptr().write(value) }
+    }
+}
+
+/// An out-parameter that must not be NULL: `DAT_INVALID_PARAMETER` with `DAT_INVALID_ARGn`.
+pub fn out<T>(p: *mut T, position: u8) -> DatResult<Out<T>> {
+    NonNull::new(p).map(Out).ok_or(DatError::invalid_arg(position))
+}
+
+/// An out-parameter that may be NULL (the caller does not want the value).
+pub fn optional_out<T>(p: *mut T) -> Option<Out<T>> {
+    NonNull::new(p).map(Out)
+}
+
+/// A copy of the struct an in-pointer points to; `None` for NULL.
+pub fn read_in<T: Copy>(p: *const T) -> Option<T> {
+    // SAFETY: non-NULL in-pointers point to an initialised value of their type (API contract);
+    // read_unaligned tolerates callers that pack structures.
+    (!p.is_null()).then(|| unsafe { p.read_unaligned() })
+}
+
+/// A required in-pointer.
+pub fn required_in<T: Copy>(p: *const T, position: u8) -> DatResult<T> {
+    read_in(p).ok_or(DatError::invalid_arg(position))
+}
+
+/// An array the caller hands us: `count` elements at `p`. A negative count, or a NULL pointer
+/// with a non-zero count, is `DAT_INVALID_PARAMETER` naming `position`.
+pub fn slice_in<'a, T>(p: *const T, count: DAT_COUNT, position: u8) -> DatResult<&'a [T]> {
+    let len = usize::try_from(count).map_err(|_| DatError::invalid_arg(position))?;
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(DatError::invalid_arg(position));
+    }
+    // SAFETY: p is non-NULL and the caller promises `count` initialised elements there.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// A C string the caller hands us.
+pub fn c_str<'a>(p: *const std::ffi::c_char, position: u8) -> DatResult<&'a CStr> {
+    if p.is_null() {
+        return Err(DatError::invalid_arg(position));
+    }
+    // SAFETY: p is non-NULL and the caller promises a NUL-terminated string.
+    Ok(unsafe { CStr::from_ptr(p) })
+}
+
+/// A C enum value converted to its Rust enum without transmuting: an unknown value is
+/// `DAT_INVALID_PARAMETER` naming `position`.
+pub fn enum_in<E: TryFrom<R>, R>(raw: R, position: u8) -> DatResult<E> {
+    E::try_from(raw).map_err(|_| DatError::invalid_arg(position))
+}
+
+/// Bit flags: every bit set in `raw` must be one of `known`.
+pub fn flags_in(raw: u32, known: u32, position: u8) -> DatResult<u32> {
+    if raw & !known == 0 {
+        Ok(raw)
+    } else {
+        Err(DatError::invalid_arg(position))
+    }
+}
