@@ -1,0 +1,37 @@
+//! Built-in IAs of the TCP transport: one per network interface with an IPv4 address, named
+//! `tcp-<netdev>`, so a machine with no `dat.conf` still has `tcp-lo`.
+
+use std::ffi::CStr;
+
+/// The names of the interfaces that carry an IPv4 address, in the kernel's order, `lo` always
+/// among them.
+pub fn ipv4_interfaces() -> Vec<String> {
+    let mut names = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list we free below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } == 0 {
+        let mut cur = list;
+        while !cur.is_null() {
+            // SAFETY: cur is a node of the list getifaddrs returned; its name is a C string and
+            // its address, when non-NULL, a sockaddr whose family we read before anything else.
+            unsafe {
+                let ifa = &*cur;
+                let is_v4 = !ifa.ifa_addr.is_null()
+                    && i32::from((*ifa.ifa_addr).sa_family) == libc::AF_INET;
+                if is_v4 {
+                    let name = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+                cur = ifa.ifa_next;
+            }
+        }
+        // SAFETY: list came from a successful getifaddrs and is freed once.
+        unsafe { libc::freeifaddrs(list) };
+    }
+    if !names.iter().any(|n| n == "lo") {
+        names.insert(0, "lo".to_string());
+    }
+    names
+}

@@ -1,0 +1,272 @@
+//! The registry of IAs: built-in TCP entries, the static registry (`dat.conf`, from
+//! `$DAT_OVERRIDE`, else `/etc/dat.conf`), and providers added at run time. A `dat.conf` line
+//! overrides a built-in entry of the same name.
+
+pub mod builtin;
+pub mod conf;
+
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::RwLock;
+
+pub use conf::ConfEntry;
+
+/// Which transport serves an IA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Our software transport over TCP.
+    Tcp,
+    /// rdma-cm + verbs (lines naming OpenFabrics' provider libraries select it).
+    Rdma,
+    /// A provider registered at run time by `dat_registry_add_provider`; we list it but cannot
+    /// open it.
+    Foreign,
+}
+
+impl Transport {
+    /// What a `dat.conf` library path selects: OpenFabrics' provider libraries mean RDMA, a
+    /// path naming `tcp` (or our own library) means the TCP transport.
+    pub fn from_lib_path(lib_path: &str) -> Option<Transport> {
+        let base = lib_path.rsplit('/').next().unwrap_or(lib_path);
+        if base.starts_with("libdaplo") || base.starts_with("libdaplcma") {
+            Some(Transport::Rdma)
+        } else if base.contains("tcp") || base.starts_with("libdat") {
+            Some(Transport::Tcp)
+        } else {
+            None
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Rdma => "rdma",
+            Transport::Foreign => "foreign",
+        }
+    }
+}
+
+/// Where an entry came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Builtin,
+    File { path: PathBuf, line: usize },
+    Runtime,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Builtin => write!(f, "built-in"),
+            Origin::File { path, line } => write!(f, "{}:{}", path.display(), line),
+            Origin::Runtime => write!(f, "dat_registry_add_provider"),
+        }
+    }
+}
+
+/// One registered IA.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub ia_name: String,
+    pub api_major: u32,
+    pub api_minor: u32,
+    pub thread_safe: bool,
+    pub is_default: bool,
+    pub lib_path: String,
+    pub provider_version: String,
+    pub ia_params: String,
+    pub platform_params: String,
+    pub transport: Transport,
+    pub origin: Origin,
+}
+
+/// The DAT API version this library implements.
+pub const API_MAJOR: u32 = 2;
+pub const API_MINOR: u32 = 0;
+pub const PROVIDER_VERSION: &str = "libdat.0.1";
+
+impl Entry {
+    fn builtin(netdev: &str) -> Entry {
+        Entry {
+            ia_name: format!("tcp-{netdev}"),
+            api_major: API_MAJOR,
+            api_minor: API_MINOR,
+            thread_safe: true,
+            is_default: netdev == "lo",
+            lib_path: "tcp".into(),
+            provider_version: PROVIDER_VERSION.into(),
+            ia_params: netdev.into(),
+            platform_params: String::new(),
+            transport: Transport::Tcp,
+            origin: Origin::Builtin,
+        }
+    }
+}
+
+/// The path of the static registry: `$DAT_OVERRIDE`, else `/etc/dat.conf`.
+pub fn conf_path() -> PathBuf {
+    std::env::var_os("DAT_OVERRIDE")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/dat.conf"))
+}
+
+/// Builds the entry list from built-ins and a `dat.conf` text; warnings name file and line.
+pub fn assemble(
+    netdevs: &[String],
+    conf: Option<(&std::path::Path, &str)>,
+    warn: &mut dyn FnMut(String),
+) -> Vec<Arc<Entry>> {
+    let mut entries: Vec<Arc<Entry>> = netdevs.iter().map(|n| Arc::new(Entry::builtin(n))).collect();
+    let Some((path, text)) = conf else {
+        return entries;
+    };
+    let (lines, warnings) = conf::parse(text);
+    for w in warnings {
+        warn(format!("libdat: {}:{}: skipped: {}", path.display(), w.line, w.reason));
+    }
+    for line in lines {
+        let Some(transport) = Transport::from_lib_path(&line.lib_path) else {
+            warn(format!(
+                "libdat: {}:{}: skipped: no transport of ours serves library `{}`",
+                path.display(),
+                line.line,
+                line.lib_path
+            ));
+            continue;
+        };
+        let entry = Arc::new(Entry {
+            origin: Origin::File { path: path.to_path_buf(), line: line.line },
+            transport,
+            ia_name: line.ia_name,
+            api_major: line.api_major,
+            api_minor: line.api_minor,
+            thread_safe: line.thread_safe,
+            is_default: line.is_default,
+            lib_path: line.lib_path,
+            provider_version: line.provider_version,
+            ia_params: line.ia_params,
+            platform_params: line.platform_params,
+        });
+        // A line of the same name replaces a built-in; among file lines the first one wins,
+        // as OpenFabrics' static registry keeps the first.
+        match entries.iter().position(|e| e.ia_name == entry.ia_name) {
+            Some(i) if entries[i].origin == Origin::Builtin => entries[i] = entry,
+            Some(_) => warn(format!(
+                "libdat: {}:{}: skipped: IA `{}` is already registered",
+                path.display(),
+                line.line,
+                entry.ia_name
+            )),
+            None => entries.push(entry),
+        }
+    }
+    entries
+}
+
+static REGISTRY: LazyLock<RwLock<Vec<Arc<Entry>>>> = LazyLock::new(|| {
+    let path = conf_path();
+    let text = std::fs::read_to_string(&path).ok();
+    let conf = text.as_deref().map(|t| (path.as_path(), t));
+    let entries = assemble(&builtin::ipv4_interfaces(), conf, &mut |w| eprintln!("{w}"));
+    RwLock::new(entries)
+});
+
+/// A snapshot of every registered IA, in registry order.
+pub fn entries() -> Vec<Arc<Entry>> {
+    REGISTRY.read().clone()
+}
+
+/// The entry named `ia_name`.
+pub fn find(ia_name: &str) -> Option<Arc<Entry>> {
+    REGISTRY.read().iter().find(|e| e.ia_name == ia_name).cloned()
+}
+
+/// Adds a run-time provider; `false` if an IA of that name and version is registered already.
+pub fn add_runtime(ia_name: &str, major: u32, minor: u32, thread_safe: bool) -> bool {
+    let mut reg = REGISTRY.write();
+    if reg.iter().any(|e| e.ia_name == ia_name && e.api_major == major && e.api_minor == minor) {
+        return false;
+    }
+    reg.push(Arc::new(Entry {
+        ia_name: ia_name.into(),
+        api_major: major,
+        api_minor: minor,
+        thread_safe,
+        is_default: false,
+        lib_path: String::new(),
+        provider_version: String::new(),
+        ia_params: String::new(),
+        platform_params: String::new(),
+        transport: Transport::Foreign,
+        origin: Origin::Runtime,
+    }));
+    true
+}
+
+/// Removes a run-time provider; `false` if no such run-time provider is registered.
+pub fn remove_runtime(ia_name: &str, major: u32, minor: u32) -> bool {
+    let mut reg = REGISTRY.write();
+    let before = reg.len();
+    reg.retain(|e| {
+        !(e.origin == Origin::Runtime
+            && e.ia_name == ia_name
+            && e.api_major == major
+            && e.api_minor == minor)
+    });
+    reg.len() != before
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn names(e: &[Arc<Entry>]) -> Vec<&str> {
+        e.iter().map(|e| e.ia_name.as_str()).collect()
+    }
+
+    #[test]
+    fn builtins_exist_without_a_file() {
+        let mut warnings = Vec::new();
+        let e = assemble(&["lo".into(), "eth0".into()], None, &mut |w| warnings.push(w));
+        assert_eq!(names(&e), ["tcp-lo", "tcp-eth0"]);
+        assert_eq!(e[0].transport, Transport::Tcp);
+        assert_eq!(e[0].ia_params, "lo");
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn file_lines_override_builtins_and_warn_with_file_and_line() {
+        let text = "tcp-lo u2.0 threadsafe default tcp x 127.0.0.1\n\
+                    ofa-v2-ib0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 \"ib0 0\" \"\"\n\
+                    broken line\n\
+                    other u2.0 threadsafe default libfoo.so v x\n";
+        let mut warnings = Vec::new();
+        let e = assemble(&["lo".into()], Some((Path::new("/x/dat.conf"), text)), &mut |w| {
+            warnings.push(w)
+        });
+        assert_eq!(names(&e), ["tcp-lo", "ofa-v2-ib0"]);
+        assert_eq!(e[0].ia_params, "127.0.0.1");
+        assert_eq!(e[0].origin, Origin::File { path: "/x/dat.conf".into(), line: 1 });
+        assert_eq!(e[1].transport, Transport::Rdma);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("/x/dat.conf:3"), "{}", warnings[0]);
+        assert!(warnings[1].contains("/x/dat.conf:4"), "{}", warnings[1]);
+    }
+
+    #[test]
+    fn transport_follows_the_library_path() {
+        assert_eq!(Transport::from_lib_path("libdaploscm.so.2"), Some(Transport::Rdma));
+        assert_eq!(Transport::from_lib_path("/usr/lib/libdaplofa.so.2"), Some(Transport::Rdma));
+        assert_eq!(Transport::from_lib_path("tcp"), Some(Transport::Tcp));
+        assert_eq!(Transport::from_lib_path("libdat2.so.2"), Some(Transport::Tcp));
+        assert_eq!(Transport::from_lib_path("libother.so"), None);
+    }
+
+    #[test]
+    fn interfaces_include_loopback() {
+        assert!(builtin::ipv4_interfaces().iter().any(|n| n == "lo"));
+    }
+}
