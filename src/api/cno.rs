@@ -1,0 +1,119 @@
+//! CNO functions.
+
+use super::edge::{self, entry};
+use super::evd::timeout;
+use crate::abi::*;
+use crate::error::{DatError, Sub};
+use crate::objects::cno::Cno;
+use crate::objects::Counted;
+use crate::objects::ia::Ia;
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cno_create(
+    ia_handle: DAT_IA_HANDLE,
+    agent: DAT_OS_WAIT_PROXY_AGENT,
+    cno_handle: *mut DAT_CNO_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        let out = edge::out(cno_handle, 3)?;
+        let (_, h) = Cno::create(&ia, agent, false)?;
+        out.set(h);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cno_fd_create(
+    ia_handle: DAT_IA_HANDLE,
+    fd: *mut DAT_FD,
+    cno_handle: *mut DAT_CNO_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        let fd_out = edge::out(fd, 2)?;
+        let out = edge::out(cno_handle, 3)?;
+        // SAFETY: a NULL proxy agent is all-zero bytes: a NULL data pointer and no function.
+        let no_agent: DAT_OS_WAIT_PROXY_AGENT = unsafe { std::mem::zeroed() };
+        let (cno, h) = Cno::create(&ia, no_agent, true)?;
+        fd_out.set(cno.fd().ok_or(DatError::internal())?);
+        out.set(h);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cno_modify_agent(cno_handle: DAT_CNO_HANDLE, agent: DAT_OS_WAIT_PROXY_AGENT) -> DAT_RETURN {
+    entry! {
+        edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?.set_agent(agent);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cno_query(
+    cno_handle: DAT_CNO_HANDLE,
+    cno_param_mask: DAT_CNO_PARAM_MASK,
+    cno_param: *mut DAT_CNO_PARAM,
+) -> DAT_RETURN {
+    entry! {
+        let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
+        // DAT_CNO_FIELD_ALL is 0x4 in the header (not a union of the others): accept 0x1..0x7.
+        if cno_param_mask & !0x7 != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        let out = edge::out(cno_param, 3)?;
+        // SAFETY: DAT_CNO_PARAM is plain data for which all-zero bytes are a valid value.
+        let mut p: DAT_CNO_PARAM = unsafe { std::mem::zeroed() };
+        p.ia_handle = cno.ia.handle();
+        match cno.fd() {
+            Some(fd) => {
+                p.proxy_type = dat_proxy_type::DAT_PROXY_TYPE_FD as DAT_PROXY_TYPE;
+                p.proxy.fd = fd;
+            }
+            None => {
+                p.proxy_type = dat_proxy_type::DAT_PROXY_TYPE_AGENT as DAT_PROXY_TYPE;
+                p.proxy.agent = cno.agent();
+            }
+        }
+        out.set(p);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cno_free(cno_handle: DAT_CNO_HANDLE) -> DAT_RETURN {
+    entry! {
+        let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
+        if cno.users().in_use() {
+            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE));
+        }
+        cno.ia.release::<Cno>(cno_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CNO))?;
+        cno.kill();
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cno_wait(
+    cno_handle: DAT_CNO_HANDLE,
+    cno_timeout: DAT_TIMEOUT,
+    evd_handle: *mut DAT_EVD_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
+        let out = edge::out(evd_handle, 3)?;
+        out.set(cno.wait(timeout(cno_timeout))?);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cno_trigger(cno_handle: DAT_CNO_HANDLE, evd_handle: *mut DAT_EVD_HANDLE) -> DAT_RETURN {
+    entry! {
+        let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
+        let out = edge::out(evd_handle, 2)?;
+        out.set(cno.take_triggered().unwrap_or(std::ptr::null_mut()));
+        Ok(())
+    }
+}

@@ -1,0 +1,198 @@
+//! EVD functions.
+
+use std::time::Duration;
+
+use super::edge::{self, entry};
+use crate::abi::*;
+use crate::error::{DatError, Sub};
+use crate::objects::cno::Cno;
+use crate::objects::Counted;
+use crate::objects::evd::{self, Evd};
+use crate::objects::ia::Ia;
+use crate::objects::limits;
+
+fn evd(h: DAT_EVD_HANDLE) -> crate::error::DatResult<std::sync::Arc<Evd>> {
+    // The EVD functions name their EVD parameter with the generic EVD subtype DAT 2.0 lacks;
+    // OpenFabrics uses DAT_INVALID_HANDLE1 ("the first handle") there.
+    edge::object::<Evd>(h, Sub::DAT_INVALID_HANDLE1)
+}
+
+/// `DAT_TIMEOUT_INFINITE` is forever; anything else is microseconds.
+pub(crate) fn timeout(t: DAT_TIMEOUT) -> Option<Duration> {
+    (t != DAT_TIMEOUT_INFINITE).then(|| Duration::from_micros(u64::from(t)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_create(
+    ia_handle: DAT_IA_HANDLE,
+    evd_min_qlen: DAT_COUNT,
+    cno_handle: DAT_CNO_HANDLE,
+    evd_flags: DAT_EVD_FLAGS,
+    evd_handle: *mut DAT_EVD_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        if evd_min_qlen <= 0 || evd_min_qlen > limits::MAX_EVD_QLEN {
+            return Err(DatError::invalid_arg(2));
+        }
+        let cno = edge::optional_object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
+        let flags = edge::flags_in(evd_flags, evd::KNOWN_FLAGS, 4)?;
+        if flags == 0 {
+            return Err(DatError::invalid_arg(4));
+        }
+        let out = edge::out(evd_handle, 5)?;
+        if cno.as_ref().is_some_and(|c| !std::sync::Arc::ptr_eq(&c.ia, &ia)) {
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CNO));
+        }
+        let (_, h) = Evd::create(&ia, evd_min_qlen as usize, cno, flags)?;
+        out.set(h);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_query(
+    evd_handle: DAT_EVD_HANDLE,
+    evd_param_mask: DAT_EVD_PARAM_MASK,
+    evd_param: *mut DAT_EVD_PARAM,
+) -> DAT_RETURN {
+    entry! {
+        let evd = evd(evd_handle)?;
+        edge::flags_in(evd_param_mask, dat_evd_param_mask::DAT_EVD_FIELD_ALL as u32, 2)?;
+        let out = edge::out(evd_param, 3)?;
+        let p = evd.param();
+        let state = if p.enabled {
+            dat_evd_state::DAT_EVD_STATE_ENABLED
+        } else {
+            dat_evd_state::DAT_EVD_STATE_DISABLED
+        } as u32
+            | if p.waitable {
+                dat_evd_state::DAT_EVD_STATE_WAITABLE
+            } else {
+                dat_evd_state::DAT_EVD_STATE_UNWAITABLE
+            } as u32;
+        out.set(DAT_EVD_PARAM {
+            ia_handle: evd.ia.handle(),
+            evd_qlen: p.qlen as DAT_COUNT,
+            evd_state: state,
+            cno_handle: p.cno,
+            evd_flags: p.flags,
+        });
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_free(evd_handle: DAT_EVD_HANDLE) -> DAT_RETURN {
+    entry! {
+        let evd = evd(evd_handle)?;
+        if evd.users().in_use() {
+            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_IN_USE));
+        }
+        evd.ia.release::<Evd>(evd_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE1))?;
+        evd.abort_waiters();
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_resize(evd_handle: DAT_EVD_HANDLE, evd_min_qlen: DAT_COUNT) -> DAT_RETURN {
+    entry! {
+        let evd = evd(evd_handle)?;
+        if evd_min_qlen <= 0 || evd_min_qlen > limits::MAX_EVD_QLEN {
+            return Err(DatError::invalid_arg(2));
+        }
+        evd.resize(evd_min_qlen as usize)
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_post_se(evd_handle: DAT_EVD_HANDLE, event: *const DAT_EVENT) -> DAT_RETURN {
+    entry! {
+        let evd = evd(evd_handle)?;
+        let mut e = edge::required_in(event, 2)?;
+        if !evd.has_stream(dat_evd_flags::DAT_EVD_SOFTWARE_FLAG)
+            || e.event_number != dat_event_number::DAT_SOFTWARE_EVENT as DAT_EVENT_NUMBER
+        {
+            return Err(DatError::invalid_arg(2));
+        }
+        e.evd_handle = evd_handle;
+        evd.post(e)
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_dequeue(evd_handle: DAT_EVD_HANDLE, event: *mut DAT_EVENT) -> DAT_RETURN {
+    entry! {
+        let evd = evd(evd_handle)?;
+        let out = edge::out(event, 2)?;
+        out.set(evd.dequeue()?);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_wait(
+    evd_handle: DAT_EVD_HANDLE,
+    timeout: DAT_TIMEOUT,
+    threshold: DAT_COUNT,
+    event: *mut DAT_EVENT,
+    n_more_events: *mut DAT_COUNT,
+) -> DAT_RETURN {
+    entry! {
+        let evd = evd(evd_handle)?;
+        if threshold <= 0 {
+            return Err(DatError::invalid_arg(3));
+        }
+        let out = edge::out(event, 4)?;
+        let more = edge::optional_out(n_more_events);
+        let (result, remaining) = evd.wait(self::timeout(timeout), threshold as usize);
+        if let Some(more) = more {
+            more.set(remaining as DAT_COUNT);
+        }
+        out.set(result?);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_enable(evd_handle: DAT_EVD_HANDLE) -> DAT_RETURN {
+    entry! {
+        evd(evd_handle)?.set_enabled(true);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_disable(evd_handle: DAT_EVD_HANDLE) -> DAT_RETURN {
+    entry! {
+        evd(evd_handle)?.set_enabled(false);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_set_unwaitable(evd_handle: DAT_EVD_HANDLE) -> DAT_RETURN {
+    entry! {
+        evd(evd_handle)?.set_waitable(false);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_clear_unwaitable(evd_handle: DAT_EVD_HANDLE) -> DAT_RETURN {
+    entry! {
+        evd(evd_handle)?.set_waitable(true);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_evd_modify_cno(evd_handle: DAT_EVD_HANDLE, cno_handle: DAT_CNO_HANDLE) -> DAT_RETURN {
+    entry! {
+        let evd = evd(evd_handle)?;
+        let cno = edge::optional_object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
+        evd.set_cno(cno);
+        Ok(())
+    }
+}

@@ -1,0 +1,213 @@
+//! IA functions: dat_ia_openv, dat_ia_query, dat_ia_close.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use super::edge::{self, entry};
+use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub, Type};
+use crate::handle;
+use crate::objects::evd::Evd;
+use crate::objects::ia::Ia;
+use crate::objects::limits;
+use crate::registry::{self, API_MAJOR};
+
+/// `DAT_EVD_ASYNC_EXISTS`: the consumer has an async EVD elsewhere.
+const ASYNC_EXISTS: usize = 0x1;
+/// `DAT_EVD_OUT_OF_SCOPE`: what `dat_ia_query` reports when the IA has no async EVD.
+const OUT_OF_SCOPE: usize = 0x2;
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ia_openv(
+    ia_name_ptr: DAT_NAME_PTR,
+    async_evd_min_qlen: DAT_COUNT,
+    async_evd_handle: *mut DAT_EVD_HANDLE,
+    ia_handle: *mut DAT_IA_HANDLE,
+    dapl_major: DAT_UINT32,
+    _dapl_minor: DAT_UINT32,
+    thread_safety: DAT_BOOLEAN,
+) -> DAT_RETURN {
+    entry! {
+        let name = edge::c_str(ia_name_ptr as *const c_char, 1)?;
+        let name = name.to_str().map_err(|_| DatError::invalid_arg(1))?;
+        if name.len() >= DAT_NAME_MAX_LENGTH as usize {
+            return Err(DatError::invalid_arg(1));
+        }
+        let async_inout = edge::out(async_evd_handle, 3)?;
+        let ia_out = edge::out(ia_handle, 4)?;
+        edge::enum_in::<dat_boolean, _>(thread_safety, 7)?;
+        // Both thread-safety values are served: the library is thread-safe either way. A
+        // request for another major version finds no provider, as in OpenFabrics' registry.
+        let entry = registry::find(name)
+            .filter(|e| e.api_major == dapl_major && dapl_major == API_MAJOR)
+            .ok_or(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))?;
+        let requested = edge::read_in(async_evd_handle as *const DAT_EVD_HANDLE)
+            .unwrap_or(std::ptr::null_mut());
+        // Check the consumer's async EVD before creating anything.
+        let shared = match requested as usize {
+            0 | ASYNC_EXISTS => None,
+            _ => {
+                let evd = edge::object::<Evd>(requested, Sub::DAT_INVALID_HANDLE_EVD_ASYNC)?;
+                if !evd.has_stream(dat_evd_flags::DAT_EVD_ASYNC_FLAG) {
+                    return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EVD_ASYNC));
+                }
+                Some(evd)
+            }
+        };
+        if requested.is_null() && async_evd_min_qlen <= 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        let ia = Ia::open(entry)?;
+        let ia_h = ia.register()?;
+        if requested.is_null() {
+            let qlen = async_evd_min_qlen.min(limits::MAX_EVD_QLEN) as usize;
+            match Evd::create(&ia, qlen, None, dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32) {
+                Ok((evd, h)) => {
+                    ia.set_async_evd(Some(evd));
+                    async_inout.set(h);
+                }
+                Err(e) => {
+                    handle::remove::<Ia>(ia_h);
+                    return Err(e);
+                }
+            }
+        } else {
+            ia.set_async_evd(shared);
+        }
+        ia_out.set(ia_h);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ia_query(
+    ia_handle: DAT_IA_HANDLE,
+    async_evd_handle: *mut DAT_EVD_HANDLE,
+    ia_attr_mask: DAT_IA_ATTR_MASK,
+    ia_attr: *mut DAT_IA_ATTR,
+    provider_attr_mask: DAT_PROVIDER_ATTR_MASK,
+    provider_attr: *mut DAT_PROVIDER_ATTR,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        if ia_attr_mask & !DAT_IA_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(3));
+        }
+        if provider_attr_mask & !DAT_PROVIDER_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(5));
+        }
+        let ia_out = if ia_attr_mask != 0 { Some(edge::out(ia_attr, 4)?) } else { None };
+        let provider_out =
+            if provider_attr_mask != 0 { Some(edge::out(provider_attr, 6)?) } else { None };
+        if let Some(out) = edge::optional_out(async_evd_handle) {
+            let h = ia.async_evd();
+            out.set(if h.is_null() { OUT_OF_SCOPE as DAT_EVD_HANDLE } else { h });
+        }
+        if let Some(out) = ia_out {
+            out.set(ia_attributes(&ia));
+        }
+        if let Some(out) = provider_out {
+            out.set(provider_attributes(&ia));
+        }
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ia_close(ia_handle: DAT_IA_HANDLE, ia_flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        let flags = edge::enum_in::<dat_close_flags, _>(ia_flags, 2)?;
+        close(&ia, ia_handle, flags)
+    }
+}
+
+fn close(ia: &Arc<Ia>, h: DAT_IA_HANDLE, flags: dat_close_flags) -> DatResult {
+    if flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG && ia.live_children() != 0 {
+        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_IA_IN_USE));
+    }
+    handle::remove::<Ia>(h).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_IA))?;
+    ia.free_all();
+    Ok(())
+}
+
+/// Copies `s` into a fixed C name buffer, always NUL-terminated.
+pub(crate) fn fill_name(dst: &mut [c_char], s: &str) {
+    let n = s.len().min(dst.len() - 1);
+    for (d, b) in dst.iter_mut().zip(s.as_bytes()[..n].iter()) {
+        *d = *b as c_char;
+    }
+    dst[n] = 0;
+}
+
+fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
+    // SAFETY: DAT_IA_ATTR is plain data (integers, arrays, nullable pointers) for which
+    // all-zero bytes are a valid value.
+    let mut a: DAT_IA_ATTR = unsafe { std::mem::zeroed() };
+    fill_name(&mut a.adapter_name, &ia.entry.ia_name);
+    fill_name(&mut a.vendor_name, "libdat");
+    a.hardware_version_major = 0;
+    a.firmware_version_major = 0;
+    a.ia_address_ptr = ia.address_ptr();
+    a.max_eps = limits::MAX_EPS;
+    a.max_dto_per_ep = limits::MAX_DTO_PER_EP;
+    a.max_rdma_read_per_ep_in = limits::MAX_RDMA_READ_PER_EP;
+    a.max_rdma_read_per_ep_out = limits::MAX_RDMA_READ_PER_EP;
+    a.max_evds = limits::MAX_EVDS;
+    a.max_evd_qlen = limits::MAX_EVD_QLEN;
+    a.max_iov_segments_per_dto = limits::MAX_IOV_SEGMENTS;
+    a.max_lmrs = limits::MAX_LMRS;
+    a.max_lmr_block_size = limits::MAX_LMR_BLOCK_SIZE;
+    a.max_lmr_virtual_address = limits::MAX_LMR_VIRTUAL_ADDRESS;
+    a.max_pzs = limits::MAX_PZS;
+    a.max_message_size = limits::MAX_MESSAGE_SIZE;
+    a.max_rdma_size = limits::MAX_RDMA_SIZE;
+    a.max_rmrs = limits::MAX_RMRS;
+    a.max_rmr_target_address = limits::MAX_RMR_TARGET_ADDRESS;
+    a.max_srqs = limits::MAX_SRQS;
+    a.max_ep_per_srq = limits::MAX_EP_PER_SRQ;
+    a.max_recv_per_srq = limits::MAX_RECV_PER_SRQ;
+    a.max_iov_segments_per_rdma_read = limits::MAX_IOV_SEGMENTS;
+    a.max_iov_segments_per_rdma_write = limits::MAX_IOV_SEGMENTS;
+    a.max_rdma_read_in = limits::MAX_RDMA_READ_PER_EP * limits::MAX_EPS;
+    a.max_rdma_read_out = limits::MAX_RDMA_READ_PER_EP * limits::MAX_EPS;
+    a.max_rdma_read_per_ep_in_guaranteed = dat_boolean::DAT_TRUE as DAT_BOOLEAN;
+    a.max_rdma_read_per_ep_out_guaranteed = dat_boolean::DAT_TRUE as DAT_BOOLEAN;
+    a.zb_supported = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    a.extension_supported = dat_extension::DAT_EXTENSION_NONE as DAT_EXTENSION;
+    a
+}
+
+fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
+    // SAFETY: DAT_PROVIDER_ATTR is plain data for which all-zero bytes are a valid value.
+    let mut p: DAT_PROVIDER_ATTR = unsafe { std::mem::zeroed() };
+    let t = dat_boolean::DAT_TRUE as DAT_BOOLEAN;
+    fill_name(&mut p.provider_name, &format!("libdat-{}", ia.entry.transport.name()));
+    p.provider_version_major = 0;
+    p.provider_version_minor = 1;
+    p.dapl_version_major = registry::API_MAJOR;
+    p.dapl_version_minor = registry::API_MINOR;
+    p.lmr_mem_types_supported =
+        dat_mem_type::DAT_MEM_TYPE_VIRTUAL as u32 | dat_mem_type::DAT_MEM_TYPE_LMR as u32;
+    p.iov_ownership_on_return = dat_iov_ownership::DAT_IOV_CONSUMER as DAT_IOV_OWNERSHIP;
+    p.dat_qos_supported = dat_qos::DAT_QOS_BEST_EFFORT as DAT_QOS;
+    p.completion_flags_supported = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
+        | dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32
+        | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32
+        | dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32;
+    p.is_thread_safe = t;
+    p.max_private_data_size = limits::MAX_PRIVATE_DATA_SIZE;
+    p.supports_multipath = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p.ep_creator = dat_ep_creator_for_psp::DAT_PSP_CREATES_EP_NEVER as DAT_EP_CREATOR_FOR_PSP;
+    p.pz_support = dat_pz_support::DAT_PZ_UNIQUE as DAT_PZ_SUPPORT;
+    p.optimal_buffer_alignment = limits::OPTIMAL_BUFFER_ALIGNMENT;
+    p.evd_stream_merging_supported = [[t; 6]; 6];
+    p.srq_supported = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p.lmr_sync_req = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p.dto_async_return_guaranteed = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p.rdma_write_for_rdma_read_req = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p.rmr_scope_supported = dat_rmr_scope::DAT_RMR_SCOPE_EP as DAT_RMR_SCOPE;
+    p.is_signal_safe = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p.ha_supported = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p
+}

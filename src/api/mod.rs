@@ -1,0 +1,8 @@
+//! The exported C API: one file per object family, every function one `entry!` body.
+
+pub mod cno;
+pub mod edge;
+pub mod evd;
+pub mod ia;
+pub mod misc;
+pub mod registry;

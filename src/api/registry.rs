@@ -1,0 +1,142 @@
+//! Registry functions: dat_registry_list_providers, dat_registry_add_provider,
+//! dat_registry_remove_provider, and dat_strerror.
+
+use std::ffi::{c_char, CStr, CString};
+use std::sync::LazyLock;
+
+use super::edge::{self, entry};
+use super::ia::fill_name;
+use crate::abi::*;
+use crate::error::{DatError, Sub, Type};
+use crate::registry;
+
+fn info_of(e: &registry::Entry) -> DAT_PROVIDER_INFO {
+    // SAFETY: DAT_PROVIDER_INFO is plain data for which all-zero bytes are a valid value.
+    let mut info: DAT_PROVIDER_INFO = unsafe { std::mem::zeroed() };
+    fill_name(&mut info.ia_name, &e.ia_name);
+    info.dapl_version_major = e.api_major;
+    info.dapl_version_minor = e.api_minor;
+    info.is_thread_safe = if e.thread_safe { dat_boolean::DAT_TRUE } else { dat_boolean::DAT_FALSE } as DAT_BOOLEAN;
+    info
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_registry_list_providers(
+    max_to_return: DAT_COUNT,
+    entries_returned: *mut DAT_COUNT,
+    dat_provider_list: *mut *mut DAT_PROVIDER_INFO,
+) -> DAT_RETURN {
+    entry! {
+        let count_out = edge::out(entries_returned, 2)?;
+        if max_to_return < 0 {
+            return Err(DatError::invalid_arg(1));
+        }
+        let entries = registry::entries();
+        if max_to_return == 0 {
+            // The man page: with max_to_return 0, report how many there are, and fail.
+            count_out.set(entries.len() as DAT_COUNT);
+            return Err(DatError::invalid_arg(1));
+        }
+        let slots = edge::slice_in(dat_provider_list as *const *mut DAT_PROVIDER_INFO, max_to_return, 3)?;
+        let mut written = 0;
+        for (slot, e) in slots.iter().zip(entries.iter()) {
+            let out = edge::out(*slot, 3)?;
+            out.set(info_of(e));
+            written += 1;
+        }
+        count_out.set(written);
+        Ok(())
+    }
+}
+
+fn provider_key(info: *const DAT_PROVIDER_INFO) -> crate::error::DatResult<(String, u32, u32, bool)> {
+    let info = edge::required_in(info, 2)?;
+    let bytes: Vec<u8> = info.ia_name.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+    if bytes.len() == info.ia_name.len() || bytes.is_empty() {
+        return Err(DatError::invalid_arg(2));
+    }
+    let name = String::from_utf8(bytes).map_err(|_| DatError::invalid_arg(2))?;
+    Ok((name, info.dapl_version_major, info.dapl_version_minor, info.is_thread_safe != 0))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_registry_add_provider(
+    provider: *const DAT_PROVIDER,
+    provider_info: *const DAT_PROVIDER_INFO,
+) -> DAT_RETURN {
+    entry! {
+        if provider.is_null() {
+            return Err(DatError::invalid_arg(1));
+        }
+        let (name, major, minor, thread_safe) = provider_key(provider_info)?;
+        if registry::add_runtime(&name, major, minor, thread_safe) {
+            Ok(())
+        } else {
+            Err(DatError::bare(Type::DAT_PROVIDER_ALREADY_REGISTERED))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_registry_remove_provider(
+    provider: *const DAT_PROVIDER,
+    provider_info: *const DAT_PROVIDER_INFO,
+) -> DAT_RETURN {
+    entry! {
+        if provider.is_null() {
+            return Err(DatError::invalid_arg(1));
+        }
+        let (name, major, minor, _) = provider_key(provider_info)?;
+        if registry::remove_runtime(&name, major, minor) {
+            Ok(())
+        } else {
+            Err(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))
+        }
+    }
+}
+
+/// Names of every return type and subtype, made once from the enums themselves, so no
+/// value can be forgotten; C keeps the pointers for the life of the process.
+struct Names {
+    types: Vec<(u32, CString)>,
+    subtypes: Vec<(u32, CString)>,
+}
+
+static NAMES: LazyLock<Names> = LazyLock::new(|| {
+    let types = (0..=0x3FFFu32)
+        .filter_map(|t| {
+            let v = t << 16;
+            Type::try_from(v).ok().map(|e| (v, CString::new(format!("{e:?}")).unwrap_or_default()))
+        })
+        .collect();
+    let subtypes = (0..=0xFFFFu32)
+        .filter_map(|s| Sub::try_from(s).ok().map(|e| (s, CString::new(format!("{e:?}")).unwrap_or_default())))
+        .collect();
+    Names { types, subtypes }
+});
+
+/// The names `dat_strerror` gives for `value`: its type and subtype.
+pub fn error_names(value: DAT_RETURN) -> Option<(&'static CStr, &'static CStr)> {
+    let names = &*NAMES;
+    let t = value & DAT_TYPE_MASK;
+    let s = value & DAT_SUBTYPE_MASK;
+    let major = names.types.iter().find(|(v, _)| *v == t)?.1.as_c_str();
+    let minor = names.subtypes.iter().find(|(v, _)| *v == s)?.1.as_c_str();
+    Some((major, minor))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_strerror(
+    value: DAT_RETURN,
+    message: *mut *const c_char,
+    minor_message: *mut *const c_char,
+) -> DAT_RETURN {
+    entry! {
+        let major_out = edge::out(message, 2)?;
+        let minor_out = edge::out(minor_message, 3)?;
+        let (major, minor) = error_names(value).ok_or(DatError::invalid_arg(1))?;
+        major_out.set(major.as_ptr());
+        minor_out.set(minor.as_ptr());
+        Ok(())
+    }
+}

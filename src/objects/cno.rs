@@ -1,0 +1,162 @@
+//! The Consumer Notification Object: one wake-up point for several EVDs. An EVD with a CNO
+//! triggers it when an event arrives and nobody waits on the EVD itself.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::ia::Ia;
+use super::{Counted, Users};
+use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub, Type};
+use crate::handle::{Kind, Object};
+
+struct State {
+    /// EVD handles that triggered and were not yet reported.
+    triggered: Vec<usize>,
+    waiter: bool,
+    agent: DAT_OS_WAIT_PROXY_AGENT,
+    handle: usize,
+    epoch: u64,
+}
+
+pub struct Cno {
+    pub ia: Arc<Ia>,
+    users: Users,
+    state: Mutex<State>,
+    ready: Condvar,
+    /// For `dat_cno_fd_create`: an eventfd that becomes readable on a trigger.
+    fd: Option<std::os::fd::OwnedFd>,
+}
+
+// SAFETY: the proxy agent is an opaque consumer pointer and function pointer that we only
+// store and return; it is accessed under the state mutex.
+unsafe impl Send for State {}
+
+impl Object for Cno {
+    const KIND: Kind = Kind::Cno;
+}
+
+impl Counted for Cno {
+    fn users(&self) -> &Users {
+        &self.users
+    }
+}
+
+impl Cno {
+    pub fn create(
+        ia: &Arc<Ia>,
+        agent: DAT_OS_WAIT_PROXY_AGENT,
+        with_fd: bool,
+    ) -> DatResult<(Arc<Cno>, DAT_CNO_HANDLE)> {
+        let fd = if with_fd {
+            // SAFETY: eventfd has no memory arguments; a non-negative result is a new fd we own.
+            let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+            if raw < 0 {
+                return Err(DatError::resources(Sub::DAT_RESOURCE_MEMORY));
+            }
+            // SAFETY: raw is a fresh descriptor owned by nobody else.
+            Some(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) })
+        } else {
+            None
+        };
+        let cno = Arc::new(Cno {
+            ia: ia.clone(),
+            users: Users::default(),
+            state: Mutex::new(State {
+                triggered: Vec::new(),
+                waiter: false,
+                agent,
+                handle: 0,
+                epoch: 0,
+            }),
+            ready: Condvar::new(),
+            fd,
+        });
+        let h = ia.adopt(cno.clone())?;
+        cno.state.lock().handle = h as usize;
+        Ok((cno, h))
+    }
+
+    pub fn handle(&self) -> DAT_CNO_HANDLE {
+        self.state.lock().handle as DAT_CNO_HANDLE
+    }
+
+    pub fn fd(&self) -> Option<i32> {
+        self.fd.as_ref().map(std::os::fd::AsRawFd::as_raw_fd)
+    }
+
+    pub fn agent(&self) -> DAT_OS_WAIT_PROXY_AGENT {
+        self.state.lock().agent
+    }
+
+    pub fn set_agent(&self, agent: DAT_OS_WAIT_PROXY_AGENT) {
+        self.state.lock().agent = agent;
+    }
+
+    /// An EVD of this CNO got an event.
+    pub fn trigger(&self, evd: DAT_EVD_HANDLE) {
+        let mut s = self.state.lock();
+        if !s.triggered.contains(&(evd as usize)) {
+            s.triggered.push(evd as usize);
+        }
+        self.ready.notify_one();
+        if let Some(fd) = self.fd() {
+            let one: u64 = 1;
+            // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
+            unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+        }
+    }
+
+    /// `dat_cno_trigger`: the EVD that triggered, if any, without blocking.
+    pub fn take_triggered(&self) -> Option<DAT_EVD_HANDLE> {
+        let mut s = self.state.lock();
+        if s.triggered.is_empty() {
+            return None;
+        }
+        if let Some(fd) = self.fd() {
+            let mut sink: u64 = 0;
+            // SAFETY: reads at most 8 bytes into a live u64 from our own non-blocking eventfd.
+            unsafe { libc::read(fd, &mut sink as *mut u64 as *mut libc::c_void, 8) };
+        }
+        Some(s.triggered.remove(0) as DAT_EVD_HANDLE)
+    }
+
+    /// `dat_cno_wait`: blocks until an EVD triggers or `timeout` passes.
+    pub fn wait(&self, timeout: Option<Duration>) -> DatResult<DAT_EVD_HANDLE> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        {
+            let mut s = self.state.lock();
+            if s.waiter {
+                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE));
+            }
+            s.waiter = true;
+            let epoch = s.epoch;
+            while s.triggered.is_empty() {
+                if s.epoch != epoch {
+                    s.waiter = false;
+                    return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_DEAD));
+                }
+                match deadline {
+                    None => self.ready.wait(&mut s),
+                    Some(d) => {
+                        if self.ready.wait_until(&mut s, d).timed_out() && s.triggered.is_empty() {
+                            s.waiter = false;
+                            return Err(DatError::bare(Type::DAT_TIMEOUT_EXPIRED));
+                        }
+                    }
+                }
+            }
+            s.waiter = false;
+        }
+        self.take_triggered().ok_or(DatError::internal())
+    }
+
+    /// Called as the CNO's handle dies: a blocked waiter fails.
+    pub fn kill(&self) {
+        let mut s = self.state.lock();
+        s.epoch += 1;
+        self.ready.notify_all();
+    }
+}

@@ -1,0 +1,259 @@
+//! The Event Dispatcher: a bounded queue of `DAT_EVENT`s sized by the creation qlen, fed by
+//! software events, connection events and transport completions, drained by dequeue and wait.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::cno::Cno;
+use super::ia::Ia;
+use super::{Counted, Held, Users};
+use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub, Type};
+use crate::handle::{Kind, Object};
+
+/// The stream bits of `DAT_EVD_FLAGS` we know.
+pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
+    | dat_evd_flags::DAT_EVD_CR_FLAG as u32
+    | dat_evd_flags::DAT_EVD_DTO_FLAG as u32
+    | dat_evd_flags::DAT_EVD_CONNECTION_FLAG as u32
+    | dat_evd_flags::DAT_EVD_RMR_BIND_FLAG as u32
+    | dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32;
+
+/// A queued event. `DAT_EVENT` holds raw pointers the consumer owns; we only carry them.
+#[derive(Clone, Copy)]
+pub struct Event(pub DAT_EVENT);
+// SAFETY: the pointers inside are opaque consumer values (cookies, handles) we never
+// dereference, so moving them between threads is sound.
+unsafe impl Send for Event {}
+
+struct Queue {
+    events: VecDeque<Event>,
+    qlen: usize,
+    enabled: bool,
+    waitable: bool,
+    waiter: bool,
+    cno: Option<Held<Cno>>,
+    /// Bumped to wake a waiter that must give up (unwaitable, freed).
+    epoch: u64,
+}
+
+pub struct Evd {
+    pub ia: Arc<Ia>,
+    flags: u32,
+    handle: AtomicUsize,
+    users: Users,
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+impl Object for Evd {
+    const KIND: Kind = Kind::Evd;
+}
+
+impl Counted for Evd {
+    fn users(&self) -> &Users {
+        &self.users
+    }
+}
+
+/// What `dat_evd_query` reports.
+pub struct EvdParam {
+    pub qlen: usize,
+    pub enabled: bool,
+    pub waitable: bool,
+    pub cno: DAT_CNO_HANDLE,
+    pub flags: u32,
+}
+
+impl Evd {
+    /// Creates an EVD and registers it under its IA.
+    pub fn create(
+        ia: &Arc<Ia>,
+        qlen: usize,
+        cno: Option<Arc<Cno>>,
+        flags: u32,
+    ) -> DatResult<(Arc<Evd>, DAT_EVD_HANDLE)> {
+        let evd = Arc::new(Evd {
+            ia: ia.clone(),
+            flags,
+            handle: AtomicUsize::new(0),
+            users: Users::default(),
+            queue: Mutex::new(Queue {
+                events: VecDeque::with_capacity(qlen),
+                qlen,
+                enabled: true,
+                waitable: true,
+                waiter: false,
+                cno: cno.map(Held::new),
+                epoch: 0,
+            }),
+            ready: Condvar::new(),
+        });
+        let h = ia.adopt(evd.clone())?;
+        evd.handle.store(h as usize, Ordering::Release);
+        Ok((evd, h))
+    }
+
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    pub fn handle(&self) -> DAT_EVD_HANDLE {
+        self.handle.load(Ordering::Acquire) as DAT_EVD_HANDLE
+    }
+
+    pub fn has_stream(&self, flag: dat_evd_flags) -> bool {
+        self.flags & flag as u32 != 0
+    }
+
+    pub fn param(&self) -> EvdParam {
+        let q = self.queue.lock();
+        EvdParam {
+            qlen: q.qlen,
+            enabled: q.enabled,
+            waitable: q.waitable,
+            cno: q.cno.as_ref().map_or(std::ptr::null_mut(), |c| c.handle()),
+            flags: self.flags,
+        }
+    }
+
+    pub fn qlen(&self) -> usize {
+        self.queue.lock().qlen
+    }
+
+    /// Queues an event; a full queue loses it and reports the overflow on the IA's async EVD.
+    pub fn post(&self, mut event: DAT_EVENT) -> DatResult {
+        event.evd_handle = self.handle();
+        let cno = {
+            let mut q = self.queue.lock();
+            if q.events.len() >= q.qlen {
+                drop(q);
+                self.report_overflow();
+                return Err(DatError::bare(Type::DAT_QUEUE_FULL));
+            }
+            q.events.push_back(Event(event));
+            let notify_cno = q.enabled && !q.waiter;
+            self.ready.notify_one();
+            notify_cno.then(|| q.cno.as_ref().map(|c| c.arc().clone())).flatten()
+        };
+        if let Some(cno) = cno {
+            cno.trigger(self.handle());
+        }
+        Ok(())
+    }
+
+    fn report_overflow(&self) {
+        if self.flags & dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32 != 0 {
+            return; // the async EVD itself overflowed: nowhere left to report
+        }
+        if let Some(async_evd) = self.ia.async_evd_object() {
+            // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
+            let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+            e.event_number = dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW as DAT_EVENT_NUMBER;
+            e.event_data.asynch_error_event_data.dat_handle = self.handle();
+            e.event_data.asynch_error_event_data.reason = 0;
+            let _ = async_evd.post(e);
+        }
+    }
+
+    /// `dat_evd_dequeue`: the oldest event, or `DAT_QUEUE_EMPTY`.
+    pub fn dequeue(&self) -> DatResult<DAT_EVENT> {
+        let mut q = self.queue.lock();
+        if q.waiter {
+            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
+        }
+        q.events
+            .pop_front()
+            .map(|e| e.0)
+            .ok_or(DatError::bare(Type::DAT_QUEUE_EMPTY))
+    }
+
+    /// `dat_evd_wait`: blocks until `threshold` events are queued or `timeout` passes
+    /// (`None`: forever). Returns the oldest event and how many remain.
+    pub fn wait(&self, timeout: Option<Duration>, threshold: usize) -> (DatResult<DAT_EVENT>, usize) {
+        let mut q = self.queue.lock();
+        if !q.waitable {
+            let n = q.events.len();
+            return (Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE)), n);
+        }
+        if q.waiter {
+            let n = q.events.len();
+            return (Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER)), n);
+        }
+        if threshold > q.qlen {
+            let n = q.events.len();
+            return (Err(DatError::invalid_arg(3)), n);
+        }
+        q.waiter = true;
+        let epoch = q.epoch;
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut result = Ok(());
+        while q.events.len() < threshold {
+            if q.epoch != epoch {
+                result = Err(if q.waitable {
+                    DatError::bare(Type::DAT_ABORT)
+                } else {
+                    DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE)
+                });
+                break;
+            }
+            match deadline {
+                None => self.ready.wait(&mut q),
+                Some(d) => {
+                    if self.ready.wait_until(&mut q, d).timed_out() && q.events.len() < threshold {
+                        result = Err(DatError::bare(Type::DAT_TIMEOUT_EXPIRED));
+                        break;
+                    }
+                }
+            }
+        }
+        q.waiter = false;
+        let outcome = match result {
+            Ok(()) => q.events.pop_front().map(|e| e.0).ok_or(DatError::internal()),
+            Err(e) => Err(e),
+        };
+        (outcome, q.events.len())
+    }
+
+    pub fn set_enabled(&self, enabled: bool) {
+        self.queue.lock().enabled = enabled;
+    }
+
+    /// `dat_evd_set_unwaitable` wakes a blocked waiter, which then fails.
+    pub fn set_waitable(&self, waitable: bool) {
+        let mut q = self.queue.lock();
+        q.waitable = waitable;
+        if !waitable {
+            q.epoch += 1;
+            self.ready.notify_all();
+        }
+    }
+
+    pub fn resize(&self, qlen: usize) -> DatResult {
+        let mut q = self.queue.lock();
+        if qlen < q.events.len() {
+            return Err(DatError::invalid_state(Sub::DAT_NO_SUBTYPE));
+        }
+        q.qlen = qlen;
+        Ok(())
+    }
+
+    pub fn set_cno(&self, cno: Option<Arc<Cno>>) {
+        self.queue.lock().cno = cno.map(Held::new);
+    }
+
+    /// Called as the EVD's handle dies: a blocked waiter returns `DAT_ABORT`.
+    pub fn abort_waiters(&self) {
+        let mut q = self.queue.lock();
+        q.epoch += 1;
+        self.ready.notify_all();
+    }
+
+    pub fn has_waiter(&self) -> bool {
+        self.queue.lock().waiter
+    }
+}

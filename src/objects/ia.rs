@@ -1,0 +1,170 @@
+//! The Interface Adapter: one open instance of a registered IA. It owns every object created
+//! under it (so an abrupt close can free them) and its address.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::evd::Evd;
+use super::Held;
+use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub, Type};
+use crate::handle::{self, Kind, Object};
+use crate::registry::{Entry, Transport};
+
+pub struct Ia {
+    pub entry: Arc<Entry>,
+    /// The IA's IPv4 address; boxed so the pointer `dat_ia_query` hands out stays put.
+    address: Box<libc::sockaddr_in>,
+    /// The async EVD; none when the consumer passed `DAT_EVD_ASYNC_EXISTS`. Taken at close,
+    /// which breaks the IA <-> EVD reference cycle.
+    async_evd: Mutex<Option<Held<Evd>>>,
+    /// This IA's own handle, set once it is registered.
+    handle: std::sync::atomic::AtomicUsize,
+    /// Handles of the objects created under this IA, in creation order.
+    children: Mutex<Vec<usize>>,
+}
+
+impl Object for Ia {
+    const KIND: Kind = Kind::Ia;
+}
+
+impl Ia {
+    /// Opens an IA of `entry`; the transport must be one we serve.
+    pub fn open(entry: Arc<Entry>) -> DatResult<Arc<Ia>> {
+        match entry.transport {
+            Transport::Tcp => {}
+            // Later transports: the RDMA one, and providers registered at run time.
+            Transport::Rdma | Transport::Foreign => return Err(DatError::not_implemented()),
+        }
+        let ip = resolve_ipv4(&entry.ia_params).ok_or(DatError::new(
+            Type::DAT_INVALID_ADDRESS,
+            Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
+        ))?;
+        // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
+        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        sin.sin_family = libc::AF_INET as libc::sa_family_t;
+        sin.sin_addr.s_addr = u32::from(ip).to_be();
+        Ok(Arc::new(Ia {
+            entry,
+            address: Box::new(sin),
+            async_evd: Mutex::new(None),
+            handle: std::sync::atomic::AtomicUsize::new(0),
+            children: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Registers the IA itself in the handle table.
+    pub fn register(self: &Arc<Self>) -> DatResult<DAT_IA_HANDLE> {
+        let h = handle::insert(self.clone()).ok_or(DatError::resources(Sub::DAT_RESOURCE_MEMORY))?;
+        self.handle.store(h as usize, std::sync::atomic::Ordering::Release);
+        Ok(h)
+    }
+
+    pub fn handle(&self) -> DAT_IA_HANDLE {
+        self.handle.load(std::sync::atomic::Ordering::Acquire) as DAT_IA_HANDLE
+    }
+
+    pub fn ipv4(&self) -> std::net::Ipv4Addr {
+        std::net::Ipv4Addr::from(u32::from_be(self.address.sin_addr.s_addr))
+    }
+
+    /// The address as `DAT_IA_ADDRESS_PTR`, valid while the IA lives.
+    pub fn address_ptr(&self) -> DAT_IA_ADDRESS_PTR {
+        &*self.address as *const libc::sockaddr_in as DAT_IA_ADDRESS_PTR
+    }
+
+    /// The async EVD handle, `DAT_HANDLE_NULL` when there is none.
+    pub fn async_evd(&self) -> DAT_EVD_HANDLE {
+        self.async_evd.lock().as_ref().map_or(std::ptr::null_mut(), |e| e.handle())
+    }
+
+    pub fn async_evd_object(&self) -> Option<Arc<Evd>> {
+        self.async_evd.lock().as_ref().map(|e| e.arc().clone())
+    }
+
+    pub fn set_async_evd(&self, evd: Option<Arc<Evd>>) {
+        *self.async_evd.lock() = evd.map(Held::new);
+    }
+
+    /// Registers a new object of this IA and returns its handle.
+    pub fn adopt<T: Object>(&self, object: Arc<T>) -> DatResult<DAT_HANDLE> {
+        let h = handle::insert(object).ok_or(DatError::resources(Sub::DAT_RESOURCE_MEMORY))?;
+        self.children.lock().push(h as usize);
+        Ok(h)
+    }
+
+    /// Unregisters one of this IA's objects: its handle is dead from then on.
+    pub fn release<T: Object>(&self, h: DAT_HANDLE) -> Option<Arc<T>> {
+        let object = handle::remove::<T>(h)?;
+        self.children.lock().retain(|c| *c != h as usize);
+        Some(object)
+    }
+
+    /// Handles of live objects this IA owns, other than its own async EVD.
+    pub fn live_children(&self) -> usize {
+        let own_async = self.async_evd() as usize;
+        self.children.lock().iter().filter(|c| **c != own_async).count()
+    }
+
+    /// Frees every object of this IA, newest first, so dependents go before what they use.
+    pub fn free_all(&self) {
+        self.set_async_evd(None);
+        let children = std::mem::take(&mut *self.children.lock());
+        for h in children.into_iter().rev() {
+            handle::remove_any(h as DAT_HANDLE);
+        }
+    }
+}
+
+/// An `ia params` field names a netdev (`lo`, `eth0`, optionally followed by a port as in
+/// OpenFabrics' `"ib0 0"`) or an IPv4 address.
+pub fn resolve_ipv4(ia_params: &str) -> Option<std::net::Ipv4Addr> {
+    let first = ia_params.split_whitespace().next()?;
+    if let Ok(ip) = first.parse::<std::net::Ipv4Addr>() {
+        return Some(ip);
+    }
+    netdev_ipv4(first)
+}
+
+fn netdev_ipv4(name: &str) -> Option<std::net::Ipv4Addr> {
+    let mut found = None;
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list`, freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return None;
+    }
+    let mut cur = list;
+    while !cur.is_null() && found.is_none() {
+        // SAFETY: cur is a node of the list getifaddrs returned; an AF_INET address is a
+        // sockaddr_in.
+        unsafe {
+            let ifa = &*cur;
+            if !ifa.ifa_addr.is_null()
+                && i32::from((*ifa.ifa_addr).sa_family) == libc::AF_INET
+                && std::ffi::CStr::from_ptr(ifa.ifa_name).to_bytes() == name.as_bytes()
+            {
+                let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                found = Some(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+            }
+            cur = ifa.ifa_next;
+        }
+    }
+    // SAFETY: list came from a successful getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(list) };
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ia_params_resolve_to_an_address() {
+        assert_eq!(resolve_ipv4("lo"), Some(std::net::Ipv4Addr::LOCALHOST));
+        assert_eq!(resolve_ipv4("lo 0"), Some(std::net::Ipv4Addr::LOCALHOST));
+        assert_eq!(resolve_ipv4("127.0.0.2"), Some("127.0.0.2".parse().unwrap()));
+        assert_eq!(resolve_ipv4("no-such-netdev0"), None);
+        assert_eq!(resolve_ipv4(""), None);
+    }
+}

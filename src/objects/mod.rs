@@ -1,0 +1,87 @@
+//! Transport-independent DAT objects and their rules (states, in-use counts, limits).
+
+pub mod cno;
+pub mod evd;
+pub mod ia;
+pub mod limits;
+
+use std::ops::Deref;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// How many other objects depend on an object: a PZ used by LMRs and EPs, an EVD fed by EPs...
+/// Freeing an object whose count is not zero is refused with the `*_IN_USE` state error.
+#[derive(Default, Debug)]
+pub struct Users(AtomicUsize);
+
+impl Users {
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+    pub fn in_use(&self) -> bool {
+        self.count() != 0
+    }
+}
+
+/// Something that counts its users.
+pub trait Counted {
+    fn users(&self) -> &Users;
+}
+
+/// A counted reference: holding it marks the target in use; dropping it releases the use.
+/// A dependent object (an LMR's PZ, an EP's EVDs) keeps its dependencies as `Held`.
+pub struct Held<T: Counted>(Arc<T>);
+
+impl<T: Counted> Held<T> {
+    pub fn new(target: Arc<T>) -> Self {
+        target.users().0.fetch_add(1, Ordering::AcqRel);
+        Held(target)
+    }
+    pub fn arc(&self) -> &Arc<T> {
+        &self.0
+    }
+}
+
+impl<T: Counted> Clone for Held<T> {
+    fn clone(&self) -> Self {
+        Held::new(self.0.clone())
+    }
+}
+
+impl<T: Counted> Deref for Held<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Counted> Drop for Held<T> {
+    fn drop(&mut self) {
+        self.0.users().0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Target(Users);
+    impl Counted for Target {
+        fn users(&self) -> &Users {
+            &self.0
+        }
+    }
+
+    #[test]
+    fn held_counts_its_users() {
+        let t = Arc::new(Target::default());
+        assert!(!t.0.in_use());
+        let a = Held::new(t.clone());
+        let b = a.clone();
+        assert_eq!(t.0.count(), 2);
+        drop(a);
+        drop(b);
+        assert!(!t.0.in_use());
+    }
+}
