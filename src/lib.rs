@@ -9,3 +9,4 @@ pub mod error;
 pub mod handle;
 pub mod objects;
 pub mod registry;
+pub mod transport;

@@ -1,0 +1,4 @@
+//! The software transport over TCP: one TCP connection per connected EP.
+
+pub mod conn;
+pub mod wire;

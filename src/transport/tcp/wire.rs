@@ -1,0 +1,213 @@
+//! The TCP transport's frames. The peer is untrusted: every header is checked (magic,
+//! version, operation, lengths against the limits) before anything else looks at it, and a bad
+//! one is a protocol error that ends the connection, never the process.
+//!
+//! A frame is a fixed 32-byte little-endian header followed by `payload_len` bytes.
+
+pub const MAGIC: u16 = 0xDA7A;
+pub const VERSION: u8 = 1;
+pub const HEADER_LEN: usize = 32;
+
+/// What a frame asks of its receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Op {
+    /// Active side -> listener: connect to `conn_qual`, with private data.
+    ConnectRequest = 1,
+    /// Listener -> active side: accepted, with private data.
+    Accept = 2,
+    /// Listener -> active side: rejected, with private data.
+    Reject = 3,
+    /// Active side -> listener: the accept arrived; the connection is up on both sides.
+    Ready = 4,
+    /// A message for the peer's next posted receive.
+    Send = 5,
+    /// Write the payload at `remote_addr` in the region `rkey` names.
+    RdmaWrite = 6,
+    /// Send back `length` bytes from `remote_addr` in `rkey`, tagged `id`.
+    RdmaReadRequest = 7,
+    /// The data of read `id`.
+    RdmaReadResponse = 8,
+    /// A remote access the receiver refused (bad key, bounds, privileges) for request `id`;
+    /// the connection breaks after it, as an RC QP would.
+    RemoteAccessError = 9,
+    /// Graceful disconnect.
+    Disconnect = 10,
+}
+
+impl TryFrom<u8> for Op {
+    type Error = WireError;
+    fn try_from(v: u8) -> Result<Op, WireError> {
+        Ok(match v {
+            1 => Op::ConnectRequest,
+            2 => Op::Accept,
+            3 => Op::Reject,
+            4 => Op::Ready,
+            5 => Op::Send,
+            6 => Op::RdmaWrite,
+            7 => Op::RdmaReadRequest,
+            8 => Op::RdmaReadResponse,
+            9 => Op::RemoteAccessError,
+            10 => Op::Disconnect,
+            _ => return Err(WireError::UnknownOp(v)),
+        })
+    }
+}
+
+/// Header flag bits.
+pub mod flags {
+    /// The send asks the receiver's solicited-wait EVDs to wake.
+    pub const SOLICITED: u16 = 0x1;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub op: Op,
+    pub flags: u16,
+    pub payload_len: u32,
+    pub rkey: u32,
+    pub remote_addr: u64,
+    /// Request id (RDMA read), or a length (read request), or the conn_qual (connect).
+    pub id: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireError {
+    BadMagic(u16),
+    BadVersion(u8),
+    UnknownOp(u8),
+    /// A payload longer than this operation may carry.
+    TooLong { op: Op, len: u32 },
+    /// Bits set that no version-1 frame uses.
+    BadFlags(u16),
+}
+
+/// The largest payload each operation may carry.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_private_data: u32,
+    pub max_message: u32,
+}
+
+impl Header {
+    pub fn new(op: Op) -> Header {
+        Header { op, flags: 0, payload_len: 0, rkey: 0, remote_addr: 0, id: 0 }
+    }
+
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..2].copy_from_slice(&MAGIC.to_le_bytes());
+        b[2] = VERSION;
+        b[3] = self.op as u8;
+        b[4..6].copy_from_slice(&self.flags.to_le_bytes());
+        // b[6..8] reserved, zero
+        b[8..12].copy_from_slice(&self.payload_len.to_le_bytes());
+        b[12..16].copy_from_slice(&self.rkey.to_le_bytes());
+        b[16..24].copy_from_slice(&self.remote_addr.to_le_bytes());
+        b[24..32].copy_from_slice(&self.id.to_le_bytes());
+        b
+    }
+
+    /// Checks and decodes a header received from the peer.
+    pub fn decode(b: &[u8; HEADER_LEN], limits: Limits) -> Result<Header, WireError> {
+        let le16 = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let le32 = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let le64 = |i: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(x)
+        };
+        let magic = le16(0);
+        if magic != MAGIC {
+            return Err(WireError::BadMagic(magic));
+        }
+        if b[2] != VERSION {
+            return Err(WireError::BadVersion(b[2]));
+        }
+        let op = Op::try_from(b[3])?;
+        let flags = le16(4);
+        if flags & !flags::SOLICITED != 0 || le16(6) != 0 {
+            return Err(WireError::BadFlags(flags));
+        }
+        let payload_len = le32(8);
+        let max = match op {
+            Op::ConnectRequest | Op::Accept | Op::Reject => limits.max_private_data,
+            Op::Send | Op::RdmaWrite | Op::RdmaReadResponse => limits.max_message,
+            Op::Ready | Op::RdmaReadRequest | Op::RemoteAccessError | Op::Disconnect => 0,
+        };
+        if payload_len > max {
+            return Err(WireError::TooLong { op, len: payload_len });
+        }
+        Ok(Header { op, flags, payload_len, rkey: le32(12), remote_addr: le64(16), id: le64(24) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits { max_private_data: 56, max_message: 1 << 20 };
+
+    #[test]
+    fn every_field_round_trips() {
+        let h = Header {
+            op: Op::RdmaWrite,
+            flags: flags::SOLICITED,
+            payload_len: 4096,
+            rkey: 0xdead_beef,
+            remote_addr: 0x1122_3344_5566_7788,
+            id: 42,
+        };
+        assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
+    }
+
+    #[test]
+    fn malformed_headers_are_errors() {
+        let good = Header::new(Op::Send).encode();
+        let mut b = good;
+        b[0] ^= 1;
+        assert!(matches!(Header::decode(&b, LIMITS), Err(WireError::BadMagic(_))));
+        let mut b = good;
+        b[2] = 2;
+        assert_eq!(Header::decode(&b, LIMITS), Err(WireError::BadVersion(2)));
+        let mut b = good;
+        b[3] = 0;
+        assert_eq!(Header::decode(&b, LIMITS), Err(WireError::UnknownOp(0)));
+        b[3] = 200;
+        assert_eq!(Header::decode(&b, LIMITS), Err(WireError::UnknownOp(200)));
+        let mut b = good;
+        b[4] = 0x80;
+        assert!(matches!(Header::decode(&b, LIMITS), Err(WireError::BadFlags(_))));
+        let mut b = good;
+        b[7] = 1;
+        assert!(matches!(Header::decode(&b, LIMITS), Err(WireError::BadFlags(_))));
+    }
+
+    #[test]
+    fn payloads_are_bounded_per_operation() {
+        let mut h = Header::new(Op::ConnectRequest);
+        h.payload_len = 57;
+        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        h.payload_len = 56;
+        assert!(Header::decode(&h.encode(), LIMITS).is_ok());
+        let mut h = Header::new(Op::Send);
+        h.payload_len = (1 << 20) + 1;
+        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        let mut h = Header::new(Op::RdmaReadRequest);
+        h.payload_len = 1;
+        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+    }
+
+    #[test]
+    fn no_byte_pattern_panics_the_decoder() {
+        // A cheap exhaustive-ish sweep: every value of every header byte, alone.
+        let good = Header::new(Op::Send).encode();
+        for i in 0..HEADER_LEN {
+            for v in 0..=255u8 {
+                let mut b = good;
+                b[i] = v;
+                let _ = Header::decode(&b, LIMITS);
+            }
+        }
+    }
+}
