@@ -1,4 +1,5 @@
 //! The software transport over TCP: one TCP connection per connected EP.
 
+pub mod cm;
 pub mod conn;
 pub mod wire;
