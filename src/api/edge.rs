@@ -63,20 +63,30 @@ pub fn optional_out<T>(p: *mut T) -> Option<Out<T>> {
 }
 
 /// A copy of the struct an in-pointer points to; `None` for NULL.
-pub fn read_in<T: Copy>(p: *const T) -> Option<T> {
+///
+/// # Safety
+/// A non-NULL `p` must point to an initialised `T` (the C caller's promise).
+pub unsafe fn read_in<T: Copy>(p: *const T) -> Option<T> {
     // SAFETY: non-NULL in-pointers point to an initialised value of their type (API contract);
     // read_unaligned tolerates callers that pack structures.
     (!p.is_null()).then(|| unsafe { p.read_unaligned() })
 }
 
 /// A required in-pointer.
-pub fn required_in<T: Copy>(p: *const T, position: u8) -> DatResult<T> {
-    read_in(p).ok_or(DatError::invalid_arg(position))
+///
+/// # Safety
+/// As [`read_in`].
+pub unsafe fn required_in<T: Copy>(p: *const T, position: u8) -> DatResult<T> {
+    // SAFETY: forwarded from our caller.
+    unsafe { read_in(p) }.ok_or(DatError::invalid_arg(position))
 }
 
 /// An array the caller hands us: `count` elements at `p`. A negative count, or a NULL pointer
 /// with a non-zero count, is `DAT_INVALID_PARAMETER` naming `position`.
-pub fn slice_in<'a, T>(p: *const T, count: DAT_COUNT, position: u8) -> DatResult<&'a [T]> {
+///
+/// # Safety
+/// A non-NULL `p` must point to `count` initialised elements that outlive `'a`.
+pub unsafe fn slice_in<'a, T>(p: *const T, count: DAT_COUNT, position: u8) -> DatResult<&'a [T]> {
     let len = usize::try_from(count).map_err(|_| DatError::invalid_arg(position))?;
     if len == 0 {
         return Ok(&[]);
@@ -89,7 +99,10 @@ pub fn slice_in<'a, T>(p: *const T, count: DAT_COUNT, position: u8) -> DatResult
 }
 
 /// A C string the caller hands us.
-pub fn c_str<'a>(p: *const std::ffi::c_char, position: u8) -> DatResult<&'a CStr> {
+///
+/// # Safety
+/// A non-NULL `p` must point to a NUL-terminated string that outlives `'a`.
+pub unsafe fn c_str<'a>(p: *const std::ffi::c_char, position: u8) -> DatResult<&'a CStr> {
     if p.is_null() {
         return Err(DatError::invalid_arg(position));
     }

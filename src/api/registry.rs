@@ -49,8 +49,11 @@ pub unsafe extern "C" fn dat_registry_list_providers(
     }
 }
 
-fn provider_key(info: *const DAT_PROVIDER_INFO) -> crate::error::DatResult<(String, u32, u32, bool)> {
-    let info = edge::required_in(info, 2)?;
+/// # Safety
+/// `info`, if non-NULL, points to a `DAT_PROVIDER_INFO`.
+unsafe fn provider_key(info: *const DAT_PROVIDER_INFO) -> crate::error::DatResult<(String, u32, u32, bool)> {
+    // SAFETY: forwarded from our caller.
+    let info = unsafe { edge::required_in(info, 2)? };
     let bytes: Vec<u8> = info.ia_name.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
     if bytes.len() == info.ia_name.len() || bytes.is_empty() {
         return Err(DatError::invalid_arg(2));
@@ -118,8 +121,8 @@ static NAMES: LazyLock<Names> = LazyLock::new(|| {
 /// The names `dat_strerror` gives for `value`: its type and subtype.
 pub fn error_names(value: DAT_RETURN) -> Option<(&'static CStr, &'static CStr)> {
     let names = &*NAMES;
-    let t = value & DAT_TYPE_MASK;
-    let s = value & DAT_SUBTYPE_MASK;
+    let t = value & DAT_TYPE_MASK as u32;
+    let s = value & DAT_SUBTYPE_MASK as u32;
     let major = names.types.iter().find(|(v, _)| *v == t)?.1.as_c_str();
     let minor = names.subtypes.iter().find(|(v, _)| *v == s)?.1.as_c_str();
     Some((major, minor))

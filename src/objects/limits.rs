@@ -13,10 +13,10 @@ pub const MAX_RMRS: i32 = 65536;
 pub const MAX_SRQS: i32 = 1024;
 pub const MAX_EP_PER_SRQ: i32 = MAX_EPS;
 pub const MAX_RECV_PER_SRQ: i32 = MAX_DTO_PER_EP;
-/// Largest message, RDMA transfer and LMR (1 GiB: a DAT_SEG_LENGTH-safe bound).
-pub const MAX_MESSAGE_SIZE: u64 = 1 << 30;
-pub const MAX_RDMA_SIZE: u64 = 1 << 30;
-pub const MAX_LMR_BLOCK_SIZE: u64 = u64::MAX;
+/// Largest message and RDMA transfer (1 GiB), largest LMR (DAT_SEG_LENGTH is 32 bits).
+pub const MAX_MESSAGE_SIZE: u32 = 1 << 30;
+pub const MAX_RDMA_SIZE: u32 = 1 << 30;
+pub const MAX_LMR_BLOCK_SIZE: u32 = u32::MAX;
 pub const MAX_LMR_VIRTUAL_ADDRESS: u64 = u64::MAX;
 pub const MAX_RMR_TARGET_ADDRESS: u64 = u64::MAX;
 /// Private data carried by connect, accept and reject (the rdma-cm RC limit for connect).

@@ -2,8 +2,10 @@
 //! separated by blanks (the eighth, platform params, may be left out), fields optionally in
 //! double quotes with backslash escapes, `#` starting a comment outside quotes.
 //!
-//!     <ia_name> <api_version> <threadsafety> <default> <lib_path> \
-//!               <provider_version> <ia_params> [<platform_params>]
+//! ```text
+//! <ia_name> <api_version> <threadsafety> <default> <lib_path> \
+//!           <provider_version> <ia_params> [<platform_params>]
+//! ```
 
 use std::fmt;
 

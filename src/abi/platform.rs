@@ -1,0 +1,47 @@
+//! Types and constants of the DAT 2.0 headers (platform).
+#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, clippy::upper_case_acronyms)]
+
+#[allow(unused_imports)]
+use super::*;
+#[allow(unused_imports)]
+use core::ffi::*;
+
+pub type DAT_UINT32 = u32;
+
+pub type DAT_UINT64 = u64;
+
+pub type DAT_UVERYLONG = c_ulonglong;
+
+pub type DAT_PVOID = *mut c_void;
+
+pub type DAT_COUNT = c_int;
+
+pub type DAT_PADDR = DAT_UINT64;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct DAT_COMM {
+    pub domain: c_int,
+    pub r#type: c_int,
+    pub protocol: c_int,
+}
+
+pub type DAT_FD = c_int;
+
+pub type DAT_SOCK_ADDR = libc::sockaddr;
+
+pub type DAT_SOCK_ADDR6 = libc::sockaddr_in6;
+
+#[repr(C)]
+pub struct __va_list_tag {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+pub struct ibv_ah {
+    _opaque: [u8; 0],
+}
+
+pub const DAT_OPTIMAL_ALIGNMENT: i32 = 0x100;
+pub const DAT_AF_INET: i32 = 2;
+pub const DAT_AF_INET6: i32 = 10;
