@@ -3,6 +3,7 @@
 pub mod cno;
 pub mod edge;
 pub mod evd;
+pub mod ext;
 pub mod ia;
 pub mod misc;
 pub mod registry;

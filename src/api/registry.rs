@@ -143,3 +143,27 @@ pub unsafe extern "C" fn dat_strerror(
         Ok(())
     }
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_registry_providers_related(
+    ia_name1: DAT_NAME_PTR,
+    ia_name2: DAT_NAME_PTR,
+    relationship: *mut DAT_HA_RELATIONSHIP,
+) -> DAT_RETURN {
+    entry! {
+        let name = |p: DAT_NAME_PTR, position| -> crate::error::DatResult<String> {
+            // SAFETY: a non-NULL name is a NUL-terminated string (API contract).
+            let s = unsafe { edge::c_str(p as *const c_char, position)? };
+            s.to_str().map(str::to_owned).map_err(|_| DatError::invalid_arg(position))
+        };
+        let (a, b) = (name(ia_name1, 1)?, name(ia_name2, 2)?);
+        let out = edge::out(relationship, 3)?;
+        let not_found = DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED);
+        let ea = registry::find(&a).ok_or(not_found)?;
+        let eb = registry::find(&b).ok_or(not_found)?;
+        // Two IAs are the same adapter when they name the same transport and interface.
+        let related = ea.transport == eb.transport && ea.ia_params == eb.ia_params;
+        out.set(if related { dat_ha_relationship::DAT_HA_TRUE } else { dat_ha_relationship::DAT_HA_FALSE } as DAT_HA_RELATIONSHIP);
+        Ok(())
+    }
+}

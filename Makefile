@@ -1,0 +1,74 @@
+# libdat: build the DAT 2.0 shared library, its headers and tools; install; test.
+#
+#   make                 release library build/lib/libdat2.so.2 (+ libdat2.so, libdat.so) and datinfo
+#   make headers         regenerate include/dat2 from the Rust ABI types (cbindgen)
+#   make check-headers   fail if include/dat2 differs from what the Rust source generates
+#   make install         PREFIX=/usr/local DESTDIR=
+#   make test            every test; the last line is "N passed, N failed"
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CARGO   ?= cargo
+CC      ?= gcc
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+BUILD   := build
+LIBDIR  := $(BUILD)/lib
+SONAME  := libdat2.so.2
+NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+RUST_SRC := $(shell find src -name '*.rs' -o -name '*.c') Cargo.toml build.rs
+
+.PHONY: all lib datinfo headers check-headers install test clean
+
+all: lib datinfo
+
+lib: $(LIBDIR)/$(SONAME)
+
+$(TARGET_DIR)/release/libdat.a $(TARGET_DIR)/release/datinfo: $(RUST_SRC)
+	$(CARGO) build --release
+
+# Exactly the DAT functions, in version node DAT_2.0; everything else stays local.
+$(BUILD)/dat.map: $(RUST_SRC)
+	@mkdir -p $(BUILD)
+	{ echo 'DAT_2.0 {'; echo '  global:'; \
+	  grep -rhoE 'extern "C" fn dat_[a-z0-9_]+' src/api | sed 's/.*fn /    /; s/$$/;/' | sort -u; \
+	  echo '    dat_extension_op;'; echo '  local: *;'; echo '};'; } > $@
+
+$(LIBDIR)/$(SONAME): $(TARGET_DIR)/release/libdat.a $(BUILD)/dat.map
+	@mkdir -p $(LIBDIR)
+	$(CC) -shared -o $@ -Wl,-soname,$(SONAME) -Wl,--version-script=$(BUILD)/dat.map \
+	  -Wl,--whole-archive $(TARGET_DIR)/release/libdat.a -Wl,--no-whole-archive \
+	  -Wl,--gc-sections -Wl,-z,defs $(NATIVE_LIBS)
+	ln -sf $(SONAME) $(LIBDIR)/libdat2.so
+	ln -sf $(SONAME) $(LIBDIR)/libdat.so
+
+datinfo: $(BUILD)/bin/datinfo
+
+$(BUILD)/bin/datinfo: $(TARGET_DIR)/release/datinfo
+	@mkdir -p $(BUILD)/bin
+	cp $< $@
+
+headers:
+	$(CARGO) run -q -p headergen -- include/dat2
+
+check-headers:
+	rm -rf $(BUILD)/headers-check && mkdir -p $(BUILD)/headers-check
+	$(CARGO) run -q -p headergen -- $(BUILD)/headers-check
+	diff -ru include/dat2 $(BUILD)/headers-check
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/dat2 \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/libdat
+	install -m 755 $(LIBDIR)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libdat2.so
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libdat.so
+	install -m 644 include/dat2/*.h $(DESTDIR)$(PREFIX)/include/dat2/
+	sed 's|@PREFIX@|$(PREFIX)|g' dat2.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dat2.pc
+	install -m 755 $(BUILD)/bin/datinfo $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 dat.conf.example $(DESTDIR)$(PREFIX)/share/doc/libdat/
+
+test: all
+	@tests/run-all.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BUILD)
