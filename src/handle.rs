@@ -70,6 +70,24 @@ impl Kind {
 /// A Rust type that DAT callers see through handles of one kind.
 pub trait Object: Any + Send + Sync {
     const KIND: Kind;
+
+    /// Where an object that must name itself (in a query, in an event) keeps its handle.
+    fn self_handle(&self) -> Option<&SelfHandle> {
+        None
+    }
+}
+
+/// An object's own handle, set once when it is registered.
+#[derive(Default, Debug)]
+pub struct SelfHandle(std::sync::atomic::AtomicUsize);
+
+impl SelfHandle {
+    pub fn get(&self) -> DAT_HANDLE {
+        self.0.load(Ordering::Acquire) as DAT_HANDLE
+    }
+    fn set(&self, h: DAT_HANDLE) {
+        self.0.store(h as usize, Ordering::Release);
+    }
 }
 
 const MAGIC: u64 = 0xDA;
@@ -136,17 +154,22 @@ pub fn insert<T: Object>(object: Arc<T>) -> Option<DAT_HANDLE> {
             break g;
         }
     };
+    let named = object.clone();
     let index = slots.insert(Slot {
         kind: T::KIND,
         generation,
         object,
         context: AtomicU64::new(0),
     });
-    Some(encode(Decoded {
+    let h = encode(Decoded {
         kind: T::KIND,
         generation,
         index,
-    }))
+    });
+    if let Some(own) = named.self_handle() {
+        own.set(h);
+    }
+    Some(h)
 }
 
 fn find(handle: DAT_HANDLE, slots: &Slab<Slot>) -> Option<Decoded> {

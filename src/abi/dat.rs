@@ -387,7 +387,9 @@ pub type DAT_PZ_PARAM_MASK = u32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
 pub enum dat_pz_param_mask {
     DAT_PZ_FIELD_IA_HANDLE = 1,
-    // DAT_PZ_FIELD_ALL = 1 (same value as DAT_PZ_FIELD_IA_HANDLE)
+}
+impl dat_pz_param_mask {
+    pub const DAT_PZ_FIELD_ALL: Self = Self::DAT_PZ_FIELD_IA_HANDLE;
 }
 
 #[repr(C)]

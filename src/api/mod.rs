@@ -5,5 +5,19 @@ pub mod edge;
 pub mod evd;
 pub mod ext;
 pub mod ia;
+pub mod lmr;
 pub mod misc;
+pub mod pz;
+pub mod rmr;
+pub mod srq;
 pub mod registry;
+
+use crate::abi::dat_completion_flags;
+
+/// Every bit of `DAT_COMPLETION_FLAGS`.
+pub const COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_EVD_THRESHOLD_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_LMR_INVALIDATE_FENCE_FLAG as u32;

@@ -4,6 +4,10 @@ pub mod cno;
 pub mod evd;
 pub mod ia;
 pub mod limits;
+pub mod lmr;
+pub mod pz;
+pub mod rmr;
+pub mod srq;
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,160 @@
+//! SRQ functions: the queue of shared receive buffers. Posted buffers wait in the SRQ for the
+//! EPs that draw from it.
+
+use std::sync::Arc;
+
+use super::edge::{self, entry};
+use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub, Type};
+use crate::objects::ia::Ia;
+use crate::objects::limits;
+use crate::objects::lmr::{self, AccessError, Lmr};
+use crate::objects::pz::Pz;
+use crate::objects::srq::{PostedRecv, Srq};
+use crate::objects::Counted;
+
+fn check_attr(attr: &DAT_SRQ_ATTR, position: u8) -> DatResult {
+    let ok = (1..=limits::MAX_RECV_PER_SRQ).contains(&attr.max_recv_dtos)
+        && (1..=limits::MAX_IOV_SEGMENTS).contains(&attr.max_recv_iov)
+        && (0..=attr.max_recv_dtos).contains(&attr.low_watermark);
+    if ok {
+        Ok(())
+    } else {
+        Err(DatError::invalid_arg(position))
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_srq_create(
+    ia_handle: DAT_IA_HANDLE,
+    pz_handle: DAT_PZ_HANDLE,
+    srq_attr: *mut DAT_SRQ_ATTR,
+    srq_handle: *mut DAT_SRQ_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        let pz = edge::object::<Pz>(pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
+        // SAFETY: a non-NULL attribute pointer points to a DAT_SRQ_ATTR (API contract).
+        let attr = unsafe { edge::required_in(srq_attr as *const DAT_SRQ_ATTR, 3)? };
+        check_attr(&attr, 3)?;
+        let out = edge::out(srq_handle, 4)?;
+        if !Arc::ptr_eq(&pz.ia, &ia) {
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ));
+        }
+        out.set(ia.adopt(Arc::new(Srq::new(ia.clone(), pz, &attr)))?);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_srq_free(srq_handle: DAT_SRQ_HANDLE) -> DAT_RETURN {
+    entry! {
+        let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
+        if srq.users().in_use() {
+            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_SRQ_IN_USE));
+        }
+        srq.ia.release::<Srq>(srq_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_SRQ))?;
+        Ok(())
+    }
+}
+
+/// Checks receive segments: each names a region of the queue's protection zone that the
+/// consumer may write, and stays inside it.
+pub(crate) fn check_recv_segments(segments: &[DAT_LMR_TRIPLET], pz: &Arc<Pz>, position: u8) -> DatResult {
+    for s in segments {
+        match Lmr::check_segment(s.lmr_context, s.virtual_address, u64::from(s.segment_length), lmr::PRIV_LOCAL_WRITE, pz) {
+            Ok(_) => {}
+            Err(AccessError::Bounds) => return Err(DatError::invalid_arg(position)),
+            Err(AccessError::Protection) => {
+                return Err(DatError::new(Type::DAT_PROTECTION_VIOLATION, Sub::DAT_PROTECTION_WRITE))
+            }
+            Err(AccessError::UnknownContext | AccessError::Privilege) => {
+                return Err(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_WRITE))
+            }
+        }
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_srq_post_recv(
+    srq_handle: DAT_SRQ_HANDLE,
+    num_segments: DAT_COUNT,
+    local_iov: *mut DAT_LMR_TRIPLET,
+    user_cookie: DAT_DTO_COOKIE,
+) -> DAT_RETURN {
+    entry! {
+        let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
+        if num_segments < 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
+        let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
+        let mut state = srq.state.lock();
+        if num_segments > state.max_recv_iov {
+            return Err(DatError::invalid_arg(2));
+        }
+        check_recv_segments(segments, srq.pz.arc(), 3)?;
+        if state.posted.len() >= state.max_recv_dtos as usize {
+            return Err(DatError::resources(Sub::DAT_RESOURCE_SRQ));
+        }
+        // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+        let cookie = unsafe { user_cookie.as_64 };
+        state.posted.push_back(PostedRecv { cookie, segments: segments.to_vec() });
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_srq_query(
+    srq_handle: DAT_SRQ_HANDLE,
+    srq_param_mask: DAT_SRQ_PARAM_MASK,
+    srq_param: *mut DAT_SRQ_PARAM,
+) -> DAT_RETURN {
+    entry! {
+        let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
+        edge::flags_in(srq_param_mask, dat_srq_param_mask::DAT_SRQ_FIELD_ALL as u32, 2)?;
+        let out = edge::out(srq_param, 3)?;
+        let s = srq.state.lock();
+        out.set(DAT_SRQ_PARAM {
+            ia_handle: srq.ia.handle(),
+            srq_state: dat_srq_state::DAT_SRQ_STATE_OPERATIONAL as DAT_SRQ_STATE,
+            pz_handle: srq.pz.handle(),
+            max_recv_dtos: s.max_recv_dtos,
+            max_recv_iov: s.max_recv_iov,
+            low_watermark: s.low_watermark,
+            available_dto_count: s.posted.len() as DAT_COUNT,
+            outstanding_dto_count: s.posted.len() as DAT_COUNT,
+        });
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_srq_resize(srq_handle: DAT_SRQ_HANDLE, srq_max_recv_dto: DAT_COUNT) -> DAT_RETURN {
+    entry! {
+        let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
+        if !(1..=limits::MAX_RECV_PER_SRQ).contains(&srq_max_recv_dto) {
+            return Err(DatError::invalid_arg(2));
+        }
+        let mut s = srq.state.lock();
+        if (srq_max_recv_dto as usize) < s.posted.len() {
+            return Err(DatError::invalid_state(Sub::DAT_NO_SUBTYPE));
+        }
+        s.max_recv_dtos = srq_max_recv_dto;
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_srq_set_lw(srq_handle: DAT_SRQ_HANDLE, low_watermark: DAT_COUNT) -> DAT_RETURN {
+    entry! {
+        let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
+        let mut s = srq.state.lock();
+        if low_watermark < 0 || low_watermark > s.max_recv_dtos {
+            return Err(DatError::invalid_arg(2));
+        }
+        s.low_watermark = low_watermark;
+        Ok(())
+    }
+}

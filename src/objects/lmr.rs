@@ -1,0 +1,174 @@
+//! Local Memory Regions: registered memory, found by handle locally and by context (the key
+//! a peer names in an RDMA operation) from the transports. Every access a DTO or a peer asks
+//! for is checked here against bounds, privileges and protection zone before a byte moves.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, LazyLock, Weak};
+
+use parking_lot::RwLock;
+
+use super::ia::Ia;
+use super::pz::Pz;
+use super::{Counted, Held, Users};
+use crate::abi::*;
+use crate::handle::{Kind, Object, SelfHandle};
+
+pub const PRIV_LOCAL_READ: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_READ_FLAG as u32;
+pub const PRIV_LOCAL_WRITE: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_WRITE_FLAG as u32;
+pub const PRIV_REMOTE_READ: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_REMOTE_READ_FLAG as u32;
+pub const PRIV_REMOTE_WRITE: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_REMOTE_WRITE_FLAG as u32;
+pub const PRIV_ALL: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
+
+pub struct Lmr {
+    pub ia: Arc<Ia>,
+    pub pz: Held<Pz>,
+    pub mem_type: dat_mem_type,
+    /// For `DAT_MEM_TYPE_LMR`: the region this one was made from (kept in use).
+    pub parent: Option<Held<Lmr>>,
+    pub address: u64,
+    pub length: u64,
+    pub privileges: u32,
+    pub va_type: dat_va_type,
+    /// The key of this region: `lmr_context` for local IOVs and `rmr_context` for peers.
+    pub context: u32,
+    users: Users,
+    handle: SelfHandle,
+}
+
+impl Object for Lmr {
+    const KIND: Kind = Kind::Lmr;
+    fn self_handle(&self) -> Option<&SelfHandle> {
+        Some(&self.handle)
+    }
+}
+
+impl Counted for Lmr {
+    fn users(&self) -> &Users {
+        &self.users
+    }
+}
+
+/// Why an access was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessError {
+    /// No region has that context.
+    UnknownContext,
+    /// Outside the region.
+    Bounds,
+    /// The region lacks the privilege.
+    Privilege,
+    /// The region is in another protection zone.
+    Protection,
+}
+
+static CONTEXTS: LazyLock<RwLock<HashMap<u32, Weak<Lmr>>>> = LazyLock::new(Default::default);
+static NEXT_KEY: AtomicU32 = AtomicU32::new(1);
+static KEY_SEED: LazyLock<u32> = LazyLock::new(|| {
+    let mut seed = [0u8; 4];
+    // SAFETY: getrandom writes at most 4 bytes into the 4-byte buffer.
+    unsafe { libc::getrandom(seed.as_mut_ptr() as *mut libc::c_void, 4, 0) };
+    u32::from_ne_bytes(seed)
+});
+
+/// A fresh, unpredictable, never-repeating (within 2^32 registrations), non-zero key.
+fn new_key() -> u32 {
+    loop {
+        // Multiplying by an odd constant and xoring a seed are bijections on u32: distinct
+        // counters give distinct keys, and a peer cannot guess the next one from the last.
+        let n = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
+        let key = n.wrapping_mul(0x9E37_79B1) ^ *KEY_SEED;
+        if key != 0 {
+            return key;
+        }
+    }
+}
+
+impl Lmr {
+    #[allow(clippy::too_many_arguments)]
+    pub fn register(
+        ia: Arc<Ia>,
+        pz: Arc<Pz>,
+        mem_type: dat_mem_type,
+        parent: Option<Arc<Lmr>>,
+        address: u64,
+        length: u64,
+        privileges: u32,
+        va_type: dat_va_type,
+    ) -> Arc<Lmr> {
+        let lmr = Arc::new(Lmr {
+            ia,
+            pz: Held::new(pz),
+            mem_type,
+            parent: parent.map(Held::new),
+            address,
+            length,
+            privileges,
+            va_type,
+            context: new_key(),
+            users: Users::default(),
+            handle: SelfHandle::default(),
+        });
+        CONTEXTS.write().insert(lmr.context, Arc::downgrade(&lmr));
+        lmr
+    }
+
+    pub fn handle(&self) -> DAT_LMR_HANDLE {
+        self.handle.get()
+    }
+
+    /// The live region whose context is `context`.
+    pub fn by_context(context: u32) -> Option<Arc<Lmr>> {
+        CONTEXTS.read().get(&context).and_then(Weak::upgrade)
+    }
+
+    /// Checks `[address, address + length)` against this region's bounds, privileges and
+    /// protection zone.
+    pub fn check(&self, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<(), AccessError> {
+        if !Arc::ptr_eq(self.pz.arc(), pz) {
+            return Err(AccessError::Protection);
+        }
+        let end = address.checked_add(length).ok_or(AccessError::Bounds)?;
+        if address < self.address || end > self.address + self.length {
+            return Err(AccessError::Bounds);
+        }
+        if self.privileges & privilege != privilege {
+            return Err(AccessError::Privilege);
+        }
+        Ok(())
+    }
+
+    /// Finds the region a segment names and checks the access, as one step.
+    pub fn check_segment(
+        context: u32,
+        address: u64,
+        length: u64,
+        privilege: u32,
+        pz: &Arc<Pz>,
+    ) -> Result<Arc<Lmr>, AccessError> {
+        let lmr = Lmr::by_context(context).ok_or(AccessError::UnknownContext)?;
+        lmr.check(address, length, privilege, pz)?;
+        Ok(lmr)
+    }
+}
+
+impl Drop for Lmr {
+    fn drop(&mut self) {
+        let mut contexts = CONTEXTS.write();
+        if contexts.get(&self.context).is_some_and(|w| w.strong_count() == 0) {
+            contexts.remove(&self.context);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_distinct_and_non_zero() {
+        let keys: std::collections::HashSet<u32> = (0..10000).map(|_| new_key()).collect();
+        assert_eq!(keys.len(), 10000);
+        assert!(!keys.contains(&0));
+    }
+}

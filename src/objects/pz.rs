@@ -1,0 +1,37 @@
+//! The Protection Zone: memory regions and endpoints match only within one.
+
+use std::sync::Arc;
+
+use super::ia::Ia;
+use crate::abi::*;
+use super::{Counted, Users};
+use crate::handle::{Kind, Object, SelfHandle};
+
+pub struct Pz {
+    pub ia: Arc<Ia>,
+    users: Users,
+    handle: SelfHandle,
+}
+
+impl Object for Pz {
+    const KIND: Kind = Kind::Pz;
+    fn self_handle(&self) -> Option<&SelfHandle> {
+        Some(&self.handle)
+    }
+}
+
+impl Counted for Pz {
+    fn users(&self) -> &Users {
+        &self.users
+    }
+}
+
+impl Pz {
+    pub fn handle(&self) -> DAT_PZ_HANDLE {
+        self.handle.get()
+    }
+
+    pub fn new(ia: Arc<Ia>) -> Pz {
+        Pz { ia, users: Users::default(), handle: SelfHandle::default() }
+    }
+}
