@@ -1,7 +1,9 @@
 //! The exported C API: one file per object family, every function one `entry!` body.
 
+pub mod cm;
 pub mod cno;
 pub mod edge;
+pub mod ep;
 pub mod evd;
 pub mod ext;
 pub mod ia;

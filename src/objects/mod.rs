@@ -1,12 +1,15 @@
 //! Transport-independent DAT objects and their rules (states, in-use counts, limits).
 
 pub mod cno;
+pub mod ep;
+pub mod ep_state;
 pub mod evd;
 pub mod ia;
 pub mod limits;
 pub mod lmr;
 pub mod pz;
 pub mod rmr;
+pub mod sp;
 pub mod srq;
 
 use std::ops::Deref;

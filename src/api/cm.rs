@@ -1,0 +1,302 @@
+//! Connection management functions: PSP, RSP, CSP and CR. Service points listen for real;
+//! accepting a request needs the data path, so `dat_cr_accept` checks everything and returns
+//! `DAT_NOT_IMPLEMENTED` until the transport lands.
+
+use std::sync::Arc;
+
+use super::edge::{self, entry};
+use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub, Type};
+use crate::objects::ep::Ep;
+use crate::objects::ep_state;
+use crate::objects::evd::Evd;
+use crate::objects::ia::Ia;
+use crate::objects::limits;
+use crate::objects::sp::{Cr, Psp, Rsp, ServicePoint, SpKind};
+
+fn cr_evd(ia: &Arc<Ia>, h: DAT_EVD_HANDLE) -> DatResult<Arc<Evd>> {
+    let evd = edge::object::<Evd>(h, Sub::DAT_INVALID_HANDLE_EVD_CR)?;
+    if !Arc::ptr_eq(&evd.ia, ia) || !evd.has_stream(dat_evd_flags::DAT_EVD_CR_FLAG) {
+        return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EVD_CR));
+    }
+    Ok(evd)
+}
+
+fn port(conn_qual: DAT_CONN_QUAL, position: u8) -> DatResult<u16> {
+    u16::try_from(conn_qual).map_err(|_| DatError::invalid_arg(position))
+}
+
+/// Binds a service point; a port in use is `DAT_CONN_QUAL_IN_USE`.
+fn listen(sp: &Arc<ServicePoint>, port: u16) -> DatResult<u16> {
+    sp.listen(port).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => DatError::bare(Type::DAT_CONN_QUAL_IN_USE),
+        _ => DatError::bare(Type::DAT_CONN_QUAL_UNAVAILABLE),
+    })
+}
+
+fn psp_flags(flags: DAT_PSP_FLAGS, position: u8) -> DatResult {
+    match edge::enum_in::<dat_psp_flags, _>(flags, position)? {
+        dat_psp_flags::DAT_PSP_CONSUMER_FLAG => Ok(()),
+        // Our provider never creates EPs for a PSP (ep_creator is DAT_PSP_CREATES_EP_NEVER).
+        dat_psp_flags::DAT_PSP_PROVIDER_FLAG => Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_psp_create(
+    ia_handle: DAT_IA_HANDLE,
+    conn_qual: DAT_CONN_QUAL,
+    evd_handle: DAT_EVD_HANDLE,
+    psp_flags: DAT_PSP_FLAGS,
+    psp_handle: *mut DAT_PSP_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        let port = port(conn_qual, 2)?;
+        let evd = cr_evd(&ia, evd_handle)?;
+        self::psp_flags(psp_flags, 4)?;
+        let out = edge::out(psp_handle, 5)?;
+        let sp = ServicePoint::new(ia.clone(), evd, SpKind::Public { flags: psp_flags });
+        listen(&sp, port)?;
+        out.set(ia.adopt(Arc::new(Psp(sp)))?);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_psp_create_any(
+    ia_handle: DAT_IA_HANDLE,
+    conn_qual: *mut DAT_CONN_QUAL,
+    evd_handle: DAT_EVD_HANDLE,
+    psp_flags: DAT_PSP_FLAGS,
+    psp_handle: *mut DAT_PSP_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        let qual_out = edge::out(conn_qual, 2)?;
+        let evd = cr_evd(&ia, evd_handle)?;
+        self::psp_flags(psp_flags, 4)?;
+        let out = edge::out(psp_handle, 5)?;
+        let sp = ServicePoint::new(ia.clone(), evd, SpKind::Public { flags: psp_flags });
+        let port = listen(&sp, 0)?;
+        out.set(ia.adopt(Arc::new(Psp(sp)))?);
+        qual_out.set(u64::from(port));
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_psp_query(psp_handle: DAT_PSP_HANDLE, psp_param_mask: DAT_PSP_PARAM_MASK, psp_param: *mut DAT_PSP_PARAM) -> DAT_RETURN {
+    entry! {
+        let psp = edge::object::<Psp>(psp_handle, Sub::DAT_INVALID_HANDLE_PSP)?;
+        edge::flags_in(psp_param_mask, dat_psp_param_mask::DAT_PSP_FIELD_ALL as u32, 2)?;
+        let out = edge::out(psp_param, 3)?;
+        let flags = match psp.0.kind {
+            SpKind::Public { flags } => flags,
+            SpKind::Reserved { .. } => 0,
+        };
+        out.set(DAT_PSP_PARAM {
+            ia_handle: psp.0.ia.handle(),
+            conn_qual: psp.0.conn_qual(),
+            evd_handle: psp.0.evd.handle(),
+            psp_flags: flags,
+        });
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_psp_free(psp_handle: DAT_PSP_HANDLE) -> DAT_RETURN {
+    entry! {
+        let psp = edge::object::<Psp>(psp_handle, Sub::DAT_INVALID_HANDLE_PSP)?;
+        psp.0.ia.release::<Psp>(psp_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PSP))?;
+        psp.0.close();
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_rsp_create(
+    ia_handle: DAT_IA_HANDLE,
+    conn_qual: DAT_CONN_QUAL,
+    ep_handle: DAT_EP_HANDLE,
+    evd_handle: DAT_EVD_HANDLE,
+    rsp_handle: *mut DAT_RSP_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        let port = port(conn_qual, 2)?;
+        let ep = edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?;
+        let evd = cr_evd(&ia, evd_handle)?;
+        let out = edge::out(rsp_handle, 5)?;
+        let mut inner = ep.inner.lock();
+        if inner.state != dat_ep_state::DAT_EP_STATE_UNCONNECTED {
+            return Err(DatError::invalid_state(ep_state::subtype(inner.state)));
+        }
+        let sp = ServicePoint::new(ia.clone(), evd, SpKind::Reserved { ep: ep.clone() });
+        listen(&sp, port)?;
+        inner.state = dat_ep_state::DAT_EP_STATE_RESERVED;
+        drop(inner);
+        out.set(ia.adopt(Arc::new(Rsp(sp)))?);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_rsp_query(rsp_handle: DAT_RSP_HANDLE, rsp_param_mask: DAT_RSP_PARAM_MASK, rsp_param: *mut DAT_RSP_PARAM) -> DAT_RETURN {
+    entry! {
+        let rsp = edge::object::<Rsp>(rsp_handle, Sub::DAT_INVALID_HANDLE_RSP)?;
+        edge::flags_in(rsp_param_mask, dat_rsp_param_mask::DAT_RSP_FIELD_ALL as u32, 2)?;
+        let out = edge::out(rsp_param, 3)?;
+        let ep = match &rsp.0.kind {
+            SpKind::Reserved { ep } => ep.handle(),
+            SpKind::Public { .. } => std::ptr::null_mut(),
+        };
+        out.set(DAT_RSP_PARAM {
+            ia_handle: rsp.0.ia.handle(),
+            conn_qual: rsp.0.conn_qual(),
+            evd_handle: rsp.0.evd.handle(),
+            ep_handle: ep,
+        });
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_rsp_free(rsp_handle: DAT_RSP_HANDLE) -> DAT_RETURN {
+    entry! {
+        let rsp = edge::object::<Rsp>(rsp_handle, Sub::DAT_INVALID_HANDLE_RSP)?;
+        rsp.0.ia.release::<Rsp>(rsp_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_RSP))?;
+        rsp.0.close();
+        if let SpKind::Reserved { ep } = &rsp.0.kind {
+            let mut inner = ep.inner.lock();
+            if inner.state == dat_ep_state::DAT_EP_STATE_RESERVED {
+                inner.state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_csp_create(
+    ia_handle: DAT_IA_HANDLE,
+    comm: *mut DAT_COMM,
+    address: DAT_IA_ADDRESS_PTR,
+    evd_handle: DAT_EVD_HANDLE,
+    csp_handle: *mut DAT_CSP_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        // SAFETY: non-NULL pointers point to their types (API contract).
+        unsafe {
+            edge::required_in(comm as *const DAT_COMM, 2)?;
+            edge::required_in(address as *const DAT_SOCK_ADDR, 3)?;
+        }
+        cr_evd(&ia, evd_handle)?;
+        edge::out(csp_handle, 5)?;
+        // Common service points (connections by communicator) have no transport of ours yet.
+        Err(DatError::not_implemented())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_csp_query(csp_handle: DAT_CSP_HANDLE, _csp_param_mask: DAT_CSP_PARAM_MASK, _csp_param: *mut DAT_CSP_PARAM) -> DAT_RETURN {
+    entry! {
+        // No CSP can be created (see dat_csp_create), so no handle is a live CSP.
+        let _ = csp_handle;
+        Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CSP))
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_csp_free(csp_handle: DAT_CSP_HANDLE) -> DAT_RETURN {
+    entry! {
+        let _ = csp_handle;
+        Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CSP))
+    }
+}
+
+fn cr(h: DAT_CR_HANDLE) -> DatResult<Arc<Cr>> {
+    edge::object::<Cr>(h, Sub::DAT_INVALID_HANDLE_CR)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cr_query(cr_handle: DAT_CR_HANDLE, cr_param_mask: DAT_CR_PARAM_MASK, cr_param: *mut DAT_CR_PARAM) -> DAT_RETURN {
+    entry! {
+        let cr = cr(cr_handle)?;
+        edge::flags_in(cr_param_mask, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, 2)?;
+        let out = edge::out(cr_param, 3)?;
+        let local_ep = match &cr.sp.kind {
+            SpKind::Reserved { ep } => ep.handle(),
+            SpKind::Public { .. } => std::ptr::null_mut(),
+        };
+        out.set(DAT_CR_PARAM {
+            remote_ia_address_ptr: &*cr.remote as *const libc::sockaddr_in as DAT_IA_ADDRESS_PTR,
+            remote_port_qual: u64::from(cr.remote_port),
+            private_data_size: cr.private_data.len() as DAT_COUNT,
+            private_data: cr.private_data.as_ptr() as DAT_PVOID,
+            local_ep_handle: local_ep,
+        });
+        Ok(())
+    }
+}
+
+/// # Safety
+/// `data` points to `size` bytes when `size` is positive (API contract).
+unsafe fn private_data<'a>(size: DAT_COUNT, data: DAT_PVOID, position: u8) -> DatResult<&'a [u8]> {
+    if size > limits::MAX_PRIVATE_DATA_SIZE {
+        return Err(DatError::invalid_arg(position));
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { edge::slice_in(data as *const u8, size, position) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cr_accept(
+    cr_handle: DAT_CR_HANDLE,
+    ep_handle: DAT_EP_HANDLE,
+    private_data_size: DAT_COUNT,
+    private_data: DAT_PVOID,
+) -> DAT_RETURN {
+    entry! {
+        let cr = cr(cr_handle)?;
+        let ep = match (&cr.sp.kind, ep_handle.is_null()) {
+            // An RSP's request is accepted on its reserved EP; NULL means that one.
+            (SpKind::Reserved { ep }, true) => ep.clone(),
+            _ => edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?,
+        };
+        // SAFETY: forwarded from our caller.
+        unsafe { self::private_data(private_data_size, private_data, 3)? };
+        ep_state::accept(ep.state())?;
+        Err(DatError::not_implemented())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cr_reject(cr_handle: DAT_CR_HANDLE, private_data_size: DAT_COUNT, private_data: DAT_PVOID) -> DAT_RETURN {
+    entry! {
+        let cr = cr(cr_handle)?;
+        // SAFETY: forwarded from our caller.
+        let pd = unsafe { self::private_data(private_data_size, private_data, 2)? };
+        let cr = cr.ia.release::<Cr>(cr_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
+        cr.reject(pd);
+        if let SpKind::Reserved { ep } = &cr.sp.kind {
+            let mut inner = ep.inner.lock();
+            if inner.state == dat_ep_state::DAT_EP_STATE_RESERVED {
+                inner.state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_cr_handoff(cr_handle: DAT_CR_HANDLE, handoff: DAT_CONN_QUAL) -> DAT_RETURN {
+    entry! {
+        cr(cr_handle)?;
+        port(handoff, 2)?;
+        // Handing a request to another service point needs the transport's accept path.
+        Err(DatError::not_implemented())
+    }
+}

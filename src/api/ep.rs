@@ -1,0 +1,575 @@
+//! EP functions. Everything that needs no transport is done here for real: creation and its
+//! checks, query, modify, status, reset, free, posting receives, flushing on a DISCONNECTED
+//! EP. What needs a connection (connect, and DTOs on a CONNECTED EP) is checked fully, then
+//! refused with `DAT_NOT_IMPLEMENTED` until the transport lands.
+
+use std::sync::Arc;
+
+use super::edge::{self, entry};
+use super::srq::check_recv_segments;
+use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub, Type};
+use crate::objects::ep::{self, Ep, Parts};
+use crate::objects::ep_state::{self, Post};
+use crate::objects::evd::Evd;
+use crate::objects::ia::Ia;
+use crate::objects::lmr::{self, AccessError, Lmr};
+use crate::objects::pz::Pz;
+use crate::objects::srq::{PostedRecv, Srq};
+use crate::objects::limits;
+
+fn ep(h: DAT_EP_HANDLE) -> DatResult<Arc<Ep>> {
+    edge::object::<Ep>(h, Sub::DAT_INVALID_HANDLE_EP)
+}
+
+/// An EVD the EP will feed: NULL, or one of the IA's EVDs with the right stream.
+fn stream_evd(h: DAT_EVD_HANDLE, ia: &Arc<Ia>, stream: dat_evd_flags, sub: Sub) -> DatResult<Option<Arc<Evd>>> {
+    let evd = edge::optional_object::<Evd>(h, sub)?;
+    if let Some(e) = &evd {
+        if !Arc::ptr_eq(&e.ia, ia) || !e.has_stream(stream) {
+            return Err(DatError::invalid_handle(sub));
+        }
+    }
+    Ok(evd)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn create(
+    ia_handle: DAT_IA_HANDLE,
+    pz_handle: DAT_PZ_HANDLE,
+    recv_evd_handle: DAT_EVD_HANDLE,
+    request_evd_handle: DAT_EVD_HANDLE,
+    connect_evd_handle: DAT_EVD_HANDLE,
+    srq_handle: Option<DAT_SRQ_HANDLE>,
+    ep_attributes: *const DAT_EP_ATTR,
+    attr_position: u8,
+    ep_handle: *mut DAT_EP_HANDLE,
+) -> DatResult {
+    let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+    let pz = edge::optional_object::<Pz>(pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
+    if pz.as_ref().is_some_and(|p| !Arc::ptr_eq(&p.ia, &ia)) {
+        return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ));
+    }
+    let recv_evd = stream_evd(recv_evd_handle, &ia, dat_evd_flags::DAT_EVD_DTO_FLAG, Sub::DAT_INVALID_HANDLE_EVD_RECV)?;
+    let request_evd =
+        stream_evd(request_evd_handle, &ia, dat_evd_flags::DAT_EVD_DTO_FLAG, Sub::DAT_INVALID_HANDLE_EVD_REQUEST)?;
+    let connect_evd =
+        stream_evd(connect_evd_handle, &ia, dat_evd_flags::DAT_EVD_CONNECTION_FLAG, Sub::DAT_INVALID_HANDLE_EVD_CONN)?;
+    let srq = match srq_handle {
+        Some(h) => {
+            let srq = edge::object::<Srq>(h, Sub::DAT_INVALID_HANDLE_SRQ)?;
+            if !Arc::ptr_eq(&srq.ia, &ia) {
+                return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_SRQ));
+            }
+            Some(srq)
+        }
+        None => None,
+    };
+    // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
+    let attr = match unsafe { edge::read_in(ep_attributes) } {
+        Some(a) => ep::check_attr(&a, attr_position)?,
+        None => ep::default_attr(),
+    };
+    let out = edge::out(ep_handle, attr_position + 1)?;
+    let parts = Parts { pz, recv_evd, request_evd, connect_evd, srq };
+    out.set(ia.adopt(Arc::new(Ep::new(ia.clone(), parts, attr)))?);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_create(
+    ia_handle: DAT_IA_HANDLE,
+    pz_handle: DAT_PZ_HANDLE,
+    recv_evd_handle: DAT_EVD_HANDLE,
+    request_evd_handle: DAT_EVD_HANDLE,
+    connect_evd_handle: DAT_EVD_HANDLE,
+    ep_attributes: *const DAT_EP_ATTR,
+    ep_handle: *mut DAT_EP_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        // SAFETY: forwarded from our caller.
+        unsafe { create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, None, ep_attributes, 6, ep_handle) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_create_with_srq(
+    ia_handle: DAT_IA_HANDLE,
+    pz_handle: DAT_PZ_HANDLE,
+    recv_evd_handle: DAT_EVD_HANDLE,
+    request_evd_handle: DAT_EVD_HANDLE,
+    connect_evd_handle: DAT_EVD_HANDLE,
+    srq_handle: DAT_SRQ_HANDLE,
+    ep_attributes: *const DAT_EP_ATTR,
+    ep_handle: *mut DAT_EP_HANDLE,
+) -> DAT_RETURN {
+    entry! {
+        // SAFETY: forwarded from our caller.
+        unsafe { create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, Some(srq_handle), ep_attributes, 7, ep_handle) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_query(ep_handle: DAT_EP_HANDLE, ep_param_mask: DAT_EP_PARAM_MASK, ep_param: *mut DAT_EP_PARAM) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        if ep_param_mask & !DAT_EP_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        let out = edge::out(ep_param, 3)?;
+        let inner = ep.inner.lock();
+        let handle_of = |e: &Option<crate::objects::Held<Evd>>| e.as_ref().map_or(std::ptr::null_mut(), |e| e.handle());
+        // SAFETY: DAT_EP_PARAM is plain data for which all-zero bytes are a valid value.
+        let mut p: DAT_EP_PARAM = unsafe { std::mem::zeroed() };
+        p.ia_handle = ep.ia.handle();
+        p.ep_state = inner.state as DAT_EP_STATE;
+        p.local_ia_address_ptr = ep.ia.address_ptr();
+        p.local_port_qual = inner.local_port;
+        p.remote_port_qual = inner.remote_port;
+        p.pz_handle = inner.pz.as_ref().map_or(std::ptr::null_mut(), |p| p.handle());
+        p.recv_evd_handle = handle_of(&inner.recv_evd);
+        p.request_evd_handle = handle_of(&inner.request_evd);
+        p.connect_evd_handle = handle_of(&inner.connect_evd);
+        p.srq_handle = inner.srq.as_ref().map_or(std::ptr::null_mut(), |s| s.handle());
+        p.ep_attr = inner.attr;
+        out.set(p);
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_modify(ep_handle: DAT_EP_HANDLE, ep_param_mask: DAT_EP_PARAM_MASK, ep_param: *const DAT_EP_PARAM) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        if ep_param_mask & !DAT_EP_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        // SAFETY: a non-NULL parameter pointer points to a DAT_EP_PARAM (API contract).
+        let p = unsafe { edge::required_in(ep_param, 3)? };
+        // Read-only fields cannot be modified.
+        let read_only = DAT_EP_FIELD_IA_HANDLE | DAT_EP_FIELD_EP_STATE | DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR
+            | DAT_EP_FIELD_LOCAL_PORT_QUAL | DAT_EP_FIELD_REMOTE_IA_ADDRESS_PTR | DAT_EP_FIELD_REMOTE_PORT_QUAL
+            | DAT_EP_FIELD_SRQ_HANDLE;
+        if ep_param_mask & read_only != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        let mut inner = ep.inner.lock();
+        ep_state::modify(inner.state)?;
+        let attr = if ep_param_mask & DAT_EP_FIELD_EP_ATTR_ALL != 0 { Some(ep::check_attr(&p.ep_attr, 3)?) } else { None };
+        let ia = &ep.ia;
+        if ep_param_mask & DAT_EP_FIELD_PZ_HANDLE != 0 {
+            let pz = edge::optional_object::<Pz>(p.pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
+            inner.pz = pz.map(crate::objects::Held::new);
+        }
+        if ep_param_mask & DAT_EP_FIELD_RECV_EVD_HANDLE != 0 {
+            let e = stream_evd(p.recv_evd_handle, ia, dat_evd_flags::DAT_EVD_DTO_FLAG, Sub::DAT_INVALID_HANDLE_EVD_RECV)?;
+            inner.recv_evd = e.map(crate::objects::Held::new);
+        }
+        if ep_param_mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE != 0 {
+            let e = stream_evd(p.request_evd_handle, ia, dat_evd_flags::DAT_EVD_DTO_FLAG, Sub::DAT_INVALID_HANDLE_EVD_REQUEST)?;
+            inner.request_evd = e.map(crate::objects::Held::new);
+        }
+        if ep_param_mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE != 0 {
+            let e = stream_evd(p.connect_evd_handle, ia, dat_evd_flags::DAT_EVD_CONNECTION_FLAG, Sub::DAT_INVALID_HANDLE_EVD_CONN)?;
+            inner.connect_evd = e.map(crate::objects::Held::new);
+        }
+        if let Some(a) = attr {
+            inner.attr = a;
+        }
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_get_status(
+    ep_handle: DAT_EP_HANDLE,
+    ep_state: *mut DAT_EP_STATE,
+    recv_idle: *mut DAT_BOOLEAN,
+    request_idle: *mut DAT_BOOLEAN,
+) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        let state_out = edge::out(ep_state, 2)?;
+        let inner = ep.inner.lock();
+        state_out.set(inner.state as DAT_EP_STATE);
+        let bool_of = |b: bool| if b { dat_boolean::DAT_TRUE } else { dat_boolean::DAT_FALSE } as DAT_BOOLEAN;
+        if let Some(o) = edge::optional_out(recv_idle) {
+            o.set(bool_of(inner.recvs.is_empty()));
+        }
+        if let Some(o) = edge::optional_out(request_idle) {
+            o.set(bool_of(true));
+        }
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_free(ep_handle: DAT_EP_HANDLE) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        ep.ia.release::<Ep>(ep_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))?;
+        ep.flush_recvs();
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_reset(ep_handle: DAT_EP_HANDLE) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        let mut inner = ep.inner.lock();
+        inner.state = ep_state::reset(inner.state)?;
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_recv_query(ep_handle: DAT_EP_HANDLE, nbufs_allocated: *mut DAT_COUNT, bufs_alloc_span: *mut DAT_COUNT) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        let inner = ep.inner.lock();
+        if inner.srq.is_none() {
+            // Only EPs of an SRQ keep this account (the man page).
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
+        if let Some(o) = edge::optional_out(nbufs_allocated) {
+            o.set(DAT_VALUE_UNKNOWN as DAT_COUNT);
+        }
+        if let Some(o) = edge::optional_out(bufs_alloc_span) {
+            o.set(DAT_VALUE_UNKNOWN as DAT_COUNT);
+        }
+        Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_set_watermark(ep_handle: DAT_EP_HANDLE, soft_high_watermark: DAT_COUNT, hard_high_watermark: DAT_COUNT) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        let inner = ep.inner.lock();
+        let valid = |w: DAT_COUNT| w >= 0 || w == DAT_WATERMARK_INFINITE as DAT_COUNT;
+        if !valid(soft_high_watermark) {
+            return Err(DatError::invalid_arg(2));
+        }
+        if !valid(hard_high_watermark) {
+            return Err(DatError::invalid_arg(3));
+        }
+        if inner.srq.is_none() {
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
+        Ok(())
+    }
+}
+
+/// Private data as a slice: a negative size, a size over the provider's limit, or a NULL
+/// pointer with a size are `DAT_INVALID_PARAMETER` naming the size's position.
+unsafe fn private_data<'a>(size: DAT_COUNT, data: DAT_PVOID, position: u8) -> DatResult<&'a [u8]> {
+    if size > limits::MAX_PRIVATE_DATA_SIZE {
+        return Err(DatError::invalid_arg(position));
+    }
+    // SAFETY: the caller passes `size` bytes at `data` (API contract).
+    unsafe { edge::slice_in(data as *const u8, size, position) }
+}
+
+/// An IPv4 remote address: NULL or another family is `DAT_INVALID_ADDRESS`.
+unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr> {
+    let malformed = DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_MALFORMED);
+    // SAFETY: a non-NULL address points to a sockaddr (API contract).
+    let sa = unsafe { edge::read_in(p) }.ok_or(malformed)?;
+    if i32::from(sa.sa_family) != libc::AF_INET {
+        return Err(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNSUPPORTED));
+    }
+    // SAFETY: an AF_INET address is a sockaddr_in.
+    let sin = unsafe { edge::read_in(p as *const libc::sockaddr_in) }.ok_or(malformed)?;
+    Ok(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+}
+
+#[allow(clippy::too_many_arguments)]
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_connect(
+    ep_handle: DAT_EP_HANDLE,
+    remote_ia_address: DAT_IA_ADDRESS_PTR,
+    remote_conn_qual: DAT_CONN_QUAL,
+    _timeout: DAT_TIMEOUT,
+    private_data_size: DAT_COUNT,
+    private_data: DAT_PVOID,
+    quality_of_service: DAT_QOS,
+    connect_flags: DAT_CONNECT_FLAGS,
+) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        // SAFETY: forwarded from our caller.
+        unsafe { remote_address(remote_ia_address)? };
+        if remote_conn_qual > u64::from(u16::MAX) {
+            return Err(DatError::invalid_arg(3));
+        }
+        // SAFETY: forwarded from our caller.
+        unsafe { self::private_data(private_data_size, private_data, 5)? };
+        let qos = edge::enum_in::<dat_qos, _>(quality_of_service, 7)?;
+        if qos != dat_qos::DAT_QOS_BEST_EFFORT {
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
+        edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
+        ep_state::connect(ep.state())?;
+        Err(DatError::not_implemented())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_dup_connect(
+    ep_handle: DAT_EP_HANDLE,
+    ep_dup_handle: DAT_EP_HANDLE,
+    _timeout: DAT_TIMEOUT,
+    private_data_size: DAT_COUNT,
+    private_data: DAT_PVOID,
+    quality_of_service: DAT_QOS,
+) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        let dup = edge::object::<Ep>(ep_dup_handle, Sub::DAT_INVALID_HANDLE2)?;
+        // SAFETY: forwarded from our caller.
+        unsafe { self::private_data(private_data_size, private_data, 4)? };
+        edge::enum_in::<dat_qos, _>(quality_of_service, 6)?;
+        if !ep_state::post_request(dup.state()).is_ok_and(|p| p == Post::Run) {
+            return Err(DatError::invalid_state(ep_state::subtype(dup.state())));
+        }
+        ep_state::connect(ep.state())?;
+        Err(DatError::not_implemented())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_common_connect(
+    ep_handle: DAT_EP_HANDLE,
+    remote_ia_address: DAT_IA_ADDRESS_PTR,
+    _timeout: DAT_TIMEOUT,
+    private_data_size: DAT_COUNT,
+    private_data: DAT_PVOID,
+) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        // SAFETY: forwarded from our caller.
+        unsafe { remote_address(remote_ia_address)? };
+        // SAFETY: forwarded from our caller.
+        unsafe { self::private_data(private_data_size, private_data, 4)? };
+        ep_state::connect(ep.state())?;
+        Err(DatError::not_implemented())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_disconnect(ep_handle: DAT_EP_HANDLE, close_flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        let flags = edge::enum_in::<dat_close_flags, _>(close_flags, 2)?;
+        match ep_state::disconnect(ep.state(), flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG)? {
+            ep_state::Disconnect::Nothing => Ok(()),
+            ep_state::Disconnect::TearDown { .. } => Err(DatError::not_implemented()),
+        }
+    }
+}
+
+/// Which privilege a local segment needs, and the errors a failed check gives.
+fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc<Pz>>, privilege: u32, position: u8) -> DatResult {
+    let Some(pz) = pz else {
+        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
+    };
+    let (protection, privileges) = if privilege == lmr::PRIV_LOCAL_WRITE {
+        (Sub::DAT_PROTECTION_WRITE, Sub::DAT_PRIVILEGES_WRITE)
+    } else {
+        (Sub::DAT_PROTECTION_READ, Sub::DAT_PRIVILEGES_READ)
+    };
+    for s in segments {
+        match Lmr::check_segment(s.lmr_context, s.virtual_address, u64::from(s.segment_length), privilege, pz) {
+            Ok(_) => {}
+            Err(AccessError::Bounds) => return Err(DatError::invalid_arg(position)),
+            Err(AccessError::Protection) => return Err(DatError::new(Type::DAT_PROTECTION_VIOLATION, protection)),
+            Err(AccessError::UnknownContext | AccessError::Privilege) => {
+                return Err(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, privileges))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Completion flags of one DTO: known bits only, and UNSIGNALLED only where the EP's
+/// attributes allow it.
+fn check_completion_flags(flags: DAT_COMPLETION_FLAGS, ep_flags: u32, position: u8) -> DatResult {
+    edge::flags_in(flags, super::COMPLETION_FLAGS, position)?;
+    let unsignalled = dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
+    if flags & unsignalled != 0 && ep_flags & unsignalled == 0 {
+        return Err(DatError::invalid_arg(position));
+    }
+    Ok(())
+}
+
+/// The common checks and the flush of a request DTO (send, RDMA write, RDMA read).
+#[allow(clippy::too_many_arguments)]
+unsafe fn post_request(
+    ep_handle: DAT_EP_HANDLE,
+    num_segments: DAT_COUNT,
+    local_iov: *const DAT_LMR_TRIPLET,
+    user_cookie: DAT_DTO_COOKIE,
+    remote_iov: Option<*const DAT_RMR_TRIPLET>,
+    completion_flags: DAT_COMPLETION_FLAGS,
+    flags_position: u8,
+    operation: dat_dtos,
+) -> DatResult {
+    let ep = ep(ep_handle)?;
+    let (state, pz, evd, attr) = {
+        let inner = ep.inner.lock();
+        (inner.state, inner.pz.as_ref().map(|p| p.arc().clone()), inner.request_evd.as_ref().map(|e| e.arc().clone()), inner.attr)
+    };
+    let max_iov = match operation {
+        dat_dtos::DAT_DTO_RDMA_READ => attr.max_rdma_read_iov,
+        dat_dtos::DAT_DTO_RDMA_WRITE => attr.max_rdma_write_iov,
+        _ => attr.max_request_iov,
+    };
+    if num_segments < 0 || num_segments > max_iov.max(1) {
+        return Err(DatError::invalid_arg(2));
+    }
+    // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
+    let segments = unsafe { edge::slice_in(local_iov, num_segments, 3)? };
+    if let Some(r) = remote_iov {
+        // SAFETY: a non-NULL remote IOV points to a triplet (API contract).
+        unsafe { edge::required_in(r, 5)? };
+    }
+    check_completion_flags(completion_flags, attr.request_completion_flags, flags_position)?;
+    let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ { lmr::PRIV_LOCAL_WRITE } else { lmr::PRIV_LOCAL_READ };
+    check_local_segments(segments, pz.as_ref(), privilege, 3)?;
+    match ep_state::post_request(state)? {
+        Post::Flush => {
+            let evd = evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
+            ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, operation, 0);
+            Ok(())
+        }
+        Post::Run => Err(DatError::not_implemented()),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_post_send(
+    ep_handle: DAT_EP_HANDLE,
+    num_segments: DAT_COUNT,
+    local_iov: *mut DAT_LMR_TRIPLET,
+    user_cookie: DAT_DTO_COOKIE,
+    completion_flags: DAT_COMPLETION_FLAGS,
+) -> DAT_RETURN {
+    entry! {
+        // SAFETY: forwarded from our caller.
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
+    ep_handle: DAT_EP_HANDLE,
+    num_segments: DAT_COUNT,
+    local_iov: *mut DAT_LMR_TRIPLET,
+    user_cookie: DAT_DTO_COOKIE,
+    completion_flags: DAT_COMPLETION_FLAGS,
+    invalidate_flag: DAT_BOOLEAN,
+    _rmr_context: DAT_RMR_CONTEXT,
+) -> DAT_RETURN {
+    entry! {
+        edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)?;
+        // SAFETY: forwarded from our caller.
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_post_rdma_write(
+    ep_handle: DAT_EP_HANDLE,
+    num_segments: DAT_COUNT,
+    local_iov: *mut DAT_LMR_TRIPLET,
+    user_cookie: DAT_DTO_COOKIE,
+    remote_iov: *const DAT_RMR_TRIPLET,
+    completion_flags: DAT_COMPLETION_FLAGS,
+) -> DAT_RETURN {
+    entry! {
+        // SAFETY: forwarded from our caller.
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_post_rdma_read(
+    ep_handle: DAT_EP_HANDLE,
+    num_segments: DAT_COUNT,
+    local_iov: *mut DAT_LMR_TRIPLET,
+    user_cookie: DAT_DTO_COOKIE,
+    remote_iov: *const DAT_RMR_TRIPLET,
+    completion_flags: DAT_COMPLETION_FLAGS,
+) -> DAT_RETURN {
+    entry! {
+        // SAFETY: forwarded from our caller.
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_post_rdma_read_to_rmr(
+    ep_handle: DAT_EP_HANDLE,
+    local_iov: *const DAT_RMR_TRIPLET,
+    _user_cookie: DAT_DTO_COOKIE,
+    remote_iov: *const DAT_RMR_TRIPLET,
+    completion_flags: DAT_COMPLETION_FLAGS,
+) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        // SAFETY: non-NULL triplet pointers point to triplets (API contract).
+        unsafe {
+            edge::required_in(local_iov, 2)?;
+            edge::required_in(remote_iov, 4)?;
+        }
+        let attr = ep.inner.lock().attr;
+        check_completion_flags(completion_flags, attr.request_completion_flags, 5)?;
+        ep_state::post_request(ep.state())?;
+        // Reading into an RMR needs iWARP-style RMR targets; no transport of ours has them.
+        Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED))
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dat_ep_post_recv(
+    ep_handle: DAT_EP_HANDLE,
+    num_segments: DAT_COUNT,
+    local_iov: *mut DAT_LMR_TRIPLET,
+    user_cookie: DAT_DTO_COOKIE,
+    completion_flags: DAT_COMPLETION_FLAGS,
+) -> DAT_RETURN {
+    entry! {
+        let ep = ep(ep_handle)?;
+        let mut inner = ep.inner.lock();
+        if inner.srq.is_some() {
+            // Receives of an SRQ EP are posted to the SRQ (the man page).
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
+        if num_segments < 0 || num_segments > inner.attr.max_recv_iov.max(1) {
+            return Err(DatError::invalid_arg(2));
+        }
+        // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
+        let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
+        check_completion_flags(completion_flags, inner.attr.recv_completion_flags, 5)?;
+        let pz = inner.pz.as_ref().map(|p| p.arc().clone()).ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ))?;
+        check_recv_segments(segments, &pz, 3)?;
+        let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone()).ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV))?;
+        match ep_state::post_recv(inner.state)? {
+            Post::Flush => {
+                drop(inner);
+                ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, dat_dtos::DAT_DTO_RECEIVE, 0);
+            }
+            Post::Run => {
+                if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
+                    return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+                }
+                // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+                let cookie = unsafe { user_cookie.as_64 };
+                inner.recvs.push_back(PostedRecv { cookie, segments: segments.to_vec() });
+            }
+        }
+        Ok(())
+    }
+}
+

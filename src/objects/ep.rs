@@ -1,0 +1,192 @@
+//! The Endpoint: its attributes, what it holds (PZ, EVDs, SRQ), its state machine and its
+//! posted receives. The transport of a later stage plugs in below; every rule lives here.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::ep_state::State;
+use super::evd::Evd;
+use super::ia::Ia;
+use super::limits;
+use super::pz::Pz;
+use super::srq::{PostedRecv, Srq};
+use super::Held;
+use crate::abi::*;
+use crate::error::{DatError, DatResult};
+use crate::handle::{Kind, Object, SelfHandle};
+
+/// What the EP holds and its state, under one lock.
+pub struct EpInner {
+    pub state: State,
+    pub pz: Option<Held<Pz>>,
+    pub recv_evd: Option<Held<Evd>>,
+    pub request_evd: Option<Held<Evd>>,
+    pub connect_evd: Option<Held<Evd>>,
+    pub srq: Option<Held<Srq>>,
+    pub attr: DAT_EP_ATTR,
+    pub recvs: VecDeque<PostedRecv>,
+    pub remote_port: u64,
+    pub local_port: u64,
+}
+
+// SAFETY: the attribute's named-attribute pointers are always NULL in our copy (we report no
+// transport- or provider-specific attributes); the rest is plain data.
+unsafe impl Send for EpInner {}
+
+pub struct Ep {
+    pub ia: Arc<Ia>,
+    handle: SelfHandle,
+    pub inner: Mutex<EpInner>,
+}
+
+impl Object for Ep {
+    const KIND: Kind = Kind::Ep;
+    fn self_handle(&self) -> Option<&SelfHandle> {
+        Some(&self.handle)
+    }
+}
+
+/// The attributes an EP gets when the consumer gives none.
+pub fn default_attr() -> DAT_EP_ATTR {
+    // SAFETY: DAT_EP_ATTR is plain data for which all-zero bytes are a valid value.
+    let mut a: DAT_EP_ATTR = unsafe { std::mem::zeroed() };
+    a.service_type = dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE;
+    a.max_message_size = limits::MAX_MESSAGE_SIZE;
+    a.max_rdma_size = limits::MAX_RDMA_SIZE;
+    a.qos = dat_qos::DAT_QOS_BEST_EFFORT as DAT_QOS;
+    a.recv_completion_flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as u32;
+    a.request_completion_flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as u32;
+    a.max_recv_dtos = limits::DEFAULT_DTOS;
+    a.max_request_dtos = limits::DEFAULT_DTOS;
+    a.max_recv_iov = limits::DEFAULT_IOV;
+    a.max_request_iov = limits::DEFAULT_IOV;
+    a.max_rdma_read_in = limits::DEFAULT_RDMA_READ;
+    a.max_rdma_read_out = limits::DEFAULT_RDMA_READ;
+    a.srq_soft_hw = DAT_HW_DEFAULT as DAT_COUNT;
+    a.max_rdma_read_iov = limits::DEFAULT_IOV;
+    a.max_rdma_write_iov = limits::DEFAULT_IOV;
+    a
+}
+
+/// Completion flags an EP attribute may carry for its receive or request queue.
+const ATTR_COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_EVD_THRESHOLD_FLAG as u32;
+
+/// Checks consumer attributes against what we support; the attributes we report ignore the
+/// consumer's named-attribute lists.
+pub fn check_attr(a: &DAT_EP_ATTR, position: u8) -> DatResult<DAT_EP_ATTR> {
+    let bad = || DatError::invalid_arg(position);
+    if a.service_type != dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE {
+        return Err(bad());
+    }
+    if a.max_message_size > limits::MAX_MESSAGE_SIZE || a.max_rdma_size > limits::MAX_RDMA_SIZE {
+        return Err(bad());
+    }
+    if dat_qos::try_from(a.qos).is_err() {
+        return Err(bad());
+    }
+    if a.recv_completion_flags & !ATTR_COMPLETION_FLAGS != 0 || a.request_completion_flags & !ATTR_COMPLETION_FLAGS != 0 {
+        return Err(bad());
+    }
+    let dtos = 0..=limits::MAX_DTO_PER_EP;
+    let iov = 0..=limits::MAX_IOV_SEGMENTS;
+    let reads = 0..=limits::MAX_RDMA_READ_PER_EP;
+    let ok = dtos.contains(&a.max_recv_dtos)
+        && dtos.contains(&a.max_request_dtos)
+        && iov.contains(&a.max_recv_iov)
+        && iov.contains(&a.max_request_iov)
+        && iov.contains(&a.max_rdma_read_iov)
+        && iov.contains(&a.max_rdma_write_iov)
+        && reads.contains(&a.max_rdma_read_in)
+        && reads.contains(&a.max_rdma_read_out)
+        && a.ep_transport_specific_count >= 0
+        && a.ep_provider_specific_count >= 0;
+    if !ok {
+        return Err(bad());
+    }
+    let mut copy = *a;
+    copy.ep_transport_specific_count = 0;
+    copy.ep_transport_specific = std::ptr::null_mut();
+    copy.ep_provider_specific_count = 0;
+    copy.ep_provider_specific = std::ptr::null_mut();
+    Ok(copy)
+}
+
+/// The EVDs and other objects an EP is made with.
+pub struct Parts {
+    pub pz: Option<Arc<Pz>>,
+    pub recv_evd: Option<Arc<Evd>>,
+    pub request_evd: Option<Arc<Evd>>,
+    pub connect_evd: Option<Arc<Evd>>,
+    pub srq: Option<Arc<Srq>>,
+}
+
+impl Ep {
+    pub fn new(ia: Arc<Ia>, parts: Parts, attr: DAT_EP_ATTR) -> Ep {
+        Ep {
+            ia,
+            handle: SelfHandle::default(),
+            inner: Mutex::new(EpInner {
+                state: dat_ep_state::DAT_EP_STATE_UNCONNECTED,
+                pz: parts.pz.map(Held::new),
+                recv_evd: parts.recv_evd.map(Held::new),
+                request_evd: parts.request_evd.map(Held::new),
+                connect_evd: parts.connect_evd.map(Held::new),
+                srq: parts.srq.map(Held::new),
+                attr,
+                recvs: VecDeque::new(),
+                remote_port: 0,
+                local_port: 0,
+            }),
+        }
+    }
+
+    pub fn handle(&self) -> DAT_EP_HANDLE {
+        self.handle.get()
+    }
+
+    pub fn state(&self) -> State {
+        self.inner.lock().state
+    }
+
+    /// Completes a DTO with `status` on `evd` (a flush when the EP cannot run it).
+    pub fn complete(&self, evd: &Evd, cookie: DAT_DTO_COOKIE, status: dat_dto_completion_status, operation: dat_dtos, length: u32) {
+        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
+        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        e.event_number = dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER;
+        e.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
+            ep_handle: self.handle(),
+            user_cookie: cookie,
+            status: status as DAT_DTO_COMPLETION_STATUS,
+            transfered_length: length,
+            operation: operation as DAT_DTOS,
+            rmr_context: 0,
+        };
+        // A full EVD reports its own overflow on the async EVD; the completion is lost as a
+        // CQ overrun loses it.
+        let _ = evd.post(e);
+    }
+
+    /// Abrupt teardown as the EP is freed: posted receives are flushed.
+    pub fn flush_recvs(&self) {
+        let (recvs, evd) = {
+            let mut inner = self.inner.lock();
+            (std::mem::take(&mut inner.recvs), inner.recv_evd.as_ref().map(|e| e.arc().clone()))
+        };
+        if let Some(evd) = evd {
+            for r in recvs {
+                self.complete(
+                    &evd,
+                    DAT_DTO_COOKIE { as_64: r.cookie },
+                    dat_dto_completion_status::DAT_DTO_ERR_FLUSHED,
+                    dat_dtos::DAT_DTO_RECEIVE,
+                    0,
+                );
+            }
+        }
+    }
+}

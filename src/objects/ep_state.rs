@@ -1,0 +1,271 @@
+//! The EP state machine of the man pages, with no I/O: which operation is legal in which state,
+//! where it leads, and the `DAT_INVALID_STATE` subtype an illegal call gets.
+
+use crate::abi::dat_ep_state as S;
+use crate::error::{DatError, DatResult, Sub};
+
+pub type State = S;
+
+/// The `DAT_INVALID_STATE_EP_*` subtype naming the state an EP is in.
+pub fn subtype(state: State) -> Sub {
+    match state {
+        S::DAT_EP_STATE_UNCONNECTED => Sub::DAT_INVALID_STATE_EP_UNCONNECTED,
+        S::DAT_EP_STATE_UNCONFIGURED_UNCONNECTED => Sub::DAT_INVALID_STATE_EP_UNCONFIGURED,
+        S::DAT_EP_STATE_RESERVED => Sub::DAT_INVALID_STATE_EP_RESERVED,
+        S::DAT_EP_STATE_UNCONFIGURED_RESERVED => Sub::DAT_INVALID_STATE_EP_UNCONFRESERVED,
+        S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING => Sub::DAT_INVALID_STATE_EP_PASSCONNPENDING,
+        S::DAT_EP_STATE_UNCONFIGURED_PASSIVE => Sub::DAT_INVALID_STATE_EP_UNCONFPASSIVE,
+        S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING => Sub::DAT_INVALID_STATE_EP_ACTCONNPENDING,
+        S::DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING => Sub::DAT_INVALID_STATE_EP_TENTCONNPENDING,
+        S::DAT_EP_STATE_UNCONFIGURED_TENTATIVE => Sub::DAT_INVALID_STATE_EP_UNCONFTENTATIVE,
+        S::DAT_EP_STATE_CONNECTED
+        | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH
+        | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => Sub::DAT_INVALID_STATE_EP_CONNECTED,
+        S::DAT_EP_STATE_DISCONNECT_PENDING => Sub::DAT_INVALID_STATE_EP_DISCPENDING,
+        S::DAT_EP_STATE_DISCONNECTED => Sub::DAT_INVALID_STATE_EP_DISCONNECTED,
+        S::DAT_EP_STATE_COMPLETION_PENDING => Sub::DAT_INVALID_STATE_EP_COMPLPENDING,
+    }
+}
+
+fn refuse(state: State) -> DatError {
+    DatError::invalid_state(subtype(state))
+}
+
+/// `dat_ep_connect` / `dat_ep_dup_connect`: only an UNCONNECTED EP connects; it becomes
+/// ACTIVE_CONNECTION_PENDING.
+pub fn connect(state: State) -> DatResult<State> {
+    match state {
+        S::DAT_EP_STATE_UNCONNECTED => Ok(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING),
+        other => Err(refuse(other)),
+    }
+}
+
+/// `dat_cr_accept` with this EP: UNCONNECTED (or RESERVED / TENTATIVE for an RSP or a
+/// provider-made EP) becomes COMPLETION_PENDING until the transport confirms.
+pub fn accept(state: State) -> DatResult<State> {
+    match state {
+        S::DAT_EP_STATE_UNCONNECTED
+        | S::DAT_EP_STATE_RESERVED
+        | S::DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING
+        | S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING => Ok(S::DAT_EP_STATE_COMPLETION_PENDING),
+        other => Err(refuse(other)),
+    }
+}
+
+/// The transport's verdict on a pending connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Established,
+    Failed,
+}
+
+/// A pending connection settles: ESTABLISHED makes it CONNECTED; every failure (peer or
+/// non-peer reject, unreachable, timeout, accept completion error) makes it DISCONNECTED.
+pub fn settle(state: State, outcome: Outcome) -> Option<State> {
+    match (state, outcome) {
+        (S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING | S::DAT_EP_STATE_COMPLETION_PENDING, Outcome::Established) => {
+            Some(S::DAT_EP_STATE_CONNECTED)
+        }
+        (S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING | S::DAT_EP_STATE_COMPLETION_PENDING, Outcome::Failed) => {
+            Some(S::DAT_EP_STATE_DISCONNECTED)
+        }
+        _ => None,
+    }
+}
+
+/// What `dat_ep_disconnect` does in a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disconnect {
+    /// Nothing to do: the call succeeds and nothing changes (already DISCONNECTED).
+    Nothing,
+    /// Tear down the connection (or the pending attempt); the EP becomes `next`.
+    TearDown { next: State },
+}
+
+/// `dat_ep_disconnect`: a connected EP goes to DISCONNECT_PENDING (graceful) or straight to
+/// DISCONNECTED (abrupt); a pending connect is abandoned; an UNCONNECTED or RESERVED EP has
+/// nothing to disconnect.
+pub fn disconnect(state: State, graceful: bool) -> DatResult<Disconnect> {
+    match state {
+        S::DAT_EP_STATE_CONNECTED | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => {
+            Ok(Disconnect::TearDown {
+                next: if graceful { S::DAT_EP_STATE_DISCONNECT_PENDING } else { S::DAT_EP_STATE_DISCONNECTED },
+            })
+        }
+        S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING
+        | S::DAT_EP_STATE_COMPLETION_PENDING
+        | S::DAT_EP_STATE_DISCONNECT_PENDING => Ok(Disconnect::TearDown { next: S::DAT_EP_STATE_DISCONNECTED }),
+        S::DAT_EP_STATE_DISCONNECTED => Ok(Disconnect::Nothing),
+        other => Err(refuse(other)),
+    }
+}
+
+/// Whether a DTO may be posted: CONNECTED runs it, DISCONNECTED flushes it at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Post {
+    Run,
+    Flush,
+}
+
+/// `dat_ep_post_send`, `_rdma_write`, `_rdma_read`.
+pub fn post_request(state: State) -> DatResult<Post> {
+    match state {
+        S::DAT_EP_STATE_CONNECTED | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => {
+            Ok(Post::Run)
+        }
+        S::DAT_EP_STATE_DISCONNECTED => Ok(Post::Flush),
+        other => Err(refuse(other)),
+    }
+}
+
+/// `dat_ep_post_recv`: receives may be posted before the connection exists (in every state
+/// but DISCONNECT_PENDING); on a DISCONNECTED EP they are flushed.
+pub fn post_recv(state: State) -> DatResult<Post> {
+    match state {
+        S::DAT_EP_STATE_DISCONNECTED => Ok(Post::Flush),
+        S::DAT_EP_STATE_DISCONNECT_PENDING => Err(refuse(state)),
+        _ => Ok(Post::Run),
+    }
+}
+
+/// `dat_ep_free` is legal in every state: a connection is torn down abruptly first.
+/// `dat_ep_reset`: only a DISCONNECTED EP goes back to UNCONNECTED.
+pub fn reset(state: State) -> DatResult<State> {
+    match state {
+        S::DAT_EP_STATE_DISCONNECTED => Ok(S::DAT_EP_STATE_UNCONNECTED),
+        other => Err(refuse(other)),
+    }
+}
+
+/// `dat_ep_modify`: only a quiescent EP (UNCONNECTED, RESERVED, or the passive states not yet
+/// accepted) changes its parameters.
+pub fn modify(state: State) -> DatResult {
+    match state {
+        S::DAT_EP_STATE_UNCONNECTED
+        | S::DAT_EP_STATE_RESERVED
+        | S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING
+        | S::DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING => Ok(()),
+        other => Err(refuse(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [State; 15] = [
+        S::DAT_EP_STATE_UNCONNECTED,
+        S::DAT_EP_STATE_UNCONFIGURED_UNCONNECTED,
+        S::DAT_EP_STATE_RESERVED,
+        S::DAT_EP_STATE_UNCONFIGURED_RESERVED,
+        S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING,
+        S::DAT_EP_STATE_UNCONFIGURED_PASSIVE,
+        S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
+        S::DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING,
+        S::DAT_EP_STATE_UNCONFIGURED_TENTATIVE,
+        S::DAT_EP_STATE_CONNECTED,
+        S::DAT_EP_STATE_DISCONNECT_PENDING,
+        S::DAT_EP_STATE_DISCONNECTED,
+        S::DAT_EP_STATE_COMPLETION_PENDING,
+        S::DAT_EP_STATE_CONNECTED_SINGLE_PATH,
+        S::DAT_EP_STATE_CONNECTED_MULTI_PATH,
+    ];
+
+    #[test]
+    fn connect_only_from_unconnected_and_errors_name_the_state() {
+        assert_eq!(connect(S::DAT_EP_STATE_UNCONNECTED), Ok(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING));
+        for s in ALL.into_iter().filter(|s| *s != S::DAT_EP_STATE_UNCONNECTED) {
+            assert_eq!(connect(s), Err(DatError::invalid_state(subtype(s))), "{s:?}");
+        }
+        assert_eq!(
+            connect(S::DAT_EP_STATE_CONNECTED),
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED))
+        );
+    }
+
+    #[test]
+    fn pending_connections_settle() {
+        for pending in [S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, S::DAT_EP_STATE_COMPLETION_PENDING] {
+            assert_eq!(settle(pending, Outcome::Established), Some(S::DAT_EP_STATE_CONNECTED));
+            assert_eq!(settle(pending, Outcome::Failed), Some(S::DAT_EP_STATE_DISCONNECTED));
+        }
+        // A settled or torn-down EP ignores a late verdict.
+        assert_eq!(settle(S::DAT_EP_STATE_DISCONNECTED, Outcome::Established), None);
+        assert_eq!(settle(S::DAT_EP_STATE_CONNECTED, Outcome::Failed), None);
+    }
+
+    #[test]
+    fn accept_from_unconnected_or_reserved() {
+        assert_eq!(accept(S::DAT_EP_STATE_UNCONNECTED), Ok(S::DAT_EP_STATE_COMPLETION_PENDING));
+        assert_eq!(accept(S::DAT_EP_STATE_RESERVED), Ok(S::DAT_EP_STATE_COMPLETION_PENDING));
+        assert_eq!(
+            accept(S::DAT_EP_STATE_CONNECTED),
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED))
+        );
+        assert_eq!(
+            accept(S::DAT_EP_STATE_DISCONNECTED),
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_DISCONNECTED))
+        );
+    }
+
+    #[test]
+    fn disconnect_paths() {
+        assert_eq!(
+            disconnect(S::DAT_EP_STATE_CONNECTED, true),
+            Ok(Disconnect::TearDown { next: S::DAT_EP_STATE_DISCONNECT_PENDING })
+        );
+        assert_eq!(
+            disconnect(S::DAT_EP_STATE_CONNECTED, false),
+            Ok(Disconnect::TearDown { next: S::DAT_EP_STATE_DISCONNECTED })
+        );
+        assert_eq!(
+            disconnect(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, true),
+            Ok(Disconnect::TearDown { next: S::DAT_EP_STATE_DISCONNECTED })
+        );
+        assert_eq!(disconnect(S::DAT_EP_STATE_DISCONNECTED, true), Ok(Disconnect::Nothing));
+        assert_eq!(
+            disconnect(S::DAT_EP_STATE_UNCONNECTED, true),
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_UNCONNECTED))
+        );
+    }
+
+    #[test]
+    fn posting_rules() {
+        assert_eq!(post_request(S::DAT_EP_STATE_CONNECTED), Ok(Post::Run));
+        assert_eq!(post_request(S::DAT_EP_STATE_DISCONNECTED), Ok(Post::Flush));
+        assert_eq!(
+            post_request(S::DAT_EP_STATE_UNCONNECTED),
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_UNCONNECTED))
+        );
+        assert_eq!(
+            post_request(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING),
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_ACTCONNPENDING))
+        );
+        assert_eq!(post_recv(S::DAT_EP_STATE_UNCONNECTED), Ok(Post::Run));
+        assert_eq!(post_recv(S::DAT_EP_STATE_CONNECTED), Ok(Post::Run));
+        assert_eq!(post_recv(S::DAT_EP_STATE_DISCONNECTED), Ok(Post::Flush));
+    }
+
+    #[test]
+    fn reset_and_modify() {
+        assert_eq!(reset(S::DAT_EP_STATE_DISCONNECTED), Ok(S::DAT_EP_STATE_UNCONNECTED));
+        assert_eq!(
+            reset(S::DAT_EP_STATE_CONNECTED),
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED))
+        );
+        assert_eq!(modify(S::DAT_EP_STATE_UNCONNECTED), Ok(()));
+        assert_eq!(
+            modify(S::DAT_EP_STATE_CONNECTED),
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED))
+        );
+    }
+
+    #[test]
+    fn every_state_has_its_own_subtype_family() {
+        for s in ALL {
+            let sub = subtype(s) as u32;
+            assert!(sub >= Sub::DAT_INVALID_STATE_EP_UNCONNECTED as u32);
+            assert!(sub <= Sub::DAT_INVALID_STATE_EP_UNCONFTENTATIVE as u32);
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Service points and connection requests. A PSP or RSP listens on its conn_qual (the TCP
+//! port); each request that arrives becomes a CR and a connection request event on the
+//! service point's EVD.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::ep::Ep;
+use super::evd::Evd;
+use super::ia::Ia;
+use super::limits;
+use super::Held;
+use crate::abi::*;
+use crate::handle::{Kind, Object, SelfHandle};
+use crate::transport::tcp::cm::{IncomingRequest, Listener};
+use crate::transport::tcp::wire::Limits;
+
+/// The frame limits of the TCP transport.
+pub fn wire_limits() -> Limits {
+    Limits { max_private_data: limits::MAX_PRIVATE_DATA_SIZE as u32, max_message: limits::MAX_MESSAGE_SIZE }
+}
+
+/// Which kind of service point.
+pub enum SpKind {
+    Public { flags: DAT_PSP_FLAGS },
+    Reserved { ep: Arc<Ep> },
+}
+
+pub struct ServicePoint {
+    pub ia: Arc<Ia>,
+    pub evd: Held<Evd>,
+    conn_qual: std::sync::atomic::AtomicU64,
+    pub kind: SpKind,
+    handle: SelfHandle,
+    listener: Mutex<Option<Listener>>,
+}
+
+/// A PSP handle names a public service point.
+pub struct Psp(pub Arc<ServicePoint>);
+/// An RSP handle names a reserved one.
+pub struct Rsp(pub Arc<ServicePoint>);
+
+impl Object for Psp {
+    const KIND: Kind = Kind::Psp;
+    fn self_handle(&self) -> Option<&SelfHandle> {
+        Some(&self.0.handle)
+    }
+}
+
+impl Object for Rsp {
+    const KIND: Kind = Kind::Rsp;
+    fn self_handle(&self) -> Option<&SelfHandle> {
+        Some(&self.0.handle)
+    }
+}
+
+impl ServicePoint {
+    pub fn new(ia: Arc<Ia>, evd: Arc<Evd>, kind: SpKind) -> Arc<ServicePoint> {
+        Arc::new(ServicePoint {
+            ia,
+            evd: Held::new(evd),
+            conn_qual: std::sync::atomic::AtomicU64::new(0),
+            kind,
+            handle: SelfHandle::default(),
+            listener: Mutex::new(None),
+        })
+    }
+
+    pub fn handle(&self) -> DAT_HANDLE {
+        self.handle.get()
+    }
+
+    pub fn conn_qual(&self) -> u64 {
+        self.conn_qual.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Binds the listener: port `conn_qual` (0: any). The service point learns of requests
+    /// through a weak reference, so a freed one stops at once.
+    pub fn listen(self: &Arc<Self>, conn_qual: u16) -> std::io::Result<u16> {
+        self.conn_qual.store(u64::from(conn_qual), std::sync::atomic::Ordering::Release);
+        let weak = Arc::downgrade(self);
+        let listener = Listener::bind(self.ia.ipv4(), conn_qual, wire_limits(), move |request| {
+            if let Some(sp) = weak.upgrade() {
+                sp.arrive(request);
+            } else {
+                request.reject(&[]);
+            }
+        })?;
+        let port = listener.port();
+        self.conn_qual.store(u64::from(port), std::sync::atomic::Ordering::Release);
+        *self.listener.lock() = Some(listener);
+        Ok(port)
+    }
+
+    /// A request arrived: a CR and a connection request event.
+    fn arrive(self: Arc<Self>, request: IncomingRequest) {
+        let cr = Arc::new(Cr::new(self.clone(), request));
+        let Ok(cr_handle) = self.ia.adopt(cr.clone()) else {
+            return;
+        };
+        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
+        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        e.event_number = dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER;
+        let mut data = DAT_CR_ARRIVAL_EVENT_DATA {
+            sp_handle: DAT_SP_HANDLE { psp_handle: self.handle() },
+            local_ia_address_ptr: self.ia.address_ptr(),
+            conn_qual: self.conn_qual(),
+            cr_handle,
+            truncate_flag: dat_boolean::DAT_FALSE as DAT_BOOLEAN,
+        };
+        if let SpKind::Reserved { .. } = self.kind {
+            data.sp_handle = DAT_SP_HANDLE { rsp_handle: self.handle() };
+        }
+        e.event_data.cr_arrival_event_data = data;
+        if self.evd.post(e).is_err() {
+            // Nobody can see this request: refuse it rather than leave the peer waiting.
+            if let Some(cr) = self.ia.release::<Cr>(cr_handle) {
+                cr.reject(&[]);
+            }
+        }
+    }
+
+    /// Stops listening; requests not yet accepted stay valid CRs.
+    pub fn close(&self) {
+        self.listener.lock().take();
+    }
+}
+
+/// A connection request waiting for `dat_cr_accept` or `dat_cr_reject`.
+pub struct Cr {
+    pub ia: Arc<Ia>,
+    pub sp: Arc<ServicePoint>,
+    pub private_data: Vec<u8>,
+    /// The requester's address, kept so `dat_cr_query` can hand out a pointer to it.
+    pub remote: Box<libc::sockaddr_in>,
+    pub remote_port: u16,
+    request: Mutex<Option<IncomingRequest>>,
+}
+
+impl Object for Cr {
+    const KIND: Kind = Kind::Cr;
+}
+
+impl Cr {
+    fn new(sp: Arc<ServicePoint>, request: IncomingRequest) -> Cr {
+        // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
+        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        sin.sin_family = libc::AF_INET as libc::sa_family_t;
+        sin.sin_addr.s_addr = u32::from(*request.remote.ip()).to_be();
+        sin.sin_port = request.remote.port().to_be();
+        Cr {
+            ia: sp.ia.clone(),
+            private_data: request.private_data.clone(),
+            remote: Box::new(sin),
+            remote_port: request.remote.port(),
+            sp,
+            request: Mutex::new(Some(request)),
+        }
+    }
+
+    /// Refuses the request with our private data; the requester sees a peer reject.
+    pub fn reject(&self, private_data: &[u8]) {
+        if let Some(r) = self.request.lock().take() {
+            r.reject(private_data);
+        }
+    }
+
+    /// The request, for the accept that consumes it.
+    pub fn take_request(&self) -> Option<IncomingRequest> {
+        self.request.lock().take()
+    }
+}
