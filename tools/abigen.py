@@ -276,10 +276,12 @@ class Gen:
         repr_ = "i32" if signed else "u32"
         seen = {}
         variants = []
+        aliases = []
         for n, v in values:
             if v in seen:
-                # Rust enums cannot repeat a value: an alias enumerator becomes a constant.
-                variants.append(f"    // {n} = {v} (same value as {seen[v]})\n")
+                # Rust enums cannot repeat a value: an alias enumerator becomes an associated
+                # constant naming the first enumerator of that value.
+                aliases.append(f"    pub const {n}: Self = Self::{seen[v]};\n")
                 continue
             seen[v] = n
             lit = hex(v) if v > 255 else str(v)
@@ -290,6 +292,8 @@ class Gen:
             text += f"pub type {raw_name} = {repr_};\n"
         text += (f"#[repr({repr_})]\n#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]\n"
                  f"pub enum {tag} {{\n{''.join(variants)}}}\n")
+        if aliases:
+            text += f"impl {tag} {{\n{''.join(aliases)}}}\n"
         self.out(mod, text)
 
     def macros(self, ref, tmp, probe):
