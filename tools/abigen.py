@@ -290,8 +290,12 @@ class Gen:
         if raw_name and raw_name not in self.emitted:
             self.emitted.add(raw_name)
             text += f"pub type {raw_name} = {repr_};\n"
-        text += (f"#[repr({repr_})]\n#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]\n"
-                 f"pub enum {tag} {{\n{''.join(variants)}}}\n")
+        # repr(C) so cbindgen writes a C enum; the conversions come from c_enum! (the
+        # variant list again, written here by the generator, never by hand).
+        names = ", ".join(n for n, v in values if seen.get(v) == n)
+        text += (f"#[repr(C)]\n#[derive(Clone, Copy, Debug, PartialEq, Eq)]\n"
+                 f"pub enum {tag} {{\n{''.join(variants)}}}\n"
+                 f"c_enum!({tag}: {repr_}; {names});\n")
         if aliases:
             text += f"impl {tag} {{\n{''.join(aliases)}}}\n"
         self.out(mod, text)

@@ -16,12 +16,13 @@ pub struct DAT_NAMED_ATTR {
 }
 
 pub type DAT_BOOLEAN = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_boolean {
     DAT_FALSE = 0,
     DAT_TRUE = 1,
 }
+c_enum!(dat_boolean: u32; DAT_FALSE, DAT_TRUE);
 
 pub type DAT_HA_LB = DAT_UINT32;
 
@@ -38,8 +39,8 @@ pub type DAT_DTO_COOKIE = DAT_CONTEXT;
 pub type DAT_RMR_COOKIE = DAT_CONTEXT;
 
 pub type DAT_COMPLETION_FLAGS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_completion_flags {
     DAT_COMPLETION_DEFAULT_FLAG = 0,
     DAT_COMPLETION_SUPPRESS_FLAG = 1,
@@ -49,6 +50,7 @@ pub enum dat_completion_flags {
     DAT_COMPLETION_EVD_THRESHOLD_FLAG = 16,
     DAT_COMPLETION_LMR_INVALIDATE_FENCE_FLAG = 32,
 }
+c_enum!(dat_completion_flags: u32; DAT_COMPLETION_DEFAULT_FLAG, DAT_COMPLETION_SUPPRESS_FLAG, DAT_COMPLETION_SOLICITED_WAIT_FLAG, DAT_COMPLETION_UNSIGNALLED_FLAG, DAT_COMPLETION_BARRIER_FENCE_FLAG, DAT_COMPLETION_EVD_THRESHOLD_FLAG, DAT_COMPLETION_LMR_INVALIDATE_FENCE_FLAG);
 
 pub type DAT_TIMEOUT = DAT_UINT32;
 
@@ -77,8 +79,8 @@ pub type DAT_SRQ_HANDLE = DAT_HANDLE;
 pub type DAT_CSP_HANDLE = DAT_HANDLE;
 
 pub type DAT_DTOS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_dtos {
     DAT_DTO_SEND = 0,
     DAT_DTO_RDMA_WRITE = 1,
@@ -90,6 +92,7 @@ pub enum dat_dtos {
     DAT_DTO_LMR_INVALIDATE = 7,
     DAT_DTO_EXTENSION_BASE = 8,
 }
+c_enum!(dat_dtos: u32; DAT_DTO_SEND, DAT_DTO_RDMA_WRITE, DAT_DTO_RDMA_READ, DAT_DTO_RECEIVE, DAT_DTO_RECEIVE_WITH_INVALIDATE, DAT_DTO_BIND_MW, DAT_DTO_LMR_FMR, DAT_DTO_LMR_INVALIDATE, DAT_DTO_EXTENSION_BASE);
 
 pub type DAT_IA_ADDRESS_PTR = *mut DAT_SOCK_ADDR;
 
@@ -98,8 +101,8 @@ pub type DAT_CONN_QUAL = DAT_UINT64;
 pub type DAT_PORT_QUAL = DAT_UINT64;
 
 pub type DAT_QOS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_qos {
     DAT_QOS_BEST_EFFORT = 0,
     DAT_QOS_HIGH_THROUGHPUT = 1,
@@ -107,27 +110,30 @@ pub enum dat_qos {
     DAT_QOS_ECONOMY = 4,
     DAT_QOS_PREMIUM = 8,
 }
+c_enum!(dat_qos: u32; DAT_QOS_BEST_EFFORT, DAT_QOS_HIGH_THROUGHPUT, DAT_QOS_LOW_LATENCY, DAT_QOS_ECONOMY, DAT_QOS_PREMIUM);
 
 pub type DAT_CONNECT_FLAGS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_connect_flags {
     DAT_CONNECT_DEFAULT_FLAG = 0,
     DAT_CONNECT_MULTIPATH_FLAG = 1,
     DAT_CONNECT_MULTIPATH_REQUIRED_FLAG = 2,
 }
+c_enum!(dat_connect_flags: u32; DAT_CONNECT_DEFAULT_FLAG, DAT_CONNECT_MULTIPATH_FLAG, DAT_CONNECT_MULTIPATH_REQUIRED_FLAG);
 
 pub type DAT_CLOSE_FLAGS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_close_flags {
     DAT_CLOSE_ABRUPT_FLAG = 0,
     DAT_CLOSE_GRACEFUL_FLAG = 1,
 }
+c_enum!(dat_close_flags: u32; DAT_CLOSE_ABRUPT_FLAG, DAT_CLOSE_GRACEFUL_FLAG);
 
 pub type DAT_EVD_FLAGS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_evd_flags {
     DAT_EVD_SOFTWARE_FLAG = 1,
     DAT_EVD_CR_FLAG = 16,
@@ -138,14 +144,16 @@ pub enum dat_evd_flags {
     DAT_EVD_DEFAULT_FLAG = 0x1f0,
     DAT_EVD_EXTENSION_BASE = 0x200,
 }
+c_enum!(dat_evd_flags: u32; DAT_EVD_SOFTWARE_FLAG, DAT_EVD_CR_FLAG, DAT_EVD_DTO_FLAG, DAT_EVD_CONNECTION_FLAG, DAT_EVD_RMR_BIND_FLAG, DAT_EVD_ASYNC_FLAG, DAT_EVD_DEFAULT_FLAG, DAT_EVD_EXTENSION_BASE);
 
 pub type DAT_PSP_FLAGS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_psp_flags {
     DAT_PSP_CONSUMER_FLAG = 0,
     DAT_PSP_PROVIDER_FLAG = 1,
 }
+c_enum!(dat_psp_flags: u32; DAT_PSP_CONSUMER_FLAG, DAT_PSP_PROVIDER_FLAG);
 
 pub type DAT_LMR_CONTEXT = DAT_UINT32;
 
@@ -174,8 +182,8 @@ pub struct DAT_RMR_TRIPLET {
 }
 
 pub type DAT_MEM_PRIV_FLAGS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_mem_priv_flags {
     DAT_MEM_PRIV_NONE_FLAG = 0,
     DAT_MEM_PRIV_LOCAL_READ_FLAG = 1,
@@ -185,23 +193,26 @@ pub enum dat_mem_priv_flags {
     DAT_MEM_PRIV_ALL_FLAG = 51,
     DAT_MEM_PRIV_EXTENSION_BASE = 64,
 }
+c_enum!(dat_mem_priv_flags: u32; DAT_MEM_PRIV_NONE_FLAG, DAT_MEM_PRIV_LOCAL_READ_FLAG, DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_MEM_PRIV_ALL_FLAG, DAT_MEM_PRIV_EXTENSION_BASE);
 
 pub type DAT_VA_TYPE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_va_type {
     DAT_VA_TYPE_VA = 0,
     DAT_VA_TYPE_ZB = 1,
 }
+c_enum!(dat_va_type: u32; DAT_VA_TYPE_VA, DAT_VA_TYPE_ZB);
 
 pub type DAT_RMR_SCOPE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_rmr_scope {
     DAT_RMR_SCOPE_EP = 0,
     DAT_RMR_SCOPE_PZ = 1,
     DAT_RMR_SCOPE_ANY = 2,
 }
+c_enum!(dat_rmr_scope: u32; DAT_RMR_SCOPE_EP, DAT_RMR_SCOPE_PZ, DAT_RMR_SCOPE_ANY);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -216,8 +227,8 @@ pub struct DAT_RMR_PARAM {
 }
 
 pub type DAT_RMR_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_rmr_param_mask {
     DAT_RMR_FIELD_IA_HANDLE = 1,
     DAT_RMR_FIELD_PZ_HANDLE = 2,
@@ -228,43 +239,48 @@ pub enum dat_rmr_param_mask {
     DAT_RMR_FIELD_VA_TYPE = 64,
     DAT_RMR_FIELD_ALL = 127,
 }
+c_enum!(dat_rmr_param_mask: u32; DAT_RMR_FIELD_IA_HANDLE, DAT_RMR_FIELD_PZ_HANDLE, DAT_RMR_FIELD_LMR_TRIPLET, DAT_RMR_FIELD_MEM_PRIV, DAT_RMR_FIELD_RMR_CONTEXT, DAT_RMR_FIELD_RMR_SCOPE, DAT_RMR_FIELD_VA_TYPE, DAT_RMR_FIELD_ALL);
 
 pub type DAT_IOV_OWNERSHIP = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_iov_ownership {
     DAT_IOV_CONSUMER = 0,
     DAT_IOV_PROVIDER_NOMOD = 1,
     DAT_IOV_PROVIDER_MOD = 2,
 }
+c_enum!(dat_iov_ownership: u32; DAT_IOV_CONSUMER, DAT_IOV_PROVIDER_NOMOD, DAT_IOV_PROVIDER_MOD);
 
 pub type DAT_EP_CREATOR_FOR_PSP = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_ep_creator_for_psp {
     DAT_PSP_CREATES_EP_NEVER = 0,
     DAT_PSP_CREATES_EP_IFASKED = 1,
     DAT_PSP_CREATES_EP_ALWAYS = 2,
 }
+c_enum!(dat_ep_creator_for_psp: u32; DAT_PSP_CREATES_EP_NEVER, DAT_PSP_CREATES_EP_IFASKED, DAT_PSP_CREATES_EP_ALWAYS);
 
 pub type DAT_EXTENSION = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_extension {
     DAT_EXTENSION_NONE = 0,
     DAT_EXTENSION_IB = 1,
     DAT_EXTENSION_IW = 2,
 }
+c_enum!(dat_extension: u32; DAT_EXTENSION_NONE, DAT_EXTENSION_IB, DAT_EXTENSION_IW);
 
 pub type DAT_IA_ATTR_MASK = DAT_UINT64;
 
 pub type DAT_SERVICE_TYPE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_service_type {
     DAT_SERVICE_TYPE_RC = 0,
     DAT_SERVICE_TYPE_EXTENSION_BASE = 1,
 }
+c_enum!(dat_service_type: u32; DAT_SERVICE_TYPE_RC, DAT_SERVICE_TYPE_EXTENSION_BASE);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -291,8 +307,8 @@ pub struct DAT_EP_ATTR {
 }
 
 pub type DAT_EP_STATE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_ep_state {
     DAT_EP_STATE_UNCONNECTED = 0,
     DAT_EP_STATE_UNCONFIGURED_UNCONNECTED = 1,
@@ -310,6 +326,7 @@ pub enum dat_ep_state {
     DAT_EP_STATE_CONNECTED_SINGLE_PATH = 13,
     DAT_EP_STATE_CONNECTED_MULTI_PATH = 14,
 }
+c_enum!(dat_ep_state: u32; DAT_EP_STATE_UNCONNECTED, DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, DAT_EP_STATE_RESERVED, DAT_EP_STATE_UNCONFIGURED_RESERVED, DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, DAT_EP_STATE_UNCONFIGURED_PASSIVE, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING, DAT_EP_STATE_UNCONFIGURED_TENTATIVE, DAT_EP_STATE_CONNECTED, DAT_EP_STATE_DISCONNECT_PENDING, DAT_EP_STATE_DISCONNECTED, DAT_EP_STATE_COMPLETION_PENDING, DAT_EP_STATE_CONNECTED_SINGLE_PATH, DAT_EP_STATE_CONNECTED_MULTI_PATH);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -332,13 +349,14 @@ pub struct DAT_EP_PARAM {
 pub type DAT_EP_PARAM_MASK = DAT_UINT64;
 
 pub type DAT_SRQ_STATE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_srq_state {
     DAT_SRQ_STATE_ERROR = 0,
     DAT_SRQ_STATE_OPERATIONAL = 1,
     DAT_SRQ_STATE_SHUTDOWN = 2,
 }
+c_enum!(dat_srq_state: u32; DAT_SRQ_STATE_ERROR, DAT_SRQ_STATE_OPERATIONAL, DAT_SRQ_STATE_SHUTDOWN);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -362,8 +380,8 @@ pub struct DAT_SRQ_PARAM {
 }
 
 pub type DAT_SRQ_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_srq_param_mask {
     DAT_SRQ_FIELD_IA_HANDLE = 1,
     DAT_SRQ_FIELD_SRQ_STATE = 2,
@@ -375,6 +393,7 @@ pub enum dat_srq_param_mask {
     DAT_SRQ_FIELD_OUTSTANDING_DTO_COUNT = 128,
     DAT_SRQ_FIELD_ALL = 255,
 }
+c_enum!(dat_srq_param_mask: u32; DAT_SRQ_FIELD_IA_HANDLE, DAT_SRQ_FIELD_SRQ_STATE, DAT_SRQ_FIELD_PZ_HANDLE, DAT_SRQ_FIELD_MAX_RECV_DTO, DAT_SRQ_FIELD_MAX_RECV_IOV, DAT_SRQ_FIELD_LOW_WATERMARK, DAT_SRQ_FIELD_AVAILABLE_DTO_COUNT, DAT_SRQ_FIELD_OUTSTANDING_DTO_COUNT, DAT_SRQ_FIELD_ALL);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -383,11 +402,12 @@ pub struct DAT_PZ_PARAM {
 }
 
 pub type DAT_PZ_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_pz_param_mask {
     DAT_PZ_FIELD_IA_HANDLE = 1,
 }
+c_enum!(dat_pz_param_mask: u32; DAT_PZ_FIELD_IA_HANDLE);
 impl dat_pz_param_mask {
     pub const DAT_PZ_FIELD_ALL: Self = Self::DAT_PZ_FIELD_IA_HANDLE;
 }
@@ -402,8 +422,8 @@ pub struct DAT_PSP_PARAM {
 }
 
 pub type DAT_PSP_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_psp_param_mask {
     DAT_PSP_FIELD_IA_HANDLE = 1,
     DAT_PSP_FIELD_CONN_QUAL = 2,
@@ -411,6 +431,7 @@ pub enum dat_psp_param_mask {
     DAT_PSP_FIELD_PSP_FLAGS = 8,
     DAT_PSP_FIELD_ALL = 15,
 }
+c_enum!(dat_psp_param_mask: u32; DAT_PSP_FIELD_IA_HANDLE, DAT_PSP_FIELD_CONN_QUAL, DAT_PSP_FIELD_EVD_HANDLE, DAT_PSP_FIELD_PSP_FLAGS, DAT_PSP_FIELD_ALL);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -422,8 +443,8 @@ pub struct DAT_RSP_PARAM {
 }
 
 pub type DAT_RSP_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_rsp_param_mask {
     DAT_RSP_FIELD_IA_HANDLE = 1,
     DAT_RSP_FIELD_CONN_QUAL = 2,
@@ -431,6 +452,7 @@ pub enum dat_rsp_param_mask {
     DAT_RSP_FIELD_EP_HANDLE = 8,
     DAT_RSP_FIELD_ALL = 15,
 }
+c_enum!(dat_rsp_param_mask: u32; DAT_RSP_FIELD_IA_HANDLE, DAT_RSP_FIELD_CONN_QUAL, DAT_RSP_FIELD_EVD_HANDLE, DAT_RSP_FIELD_EP_HANDLE, DAT_RSP_FIELD_ALL);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -442,8 +464,8 @@ pub struct DAT_CSP_PARAM {
 }
 
 pub type DAT_CSP_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_csp_param_mask {
     DAT_CSP_FIELD_IA_HANDLE = 1,
     DAT_CSP_FIELD_COMM = 2,
@@ -451,6 +473,7 @@ pub enum dat_csp_param_mask {
     DAT_CSP_FIELD_EVD_HANDLE = 8,
     DAT_CSP_FIELD_ALL = 15,
 }
+c_enum!(dat_csp_param_mask: u32; DAT_CSP_FIELD_IA_HANDLE, DAT_CSP_FIELD_COMM, DAT_CSP_FIELD_IA_ADDRESS, DAT_CSP_FIELD_EVD_HANDLE, DAT_CSP_FIELD_ALL);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -463,8 +486,8 @@ pub struct DAT_CR_PARAM {
 }
 
 pub type DAT_CR_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_cr_param_mask {
     DAT_CR_FIELD_REMOTE_IA_ADDRESS_PTR = 1,
     DAT_CR_FIELD_REMOTE_PORT_QUAL = 2,
@@ -473,10 +496,11 @@ pub enum dat_cr_param_mask {
     DAT_CR_FIELD_LOCAL_EP_HANDLE = 16,
     DAT_CR_FIELD_ALL = 31,
 }
+c_enum!(dat_cr_param_mask: u32; DAT_CR_FIELD_REMOTE_IA_ADDRESS_PTR, DAT_CR_FIELD_REMOTE_PORT_QUAL, DAT_CR_FIELD_PRIVATE_DATA_SIZE, DAT_CR_FIELD_PRIVATE_DATA, DAT_CR_FIELD_LOCAL_EP_HANDLE, DAT_CR_FIELD_ALL);
 
 pub type DAT_DTO_COMPLETION_STATUS = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_dto_completion_status {
     DAT_DTO_SUCCESS = 0,
     DAT_DTO_ERR_FLUSHED = 1,
@@ -492,6 +516,7 @@ pub enum dat_dto_completion_status {
     DAT_RMR_OPERATION_FAILED = 11,
     DAT_DTO_ERR_LOCAL_MM_ERROR = 12,
 }
+c_enum!(dat_dto_completion_status: u32; DAT_DTO_SUCCESS, DAT_DTO_ERR_FLUSHED, DAT_DTO_ERR_LOCAL_LENGTH, DAT_DTO_ERR_LOCAL_EP, DAT_DTO_ERR_LOCAL_PROTECTION, DAT_DTO_ERR_BAD_RESPONSE, DAT_DTO_ERR_REMOTE_ACCESS, DAT_DTO_ERR_REMOTE_RESPONDER, DAT_DTO_ERR_TRANSPORT, DAT_DTO_ERR_RECEIVER_NOT_READY, DAT_DTO_ERR_PARTIAL_PACKET, DAT_RMR_OPERATION_FAILED, DAT_DTO_ERR_LOCAL_MM_ERROR);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -546,59 +571,66 @@ pub struct DAT_ASYNCH_ERROR_EVENT_DATA {
 }
 
 pub type DAT_IA_ASYNC_ERROR_REASON = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ia_async_error_reason {
     DAT_IA_CATASTROPHIC_ERROR = 0,
     DAT_IA_OTHER_ERROR = 1,
 }
+c_enum!(ia_async_error_reason: u32; DAT_IA_CATASTROPHIC_ERROR, DAT_IA_OTHER_ERROR);
 
 pub type DAT_EP_ASYNC_ERROR_REASON = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ep_async_error_reason {
     DAT_EP_TRANSFER_TO_ERROR = 0,
     DAT_EP_OTHER_ERROR = 1,
     DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT = 2,
 }
+c_enum!(ep_async_error_reason: u32; DAT_EP_TRANSFER_TO_ERROR, DAT_EP_OTHER_ERROR, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
 
 pub type DAT_EVD_ASYNC_ERROR_REASON = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum evd_async_error_reason {
     DAT_EVD_OVERFLOW_ERROR = 0,
     DAT_EVD_OTHER_ERROR = 1,
 }
+c_enum!(evd_async_error_reason: u32; DAT_EVD_OVERFLOW_ERROR, DAT_EVD_OTHER_ERROR);
 
 pub type DAT_SRQ_ASYNC_ERROR_REASON = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum srq_async_error_reason {
     DAT_SRQ_TRANSFER_TO_ERROR = 0,
     DAT_SRQ_OTHER_ERROR = 1,
     DAT_SRQ_LOW_WATERMARK_EVENT = 2,
 }
+c_enum!(srq_async_error_reason: u32; DAT_SRQ_TRANSFER_TO_ERROR, DAT_SRQ_OTHER_ERROR, DAT_SRQ_LOW_WATERMARK_EVENT);
 
 pub type DAT_LMR_ASYNC_ERROR_REASON = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum lmr_async_error_reason {
     DAT_LMR_OTHER_ERROR = 0,
 }
+c_enum!(lmr_async_error_reason: u32; DAT_LMR_OTHER_ERROR);
 
 pub type DAT_RMR_ASYNC_ERROR_REASON = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum rmr_async_error_reason {
     DAT_RMR_OTHER_ERROR = 0,
 }
+c_enum!(rmr_async_error_reason: u32; DAT_RMR_OTHER_ERROR);
 
 pub type DAT_PZ_ASYNC_ERROR_REASON = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum pz_async_error_reason {
     DAT_PZ_OTHER_ERROR = 0,
 }
+c_enum!(pz_async_error_reason: u32; DAT_PZ_OTHER_ERROR);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -607,8 +639,8 @@ pub struct DAT_SOFTWARE_EVENT_DATA {
 }
 
 pub type DAT_EVENT_NUMBER = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_event_number {
     DAT_DTO_COMPLETION_EVENT = 1,
     DAT_RMR_BIND_COMPLETION_EVENT = 0x1001,
@@ -633,6 +665,7 @@ pub enum dat_event_number {
     DAT_IB_EXTENSION_RANGE_BASE = 0x40000,
     DAT_IW_EXTENSION_RANGE_BASE = 0x80000,
 }
+c_enum!(dat_event_number: u32; DAT_DTO_COMPLETION_EVENT, DAT_RMR_BIND_COMPLETION_EVENT, DAT_CONNECTION_REQUEST_EVENT, DAT_CONNECTION_EVENT_ESTABLISHED, DAT_CONNECTION_EVENT_PEER_REJECTED, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, DAT_CONNECTION_EVENT_DISCONNECTED, DAT_CONNECTION_EVENT_BROKEN, DAT_CONNECTION_EVENT_TIMED_OUT, DAT_CONNECTION_EVENT_UNREACHABLE, DAT_ASYNC_ERROR_EVD_OVERFLOW, DAT_ASYNC_ERROR_IA_CATASTROPHIC, DAT_ASYNC_ERROR_EP_BROKEN, DAT_ASYNC_ERROR_TIMED_OUT, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR, DAT_HA_DOWN_TO_1, DAT_HA_UP_TO_MULTI_PATH, DAT_SOFTWARE_EVENT, DAT_EXTENSION_EVENT, DAT_IB_EXTENSION_RANGE_BASE, DAT_IW_EXTENSION_RANGE_BASE);
 
 #[repr(C)]
 #[derive(Clone, Copy)]

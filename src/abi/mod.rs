@@ -1,6 +1,27 @@
 //! `#[repr(C)]` types, constants and `DAT_RETURN` codes of the DAT 2.0 headers: data only.
 //! Bootstrapped by `tools/abigen.py` from the reference headers; one module per C header.
 
+/// Conversions of a C enum: from its raw C integer without transmuting (an unknown value is
+/// an error), and back.
+macro_rules! c_enum {
+    ($name:ident: $raw:ty; $($variant:ident),+) => {
+        impl TryFrom<$raw> for $name {
+            type Error = $raw;
+            fn try_from(v: $raw) -> Result<Self, $raw> {
+                $(if v == $name::$variant as $raw {
+                    return Ok($name::$variant);
+                })+
+                Err(v)
+            }
+        }
+        impl From<$name> for $raw {
+            fn from(v: $name) -> $raw {
+                v as $raw
+            }
+        }
+    };
+}
+
 mod config;
 mod dat;
 mod dat_error;

@@ -11,8 +11,8 @@ pub type DAT_PROVIDER_INIT_FUNC = Option<unsafe extern "C" fn(*const DAT_PROVIDE
 pub type DAT_PROVIDER_FINI_FUNC = Option<unsafe extern "C" fn(*const DAT_PROVIDER_INFO)>;
 
 pub type DAT_HA_RELATIONSHIP = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_ha_relationship {
     DAT_HA_FALSE = 0,
     DAT_HA_TRUE = 1,
@@ -20,4 +20,5 @@ pub enum dat_ha_relationship {
     DAT_HA_CONFLICTING = 3,
     DAT_HA_EXTENSION_BASE = 4,
 }
+c_enum!(dat_ha_relationship: u32; DAT_HA_FALSE, DAT_HA_TRUE, DAT_HA_UNKNOWN, DAT_HA_CONFLICTING, DAT_HA_EXTENSION_BASE);
 

@@ -7,17 +7,18 @@ use super::*;
 use core::ffi::*;
 
 pub type DAT_MEM_TYPE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_mem_type {
     DAT_MEM_TYPE_VIRTUAL = 0,
     DAT_MEM_TYPE_LMR = 1,
     DAT_MEM_TYPE_SHARED_VIRTUAL = 2,
 }
+c_enum!(dat_mem_type: u32; DAT_MEM_TYPE_VIRTUAL, DAT_MEM_TYPE_LMR, DAT_MEM_TYPE_SHARED_VIRTUAL);
 
 pub type DAT_HANDLE_TYPE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_handle_type {
     DAT_HANDLE_TYPE_CR = 0,
     DAT_HANDLE_TYPE_EP = 1,
@@ -33,10 +34,11 @@ pub enum dat_handle_type {
     DAT_HANDLE_TYPE_CSP = 11,
     DAT_HANDLE_TYPE_EXTENSION_BASE = 12,
 }
+c_enum!(dat_handle_type: u32; DAT_HANDLE_TYPE_CR, DAT_HANDLE_TYPE_EP, DAT_HANDLE_TYPE_EVD, DAT_HANDLE_TYPE_IA, DAT_HANDLE_TYPE_LMR, DAT_HANDLE_TYPE_PSP, DAT_HANDLE_TYPE_PZ, DAT_HANDLE_TYPE_RMR, DAT_HANDLE_TYPE_RSP, DAT_HANDLE_TYPE_CNO, DAT_HANDLE_TYPE_SRQ, DAT_HANDLE_TYPE_CSP, DAT_HANDLE_TYPE_EXTENSION_BASE);
 
 pub type DAT_EVD_STATE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_evd_state {
     DAT_EVD_STATE_ENABLED = 1,
     DAT_EVD_STATE_DISABLED = 2,
@@ -46,10 +48,11 @@ pub enum dat_evd_state {
     DAT_EVD_STATE_CONFIG_SOLICITED = 32,
     DAT_EVD_STATE_CONFIG_THRESHOLD = 48,
 }
+c_enum!(dat_evd_state: u32; DAT_EVD_STATE_ENABLED, DAT_EVD_STATE_DISABLED, DAT_EVD_STATE_WAITABLE, DAT_EVD_STATE_UNWAITABLE, DAT_EVD_STATE_CONFIG_NOTIFY, DAT_EVD_STATE_CONFIG_SOLICITED, DAT_EVD_STATE_CONFIG_THRESHOLD);
 
 pub type DAT_EVD_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_evd_param_mask {
     DAT_EVD_FIELD_IA_HANDLE = 1,
     DAT_EVD_FIELD_EVD_QLEN = 2,
@@ -58,12 +61,13 @@ pub enum dat_evd_param_mask {
     DAT_EVD_FIELD_EVD_FLAGS = 16,
     DAT_EVD_FIELD_ALL = 31,
 }
+c_enum!(dat_evd_param_mask: u32; DAT_EVD_FIELD_IA_HANDLE, DAT_EVD_FIELD_EVD_QLEN, DAT_EVD_FIELD_EVD_STATE, DAT_EVD_FIELD_CNO, DAT_EVD_FIELD_EVD_FLAGS, DAT_EVD_FIELD_ALL);
 
 pub type DAT_PROVIDER_ATTR_MASK = DAT_UINT64;
 
 pub type DAT_LMR_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_lmr_param_mask {
     DAT_LMR_FIELD_IA_HANDLE = 1,
     DAT_LMR_FIELD_MEM_TYPE = 2,
@@ -78,6 +82,7 @@ pub enum dat_lmr_param_mask {
     DAT_LMR_FIELD_REGISTERED_ADDRESS = 0x400,
     DAT_LMR_FIELD_ALL = 0x7ff,
 }
+c_enum!(dat_lmr_param_mask: u32; DAT_LMR_FIELD_IA_HANDLE, DAT_LMR_FIELD_MEM_TYPE, DAT_LMR_FIELD_REGION_DESC, DAT_LMR_FIELD_LENGTH, DAT_LMR_FIELD_PZ_HANDLE, DAT_LMR_FIELD_MEM_PRIV, DAT_LMR_FIELD_VA_TYPE, DAT_LMR_FIELD_LMR_CONTEXT, DAT_LMR_FIELD_RMR_CONTEXT, DAT_LMR_FIELD_REGISTERED_SIZE, DAT_LMR_FIELD_REGISTERED_ADDRESS, DAT_LMR_FIELD_ALL);
 
 pub type DAT_CNO_HANDLE = DAT_HANDLE;
 
@@ -134,13 +139,14 @@ pub struct DAT_LMR_PARAM {
 }
 
 pub type DAT_PROXY_TYPE = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_proxy_type {
     DAT_PROXY_TYPE_NONE = 0,
     DAT_PROXY_TYPE_AGENT = 1,
     DAT_PROXY_TYPE_FD = 2,
 }
+c_enum!(dat_proxy_type: u32; DAT_PROXY_TYPE_NONE, DAT_PROXY_TYPE_AGENT, DAT_PROXY_TYPE_FD);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -159,14 +165,15 @@ pub struct DAT_CNO_PARAM {
 }
 
 pub type DAT_CNO_PARAM_MASK = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_cno_param_mask {
     DAT_CNO_FIELD_IA_HANDLE = 1,
     DAT_CNO_FIELD_PROXY_TYPE = 2,
     DAT_CNO_FIELD_PROXY = 3,
     DAT_CNO_FIELD_ALL = 4,
 }
+c_enum!(dat_cno_param_mask: u32; DAT_CNO_FIELD_IA_HANDLE, DAT_CNO_FIELD_PROXY_TYPE, DAT_CNO_FIELD_PROXY, DAT_CNO_FIELD_ALL);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -212,12 +219,13 @@ pub struct DAT_IA_ATTR {
 }
 
 pub type DAT_PZ_SUPPORT = u32;
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive, num_enum::IntoPrimitive)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dat_pz_support {
     DAT_PZ_UNIQUE = 0,
     DAT_PZ_SHAREABLE = 1,
 }
+c_enum!(dat_pz_support: u32; DAT_PZ_UNIQUE, DAT_PZ_SHAREABLE);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
