@@ -44,7 +44,7 @@ BUILTIN = {
     "uint8_t": "u8", "uint16_t": "u16", "uint32_t": "u32", "uint64_t": "u64",
     "int8_t": "i8", "int16_t": "i16", "int32_t": "i32", "int64_t": "i64",
     "u_int8_t": "u8", "u_int16_t": "u16", "u_int32_t": "u32", "u_int64_t": "u64",
-    "size_t": "usize", "__va_list_tag *": "*mut c_void",
+    "size_t": "usize", "struct __va_list_tag *": "DAT_VA_LIST", "__va_list_tag *": "DAT_VA_LIST",
     "struct sockaddr": "libc::sockaddr", "struct sockaddr_in6": "libc::sockaddr_in6",
     "struct sockaddr_in": "libc::sockaddr_in",
 }
@@ -73,6 +73,8 @@ def main():
             d["_module"] = FILE_TO_MODULE[os.path.basename(cur)]
             items.append(d)
     gen = Gen(items)
+    # va_list parameters: C spells them va_list (from <stdarg.h>); Rust passes the pointer.
+    gen.out("platform", "pub type DAT_VA_LIST = *mut c_void;\n")
     gen.macros(ref, tmp, probe)
     for module, lines in gen.modules.items():
         with open(os.path.join(out, module + ".rs"), "w") as f:
@@ -122,6 +124,8 @@ class Gen:
 
     def rust(self, q):
         q = q.strip()
+        if q in BUILTIN:
+            return BUILTIN[q]
         m = re.fullmatch(r"(.+?)\s*\(\*\)\((.*)\)", q)
         if m:
             ret = m.group(1).strip()
@@ -281,7 +285,7 @@ class Gen:
             if v in seen:
                 # Rust enums cannot repeat a value: an alias enumerator becomes an associated
                 # constant naming the first enumerator of that value.
-                aliases.append(f"    pub const {n}: Self = Self::{seen[v]};\n")
+                aliases.append(f"pub const {n}: {repr_} = {seen[v]}_VALUE;\n".replace(f"{seen[v]}_VALUE", f"{tag}::{seen[v]} as {repr_}"))
                 continue
             seen[v] = n
             lit = hex(v) if v > 255 else str(v)
@@ -296,8 +300,7 @@ class Gen:
         text += (f"#[repr(C)]\n#[derive(Clone, Copy, Debug, PartialEq, Eq)]\n"
                  f"pub enum {tag} {{\n{''.join(variants)}}}\n"
                  f"c_enum!({tag}: {repr_}; {names});\n")
-        if aliases:
-            text += f"impl {tag} {{\n{''.join(aliases)}}}\n"
+        text += "".join(aliases)
         self.out(mod, text)
 
     def macros(self, ref, tmp, probe):

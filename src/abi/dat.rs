@@ -408,9 +408,7 @@ pub enum dat_pz_param_mask {
     DAT_PZ_FIELD_IA_HANDLE = 1,
 }
 c_enum!(dat_pz_param_mask: u32; DAT_PZ_FIELD_IA_HANDLE);
-impl dat_pz_param_mask {
-    pub const DAT_PZ_FIELD_ALL: Self = Self::DAT_PZ_FIELD_IA_HANDLE;
-}
+pub const DAT_PZ_FIELD_ALL: u32 = dat_pz_param_mask::DAT_PZ_FIELD_IA_HANDLE as u32;
 
 #[repr(C)]
 #[derive(Clone, Copy)]

@@ -33,14 +33,11 @@ pub type DAT_SOCK_ADDR = libc::sockaddr;
 pub type DAT_SOCK_ADDR6 = libc::sockaddr_in6;
 
 #[repr(C)]
-pub struct __va_list_tag {
-    _opaque: [u8; 0],
-}
-
-#[repr(C)]
 pub struct ibv_ah {
     _opaque: [u8; 0],
 }
+
+pub type DAT_VA_LIST = *mut c_void;
 
 pub const DAT_OPTIMAL_ALIGNMENT: i32 = 0x100;
 pub const DAT_AF_INET: i32 = 2;

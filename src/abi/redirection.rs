@@ -164,7 +164,7 @@ pub type DAT_SRQ_POST_RECV_FUNC = Option<unsafe extern "C" fn(DAT_SRQ_HANDLE, DA
 
 pub type DAT_IA_HA_RELATED_FUNC = Option<unsafe extern "C" fn(DAT_IA_HANDLE, DAT_NAME_PTR, *mut DAT_BOOLEAN) -> DAT_RETURN>;
 
-pub type DAT_HANDLE_EXTENDEDOP_FUNC = Option<unsafe extern "C" fn(DAT_HANDLE, DAT_EXTENDED_OP, *mut __va_list_tag) -> DAT_RETURN>;
+pub type DAT_HANDLE_EXTENDEDOP_FUNC = Option<unsafe extern "C" fn(DAT_HANDLE, DAT_EXTENDED_OP, DAT_VA_LIST) -> DAT_RETURN>;
 
 #[repr(C)]
 #[derive(Clone, Copy)]

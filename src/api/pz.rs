@@ -27,7 +27,7 @@ pub unsafe extern "C" fn dat_pz_query(
 ) -> DAT_RETURN {
     entry! {
         let pz = edge::object::<Pz>(pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
-        edge::flags_in(pz_param_mask, dat_pz_param_mask::DAT_PZ_FIELD_ALL as u32, 2)?;
+        edge::flags_in(pz_param_mask, DAT_PZ_FIELD_ALL, 2)?;
         let out = edge::out(pz_param, 3)?;
         out.set(DAT_PZ_PARAM { ia_handle: pz.ia.handle() });
         Ok(())

@@ -1,1 +1,241 @@
-fn main() {}
+//! Writes include/dat2 (the OpenFabrics file names) from the Rust ABI types and the exported
+//! functions, with cbindgen; cbindgen.toml holds the shared settings and, under `[headergen]`,
+//! what cbindgen cannot derive (function-like macros, pointer and string macros) per file.
+//!
+//! usage: headergen OUTPUT_DIR   (run from the repository root)
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+/// One generated header: the Rust modules whose items it declares, and what it includes.
+struct Header {
+    file: &'static str,
+    guard: &'static str,
+    modules: &'static [&'static str],
+    includes: &'static [&'static str],
+    functions: Functions,
+}
+
+enum Functions {
+    None,
+    /// Every exported function not placed elsewhere.
+    Rest,
+    Only(&'static [&'static str]),
+}
+
+const REGISTRY_FUNCTIONS: &[&str] =
+    &["dat_registry_add_provider", "dat_registry_remove_provider", "dat_registry_providers_related"];
+
+const HEADERS: &[Header] = &[
+    Header { file: "udat_config.h", guard: "_UDAT_CONFIG_H_", modules: &["config"], includes: &[], functions: Functions::None },
+    Header {
+        file: "dat_platform_specific.h",
+        guard: "_DAT_PLATFORM_SPECIFIC_H_",
+        modules: &["platform"],
+        includes: &[],
+        functions: Functions::None,
+    },
+    Header {
+        file: "dat_error.h",
+        guard: "_DAT_ERROR_H_",
+        modules: &["dat_error"],
+        includes: &["dat2/dat_platform_specific.h"],
+        functions: Functions::None,
+    },
+    Header { file: "dat_vendor_specific.h", guard: "_DAT_VENDOR_SPECIFIC_H_", modules: &[], includes: &[], functions: Functions::None },
+    Header {
+        file: "udat_vendor_specific.h",
+        guard: "_UDAT_VENDOR_SPECIFIC_H_",
+        modules: &[],
+        includes: &["dat2/dat_vendor_specific.h"],
+        functions: Functions::None,
+    },
+    Header {
+        file: "dat.h",
+        guard: "_DAT_H_",
+        modules: &["dat"],
+        includes: &["dat2/udat_config.h", "dat2/dat_platform_specific.h", "dat2/dat_error.h"],
+        functions: Functions::None,
+    },
+    Header {
+        file: "udat.h",
+        guard: "_UDAT_H_",
+        modules: &["udat"],
+        includes: &["dat2/udat_config.h", "dat2/dat_platform_specific.h", "dat2/dat.h", "dat2/udat_vendor_specific.h"],
+        functions: Functions::Rest,
+    },
+    Header {
+        file: "dat_redirection.h",
+        guard: "_DAT_REDIRECTION_H_",
+        modules: &["redirection"],
+        includes: &["dat2/udat.h"],
+        functions: Functions::None,
+    },
+    Header {
+        file: "udat_redirection.h",
+        guard: "_UDAT_REDIRECTION_H_",
+        modules: &[],
+        includes: &["dat2/dat_redirection.h"],
+        functions: Functions::None,
+    },
+    Header {
+        file: "dat_registry.h",
+        guard: "_DAT_REGISTRY_H_",
+        modules: &["registry"],
+        includes: &["dat2/udat.h", "dat2/udat_redirection.h"],
+        functions: Functions::Only(REGISTRY_FUNCTIONS),
+    },
+    Header {
+        file: "dat_ib_extensions.h",
+        guard: "_DAT_IB_EXTENSIONS_H_",
+        modules: &["ib_extensions"],
+        includes: &["dat2/udat.h"],
+        functions: Functions::None,
+    },
+];
+
+/// The items a Rust ABI module declares, and its C enums (tag -> raw typedef name).
+#[derive(Default)]
+struct ModuleItems {
+    names: Vec<String>,
+    enums: Vec<(String, String)>,
+}
+
+fn scan_module(text: &str) -> ModuleItems {
+    let mut items = ModuleItems::default();
+    let mut last_raw: Option<String> = None;
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["pub", "type", name, "=", ty] if *ty == "u32;" || *ty == "i32;" => {
+                last_raw = Some(name.to_string());
+                items.names.push(name.to_string());
+            }
+            ["pub", "enum", tag, ..] => {
+                match last_raw.take() {
+                    Some(raw) => items.enums.push((tag.to_string(), raw)),
+                    None => items.names.push(tag.to_string()),
+                }
+            }
+            ["pub", kind, name, ..] if ["struct", "union", "type", "const"].contains(kind) => {
+                let name = name.trim_end_matches([':', ';', '{', '<']).to_string();
+                items.names.push(name);
+                last_raw = None;
+            }
+            [first, ..] if first.starts_with("#[") || first.starts_with("//") => {}
+            [] => {}
+            _ => {
+                if !line.starts_with(' ') && !line.starts_with('}') {
+                    last_raw = None;
+                }
+            }
+        }
+    }
+    items
+}
+
+fn exported_functions(root: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(root.join("src/api")).expect("src/api") {
+        let text = fs::read_to_string(entry.expect("entry").path()).expect("read");
+        for line in text.lines() {
+            if let Some(rest) = line.trim().strip_prefix("pub unsafe extern \"C\" fn ") {
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if name.starts_with("dat_") {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+fn rust_sources(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["src/abi", "src/api"] {
+        for entry in fs::read_dir(root.join(dir)).expect("source dir") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn main() {
+    let out = std::env::args().nth(1).expect("usage: headergen OUTPUT_DIR");
+    let out = Path::new(&out);
+    let root = Path::new(".");
+    let toml_text = fs::read_to_string(root.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut table: toml::Table = toml_text.parse().expect("cbindgen.toml is TOML");
+    let verbatim: BTreeMap<String, toml::Value> = match table.remove("headergen") {
+        Some(toml::Value::Table(t)) => t.into_iter().collect(),
+        _ => BTreeMap::new(),
+    };
+    let base: cbindgen::Config = table.try_into().expect("cbindgen settings");
+
+    let mut modules: BTreeMap<String, ModuleItems> = BTreeMap::new();
+    for h in HEADERS {
+        for m in h.modules {
+            let text = fs::read_to_string(root.join(format!("src/abi/{m}.rs"))).expect("abi module");
+            modules.insert(m.to_string(), scan_module(&text));
+        }
+    }
+    let functions = exported_functions(root);
+    let sources = rust_sources(root);
+    fs::create_dir_all(out).expect("output dir");
+
+    for h in HEADERS {
+        let mut cfg = base.clone();
+        cfg.include_guard = Some(h.guard.to_string());
+        cfg.includes = h.includes.iter().map(|s| s.to_string()).collect();
+        let text_of = |key: &str| {
+            verbatim.get(h.file).and_then(|t| t.get(key)).and_then(|v| v.as_str()).map(str::to_string)
+        };
+        cfg.after_includes = text_of("after_includes");
+        cfg.trailer = text_of("trailer");
+        if let Some(sys) = verbatim.get(h.file).and_then(|t| t.get("sys_includes")).and_then(|v| v.as_array()) {
+            cfg.sys_includes = sys.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+        }
+        let mut include = Vec::new();
+        let mut exclude = Vec::new();
+        for (name, items) in &modules {
+            let mine = h.modules.contains(&name.as_str());
+            for n in &items.names {
+                if mine { include.push(n.clone()) } else { exclude.push(n.clone()) }
+            }
+            for (tag, raw) in &items.enums {
+                // The raw integer alias is how Rust sees a C enum; C sees the enum itself.
+                exclude.push(raw.clone());
+                cfg.export.rename.insert(tag.clone(), raw.clone());
+                if mine { include.push(tag.clone()) } else { exclude.push(tag.clone()) }
+            }
+        }
+        for f in &functions {
+            let here = match h.functions {
+                Functions::None => false,
+                Functions::Only(list) => list.contains(&f.as_str()),
+                Functions::Rest => !REGISTRY_FUNCTIONS.contains(&f.as_str()),
+            };
+            if !here {
+                exclude.push(f.clone());
+            }
+        }
+        // Spelled by C itself (see [export.rename] in cbindgen.toml).
+        exclude.extend(["sockaddr", "sockaddr_in6", "ibv_ah", "DAT_VA_LIST"].map(String::from));
+        exclude.push("libdat_extension_op".into());
+        exclude.push("ExtArgs".into());
+        cfg.export.include = include;
+        cfg.export.exclude = exclude;
+        let mut builder = cbindgen::Builder::new().with_config(cfg);
+        for s in &sources {
+            builder = builder.with_src(s);
+        }
+        let bindings = builder.generate().unwrap_or_else(|e| panic!("{}: {e}", h.file));
+        bindings.write_to_file(out.join(h.file));
+    }
+}
