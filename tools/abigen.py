@@ -248,7 +248,8 @@ class Gen:
                 # A C11 anonymous member has no name: Rust and cbindgen need one.
                 fname = f.get("name") or f"anon{len(fields)}"
                 f = dict(f, name=fname)
-                sub = f"{name}_{fname}"
+                # Outside the DAT namespace: a helper type C programs never name.
+                sub = f"libdat_{name}_{fname}"
                 self.record(pending_anon, sub, mod)
                 fields.append((f["name"], sub))
                 pending_anon = None

@@ -6,8 +6,20 @@
 #include "dat2/udat_config.h"
 #include "dat2/dat_platform_specific.h"
 #include "dat2/dat_error.h"
+#define DAT_HANDLE_NULL ((DAT_HANDLE)NULL)
+#define dat_ia_open(name, qlen, async_evd, ia) \
+    dat_ia_openv((name), (qlen), (async_evd), (ia), DAT_VERSION_MAJOR, DAT_VERSION_MINOR, DAT_THREADSAFE)
+#define DAT_RMR_BIND_COMPLETION_STATUS DAT_DTO_COMPLETION_STATUS
+#define DAT_IA_HA_RELATED (ia, name, answer) dat_registry_providers_related((ia), (name), (answer))
+/* Names kept for programs written against DAT 1.x. */
+#define DAT_IA_FIELD_IA_MAX_DTO_PER_OP DAT_IA_FIELD_IA_MAX_DTO_PER_EP_IN
+#define max_mtu_size max_message_size
+#define max_rdma_read_per_ep max_rdma_read_per_ep_in
+typedef enum dat_pz_param_mask {
+    DAT_PZ_FIELD_IA_HANDLE = 0x01,
+    DAT_PZ_FIELD_ALL = 0x01
+} DAT_PZ_PARAM_MASK;
 
-#define DAT_PZ_FIELD_ALL (uint32_t)DAT_PZ_FIELD_IA_HANDLE
 
 #define DAT_MEM_PRIV_WRITE_FLAG 48
 
@@ -191,13 +203,12 @@
 
 #define DAT_IA_FIELD_IA_MAX_EVDS 2048
 
-#define COMPLETION_FLAGS ((((((uint32_t)DAT_COMPLETION_SUPPRESS_FLAG | (uint32_t)DAT_COMPLETION_SOLICITED_WAIT_FLAG) | (uint32_t)DAT_COMPLETION_UNSIGNALLED_FLAG) | (uint32_t)DAT_COMPLETION_BARRIER_FENCE_FLAG) | (uint32_t)DAT_COMPLETION_EVD_THRESHOLD_FLAG) | (uint32_t)DAT_COMPLETION_LMR_INVALIDATE_FENCE_FLAG)
+typedef enum {
+  DAT_FALSE = 0,
+  DAT_TRUE = 1,
+} DAT_BOOLEAN;
 
-typedef enum DAT_PZ_PARAM_MASK {
-  DAT_PZ_FIELD_IA_HANDLE = 1,
-} DAT_PZ_PARAM_MASK;
-
-typedef enum DAT_COMPLETION_FLAGS {
+typedef enum {
   DAT_COMPLETION_DEFAULT_FLAG = 0,
   DAT_COMPLETION_SUPPRESS_FLAG = 1,
   DAT_COMPLETION_SOLICITED_WAIT_FLAG = 2,
@@ -207,12 +218,7 @@ typedef enum DAT_COMPLETION_FLAGS {
   DAT_COMPLETION_LMR_INVALIDATE_FENCE_FLAG = 32,
 } DAT_COMPLETION_FLAGS;
 
-typedef enum DAT_BOOLEAN {
-  DAT_FALSE = 0,
-  DAT_TRUE = 1,
-} DAT_BOOLEAN;
-
-typedef enum DAT_DTOS {
+typedef enum {
   DAT_DTO_SEND = 0,
   DAT_DTO_RDMA_WRITE = 1,
   DAT_DTO_RDMA_READ = 2,
@@ -224,7 +230,7 @@ typedef enum DAT_DTOS {
   DAT_DTO_EXTENSION_BASE = 8,
 } DAT_DTOS;
 
-typedef enum DAT_QOS {
+typedef enum {
   DAT_QOS_BEST_EFFORT = 0,
   DAT_QOS_HIGH_THROUGHPUT = 1,
   DAT_QOS_LOW_LATENCY = 2,
@@ -232,18 +238,18 @@ typedef enum DAT_QOS {
   DAT_QOS_PREMIUM = 8,
 } DAT_QOS;
 
-typedef enum DAT_CONNECT_FLAGS {
+typedef enum {
   DAT_CONNECT_DEFAULT_FLAG = 0,
   DAT_CONNECT_MULTIPATH_FLAG = 1,
   DAT_CONNECT_MULTIPATH_REQUIRED_FLAG = 2,
 } DAT_CONNECT_FLAGS;
 
-typedef enum DAT_CLOSE_FLAGS {
+typedef enum {
   DAT_CLOSE_ABRUPT_FLAG = 0,
   DAT_CLOSE_GRACEFUL_FLAG = 1,
 } DAT_CLOSE_FLAGS;
 
-typedef enum DAT_EVD_FLAGS {
+typedef enum {
   DAT_EVD_SOFTWARE_FLAG = 1,
   DAT_EVD_CR_FLAG = 16,
   DAT_EVD_DTO_FLAG = 32,
@@ -254,12 +260,12 @@ typedef enum DAT_EVD_FLAGS {
   DAT_EVD_EXTENSION_BASE = 512,
 } DAT_EVD_FLAGS;
 
-typedef enum DAT_PSP_FLAGS {
+typedef enum {
   DAT_PSP_CONSUMER_FLAG = 0,
   DAT_PSP_PROVIDER_FLAG = 1,
 } DAT_PSP_FLAGS;
 
-typedef enum DAT_MEM_PRIV_FLAGS {
+typedef enum {
   DAT_MEM_PRIV_NONE_FLAG = 0,
   DAT_MEM_PRIV_LOCAL_READ_FLAG = 1,
   DAT_MEM_PRIV_REMOTE_READ_FLAG = 2,
@@ -269,18 +275,18 @@ typedef enum DAT_MEM_PRIV_FLAGS {
   DAT_MEM_PRIV_EXTENSION_BASE = 64,
 } DAT_MEM_PRIV_FLAGS;
 
-typedef enum DAT_VA_TYPE {
+typedef enum {
   DAT_VA_TYPE_VA = 0,
   DAT_VA_TYPE_ZB = 1,
 } DAT_VA_TYPE;
 
-typedef enum DAT_RMR_SCOPE {
+typedef enum {
   DAT_RMR_SCOPE_EP = 0,
   DAT_RMR_SCOPE_PZ = 1,
   DAT_RMR_SCOPE_ANY = 2,
 } DAT_RMR_SCOPE;
 
-typedef enum DAT_RMR_PARAM_MASK {
+typedef enum {
   DAT_RMR_FIELD_IA_HANDLE = 1,
   DAT_RMR_FIELD_PZ_HANDLE = 2,
   DAT_RMR_FIELD_LMR_TRIPLET = 4,
@@ -291,30 +297,30 @@ typedef enum DAT_RMR_PARAM_MASK {
   DAT_RMR_FIELD_ALL = 127,
 } DAT_RMR_PARAM_MASK;
 
-typedef enum DAT_IOV_OWNERSHIP {
+typedef enum {
   DAT_IOV_CONSUMER = 0,
   DAT_IOV_PROVIDER_NOMOD = 1,
   DAT_IOV_PROVIDER_MOD = 2,
 } DAT_IOV_OWNERSHIP;
 
-typedef enum DAT_EP_CREATOR_FOR_PSP {
+typedef enum {
   DAT_PSP_CREATES_EP_NEVER = 0,
   DAT_PSP_CREATES_EP_IFASKED = 1,
   DAT_PSP_CREATES_EP_ALWAYS = 2,
 } DAT_EP_CREATOR_FOR_PSP;
 
-typedef enum DAT_EXTENSION {
+typedef enum {
   DAT_EXTENSION_NONE = 0,
   DAT_EXTENSION_IB = 1,
   DAT_EXTENSION_IW = 2,
 } DAT_EXTENSION;
 
-typedef enum DAT_SERVICE_TYPE {
+typedef enum {
   DAT_SERVICE_TYPE_RC = 0,
   DAT_SERVICE_TYPE_EXTENSION_BASE = 1,
 } DAT_SERVICE_TYPE;
 
-typedef enum DAT_EP_STATE {
+typedef enum {
   DAT_EP_STATE_UNCONNECTED = 0,
   DAT_EP_STATE_UNCONFIGURED_UNCONNECTED = 1,
   DAT_EP_STATE_RESERVED = 2,
@@ -332,13 +338,13 @@ typedef enum DAT_EP_STATE {
   DAT_EP_STATE_CONNECTED_MULTI_PATH = 14,
 } DAT_EP_STATE;
 
-typedef enum DAT_SRQ_STATE {
+typedef enum {
   DAT_SRQ_STATE_ERROR = 0,
   DAT_SRQ_STATE_OPERATIONAL = 1,
   DAT_SRQ_STATE_SHUTDOWN = 2,
 } DAT_SRQ_STATE;
 
-typedef enum DAT_SRQ_PARAM_MASK {
+typedef enum {
   DAT_SRQ_FIELD_IA_HANDLE = 1,
   DAT_SRQ_FIELD_SRQ_STATE = 2,
   DAT_SRQ_FIELD_PZ_HANDLE = 4,
@@ -350,7 +356,7 @@ typedef enum DAT_SRQ_PARAM_MASK {
   DAT_SRQ_FIELD_ALL = 255,
 } DAT_SRQ_PARAM_MASK;
 
-typedef enum DAT_PSP_PARAM_MASK {
+typedef enum {
   DAT_PSP_FIELD_IA_HANDLE = 1,
   DAT_PSP_FIELD_CONN_QUAL = 2,
   DAT_PSP_FIELD_EVD_HANDLE = 4,
@@ -358,7 +364,7 @@ typedef enum DAT_PSP_PARAM_MASK {
   DAT_PSP_FIELD_ALL = 15,
 } DAT_PSP_PARAM_MASK;
 
-typedef enum DAT_RSP_PARAM_MASK {
+typedef enum {
   DAT_RSP_FIELD_IA_HANDLE = 1,
   DAT_RSP_FIELD_CONN_QUAL = 2,
   DAT_RSP_FIELD_EVD_HANDLE = 4,
@@ -366,7 +372,7 @@ typedef enum DAT_RSP_PARAM_MASK {
   DAT_RSP_FIELD_ALL = 15,
 } DAT_RSP_PARAM_MASK;
 
-typedef enum DAT_CSP_PARAM_MASK {
+typedef enum {
   DAT_CSP_FIELD_IA_HANDLE = 1,
   DAT_CSP_FIELD_COMM = 2,
   DAT_CSP_FIELD_IA_ADDRESS = 4,
@@ -374,7 +380,7 @@ typedef enum DAT_CSP_PARAM_MASK {
   DAT_CSP_FIELD_ALL = 15,
 } DAT_CSP_PARAM_MASK;
 
-typedef enum DAT_CR_PARAM_MASK {
+typedef enum {
   DAT_CR_FIELD_REMOTE_IA_ADDRESS_PTR = 1,
   DAT_CR_FIELD_REMOTE_PORT_QUAL = 2,
   DAT_CR_FIELD_PRIVATE_DATA_SIZE = 4,
@@ -383,7 +389,7 @@ typedef enum DAT_CR_PARAM_MASK {
   DAT_CR_FIELD_ALL = 31,
 } DAT_CR_PARAM_MASK;
 
-typedef enum DAT_DTO_COMPLETION_STATUS {
+typedef enum {
   DAT_DTO_SUCCESS = 0,
   DAT_DTO_ERR_FLUSHED = 1,
   DAT_DTO_ERR_LOCAL_LENGTH = 2,
@@ -399,41 +405,41 @@ typedef enum DAT_DTO_COMPLETION_STATUS {
   DAT_DTO_ERR_LOCAL_MM_ERROR = 12,
 } DAT_DTO_COMPLETION_STATUS;
 
-typedef enum DAT_IA_ASYNC_ERROR_REASON {
+typedef enum {
   DAT_IA_CATASTROPHIC_ERROR = 0,
   DAT_IA_OTHER_ERROR = 1,
 } DAT_IA_ASYNC_ERROR_REASON;
 
-typedef enum DAT_EP_ASYNC_ERROR_REASON {
+typedef enum {
   DAT_EP_TRANSFER_TO_ERROR = 0,
   DAT_EP_OTHER_ERROR = 1,
   DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT = 2,
 } DAT_EP_ASYNC_ERROR_REASON;
 
-typedef enum DAT_EVD_ASYNC_ERROR_REASON {
+typedef enum {
   DAT_EVD_OVERFLOW_ERROR = 0,
   DAT_EVD_OTHER_ERROR = 1,
 } DAT_EVD_ASYNC_ERROR_REASON;
 
-typedef enum DAT_SRQ_ASYNC_ERROR_REASON {
+typedef enum {
   DAT_SRQ_TRANSFER_TO_ERROR = 0,
   DAT_SRQ_OTHER_ERROR = 1,
   DAT_SRQ_LOW_WATERMARK_EVENT = 2,
 } DAT_SRQ_ASYNC_ERROR_REASON;
 
-typedef enum DAT_LMR_ASYNC_ERROR_REASON {
+typedef enum {
   DAT_LMR_OTHER_ERROR = 0,
 } DAT_LMR_ASYNC_ERROR_REASON;
 
-typedef enum DAT_RMR_ASYNC_ERROR_REASON {
+typedef enum {
   DAT_RMR_OTHER_ERROR = 0,
 } DAT_RMR_ASYNC_ERROR_REASON;
 
-typedef enum DAT_PZ_ASYNC_ERROR_REASON {
+typedef enum {
   DAT_PZ_OTHER_ERROR = 0,
 } DAT_PZ_ASYNC_ERROR_REASON;
 
-typedef enum DAT_EVENT_NUMBER {
+typedef enum {
   DAT_DTO_COMPLETION_EVENT = 1,
   DAT_RMR_BIND_COMPLETION_EVENT = 4097,
   DAT_CONNECTION_REQUEST_EVENT = 8193,
@@ -460,22 +466,22 @@ typedef enum DAT_EVENT_NUMBER {
 
 typedef char *DAT_NAME_PTR;
 
-typedef struct DAT_NAMED_ATTR {
+typedef struct {
   const char *name;
   const char *value;
 } DAT_NAMED_ATTR;
 
 typedef DAT_UINT32 DAT_HA_LB;
 
-typedef union DAT_CONTEXT {
+typedef union {
   DAT_PVOID as_ptr;
   DAT_UINT64 as_64;
   DAT_UVERYLONG as_index;
 } DAT_CONTEXT;
 
-typedef union DAT_CONTEXT DAT_DTO_COOKIE;
+typedef DAT_CONTEXT DAT_DTO_COOKIE;
 
-typedef union DAT_CONTEXT DAT_RMR_COOKIE;
+typedef DAT_CONTEXT DAT_RMR_COOKIE;
 
 typedef DAT_UINT32 DAT_TIMEOUT;
 
@@ -519,22 +525,22 @@ typedef DAT_UINT64 DAT_VADDR;
 
 typedef DAT_UINT32 DAT_SEG_LENGTH;
 
-typedef struct DAT_LMR_TRIPLET {
+typedef struct {
   DAT_VADDR virtual_address;
   DAT_SEG_LENGTH segment_length;
   DAT_LMR_CONTEXT lmr_context;
 } DAT_LMR_TRIPLET;
 
-typedef struct DAT_RMR_TRIPLET {
+typedef struct {
   DAT_VADDR virtual_address;
   DAT_SEG_LENGTH segment_length;
   DAT_RMR_CONTEXT rmr_context;
 } DAT_RMR_TRIPLET;
 
-typedef struct DAT_RMR_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_PZ_HANDLE pz_handle;
-  struct DAT_LMR_TRIPLET lmr_triplet;
+  DAT_LMR_TRIPLET lmr_triplet;
   DAT_MEM_PRIV_FLAGS mem_priv;
   DAT_RMR_CONTEXT rmr_context;
   DAT_RMR_SCOPE rmr_scope;
@@ -543,7 +549,7 @@ typedef struct DAT_RMR_PARAM {
 
 typedef DAT_UINT64 DAT_IA_ATTR_MASK;
 
-typedef struct DAT_EP_ATTR {
+typedef struct {
   DAT_SERVICE_TYPE service_type;
   DAT_SEG_LENGTH max_message_size;
   DAT_SEG_LENGTH max_rdma_size;
@@ -560,12 +566,12 @@ typedef struct DAT_EP_ATTR {
   DAT_COUNT max_rdma_read_iov;
   DAT_COUNT max_rdma_write_iov;
   DAT_COUNT ep_transport_specific_count;
-  struct DAT_NAMED_ATTR *ep_transport_specific;
+  DAT_NAMED_ATTR *ep_transport_specific;
   DAT_COUNT ep_provider_specific_count;
-  struct DAT_NAMED_ATTR *ep_provider_specific;
+  DAT_NAMED_ATTR *ep_provider_specific;
 } DAT_EP_ATTR;
 
-typedef struct DAT_EP_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_EP_STATE ep_state;
   DAT_COMM comm;
@@ -578,18 +584,18 @@ typedef struct DAT_EP_PARAM {
   DAT_EVD_HANDLE request_evd_handle;
   DAT_EVD_HANDLE connect_evd_handle;
   DAT_SRQ_HANDLE srq_handle;
-  struct DAT_EP_ATTR ep_attr;
+  DAT_EP_ATTR ep_attr;
 } DAT_EP_PARAM;
 
 typedef DAT_UINT64 DAT_EP_PARAM_MASK;
 
-typedef struct DAT_SRQ_ATTR {
+typedef struct {
   DAT_COUNT max_recv_dtos;
   DAT_COUNT max_recv_iov;
   DAT_COUNT low_watermark;
 } DAT_SRQ_ATTR;
 
-typedef struct DAT_SRQ_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_SRQ_STATE srq_state;
   DAT_PZ_HANDLE pz_handle;
@@ -600,32 +606,32 @@ typedef struct DAT_SRQ_PARAM {
   DAT_COUNT outstanding_dto_count;
 } DAT_SRQ_PARAM;
 
-typedef struct DAT_PZ_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
 } DAT_PZ_PARAM;
 
-typedef struct DAT_PSP_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_CONN_QUAL conn_qual;
   DAT_EVD_HANDLE evd_handle;
   DAT_PSP_FLAGS psp_flags;
 } DAT_PSP_PARAM;
 
-typedef struct DAT_RSP_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_CONN_QUAL conn_qual;
   DAT_EVD_HANDLE evd_handle;
   DAT_EP_HANDLE ep_handle;
 } DAT_RSP_PARAM;
 
-typedef struct DAT_CSP_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_COMM *comm;
   DAT_IA_ADDRESS_PTR address_ptr;
   DAT_EVD_HANDLE evd_handle;
 } DAT_CSP_PARAM;
 
-typedef struct DAT_CR_PARAM {
+typedef struct {
   DAT_IA_ADDRESS_PTR remote_ia_address_ptr;
   DAT_PORT_QUAL remote_port_qual;
   DAT_COUNT private_data_size;
@@ -633,7 +639,7 @@ typedef struct DAT_CR_PARAM {
   DAT_EP_HANDLE local_ep_handle;
 } DAT_CR_PARAM;
 
-typedef struct DAT_DTO_COMPLETION_EVENT_DATA {
+typedef struct {
   DAT_EP_HANDLE ep_handle;
   DAT_DTO_COOKIE user_cookie;
   DAT_DTO_COMPLETION_STATUS status;
@@ -642,58 +648,58 @@ typedef struct DAT_DTO_COMPLETION_EVENT_DATA {
   DAT_RMR_CONTEXT rmr_context;
 } DAT_DTO_COMPLETION_EVENT_DATA;
 
-typedef struct DAT_RMR_BIND_COMPLETION_EVENT_DATA {
+typedef struct {
   DAT_RMR_HANDLE rmr_handle;
   DAT_RMR_COOKIE user_cookie;
   DAT_DTO_COMPLETION_STATUS status;
 } DAT_RMR_BIND_COMPLETION_EVENT_DATA;
 
-typedef union DAT_SP_HANDLE {
+typedef union {
   DAT_RSP_HANDLE rsp_handle;
   DAT_PSP_HANDLE psp_handle;
   DAT_CSP_HANDLE csp_handle;
 } DAT_SP_HANDLE;
 
-typedef struct DAT_CR_ARRIVAL_EVENT_DATA {
-  union DAT_SP_HANDLE sp_handle;
+typedef struct {
+  DAT_SP_HANDLE sp_handle;
   DAT_IA_ADDRESS_PTR local_ia_address_ptr;
   DAT_CONN_QUAL conn_qual;
   DAT_CR_HANDLE cr_handle;
   DAT_BOOLEAN truncate_flag;
 } DAT_CR_ARRIVAL_EVENT_DATA;
 
-typedef struct DAT_CONNECTION_EVENT_DATA {
+typedef struct {
   DAT_EP_HANDLE ep_handle;
   DAT_COUNT private_data_size;
   DAT_PVOID private_data;
 } DAT_CONNECTION_EVENT_DATA;
 
-typedef struct DAT_ASYNCH_ERROR_EVENT_DATA {
+typedef struct {
   DAT_HANDLE dat_handle;
   DAT_COUNT reason;
 } DAT_ASYNCH_ERROR_EVENT_DATA;
 
-typedef struct DAT_SOFTWARE_EVENT_DATA {
+typedef struct {
   DAT_PVOID pointer;
 } DAT_SOFTWARE_EVENT_DATA;
 
-typedef union DAT_EVENT_DATA {
-  struct DAT_DTO_COMPLETION_EVENT_DATA dto_completion_event_data;
-  struct DAT_RMR_BIND_COMPLETION_EVENT_DATA rmr_completion_event_data;
-  struct DAT_CR_ARRIVAL_EVENT_DATA cr_arrival_event_data;
-  struct DAT_CONNECTION_EVENT_DATA connect_event_data;
-  struct DAT_ASYNCH_ERROR_EVENT_DATA asynch_error_event_data;
-  struct DAT_SOFTWARE_EVENT_DATA software_event_data;
+typedef union {
+  DAT_DTO_COMPLETION_EVENT_DATA dto_completion_event_data;
+  DAT_RMR_BIND_COMPLETION_EVENT_DATA rmr_completion_event_data;
+  DAT_CR_ARRIVAL_EVENT_DATA cr_arrival_event_data;
+  DAT_CONNECTION_EVENT_DATA connect_event_data;
+  DAT_ASYNCH_ERROR_EVENT_DATA asynch_error_event_data;
+  DAT_SOFTWARE_EVENT_DATA software_event_data;
 } DAT_EVENT_DATA;
 
-typedef struct DAT_EVENT {
+typedef struct {
   DAT_EVENT_NUMBER event_number;
   DAT_EVD_HANDLE evd_handle;
-  union DAT_EVENT_DATA event_data;
+  DAT_EVENT_DATA event_data;
   DAT_UINT64 event_extension_data[8];
 } DAT_EVENT;
 
-typedef struct DAT_PROVIDER_INFO {
+typedef struct {
   char ia_name[256];
   DAT_UINT32 dapl_version_major;
   DAT_UINT32 dapl_version_minor;

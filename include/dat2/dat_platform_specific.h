@@ -10,14 +10,20 @@
 #include <inttypes.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#define DAT_API
+#define DAT_EXPORT extern
+#define IN
+#define OUT
+#define INOUT
+#define DAT_IA_HANDLE_TO_UL(a) (unsigned long)(a)
+#define DAT_UL_TO_IA_HANDLE(a) (DAT_IA_HANDLE)(a)
+
 
 #define DAT_OPTIMAL_ALIGNMENT 256
 
 #define DAT_AF_INET 2
 
 #define DAT_AF_INET6 10
-
-
 
 typedef uint32_t DAT_UINT32;
 
@@ -31,7 +37,7 @@ typedef int DAT_COUNT;
 
 typedef DAT_UINT64 DAT_PADDR;
 
-typedef struct DAT_COMM {
+typedef struct {
   int domain;
   int type;
   int protocol;

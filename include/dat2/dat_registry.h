@@ -5,10 +5,13 @@
 
 #include "dat2/udat.h"
 #include "dat2/udat_redirection.h"
+#define DAT_PROVIDER_INIT_FUNC_NAME dat_provider_init
+#define DAT_PROVIDER_FINI_FUNC_NAME dat_provider_fini
+#define DAT_PROVIDER_INIT_FUNC_STR "dat_provider_init"
+#define DAT_PROVIDER_FINI_FUNC_STR "dat_provider_fini"
 
 
-
-typedef enum DAT_HA_RELATIONSHIP {
+typedef enum {
   DAT_HA_FALSE = 0,
   DAT_HA_TRUE = 1,
   DAT_HA_UNKNOWN = 2,

@@ -7,6 +7,10 @@
 #include "dat2/dat_platform_specific.h"
 #include "dat2/dat.h"
 #include "dat2/udat_vendor_specific.h"
+#define DAT_EVD_ASYNC_EXISTS (DAT_EVD_HANDLE) 0x1
+#define DAT_EVD_OUT_OF_SCOPE (DAT_EVD_HANDLE) 0x2
+#define DAT_OS_WAIT_PROXY_AGENT_NULL (DAT_OS_WAIT_PROXY_AGENT) { (DAT_PVOID) NULL, (DAT_AGENT_FUNC) NULL }
+
 
 #define DAT_PROVIDER_FIELD_LMR_MEM_TYPE_SUPPORTED 32
 
@@ -90,15 +94,13 @@
 
 #define DAT_PROVIDER_FIELD_DAT_QOS_SUPPORTED 128
 
-
-
-typedef enum DAT_MEM_TYPE {
+typedef enum {
   DAT_MEM_TYPE_VIRTUAL = 0,
   DAT_MEM_TYPE_LMR = 1,
   DAT_MEM_TYPE_SHARED_VIRTUAL = 2,
 } DAT_MEM_TYPE;
 
-typedef enum DAT_HANDLE_TYPE {
+typedef enum {
   DAT_HANDLE_TYPE_CR = 0,
   DAT_HANDLE_TYPE_EP = 1,
   DAT_HANDLE_TYPE_EVD = 2,
@@ -114,7 +116,7 @@ typedef enum DAT_HANDLE_TYPE {
   DAT_HANDLE_TYPE_EXTENSION_BASE = 12,
 } DAT_HANDLE_TYPE;
 
-typedef enum DAT_EVD_STATE {
+typedef enum {
   DAT_EVD_STATE_ENABLED = 1,
   DAT_EVD_STATE_DISABLED = 2,
   DAT_EVD_STATE_WAITABLE = 4,
@@ -124,7 +126,7 @@ typedef enum DAT_EVD_STATE {
   DAT_EVD_STATE_CONFIG_THRESHOLD = 48,
 } DAT_EVD_STATE;
 
-typedef enum DAT_EVD_PARAM_MASK {
+typedef enum {
   DAT_EVD_FIELD_IA_HANDLE = 1,
   DAT_EVD_FIELD_EVD_QLEN = 2,
   DAT_EVD_FIELD_EVD_STATE = 4,
@@ -133,7 +135,7 @@ typedef enum DAT_EVD_PARAM_MASK {
   DAT_EVD_FIELD_ALL = 31,
 } DAT_EVD_PARAM_MASK;
 
-typedef enum DAT_LMR_PARAM_MASK {
+typedef enum {
   DAT_LMR_FIELD_IA_HANDLE = 1,
   DAT_LMR_FIELD_MEM_TYPE = 2,
   DAT_LMR_FIELD_REGION_DESC = 4,
@@ -148,46 +150,46 @@ typedef enum DAT_LMR_PARAM_MASK {
   DAT_LMR_FIELD_ALL = 2047,
 } DAT_LMR_PARAM_MASK;
 
-typedef enum DAT_PROXY_TYPE {
+typedef enum {
   DAT_PROXY_TYPE_NONE = 0,
   DAT_PROXY_TYPE_AGENT = 1,
   DAT_PROXY_TYPE_FD = 2,
 } DAT_PROXY_TYPE;
 
-typedef enum DAT_CNO_PARAM_MASK {
+typedef enum {
   DAT_CNO_FIELD_IA_HANDLE = 1,
   DAT_CNO_FIELD_PROXY_TYPE = 2,
   DAT_CNO_FIELD_PROXY = 3,
   DAT_CNO_FIELD_ALL = 4,
 } DAT_CNO_PARAM_MASK;
 
-typedef enum DAT_PZ_SUPPORT {
+typedef enum {
   DAT_PZ_UNIQUE = 0,
   DAT_PZ_SHAREABLE = 1,
 } DAT_PZ_SUPPORT;
 
 typedef void (*DAT_AGENT_FUNC)(DAT_PVOID, DAT_EVD_HANDLE);
 
-typedef struct DAT_OS_WAIT_PROXY_AGENT {
+typedef struct {
   DAT_PVOID instance_data;
   DAT_AGENT_FUNC proxy_agent_func;
 } DAT_OS_WAIT_PROXY_AGENT;
 
 typedef DAT_HANDLE DAT_CNO_HANDLE;
 
-typedef union DAT_CNO_PARAM_proxy {
-  struct DAT_OS_WAIT_PROXY_AGENT agent;
+typedef union {
+  DAT_OS_WAIT_PROXY_AGENT agent;
   DAT_FD fd;
   DAT_PVOID none;
-} DAT_CNO_PARAM_proxy;
+} libdat_DAT_CNO_PARAM_proxy;
 
-typedef struct DAT_CNO_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_PROXY_TYPE proxy_type;
-  union DAT_CNO_PARAM_proxy proxy;
+  libdat_DAT_CNO_PARAM_proxy proxy;
 } DAT_CNO_PARAM;
 
-typedef struct DAT_EVD_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_COUNT evd_qlen;
   DAT_EVD_STATE evd_state;
@@ -195,7 +197,7 @@ typedef struct DAT_EVD_PARAM {
   DAT_EVD_FLAGS evd_flags;
 } DAT_EVD_PARAM;
 
-typedef struct DAT_IA_ATTR {
+typedef struct {
   char adapter_name[256];
   char vendor_name[256];
   DAT_UINT32 hardware_version_major;
@@ -238,7 +240,7 @@ typedef struct DAT_IA_ATTR {
 
 typedef DAT_UINT64 DAT_PROVIDER_ATTR_MASK;
 
-typedef struct DAT_PROVIDER_ATTR {
+typedef struct {
   char provider_name[256];
   DAT_UINT32 provider_version_major;
   DAT_UINT32 provider_version_minor;
@@ -274,21 +276,21 @@ typedef struct DAT_PROVIDER_ATTR {
 
 typedef char (*DAT_LMR_COOKIE)[40];
 
-typedef struct DAT_SHARED_MEMORY {
+typedef struct {
   DAT_PVOID virtual_address;
   DAT_LMR_COOKIE shared_memory_id;
 } DAT_SHARED_MEMORY;
 
-typedef union DAT_REGION_DESCRIPTION {
+typedef union {
   DAT_PVOID for_va;
   DAT_LMR_HANDLE for_lmr_handle;
-  struct DAT_SHARED_MEMORY for_shared_memory;
+  DAT_SHARED_MEMORY for_shared_memory;
 } DAT_REGION_DESCRIPTION;
 
-typedef struct DAT_LMR_PARAM {
+typedef struct {
   DAT_IA_HANDLE ia_handle;
   DAT_MEM_TYPE mem_type;
-  union DAT_REGION_DESCRIPTION region_desc;
+  DAT_REGION_DESCRIPTION region_desc;
   DAT_VLEN length;
   DAT_PZ_HANDLE pz_handle;
   DAT_MEM_PRIV_FLAGS mem_priv;
@@ -361,16 +363,16 @@ DAT_RETURN dat_cr_reject(DAT_CR_HANDLE cr_handle,
 DAT_RETURN dat_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL handoff);
 
 DAT_RETURN dat_cno_create(DAT_IA_HANDLE ia_handle,
-                          struct DAT_OS_WAIT_PROXY_AGENT agent,
+                          DAT_OS_WAIT_PROXY_AGENT agent,
                           DAT_CNO_HANDLE *cno_handle);
 
 DAT_RETURN dat_cno_fd_create(DAT_IA_HANDLE ia_handle, DAT_FD *fd, DAT_CNO_HANDLE *cno_handle);
 
-DAT_RETURN dat_cno_modify_agent(DAT_CNO_HANDLE cno_handle, struct DAT_OS_WAIT_PROXY_AGENT agent);
+DAT_RETURN dat_cno_modify_agent(DAT_CNO_HANDLE cno_handle, DAT_OS_WAIT_PROXY_AGENT agent);
 
 DAT_RETURN dat_cno_query(DAT_CNO_HANDLE cno_handle,
                          DAT_CNO_PARAM_MASK cno_param_mask,
-                         struct DAT_CNO_PARAM *cno_param);
+                         DAT_CNO_PARAM *cno_param);
 
 DAT_RETURN dat_cno_free(DAT_CNO_HANDLE cno_handle);
 
@@ -494,7 +496,7 @@ DAT_RETURN dat_evd_create(DAT_IA_HANDLE ia_handle,
 
 DAT_RETURN dat_evd_query(DAT_EVD_HANDLE evd_handle,
                          DAT_EVD_PARAM_MASK evd_param_mask,
-                         struct DAT_EVD_PARAM *evd_param);
+                         DAT_EVD_PARAM *evd_param);
 
 DAT_RETURN dat_evd_free(DAT_EVD_HANDLE evd_handle);
 
@@ -531,15 +533,15 @@ DAT_RETURN dat_ia_openv(DAT_NAME_PTR ia_name_ptr,
 DAT_RETURN dat_ia_query(DAT_IA_HANDLE ia_handle,
                         DAT_EVD_HANDLE *async_evd_handle,
                         DAT_IA_ATTR_MASK ia_attr_mask,
-                        struct DAT_IA_ATTR *ia_attr,
+                        DAT_IA_ATTR *ia_attr,
                         DAT_PROVIDER_ATTR_MASK provider_attr_mask,
-                        struct DAT_PROVIDER_ATTR *provider_attr);
+                        DAT_PROVIDER_ATTR *provider_attr);
 
 DAT_RETURN dat_ia_close(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS ia_flags);
 
 DAT_RETURN dat_lmr_create(DAT_IA_HANDLE ia_handle,
                           DAT_MEM_TYPE mem_type,
-                          union DAT_REGION_DESCRIPTION region_description,
+                          DAT_REGION_DESCRIPTION region_description,
                           DAT_VLEN length,
                           DAT_PZ_HANDLE pz_handle,
                           DAT_MEM_PRIV_FLAGS privileges,
@@ -552,7 +554,7 @@ DAT_RETURN dat_lmr_create(DAT_IA_HANDLE ia_handle,
 
 DAT_RETURN dat_lmr_query(DAT_LMR_HANDLE lmr_handle,
                          DAT_LMR_PARAM_MASK lmr_param_mask,
-                         struct DAT_LMR_PARAM *lmr_param);
+                         DAT_LMR_PARAM *lmr_param);
 
 DAT_RETURN dat_lmr_free(DAT_LMR_HANDLE lmr_handle);
 
@@ -628,16 +630,16 @@ DAT_RETURN dat_cr_reject(DAT_CR_HANDLE cr_handle,
 DAT_RETURN dat_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL handoff);
 
 DAT_RETURN dat_cno_create(DAT_IA_HANDLE ia_handle,
-                          struct DAT_OS_WAIT_PROXY_AGENT agent,
+                          DAT_OS_WAIT_PROXY_AGENT agent,
                           DAT_CNO_HANDLE *cno_handle);
 
 DAT_RETURN dat_cno_fd_create(DAT_IA_HANDLE ia_handle, DAT_FD *fd, DAT_CNO_HANDLE *cno_handle);
 
-DAT_RETURN dat_cno_modify_agent(DAT_CNO_HANDLE cno_handle, struct DAT_OS_WAIT_PROXY_AGENT agent);
+DAT_RETURN dat_cno_modify_agent(DAT_CNO_HANDLE cno_handle, DAT_OS_WAIT_PROXY_AGENT agent);
 
 DAT_RETURN dat_cno_query(DAT_CNO_HANDLE cno_handle,
                          DAT_CNO_PARAM_MASK cno_param_mask,
-                         struct DAT_CNO_PARAM *cno_param);
+                         DAT_CNO_PARAM *cno_param);
 
 DAT_RETURN dat_cno_free(DAT_CNO_HANDLE cno_handle);
 
@@ -761,7 +763,7 @@ DAT_RETURN dat_evd_create(DAT_IA_HANDLE ia_handle,
 
 DAT_RETURN dat_evd_query(DAT_EVD_HANDLE evd_handle,
                          DAT_EVD_PARAM_MASK evd_param_mask,
-                         struct DAT_EVD_PARAM *evd_param);
+                         DAT_EVD_PARAM *evd_param);
 
 DAT_RETURN dat_evd_free(DAT_EVD_HANDLE evd_handle);
 
@@ -798,15 +800,15 @@ DAT_RETURN dat_ia_openv(DAT_NAME_PTR ia_name_ptr,
 DAT_RETURN dat_ia_query(DAT_IA_HANDLE ia_handle,
                         DAT_EVD_HANDLE *async_evd_handle,
                         DAT_IA_ATTR_MASK ia_attr_mask,
-                        struct DAT_IA_ATTR *ia_attr,
+                        DAT_IA_ATTR *ia_attr,
                         DAT_PROVIDER_ATTR_MASK provider_attr_mask,
-                        struct DAT_PROVIDER_ATTR *provider_attr);
+                        DAT_PROVIDER_ATTR *provider_attr);
 
 DAT_RETURN dat_ia_close(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS ia_flags);
 
 DAT_RETURN dat_lmr_create(DAT_IA_HANDLE ia_handle,
                           DAT_MEM_TYPE mem_type,
-                          union DAT_REGION_DESCRIPTION region_description,
+                          DAT_REGION_DESCRIPTION region_description,
                           DAT_VLEN length,
                           DAT_PZ_HANDLE pz_handle,
                           DAT_MEM_PRIV_FLAGS privileges,
@@ -819,7 +821,7 @@ DAT_RETURN dat_lmr_create(DAT_IA_HANDLE ia_handle,
 
 DAT_RETURN dat_lmr_query(DAT_LMR_HANDLE lmr_handle,
                          DAT_LMR_PARAM_MASK lmr_param_mask,
-                         struct DAT_LMR_PARAM *lmr_param);
+                         DAT_LMR_PARAM *lmr_param);
 
 DAT_RETURN dat_lmr_free(DAT_LMR_HANDLE lmr_handle);
 
@@ -950,3 +952,6 @@ DAT_RETURN dat_srq_set_lw(DAT_SRQ_HANDLE srq_handle, DAT_COUNT low_watermark);
 #endif  // __cplusplus
 
 #endif  /* _UDAT_H_ */
+
+/* C-variadic: implemented by a C shim in the library. */
+extern DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...);

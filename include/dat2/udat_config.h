@@ -11,6 +11,4 @@
 
 #define DAT_THREADSAFE 0
 
-
-
 #endif  /* _UDAT_CONFIG_H_ */

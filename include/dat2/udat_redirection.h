@@ -5,6 +5,4 @@
 
 #include "dat2/dat_redirection.h"
 
-
-
 #endif  /* _UDAT_REDIRECTION_H_ */

@@ -179,13 +179,13 @@ pub struct DAT_IB_COLLECTIVE_EVENT_DATA {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub union DAT_IB_EXTENSION_EVENT_DATA_val {
+pub union libdat_DAT_IB_EXTENSION_EVENT_DATA_val {
     pub immed: DAT_IB_IMMED_DATA,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub union DAT_IB_EXTENSION_EVENT_DATA_anon3 {
+pub union libdat_DAT_IB_EXTENSION_EVENT_DATA_anon3 {
     pub remote_ah: DAT_IB_ADDR_HANDLE,
     pub coll: DAT_IB_COLLECTIVE_EVENT_DATA,
 }
@@ -195,8 +195,8 @@ pub union DAT_IB_EXTENSION_EVENT_DATA_anon3 {
 pub struct DAT_IB_EXTENSION_EVENT_DATA {
     pub r#type: DAT_IB_EXT_TYPE,
     pub status: DAT_IB_STATUS,
-    pub val: DAT_IB_EXTENSION_EVENT_DATA_val,
-    pub anon3: DAT_IB_EXTENSION_EVENT_DATA_anon3,
+    pub val: libdat_DAT_IB_EXTENSION_EVENT_DATA_val,
+    pub anon3: libdat_DAT_IB_EXTENSION_EVENT_DATA_anon3,
     pub context: DAT_CONTEXT,
 }
 

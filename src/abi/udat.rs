@@ -150,7 +150,7 @@ c_enum!(dat_proxy_type: u32; DAT_PROXY_TYPE_NONE, DAT_PROXY_TYPE_AGENT, DAT_PROX
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub union DAT_CNO_PARAM_proxy {
+pub union libdat_DAT_CNO_PARAM_proxy {
     pub agent: DAT_OS_WAIT_PROXY_AGENT,
     pub fd: DAT_FD,
     pub none: DAT_PVOID,
@@ -161,7 +161,7 @@ pub union DAT_CNO_PARAM_proxy {
 pub struct DAT_CNO_PARAM {
     pub ia_handle: DAT_IA_HANDLE,
     pub proxy_type: DAT_PROXY_TYPE,
-    pub proxy: DAT_CNO_PARAM_proxy,
+    pub proxy: libdat_DAT_CNO_PARAM_proxy,
 }
 
 pub type DAT_CNO_PARAM_MASK = u32;

@@ -17,7 +17,7 @@ pub mod registry;
 use crate::abi::dat_completion_flags;
 
 /// Every bit of `DAT_COMPLETION_FLAGS`.
-pub const COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
+pub(crate) const COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
     | dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32
     | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32
     | dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32

@@ -136,10 +136,12 @@ pub unsafe extern "C" fn dat_strerror(
 ) -> DAT_RETURN {
     entry! {
         let major_out = edge::out(message, 2)?;
-        let minor_out = edge::out(minor_message, 3)?;
         let (major, minor) = error_names(value).ok_or(DatError::invalid_arg(1))?;
         major_out.set(major.as_ptr());
-        minor_out.set(minor.as_ptr());
+        // The minor string is optional: OpenFabrics' own dat_strerror_extension passes NULL.
+        if let Some(out) = edge::optional_out(minor_message) {
+            out.set(minor.as_ptr());
+        }
         Ok(())
     }
 }

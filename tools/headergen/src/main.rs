@@ -135,6 +135,53 @@ fn scan_module(text: &str) -> ModuleItems {
     items
 }
 
+/// The provider-dispatch macros (`DAT_EP_CREATE(...)` and the like): one per function pointer
+/// of `DAT_PROVIDER`, calling it through the provider of the first argument. Derived from the
+/// Rust `DAT_PROVIDER` so they follow it. `ia_open` and `ia_close` are called by the registry,
+/// not through a handle, and have none; DAT 2.0 spells `DAT_IA_HA_RELATED` as an object-like
+/// macro (dat.h, verbatim).
+fn dispatch_macros(redirection_rs: &str) -> String {
+    let mut arity = BTreeMap::new();
+    for line in redirection_rs.lines() {
+        if let Some(rest) = line.strip_prefix("pub type ") {
+            if let Some((name, ty)) = rest.split_once(" = Option<unsafe extern \"C\" fn(") {
+                let params = ty.split(')').next().unwrap_or("");
+                let count = if params.trim().is_empty() { 0 } else { params.split(',').count() };
+                arity.insert(name.to_string(), count);
+            }
+        }
+    }
+    let mut out = String::from("\n/* Dispatch through the provider of a handle (for providers; consumers call dat_*). */\n");
+    let mut in_provider = false;
+    for line in redirection_rs.lines() {
+        if line.starts_with("pub struct DAT_PROVIDER ") {
+            in_provider = true;
+            continue;
+        }
+        if in_provider && line.starts_with('}') {
+            break;
+        }
+        let Some(field) = line.trim().strip_prefix("pub ") else { continue };
+        let Some((name, ty)) = field.trim_end_matches(',').split_once(": ") else { continue };
+        let Some(base) = name.strip_suffix("_func") else { continue };
+        if !in_provider || ["ia_open", "ia_close", "ia_ha_related"].contains(&base) {
+            continue;
+        }
+        let Some(&n) = arity.get(ty) else { continue };
+        if n == 0 {
+            continue;
+        }
+        let args: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
+        let list = args.join(", ");
+        let call = args.iter().map(|a| format!("({a})")).collect::<Vec<_>>().join(", ");
+        out += &format!(
+            "#define DAT_{}({list}) (*DAT_HANDLE_TO_PROVIDER(a0)->{name})({call})\n",
+            base.to_uppercase()
+        );
+    }
+    out
+}
+
 fn exported_functions(root: &Path) -> Vec<String> {
     let mut names = Vec::new();
     for entry in fs::read_dir(root.join("src/api")).expect("src/api") {
@@ -198,11 +245,22 @@ fn main() {
         };
         cfg.after_includes = text_of("after_includes");
         cfg.trailer = text_of("trailer");
+        if h.file == "dat_redirection.h" {
+            let redirection = fs::read_to_string(root.join("src/abi/redirection.rs")).expect("redirection.rs");
+            cfg.trailer = Some(format!("{}{}", cfg.trailer.unwrap_or_default(), dispatch_macros(&redirection)));
+        }
         if let Some(sys) = verbatim.get(h.file).and_then(|t| t.get("sys_includes")).and_then(|v| v.as_array()) {
             cfg.sys_includes = sys.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
         }
         let mut include = Vec::new();
         let mut exclude = Vec::new();
+        // Items a header's verbatim text declares instead of cbindgen.
+        let replaced: Vec<String> = verbatim
+            .values()
+            .filter_map(|t| t.get("replaces").and_then(|v| v.as_array()))
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
         for (name, items) in &modules {
             let mine = h.modules.contains(&name.as_str());
             for n in &items.names {
@@ -229,6 +287,8 @@ fn main() {
         exclude.extend(["sockaddr", "sockaddr_in6", "ibv_ah", "DAT_VA_LIST"].map(String::from));
         exclude.push("libdat_extension_op".into());
         exclude.push("ExtArgs".into());
+        include.retain(|n| !replaced.contains(n));
+        exclude.extend(replaced.iter().cloned());
         cfg.export.include = include;
         cfg.export.exclude = exclude;
         let mut builder = cbindgen::Builder::new().with_config(cfg);

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Mechanical ABI comparison of two DAT 2.0 header sets.
+
+usage: compare.py REF_INCLUDE_DIR OUR_INCLUDE_DIR   (each holds dat2/*.h)
+
+Every item is enumerated from the headers themselves (clang's AST, gcc -dM), never from a
+hand-written list: every struct and union (size, alignment, offset and size of every member),
+every enumerator's value, every typedef (size, signedness, kind), every integer object-like
+macro's value, the existence and parameter count of every other macro, and every function
+prototype. Run once with <dat2/udat.h> alone and once with <dat2/dat_ib_extensions.h> too.
+Prints each difference; exits 1 if there is any.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SETS = {
+    "udat.h": ["dat2/udat.h", "dat2/dat_registry.h"],
+    "udat.h+dat_ib_extensions.h": ["dat2/udat.h", "dat2/dat_registry.h", "dat2/dat_ib_extensions.h"],
+}
+PRELUDE = "#include <netinet/in.h>\n"  # OpenFabrics' dat_ib_extensions.h needs sockaddr_in6
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stderr[:3000]}")
+    return r.stdout
+
+
+def tu(tmp, headers):
+    path = os.path.join(tmp, "tu.c")
+    with open(path, "w") as f:
+        f.write(PRELUDE + "".join(f"#include <{h}>\n" for h in headers))
+    return path
+
+
+def scan(inc, headers, tmp):
+    """What a header set declares: records, enumerators, typedefs, functions, macros."""
+    src = tu(tmp, headers)
+    ast = json.loads(run(["clang", "-I", inc, "-Xclang", "-ast-dump=json", "-fsyntax-only", src]))
+    tag_name = {}  # record id -> the name we compare it by
+    records, enumerators, typedefs, functions = {}, set(), {}, {}
+    cur = None
+    decls = []
+    for d in ast["inner"]:
+        loc = d.get("loc", {})
+        f = loc.get("file") or loc.get("spellingLoc", {}).get("file") or loc.get("expansionLoc", {}).get("file")
+        if f:
+            cur = f
+        if cur and "/dat2/" in cur:
+            decls.append(d)
+    # Records are compared by typedef name (tags may differ: cbindgen names a struct's tag
+    # after its typedef), and tag-only records by tag.
+    by_id = {d["id"]: d for d in decls if d["kind"] == "RecordDecl"}
+    for d in decls:
+        if d["kind"] == "TypedefDecl":
+            for node in walk(d):
+                if node.get("kind") == "RecordType":
+                    rid = node["decl"]["id"]
+                    if rid in by_id and node is not d and d["type"]["qualType"].split()[-1] not in ("*",):
+                        if "*" not in d["type"]["qualType"] and rid not in tag_name:
+                            tag_name[rid] = d["name"]
+                    break
+    for d in decls:
+        k = d["kind"]
+        if k == "RecordDecl" and d.get("completeDefinition"):
+            name = tag_name.get(d["id"]) or d.get("name")
+            if name:
+                records[name] = fields(d, by_id)
+        elif k == "EnumDecl":
+            enumerators |= {c["name"] for c in d.get("inner", []) if c["kind"] == "EnumConstantDecl"}
+        elif k == "TypedefDecl":
+            typedefs[d["name"]] = d["type"].get("desugaredQualType", d["type"]["qualType"])
+        elif k == "FunctionDecl":
+            functions[d["name"]] = norm_proto(d)
+    macros = {}
+    base = set(m.split()[1].split("(")[0] for m in run(["gcc", "-dM", "-E", base_tu(tmp)]).splitlines())
+    for line in run(["gcc", "-I", inc, "-dM", "-E", src]).splitlines():
+        m = re.match(r"#define (\w+)(\(([^)]*)\))?", line)
+        if m and m.group(1) not in base and not m.group(1).startswith("_"):
+            macros[m.group(1)] = None if m.group(2) is None else len([a for a in m.group(3).split(",") if a.strip()])
+    return records, enumerators, typedefs, functions, macros
+
+
+def base_tu(tmp):
+    path = os.path.join(tmp, "base.c")
+    with open(path, "w") as f:
+        f.write(PRELUDE + "#include <stdint.h>\n#include <stddef.h>\n#include <stdarg.h>\n#include <stdio.h>\n"
+                "#include <sys/types.h>\n#include <inttypes.h>\n#include <sys/socket.h>\n#include <linux/types.h>\n")
+    return path
+
+
+def walk(n):
+    yield n
+    for i in n.get("inner", []):
+        yield from walk(i)
+
+
+def fields(rec, by_id, prefix=""):
+    """Member paths of a record, descending into anonymous members."""
+    out = []
+    pending = None
+    for f in rec.get("inner", []):
+        if f["kind"] == "RecordDecl":
+            pending = f
+            continue
+        if f["kind"] != "FieldDecl":
+            continue
+        name = f.get("name")
+        if not name and pending is not None:
+            # A C11 anonymous member: its members belong to the parent.
+            out += fields(pending, by_id, prefix)
+        elif name:
+            out.append(prefix + name)
+        pending = None
+    return out
+
+
+def norm_proto(d):
+    """A prototype as return and parameter types (names dropped, top-level const ignored)."""
+    t = d["type"]["qualType"]
+    m = re.match(r"(.*?)\s*\((.*)\)$", t)
+    ret, params = m.group(1), m.group(2)
+    parts, depth, cur = [], 0, ""
+    for ch in params:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    norm = []
+    for p in parts:
+        p = p.strip()
+        p = re.sub(r"\s*\bconst\s*$", "", p)  # top-level const of a pointer parameter
+        if re.fullmatch(r"const\s+\w+", p) and not p.endswith("*"):
+            p = p.split()[1]  # top-level const of a value parameter
+        norm.append(re.sub(r"\s+", " ", p))
+    # `T *(x[])` and `T **` are one parameter type.
+    return f"{ret} ({', '.join(norm)})".replace("*(*)", "**")
+
+
+def probe(inc, headers, tmp, records, enumerators, typedefs, int_macros, typedef_names):
+    lines = [PRELUDE] + [f"#include <{h}>\n" for h in headers] + ["#include <stdio.h>\n#include <stddef.h>\nint main(void) {\n"]
+    for name, members in sorted(records.items()):
+        ty = name if name in typedef_names else f"struct {name}"
+        lines.append(f'printf("record {name} size=%zu align=%zu\\n", sizeof({ty}), _Alignof({ty}));\n')
+        for m in members:
+            lines.append(f'printf("record {name}.{m} offset=%zu size=%zu\\n", offsetof({ty}, {m}), sizeof((({ty} *)0)->{m}));\n')
+    for e in sorted(enumerators):
+        lines.append(f'printf("enumerator {e}=%lld\\n", (long long){e});\n')
+    for t in sorted(typedefs):
+        lines.append(f'printf("typedef {t} size=%zu class=%d signed=%d\\n", sizeof({t}), '
+                     f'__builtin_classify_type(*({t} *)0), __builtin_classify_type(*({t} *)0) <= 3 ? (int)((({t})-1) < ({t})0) : -1);\n')
+    for m in sorted(int_macros):
+        lines.append(f'printf("macro {m}=%lld\\n", (long long)({m}));\n')
+    lines.append("return 0;\n}\n")
+    src = os.path.join(tmp, "probe.c")
+    with open(src, "w") as f:
+        f.writelines(lines)
+    exe = os.path.join(tmp, "probe")
+    run(["gcc", "-w", "-I", inc, "-o", exe, src])
+    return set(run([exe]).splitlines())
+
+
+def integer_macros(inc, headers, tmp, names):
+    """The object-like macros that are integer constant expressions."""
+    good = []
+    for n in names:
+        src = os.path.join(tmp, "m.c")
+        with open(src, "w") as f:
+            f.write(PRELUDE + "".join(f"#include <{h}>\n" for h in headers) +
+                    f"_Static_assert(__builtin_classify_type({n}) <= 3, \"\");\nenum {{ probe_ = ({n}) ? 1 : 0 }};\n")
+        if subprocess.run(["gcc", "-w", "-fsyntax-only", "-I", inc, src], capture_output=True).returncode == 0:
+            good.append(n)
+    return good
+
+
+def compare(ref, ours, headers, label):
+    diffs = []
+    facts = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        r = scan(ref, headers, tmp)
+        o = scan(ours, headers, tmp)
+        names = ["record", "enumerator", "typedef", "function", "macro"]
+        for i, what in enumerate(names):
+            for missing in sorted(set(r[i]) - set(o[i])):
+                diffs.append(f"{label}: {what} {missing}: in the reference only")
+            for extra in sorted(set(o[i]) - set(r[i])):
+                # Our helper types outside the DAT namespace (libdat_*) cannot clash with a
+                # program's names; anything else we add is a difference.
+                if not extra.startswith("libdat_"):
+                    diffs.append(f"{label}: {what} {extra}: in ours only")
+        # Members present on one side only.
+        for name in sorted(set(r[0]) & set(o[0])):
+            if set(r[0][name]) != set(o[0][name]):
+                diffs.append(f"{label}: record {name} members differ: {sorted(set(r[0][name]) ^ set(o[0][name]))}")
+        for f in sorted(set(r[3]) & set(o[3])):
+            facts += 1
+            if r[3][f] != o[3][f]:
+                diffs.append(f"{label}: prototype {f}: reference `{r[3][f]}`, ours `{o[3][f]}`")
+        for m in sorted(set(r[4]) & set(o[4])):
+            facts += 1
+            if r[4][m] != o[4][m]:
+                diffs.append(f"{label}: macro {m}: parameters {r[4][m]} vs {o[4][m]}")
+        common_records = {k: [m for m in v if m in o[0][k]] for k, v in r[0].items() if k in o[0]}
+        common_enums = r[1] & o[1]
+        common_typedefs = {k: v for k, v in r[2].items()
+                           if k in o[2] and not re.match(r"(struct|union)\b", v) and "(" not in v and "[" not in v}
+        object_macros = sorted(m for m in set(r[4]) & set(o[4]) if r[4][m] is None and o[4][m] is None)
+        int_macros = sorted(set(integer_macros(ref, headers, tmp, object_macros)) & set(integer_macros(ours, headers, tmp, object_macros)))
+        names_both = set(r[2]) & set(o[2])
+        pr = probe(ref, headers, tmp, common_records, common_enums, common_typedefs, int_macros, names_both)
+        po = probe(ours, headers, tmp, common_records, common_enums, common_typedefs, int_macros, names_both)
+        facts += len(pr)
+        for line in sorted(pr - po):
+            key = line.split("=")[0].rsplit(" ", 1)[0] if "=" in line else line
+            theirs = [x for x in po if x.startswith(key)]
+            diffs.append(f"{label}: {line}  (ours: {theirs[0] if theirs else 'absent'})")
+    return facts, diffs
+
+
+def main():
+    ref, ours = sys.argv[1], sys.argv[2]
+    total, all_diffs = 0, []
+    for label, headers in SETS.items():
+        facts, diffs = compare(ref, ours, headers, label)
+        total += facts
+        all_diffs += diffs
+    for d in all_diffs:
+        print(d)
+    print(f"abi: {total} facts compared, {len(all_diffs)} differences")
+    sys.exit(1 if all_diffs else 0)
+
+
+if __name__ == "__main__":
+    main()
