@@ -92,6 +92,8 @@ class Gen:
         self.tag_typedef = {}   # "struct dat_x" -> typedef name
         self.enum_tags = {}     # "enum dat_x" -> raw typedef name
         self.emitted = set()
+        self.emitted_enum_variants = {}
+        self.enum_module = {}
         self.anon_count = 0
         # First pass: typedef names of tags.
         for d in items:
@@ -298,6 +300,8 @@ class Gen:
         # repr(C) so cbindgen writes a C enum; the conversions come from c_enum! (the
         # variant list again, written here by the generator, never by hand).
         names = ", ".join(n for n, v in values if seen.get(v) == n)
+        self.emitted_enum_variants[tag] = {n for n, v in values if seen.get(v) == n}
+        self.enum_module[tag] = mod
         text += (f"#[repr(C)]\n#[derive(Clone, Copy, Debug, PartialEq, Eq)]\n"
                  f"pub enum {tag} {{\n{''.join(variants)}}}\n"
                  f"c_enum!({tag}: {repr_}; {names});\n")
@@ -344,13 +348,38 @@ class Gen:
         exe = os.path.join(tmp, "v")
         run(["gcc", "-I", ref, "-o", exe, src])
         enumerators = set()
+        enum_of = {}  # enumerator -> the Rust enum that has it as a variant
         for d in self.items:
             if d["kind"] == "EnumDecl":
-                enumerators |= {c["name"] for c in d.get("inner", []) if c["kind"] == "EnumConstantDecl"}
+                names = [c["name"] for c in d.get("inner", []) if c["kind"] == "EnumConstantDecl"]
+                enumerators |= set(names)
+                tag = d.get("name") or self.enum_tags.get(f"enum {d.get('name')}")
+                for n in names:
+                    enum_of[n] = tag
+        bodies = {}
+        for l in defs.splitlines():
+            m = re.match(r"#define (\w+) (\w+)\s*$", l)
+            if m:
+                bodies[m.group(1)] = m.group(2)
+        variant_tags = {}
+        for d in self.items:
+            if d["kind"] == "EnumDecl":
+                tag = d.get("name")
+                for c in d.get("inner", []):
+                    if c["kind"] == "EnumConstantDecl":
+                        variant_tags[c["name"]] = tag
         for line in run([exe]).splitlines():
             n, size, signed, value = line.split()
             size, signed, value = int(size), int(signed), int(value)
             if n in enumerators:
+                continue
+            alias = bodies.get(n)
+            if alias in enumerators and variant_tags.get(alias) and variant_tags[alias] in self.emitted_enum_variants \
+                    and alias in self.emitted_enum_variants[variant_tags[alias]]:
+                # A macro naming an enumerator keeps the enum's type (C++ needs it).
+                tag = variant_tags[alias]
+                # Declared beside its enum, so the header that has the enum has the macro.
+                self.out(self.enum_module[tag], f"pub const {n}: {tag} = {tag}::{alias};")
                 continue
             ty = {(8, 0): "u64", (8, 1): "i64", (4, 0): "u32", (4, 1): "i32"}.get((size, signed), "i32")
             if signed and value >= 1 << 63:

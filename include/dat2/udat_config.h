@@ -9,6 +9,4 @@
 
 #define DAT_VERSION_MAJOR 2
 
-#define DAT_THREADSAFE 0
-
 #endif  /* _UDAT_CONFIG_H_ */

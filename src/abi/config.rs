@@ -9,4 +9,3 @@ use core::ffi::*;
 pub const DAT_EXTENSIONS: i32 = 1;
 pub const DAT_VERSION_MINOR: i32 = 0;
 pub const DAT_VERSION_MAJOR: i32 = 2;
-pub const DAT_THREADSAFE: i32 = 0;

@@ -155,6 +155,6 @@ c_enum!(dat_return_subtype: u32; DAT_NO_SUBTYPE, DAT_SUB_INTERRUPTED, DAT_RESOUR
 pub const DAT_CLASS_SUCCESS: i32 = 0;
 pub const DAT_SUBTYPE_MASK: i32 = 0xffff;
 pub const DAT_CLASS_ERROR: u32 = 0x80000000;
-pub const DAT_NAME_NOT_FOUND: i32 = 0xa0000;
+pub const DAT_NAME_NOT_FOUND: dat_return_type = dat_return_type::DAT_PROVIDER_NOT_FOUND;
 pub const DAT_CLASS_WARNING: i32 = 0x40000000;
 pub const DAT_TYPE_MASK: i32 = 0x3fff0000;

@@ -423,6 +423,6 @@ pub struct DAT_IB_COLLECTIVE_GROUP {
     pub is_comm_world: c_int,
 }
 
-pub const DAT_QUERY_COUNTERS_OP: i32 = 4;
-pub const DAT_PRINT_COUNTERS_OP: i32 = 5;
+pub const DAT_QUERY_COUNTERS_OP: dat_ib_op = dat_ib_op::DAT_IB_QUERY_COUNTERS_OP;
+pub const DAT_PRINT_COUNTERS_OP: dat_ib_op = dat_ib_op::DAT_IB_PRINT_COUNTERS_OP;
 pub const DAT_IB_EXTENSION_VERSION: i32 = 209;

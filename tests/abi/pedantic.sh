@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Our headers compile warning-free with -Wall -Wextra -Werror -pedantic as C99, C11 and C++17.
+# usage: pedantic.sh INCLUDE_DIR
+set -euo pipefail
+inc=${1:?usage: pedantic.sh INCLUDE_DIR}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/probe.c" <<'C'
+#include <dat2/udat.h>
+#include <dat2/dat_ib_extensions.h>
+#include <dat2/dat_registry.h>
+
+/* Uses the macros and types a program uses; compiled, not linked. */
+DAT_RETURN probe(DAT_IA_HANDLE *ia, DAT_EVD_HANDLE *evd);
+DAT_RETURN probe(DAT_IA_HANDLE *ia, DAT_EVD_HANDLE *evd)
+{
+    DAT_EVENT event;
+    DAT_COUNT more = 0;
+    const char *major = 0;
+    char name[] = "tcp-lo";
+    DAT_RETURN rc = dat_ia_open(name, 8, evd, ia);
+    if (DAT_GET_TYPE(rc) != DAT_SUCCESS) {
+        (void)dat_strerror(rc, &major, 0);
+        return rc;
+    }
+    (void)dat_evd_wait(*evd, DAT_TIMEOUT_INFINITE, 1, &event, &more);
+    (void)dat_strerror_ext_status(DAT_IB_OP_ERR, &major);
+    return dat_ia_close(*ia, DAT_CLOSE_DEFAULT);
+}
+C
+cp "$tmp/probe.c" "$tmp/probe.cpp"
+fail=0
+for std in c99 c11; do
+    if gcc -std=$std -Wall -Wextra -Werror -pedantic -I "$inc" -c "$tmp/probe.c" -o "$tmp/probe.o"; then
+        echo "pedantic: $std ok"
+    else
+        echo "pedantic: $std FAILED"; fail=1
+    fi
+done
+if g++ -std=c++17 -Wall -Wextra -Werror -pedantic -I "$inc" -c "$tmp/probe.cpp" -o "$tmp/probe.o"; then
+    echo "pedantic: c++17 ok"
+else
+    echo "pedantic: c++17 FAILED"; fail=1
+fi
+exit $fail
