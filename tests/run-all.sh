@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every test of the project, in order; each step prints its own lines, then one closing line
+# "N passed, N failed". Run by `make test` after `make`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ref=${DAT_REFERENCE_INCLUDE:-/usr/include}
+passed=0
+failed=0
+failures=()
+step() {  # name, command...
+    local name=$1; shift
+    echo "=== $name"
+    if "$@"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); failures+=("$name")
+        echo "=== $name: FAILED"
+    fi
+}
+install_check() {
+    local dest; dest=$(mktemp -d)
+    make -s install PREFIX=/usr DESTDIR="$dest" >/dev/null &&
+    PKG_CONFIG_SYSROOT_DIR="$dest" PKG_CONFIG_LIBDIR="$dest/usr/lib/pkgconfig" pkg-config --cflags --libs dat2 > "$dest/flags" &&
+    printf '#include <dat2/udat.h>\nint main(void){const char*a;return (int)dat_strerror(0,&a,0);}\n' > "$dest/p.c" &&
+    gcc "$dest/p.c" $(cat "$dest/flags") -o "$dest/p" && LD_LIBRARY_PATH="$dest/usr/lib" "$dest/p" &&
+    test -x "$dest/usr/bin/datinfo" && test -f "$dest/usr/share/doc/libdat/dat.conf.example" &&
+    test -L "$dest/usr/lib/libdat.so" && test -L "$dest/usr/lib/libdat2.so" &&
+    echo "install: library, links, headers, dat2.pc, datinfo and dat.conf.example installed; a program builds with pkg-config"
+    local rc=$?
+    rm -rf "$dest"
+    return $rc
+}
+step "rust tests" cargo test --workspace --quiet
+step "headers are what the Rust source generates" make -s check-headers
+step "ABI equal to the reference headers" python3 tests/abi/compare.py "$ref" include
+step "the ABI comparison detects changes" tests/abi/selftest.sh "$ref"
+step "headers compile pedantic as C99, C11, C++17" tests/abi/pedantic.sh include
+step "exported symbols" tests/exports/check.sh build/lib include "$ref"
+step "dapl2-utils start on our library" tests/consumers/start.sh build/lib
+step "install" install_check
+for f in "${failures[@]}"; do echo "failed: $f"; done
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
