@@ -4,7 +4,8 @@ use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ia::Ia;
-use crate::objects::lmr::{self, AccessError, Lmr};
+use crate::objects::limits;
+use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
 use crate::objects::Counted;
 
@@ -43,7 +44,7 @@ pub unsafe extern "C" fn dat_lmr_create(
                 if va == 0 {
                     return Err(DatError::invalid_arg(3));
                 }
-                if va.checked_add(length).is_none() {
+                if length == 0 || length > u64::from(limits::MAX_LMR_BLOCK_SIZE) || va.checked_add(length).is_none() {
                     return Err(DatError::invalid_arg(4));
                 }
                 (None, va, length)
@@ -52,6 +53,9 @@ pub unsafe extern "C" fn dat_lmr_create(
                 // SAFETY: for DAT_MEM_TYPE_LMR the union holds an LMR handle.
                 let h = unsafe { region_description.for_lmr_handle };
                 let parent = edge::object::<Lmr>(h, Sub::DAT_INVALID_HANDLE_LMR)?;
+                if !std::sync::Arc::ptr_eq(&parent.ia, &ia) {
+                    return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_LMR));
+                }
                 (Some(parent.clone()), parent.address, parent.length)
             }
             dat_mem_type::DAT_MEM_TYPE_SHARED_VIRTUAL => {
@@ -59,13 +63,13 @@ pub unsafe extern "C" fn dat_lmr_create(
             }
         };
         let lmr = Lmr::register(ia.clone(), pz, mem_type, parent, address, length, privileges, va_type);
-        let context = lmr.context;
+        let (context, remote_context) = (lmr.context, lmr.rmr_context());
         out.set(ia.adopt(lmr)?);
         if let Some(o) = edge::optional_out(lmr_context) {
             o.set(context);
         }
         if let Some(o) = edge::optional_out(rmr_context) {
-            o.set(context);
+            o.set(remote_context);
         }
         if let Some(o) = edge::optional_out(registered_length) {
             o.set(length);
@@ -100,7 +104,7 @@ pub unsafe extern "C" fn dat_lmr_query(
         p.mem_priv = lmr.privileges;
         p.va_type = lmr.va_type as DAT_VA_TYPE;
         p.lmr_context = lmr.context;
-        p.rmr_context = lmr.context;
+        p.rmr_context = lmr.rmr_context();
         p.registered_size = lmr.length;
         p.registered_address = lmr.address;
         out.set(p);
@@ -128,10 +132,9 @@ fn check_sync(ia: &std::sync::Arc<Ia>, segments: &[DAT_LMR_TRIPLET], position: u
         if !std::sync::Arc::ptr_eq(&lmr.ia, ia) {
             return Err(DatError::invalid_arg(position));
         }
-        match lmr.check(s.virtual_address, u64::from(s.segment_length), 0, lmr.pz.arc()) {
-            Ok(()) => {}
-            Err(AccessError::Bounds | AccessError::UnknownContext) => return Err(DatError::invalid_arg(position)),
-            Err(AccessError::Privilege | AccessError::Protection) => return Err(DatError::invalid_arg(position)),
+        // Segments may name regions of any protection zone of the IA.
+        if lmr.check(s.virtual_address, u64::from(s.segment_length), 0, lmr.pz.arc()).is_err() {
+            return Err(DatError::invalid_arg(position));
         }
     }
     Ok(())

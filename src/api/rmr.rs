@@ -1,12 +1,13 @@
-//! RMR functions. Binding exposes memory to a connected peer, so it waits for the transport:
-//! `dat_rmr_bind` checks what it can and returns `DAT_NOT_IMPLEMENTED`.
+//! RMR functions. Binding exposes memory to a connected peer, so on a CONNECTED EP it waits
+//! for the transport: `dat_rmr_bind` checks all it can and returns `DAT_NOT_IMPLEMENTED`.
 
 use std::sync::Arc;
 
 use super::edge::{self, entry};
 use crate::abi::*;
-use crate::error::{DatError, Sub};
-use crate::handle;
+use crate::error::{DatError, Sub, Type};
+use crate::objects::ep::Ep;
+use crate::objects::ep_state::{self, Post};
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
 use crate::objects::rmr::Rmr;
@@ -55,6 +56,15 @@ pub unsafe extern "C" fn dat_rmr_query(
     }
 }
 
+/// Completion flags `dat_rmr_bind(3DAT)` takes.
+const BIND_COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32
+    | dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32;
+
+/// Binds (or, with a zero-length triplet, unbinds) an RMR through an EP. Every check that
+/// needs no transport is made here; on a DISCONNECTED EP the bind is flushed to the EP's
+/// request EVD as the man page says; on a CONNECTED EP it needs the transport and returns
+/// `DAT_NOT_IMPLEMENTED`.
 #[no_mangle]
 pub unsafe extern "C" fn dat_rmr_bind(
     rmr_handle: DAT_RMR_HANDLE,
@@ -63,7 +73,7 @@ pub unsafe extern "C" fn dat_rmr_bind(
     mem_priv: DAT_MEM_PRIV_FLAGS,
     va_type: DAT_VA_TYPE,
     ep_handle: DAT_EP_HANDLE,
-    _user_cookie: DAT_RMR_COOKIE,
+    user_cookie: DAT_RMR_COOKIE,
     completion_flags: DAT_COMPLETION_FLAGS,
     context: *mut DAT_RMR_CONTEXT,
 ) -> DAT_RETURN {
@@ -72,22 +82,72 @@ pub unsafe extern "C" fn dat_rmr_bind(
         let lmr = edge::object::<Lmr>(lmr_handle, Sub::DAT_INVALID_HANDLE_LMR)?;
         // SAFETY: a non-NULL triplet pointer points to a triplet (API contract).
         let triplet = unsafe { edge::required_in(lmr_triplet, 3)? };
-        edge::flags_in(mem_priv, lmr::PRIV_ALL, 4)?;
-        edge::enum_in::<dat_va_type, _>(va_type, 5)?;
-        if handle::kind_of(ep_handle) != Some(handle::Kind::Ep) {
+        let mem_priv = edge::flags_in(mem_priv, lmr::PRIV_ALL, 4)?;
+        let va_type = edge::enum_in::<dat_va_type, _>(va_type, 5)?;
+        let ep = edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?;
+        edge::flags_in(completion_flags, BIND_COMPLETION_FLAGS, 8)?;
+        edge::out(context, 9)?;
+        if !Arc::ptr_eq(&lmr.ia, &rmr.ia) {
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_LMR));
+        }
+        if !Arc::ptr_eq(&ep.ia, &rmr.ia) {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP));
         }
-        edge::flags_in(completion_flags, super::COMPLETION_FLAGS, 8)?;
-        edge::out(context, 9)?;
-        if triplet.lmr_context != lmr.context
-            || lmr.check(triplet.virtual_address, u64::from(triplet.segment_length), 0, lmr.pz.arc()).is_err()
-        {
-            return Err(DatError::invalid_arg(3));
+        if va_type != dat_va_type::DAT_VA_TYPE_VA {
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
         }
-        if !Arc::ptr_eq(lmr.pz.arc(), rmr.pz.arc()) {
-            return Err(DatError::new(crate::error::Type::DAT_PROTECTION_VIOLATION, Sub::DAT_NO_SUBTYPE));
+        // A zero length unbinds: no region to check.
+        if triplet.segment_length != 0 {
+            if triplet.lmr_context != lmr.context {
+                return Err(DatError::invalid_arg(3));
+            }
+            if lmr.check(triplet.virtual_address, u64::from(triplet.segment_length), 0, lmr.pz()).is_err() {
+                return Err(DatError::invalid_arg(3));
+            }
+            // Remote read needs local read on the LMR, remote write local write.
+            let needs_read = mem_priv & lmr::PRIV_REMOTE_READ != 0 && lmr.privileges & lmr::PRIV_LOCAL_READ == 0;
+            let needs_write = mem_priv & lmr::PRIV_REMOTE_WRITE != 0 && lmr.privileges & lmr::PRIV_LOCAL_WRITE == 0;
+            if needs_read {
+                return Err(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_READ));
+            }
+            if needs_write {
+                return Err(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_WRITE));
+            }
+            if !Arc::ptr_eq(lmr.pz(), rmr.pz()) {
+                return Err(DatError::bare(Type::DAT_PROTECTION_VIOLATION));
+            }
         }
-        Err(DatError::not_implemented())
+        let (state, ep_pz, request_evd, ep_flags) = {
+            let inner = ep.inner.lock();
+            (
+                inner.state,
+                inner.pz.as_ref().map(|p| p.arc().clone()),
+                inner.request_evd.as_ref().map(|e| e.arc().clone()),
+                inner.attr.request_completion_flags,
+            )
+        };
+        let unsignalled = dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
+        if completion_flags & unsignalled != 0 && ep_flags & unsignalled == 0 {
+            return Err(DatError::invalid_arg(8));
+        }
+        match ep_pz {
+            Some(pz) if Arc::ptr_eq(&pz, rmr.pz()) => {}
+            Some(_) => return Err(DatError::bare(Type::DAT_PROTECTION_VIOLATION)),
+            None => return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ)),
+        }
+        match ep_state::post_request(state)? {
+            Post::Flush => {
+                let evd = request_evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
+                ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, dat_dtos::DAT_DTO_BIND_MW, 0);
+                // The bind never happened: the RMR keeps what it had, and the context it
+                // reports is the one it already has.
+                let current = rmr.binding.lock().as_ref().map_or(0, |b| b.context);
+                edge::out(context, 9)?.set(current);
+                Ok(())
+            }
+            // Binding is posted on the EP's send queue: it waits for the transport.
+            Post::Run => Err(DatError::not_implemented()),
+        }
     }
 }
 

@@ -138,7 +138,8 @@ pub unsafe extern "C" fn dat_srq_resize(srq_handle: DAT_SRQ_HANDLE, srq_max_recv
             return Err(DatError::invalid_arg(2));
         }
         let mut s = srq.state.lock();
-        if (srq_max_recv_dto as usize) < s.posted.len() {
+        // Never below what is outstanding, nor below the low watermark.
+        if (srq_max_recv_dto as usize) < s.posted.len() || srq_max_recv_dto < s.low_watermark {
             return Err(DatError::invalid_state(Sub::DAT_NO_SUBTYPE));
         }
         s.max_recv_dtos = srq_max_recv_dto;

@@ -19,6 +19,7 @@ pub const PRIV_LOCAL_WRITE: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_WRITE_F
 pub const PRIV_REMOTE_READ: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_REMOTE_READ_FLAG as u32;
 pub const PRIV_REMOTE_WRITE: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_REMOTE_WRITE_FLAG as u32;
 pub const PRIV_ALL: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
+pub const PRIV_REMOTE: u32 = PRIV_REMOTE_READ | PRIV_REMOTE_WRITE;
 
 pub struct Lmr {
     pub ia: Arc<Ia>,
@@ -117,9 +118,41 @@ impl Lmr {
         self.handle.get()
     }
 
-    /// The live region whose context is `context`.
+    pub fn pz(&self) -> &Arc<Pz> {
+        self.pz.arc()
+    }
+
+    /// The `rmr_context` handed to the consumer: generated only when the region grants a
+    /// remote privilege (`dat_lmr_create(3DAT)`), else 0.
+    pub fn rmr_context(&self) -> u32 {
+        if self.privileges & PRIV_REMOTE != 0 {
+            self.context
+        } else {
+            0
+        }
+    }
+
+    /// The live region whose context is `context` (as an `lmr_context`, for local IOVs).
     pub fn by_context(context: u32) -> Option<Arc<Lmr>> {
         CONTEXTS.read().get(&context).and_then(Weak::upgrade)
+    }
+
+    /// The live region a peer names with `rmr_context`: only regions that grant a remote
+    /// privilege have one.
+    pub fn lookup_rmr_context(context: u32) -> Option<Arc<Lmr>> {
+        Lmr::by_context(context).filter(|l| l.privileges & PRIV_REMOTE != 0)
+    }
+
+    /// A local IOV segment of a DTO posted on an EP of zone `pz`: bounds, `privilege`
+    /// (`PRIV_LOCAL_READ` for what is sent, `PRIV_LOCAL_WRITE` for what is received) and zone.
+    pub fn check_local(&self, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<(), AccessError> {
+        self.check(address, length, privilege & (PRIV_LOCAL_READ | PRIV_LOCAL_WRITE), pz)
+    }
+
+    /// An access a peer asks for through an EP of zone `pz`: bounds, `privilege`
+    /// (`PRIV_REMOTE_READ` or `PRIV_REMOTE_WRITE`) and zone.
+    pub fn check_remote(&self, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<(), AccessError> {
+        self.check(address, length, privilege & PRIV_REMOTE, pz)
     }
 
     /// Checks `[address, address + length)` against this region's bounds, privileges and
@@ -129,7 +162,7 @@ impl Lmr {
             return Err(AccessError::Protection);
         }
         let end = address.checked_add(length).ok_or(AccessError::Bounds)?;
-        if address < self.address || end > self.address + self.length {
+        if address < self.address || end > self.address.saturating_add(self.length) {
             return Err(AccessError::Bounds);
         }
         if self.privileges & privilege != privilege {

@@ -37,4 +37,8 @@ impl Rmr {
     pub fn new(ia: Arc<Ia>, pz: Arc<Pz>) -> Rmr {
         Rmr { ia, pz: Held::new(pz), binding: Mutex::new(None) }
     }
+
+    pub fn pz(&self) -> &Arc<Pz> {
+        self.pz.arc()
+    }
 }

@@ -69,4 +69,13 @@ impl Srq {
     pub fn handle(&self) -> DAT_SRQ_HANDLE {
         self.handle.get()
     }
+
+    pub fn pz(&self) -> &Arc<Pz> {
+        self.pz.arc()
+    }
+
+    /// The oldest posted receive, for an EP of this SRQ that gets a message.
+    pub fn take(&self) -> Option<PostedRecv> {
+        self.state.lock().posted.pop_front()
+    }
 }
