@@ -861,7 +861,7 @@ DAT_RETURN dat_rmr_bind(DAT_RMR_HANDLE rmr_handle,
                         DAT_MEM_PRIV_FLAGS mem_priv,
                         DAT_VA_TYPE va_type,
                         DAT_EP_HANDLE ep_handle,
-                        DAT_RMR_COOKIE _user_cookie,
+                        DAT_RMR_COOKIE user_cookie,
                         DAT_COMPLETION_FLAGS completion_flags,
                         DAT_RMR_CONTEXT *context);
 
@@ -921,7 +921,7 @@ DAT_RETURN dat_rmr_bind(DAT_RMR_HANDLE rmr_handle,
                         DAT_MEM_PRIV_FLAGS mem_priv,
                         DAT_VA_TYPE va_type,
                         DAT_EP_HANDLE ep_handle,
-                        DAT_RMR_COOKIE _user_cookie,
+                        DAT_RMR_COOKIE user_cookie,
                         DAT_COMPLETION_FLAGS completion_flags,
                         DAT_RMR_CONTEXT *context);
 
