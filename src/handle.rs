@@ -75,6 +75,16 @@ pub trait Object: Any + Send + Sync {
     fn self_handle(&self) -> Option<&SelfHandle> {
         None
     }
+
+    /// Called once as the handle dies (freed, or its IA closed abruptly): wake waiters, stop
+    /// listening, tear down a connection. In-flight calls may still hold the object.
+    fn on_release(&self) {}
+}
+
+fn release_as<T: Object>(object: &(dyn Any + Send + Sync)) {
+    if let Some(o) = object.downcast_ref::<T>() {
+        o.on_release();
+    }
 }
 
 /// An object's own handle, set once when it is registered.
@@ -100,6 +110,7 @@ struct Slot {
     kind: Kind,
     generation: u32,
     object: Arc<dyn Any + Send + Sync>,
+    release: fn(&(dyn Any + Send + Sync)),
     context: AtomicU64,
 }
 
@@ -159,6 +170,7 @@ pub fn insert<T: Object>(object: Arc<T>) -> Option<DAT_HANDLE> {
         kind: T::KIND,
         generation,
         object,
+        release: release_as::<T>,
         context: AtomicU64::new(0),
     });
     let h = encode(Decoded {
@@ -202,7 +214,8 @@ pub fn remove<T: Object>(handle: DAT_HANDLE) -> Option<Arc<T>> {
         return None;
     }
     let slot = slots.remove(d.index);
-    drop(slots); // the object's Drop may touch the table
+    drop(slots); // the release may touch the table
+    (slot.release)(&*slot.object);
     slot.object.downcast::<T>().ok()
 }
 
@@ -212,8 +225,8 @@ pub fn remove_any(handle: DAT_HANDLE) -> bool {
     match find(handle, &slots) {
         Some(d) => {
             let slot = slots.remove(d.index);
-            drop(slots); // the object's Drop may touch the table
-            drop(slot);
+            drop(slots); // the release may touch the table
+            (slot.release)(&*slot.object);
             true
         }
         None => false,

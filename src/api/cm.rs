@@ -110,7 +110,6 @@ pub unsafe extern "C" fn dat_psp_free(psp_handle: DAT_PSP_HANDLE) -> DAT_RETURN 
     entry! {
         let psp = edge::object::<Psp>(psp_handle, Sub::DAT_INVALID_HANDLE_PSP)?;
         psp.0.ia.release::<Psp>(psp_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PSP))?;
-        psp.0.close();
         Ok(())
     }
 }
@@ -167,7 +166,6 @@ pub unsafe extern "C" fn dat_rsp_free(rsp_handle: DAT_RSP_HANDLE) -> DAT_RETURN 
     entry! {
         let rsp = edge::object::<Rsp>(rsp_handle, Sub::DAT_INVALID_HANDLE_RSP)?;
         rsp.0.ia.release::<Rsp>(rsp_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_RSP))?;
-        rsp.0.close();
         if let SpKind::Reserved { ep } = &rsp.0.kind {
             let mut inner = ep.inner.lock();
             if inner.state == dat_ep_state::DAT_EP_STATE_RESERVED {
@@ -279,8 +277,9 @@ pub unsafe extern "C" fn dat_cr_reject(cr_handle: DAT_CR_HANDLE, private_data_si
         let cr = cr(cr_handle)?;
         // SAFETY: forwarded from our caller.
         let pd = unsafe { self::private_data(private_data_size, private_data, 2)? };
-        let cr = cr.ia.release::<Cr>(cr_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
+        // Reject with the consumer's private data before the release refuses with none.
         cr.reject(pd);
+        let cr = cr.ia.release::<Cr>(cr_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
         if let SpKind::Reserved { ep } = &cr.sp.kind {
             let mut inner = ep.inner.lock();
             if inner.state == dat_ep_state::DAT_EP_STATE_RESERVED {

@@ -89,7 +89,6 @@ pub unsafe extern "C" fn dat_cno_free(cno_handle: DAT_CNO_HANDLE) -> DAT_RETURN 
             return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE));
         }
         cno.ia.release::<Cno>(cno_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CNO))?;
-        cno.kill();
         Ok(())
     }
 }

@@ -90,7 +90,6 @@ pub unsafe extern "C" fn dat_evd_free(evd_handle: DAT_EVD_HANDLE) -> DAT_RETURN 
             return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_IN_USE));
         }
         evd.ia.release::<Evd>(evd_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE1))?;
-        evd.abort_waiters();
         Ok(())
     }
 }

@@ -36,6 +36,9 @@ unsafe impl Send for State {}
 
 impl Object for Cno {
     const KIND: Kind = Kind::Cno;
+    fn on_release(&self) {
+        self.kill();
+    }
 }
 
 impl Counted for Cno {

@@ -29,6 +29,34 @@ pub struct EpInner {
     pub recvs: VecDeque<PostedRecv>,
     pub remote_port: u64,
     pub local_port: u64,
+    /// The peer's address once connected (queried through a pointer, so boxed).
+    pub remote_addr: Option<Box<libc::sockaddr_in>>,
+    /// The transport link while a connection exists or is being made.
+    pub link: Option<Arc<dyn Link>>,
+    /// Requests handed to the transport and not yet completed, in posting order.
+    pub outstanding: VecDeque<Request>,
+    /// Private data of the last connection event (its pointer is in the event).
+    pub event_private_data: Vec<u8>,
+    /// Set when this side ends the connection, so the end is DISCONNECTED, not BROKEN.
+    pub closing: bool,
+}
+
+/// A request DTO (send, RDMA write or read) the peer has not yet answered.
+pub struct Request {
+    pub seq: u64,
+    pub cookie: u64,
+    pub operation: dat_dtos,
+    pub length: u32,
+    /// Whether a successful completion is reported (not suppressed or unsignalled).
+    pub signalled: bool,
+    /// For an RDMA read: where the data goes.
+    pub read_into: Vec<DAT_LMR_TRIPLET>,
+}
+
+/// What the objects need of a connection's transport.
+pub trait Link: Send + Sync {
+    /// Ends the connection: a graceful one tells the peer first.
+    fn close(&self, graceful: bool);
 }
 
 // SAFETY: the attribute's named-attribute pointers are always NULL in our copy (we report no
@@ -45,6 +73,18 @@ impl Object for Ep {
     const KIND: Kind = Kind::Ep;
     fn self_handle(&self) -> Option<&SelfHandle> {
         Some(&self.handle)
+    }
+    /// A freed EP (or one of an IA closed abruptly) drops its connection at once.
+    fn on_release(&self) {
+        let link = {
+            let mut inner = self.inner.lock();
+            inner.closing = true;
+            inner.link.take()
+        };
+        match link {
+            Some(link) => link.close(false),
+            None => self.flush_recvs(),
+        }
     }
 }
 
@@ -141,6 +181,11 @@ impl Ep {
                 recvs: VecDeque::new(),
                 remote_port: 0,
                 local_port: 0,
+                remote_addr: None,
+                link: None,
+                outstanding: VecDeque::new(),
+                event_private_data: Vec::new(),
+                closing: false,
             }),
         }
     }
@@ -169,6 +214,45 @@ impl Ep {
         // A full EVD reports its own overflow on the async EVD; the completion is lost as a
         // CQ overrun loses it.
         let _ = evd.post(e);
+    }
+
+    /// Posts a connection event with the given private data on the connect EVD.
+    pub fn connection_event(&self, number: dat_event_number, private_data: &[u8]) {
+        let evd = {
+            let mut inner = self.inner.lock();
+            inner.event_private_data = private_data.to_vec();
+            inner.connect_evd.as_ref().map(|e| e.arc().clone())
+        };
+        let Some(evd) = evd else { return };
+        let inner = self.inner.lock();
+        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
+        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        e.event_number = number as DAT_EVENT_NUMBER;
+        e.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
+            ep_handle: self.handle(),
+            private_data_size: inner.event_private_data.len() as DAT_COUNT,
+            private_data: if inner.event_private_data.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                inner.event_private_data.as_ptr() as DAT_PVOID
+            },
+        };
+        drop(inner);
+        let _ = evd.post(e);
+    }
+
+    /// Flushes every posted receive and outstanding request (the connection is gone).
+    pub fn flush_all(&self) {
+        let (requests, evd) = {
+            let mut inner = self.inner.lock();
+            (std::mem::take(&mut inner.outstanding), inner.request_evd.as_ref().map(|e| e.arc().clone()))
+        };
+        if let Some(evd) = evd {
+            for r in requests {
+                self.complete(&evd, DAT_DTO_COOKIE { as_64: r.cookie }, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, r.operation, 0);
+            }
+        }
+        self.flush_recvs();
     }
 
     /// Abrupt teardown as the EP is freed: posted receives are flushed.

@@ -52,6 +52,9 @@ pub struct Evd {
 
 impl Object for Evd {
     const KIND: Kind = Kind::Evd;
+    fn on_release(&self) {
+        self.abort_waiters();
+    }
 }
 
 impl Counted for Evd {

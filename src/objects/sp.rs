@@ -46,12 +46,18 @@ impl Object for Psp {
     fn self_handle(&self) -> Option<&SelfHandle> {
         Some(&self.0.handle)
     }
+    fn on_release(&self) {
+        self.0.close();
+    }
 }
 
 impl Object for Rsp {
     const KIND: Kind = Kind::Rsp;
     fn self_handle(&self) -> Option<&SelfHandle> {
         Some(&self.0.handle)
+    }
+    fn on_release(&self) {
+        self.0.close();
     }
 }
 
@@ -140,6 +146,10 @@ pub struct Cr {
 
 impl Object for Cr {
     const KIND: Kind = Kind::Cr;
+    fn on_release(&self) {
+        // A request nobody accepted is refused, so its peer does not wait for a timeout.
+        self.reject(&[]);
+    }
 }
 
 impl Cr {

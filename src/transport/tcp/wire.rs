@@ -2,7 +2,8 @@
 //! version, operation, lengths against the limits) before anything else looks at it, and a bad
 //! one is a protocol error that ends the connection, never the process.
 //!
-//! A frame is a fixed 32-byte little-endian header followed by `payload_len` bytes.
+//! A frame is a fixed 32-byte little-endian header followed by `payload_len` bytes; a read
+//! request carries none: its `payload_len` is the length asked for.
 
 pub const MAGIC: u16 = 0xDA7A;
 pub const VERSION: u8 = 1;
@@ -33,6 +34,8 @@ pub enum Op {
     RemoteAccessError = 9,
     /// Graceful disconnect.
     Disconnect = 10,
+    /// Every request up to and including `id` has been carried out by the receiver.
+    Ack = 11,
 }
 
 impl TryFrom<u8> for Op {
@@ -49,6 +52,7 @@ impl TryFrom<u8> for Op {
             8 => Op::RdmaReadResponse,
             9 => Op::RemoteAccessError,
             10 => Op::Disconnect,
+            11 => Op::Ack,
             _ => return Err(WireError::UnknownOp(v)),
         })
     }
@@ -132,8 +136,9 @@ impl Header {
         let payload_len = le32(8);
         let max = match op {
             Op::ConnectRequest | Op::Accept | Op::Reject => limits.max_private_data,
-            Op::Send | Op::RdmaWrite | Op::RdmaReadResponse => limits.max_message,
-            Op::Ready | Op::RdmaReadRequest | Op::RemoteAccessError | Op::Disconnect => 0,
+            // A read request carries no payload: its payload_len is the length asked for.
+            Op::Send | Op::RdmaWrite | Op::RdmaReadResponse | Op::RdmaReadRequest => limits.max_message,
+            Op::Ready | Op::RemoteAccessError | Op::Disconnect | Op::Ack => 0,
         };
         if payload_len > max {
             return Err(WireError::TooLong { op, len: payload_len });
@@ -193,7 +198,7 @@ mod tests {
         let mut h = Header::new(Op::Send);
         h.payload_len = (1 << 20) + 1;
         assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
-        let mut h = Header::new(Op::RdmaReadRequest);
+        let mut h = Header::new(Op::Ack);
         h.payload_len = 1;
         assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
     }
