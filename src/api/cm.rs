@@ -8,6 +8,7 @@ use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
+use crate::transport::tcp::link;
 use crate::objects::ep_state;
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
@@ -265,9 +266,22 @@ pub unsafe extern "C" fn dat_cr_accept(
             _ => edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?,
         };
         // SAFETY: forwarded from our caller.
-        unsafe { self::private_data(private_data_size, private_data, 3)? };
-        ep_state::accept(ep.state())?;
-        Err(DatError::not_implemented())
+        let pd = unsafe { self::private_data(private_data_size, private_data, 3)? };
+        {
+            let mut inner = ep.inner.lock();
+            let next = ep_state::accept(inner.state)?;
+            if inner.connect_evd.is_none() {
+                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT));
+            }
+            let request = cr.take_request().ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
+            inner.state = next;
+            inner.closing = false;
+            drop(inner);
+            // The CR is consumed by the accept.
+            cr.ia.release::<Cr>(cr_handle);
+            link::accept(ep, request, pd)?;
+        }
+        Ok(())
     }
 }
 

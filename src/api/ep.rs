@@ -1,7 +1,6 @@
-//! EP functions. Everything that needs no transport is done here for real: creation and its
-//! checks, query, modify, status, reset, free, posting receives, flushing on a DISCONNECTED
-//! EP. What needs a connection (connect, and DTOs on a CONNECTED EP) is checked fully, then
-//! refused with `DAT_NOT_IMPLEMENTED` until the transport lands.
+//! EP functions: creation and its checks, query, modify, status, reset, free; connect and
+//! disconnect; posting DTOs, which the connection's transport carries (or which are flushed
+//! at once on a DISCONNECTED EP).
 
 use std::sync::Arc;
 
@@ -9,7 +8,8 @@ use super::edge::{self, entry};
 use super::srq::check_recv_segments;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
-use crate::objects::ep::{self, Ep, Parts};
+use crate::objects::ep::{self, Close, End, Ep, Outgoing, Parts, Posted};
+use crate::transport::tcp::link;
 use crate::objects::ep_state::{self, Post};
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
@@ -126,6 +126,10 @@ pub unsafe extern "C" fn dat_ep_query(ep_handle: DAT_EP_HANDLE, ep_param_mask: D
         p.local_ia_address_ptr = ep.ia.address_ptr();
         p.local_port_qual = inner.local_port;
         p.remote_port_qual = inner.remote_port;
+        p.remote_ia_address_ptr = inner
+            .remote_addr
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |a| &**a as *const libc::sockaddr_in as DAT_IA_ADDRESS_PTR);
         p.pz_handle = inner.pz.as_ref().map_or(std::ptr::null_mut(), |p| p.handle());
         p.recv_evd_handle = handle_of(&inner.recv_evd);
         p.request_evd_handle = handle_of(&inner.request_evd);
@@ -197,7 +201,7 @@ pub unsafe extern "C" fn dat_ep_get_status(
             o.set(bool_of(inner.recvs.is_empty()));
         }
         if let Some(o) = edge::optional_out(request_idle) {
-            o.set(bool_of(true));
+            o.set(bool_of(inner.outstanding.is_empty()));
         }
         Ok(())
     }
@@ -207,8 +211,8 @@ pub unsafe extern "C" fn dat_ep_get_status(
 pub unsafe extern "C" fn dat_ep_free(ep_handle: DAT_EP_HANDLE) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
+        // The release tears down a connection and flushes what was posted.
         ep.ia.release::<Ep>(ep_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))?;
-        ep.flush_recvs();
         Ok(())
     }
 }
@@ -219,6 +223,9 @@ pub unsafe extern "C" fn dat_ep_reset(ep_handle: DAT_EP_HANDLE) -> DAT_RETURN {
         let ep = ep(ep_handle)?;
         let mut inner = ep.inner.lock();
         inner.state = ep_state::reset(inner.state)?;
+        inner.remote_addr = None;
+        inner.remote_port = 0;
+        inner.closing = false;
         Ok(())
     }
 }
@@ -284,13 +291,30 @@ unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr>
     Ok(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
 }
 
+/// Moves an UNCONNECTED EP to ACTIVE_CONNECTION_PENDING and starts the connect.
+fn start_connect(ep: Arc<Ep>, ip: std::net::Ipv4Addr, port: u16, timeout: DAT_TIMEOUT, private_data: &[u8]) -> DatResult {
+    {
+        let mut inner = ep.inner.lock();
+        inner.state = ep_state::connect(inner.state)?;
+        inner.remote_port = u64::from(port);
+        inner.closing = false;
+    }
+    let timeout = (timeout != DAT_TIMEOUT_INFINITE).then(|| std::time::Duration::from_micros(u64::from(timeout)));
+    let remote = std::net::SocketAddrV4::new(ip, port);
+    let started = link::connect(ep.clone(), remote, private_data.to_vec(), timeout);
+    if started.is_err() {
+        ep.inner.lock().state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
+    }
+    started
+}
+
 #[allow(clippy::too_many_arguments)]
 #[no_mangle]
 pub unsafe extern "C" fn dat_ep_connect(
     ep_handle: DAT_EP_HANDLE,
     remote_ia_address: DAT_IA_ADDRESS_PTR,
     remote_conn_qual: DAT_CONN_QUAL,
-    _timeout: DAT_TIMEOUT,
+    timeout: DAT_TIMEOUT,
     private_data_size: DAT_COUNT,
     private_data: DAT_PVOID,
     quality_of_service: DAT_QOS,
@@ -299,19 +323,19 @@ pub unsafe extern "C" fn dat_ep_connect(
     entry! {
         let ep = ep(ep_handle)?;
         // SAFETY: forwarded from our caller.
-        unsafe { remote_address(remote_ia_address)? };
-        if remote_conn_qual > u64::from(u16::MAX) {
+        let ip = unsafe { remote_address(remote_ia_address)? };
+        if remote_conn_qual == 0 || remote_conn_qual > u64::from(u16::MAX) {
             return Err(DatError::invalid_arg(3));
         }
         // SAFETY: forwarded from our caller.
-        unsafe { self::private_data(private_data_size, private_data, 5)? };
+        let pd = unsafe { self::private_data(private_data_size, private_data, 5)? };
         let qos = edge::enum_in::<dat_qos, _>(quality_of_service, 7)?;
         if qos != dat_qos::DAT_QOS_BEST_EFFORT {
             return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
         }
         edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
-        ep_state::connect(ep.state())?;
-        Err(DatError::not_implemented())
+        check_connectable(&ep)?;
+        start_connect(ep, ip, remote_conn_qual as u16, timeout, pd)
     }
 }
 
@@ -319,7 +343,7 @@ pub unsafe extern "C" fn dat_ep_connect(
 pub unsafe extern "C" fn dat_ep_dup_connect(
     ep_handle: DAT_EP_HANDLE,
     ep_dup_handle: DAT_EP_HANDLE,
-    _timeout: DAT_TIMEOUT,
+    timeout: DAT_TIMEOUT,
     private_data_size: DAT_COUNT,
     private_data: DAT_PVOID,
     quality_of_service: DAT_QOS,
@@ -328,13 +352,19 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
         let ep = ep(ep_handle)?;
         let dup = edge::object::<Ep>(ep_dup_handle, Sub::DAT_INVALID_HANDLE2)?;
         // SAFETY: forwarded from our caller.
-        unsafe { self::private_data(private_data_size, private_data, 4)? };
+        let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
         edge::enum_in::<dat_qos, _>(quality_of_service, 6)?;
-        if !ep_state::post_request(dup.state()).is_ok_and(|p| p == Post::Run) {
-            return Err(DatError::invalid_state(ep_state::subtype(dup.state())));
-        }
-        ep_state::connect(ep.state())?;
-        Err(DatError::not_implemented())
+        // The duplicate names its peer: connected, with an address and a port.
+        let (ip, port) = {
+            let inner = dup.inner.lock();
+            if !ep_state::post_request(inner.state).is_ok_and(|p| p == Post::Run) {
+                return Err(DatError::invalid_state(ep_state::subtype(inner.state)));
+            }
+            let sin = inner.remote_addr.as_ref().ok_or(DatError::invalid_state(ep_state::subtype(inner.state)))?;
+            (std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), inner.remote_port as u16)
+        };
+        check_connectable(&ep)?;
+        start_connect(ep, ip, port, timeout, pd)
     }
 }
 
@@ -362,11 +392,41 @@ pub unsafe extern "C" fn dat_ep_disconnect(ep_handle: DAT_EP_HANDLE, close_flags
     entry! {
         let ep = ep(ep_handle)?;
         let flags = edge::enum_in::<dat_close_flags, _>(close_flags, 2)?;
-        match ep_state::disconnect(ep.state(), flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG)? {
-            ep_state::Disconnect::Nothing => Ok(()),
-            ep_state::Disconnect::TearDown { .. } => Err(DatError::not_implemented()),
+        let graceful = flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG;
+        let link = {
+            let mut inner = ep.inner.lock();
+            match ep_state::disconnect(inner.state, graceful)? {
+                ep_state::Disconnect::Nothing => return Ok(()),
+                ep_state::Disconnect::TearDown { next } => {
+                    inner.closing = true;
+                    // A pending connect has no link yet: its thread sees the state and leaves.
+                    let link = inner.link.clone();
+                    if link.is_some() {
+                        inner.state = next;
+                    }
+                    link
+                }
+            }
+        };
+        match link {
+            Some(link) => link.close(if graceful { Close::Graceful } else { Close::Abrupt }),
+            None => ep.ended(End::Orderly, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED, &[]),
         }
+        Ok(())
     }
+}
+
+/// A connect needs the EP's PZ and connect EVD, besides an UNCONNECTED state.
+fn check_connectable(ep: &Ep) -> DatResult {
+    let inner = ep.inner.lock();
+    ep_state::connect(inner.state)?;
+    if inner.connect_evd.is_none() {
+        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT));
+    }
+    if inner.pz.is_none() {
+        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
+    }
+    Ok(())
 }
 
 /// Which privilege a local segment needs, and the errors a failed check gives.
@@ -430,21 +490,43 @@ unsafe fn post_request(
     }
     // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
     let segments = unsafe { edge::slice_in(local_iov, num_segments, 3)? };
-    if let Some(r) = remote_iov {
+    let remote = match remote_iov {
         // SAFETY: a non-NULL remote IOV points to a triplet (API contract).
-        unsafe { edge::required_in(r, 5)? };
-    }
+        Some(r) => Some(unsafe { edge::required_in(r, 5)? }),
+        None => None,
+    };
     check_completion_flags(completion_flags, attr.request_completion_flags, flags_position)?;
     let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ { lmr::PRIV_LOCAL_WRITE } else { lmr::PRIV_LOCAL_READ };
     check_local_segments(segments, pz.as_ref(), privilege, 3)?;
-    match ep_state::post_request(state)? {
-        Post::Flush => {
-            let evd = evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
-            ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, operation, 0);
-            Ok(())
+    let evd = evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
+    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+    let cookie = unsafe { user_cookie.as_64 };
+    let posted = match ep_state::post_request(state)? {
+        Post::Flush => Posted::Flush,
+        Post::Run => {
+            let link = ep.inner.lock().link.clone();
+            match link {
+                Some(link) => {
+                    let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
+                        | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
+                    let request = Outgoing {
+                        operation,
+                        segments,
+                        remote,
+                        cookie,
+                        signalled: completion_flags & quiet == 0,
+                        solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
+                    };
+                    link.post(&ep, &request)?
+                }
+                None => Posted::Flush,
+            }
         }
-        Post::Run => Err(DatError::not_implemented()),
+    };
+    if posted == Posted::Flush {
+        ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, operation, 0);
     }
+    Ok(())
 }
 
 #[no_mangle]

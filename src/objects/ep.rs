@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::ep_state::State;
+use super::ep_state::{self, State};
 use super::evd::Evd;
 use super::ia::Ia;
 use super::limits;
@@ -39,6 +39,8 @@ pub struct EpInner {
     pub event_private_data: Vec<u8>,
     /// Set when this side ends the connection, so the end is DISCONNECTED, not BROKEN.
     pub closing: bool,
+    /// Set as the handle dies: no more connection events.
+    pub released: bool,
 }
 
 /// A request DTO (send, RDMA write or read) the peer has not yet answered.
@@ -53,10 +55,52 @@ pub struct Request {
     pub read_into: Vec<DAT_LMR_TRIPLET>,
 }
 
+/// How this side ends a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Close {
+    /// After every request posted so far has completed.
+    Graceful,
+    /// At once; the peer is told.
+    Abrupt,
+    /// At once, because the EP's handle died: no events follow.
+    Released,
+}
+
+/// A request DTO as the consumer posted it, checked.
+pub struct Outgoing<'a> {
+    pub operation: dat_dtos,
+    pub segments: &'a [DAT_LMR_TRIPLET],
+    /// RDMA write and read: the peer's region.
+    pub remote: Option<DAT_RMR_TRIPLET>,
+    pub cookie: u64,
+    pub signalled: bool,
+    pub solicited: bool,
+}
+
+/// Whether the transport took a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Posted {
+    /// In flight; it completes later.
+    Queued,
+    /// The connection ended before it went out: the caller flushes it.
+    Flush,
+}
+
 /// What the objects need of a connection's transport.
 pub trait Link: Send + Sync {
-    /// Ends the connection: a graceful one tells the peer first.
-    fn close(&self, graceful: bool);
+    /// Ends the connection.
+    fn close(&self, how: Close);
+    /// Sends a request DTO; its completion arrives through [`Ep::pop_request`].
+    fn post(&self, ep: &Ep, request: &Outgoing<'_>) -> DatResult<Posted>;
+}
+
+/// How a connection ended, as the transport saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The peer said goodbye, or this side closed.
+    Orderly,
+    /// The peer vanished, broke the protocol, or a remote access failed.
+    Broken,
 }
 
 // SAFETY: the attribute's named-attribute pointers are always NULL in our copy (we report no
@@ -79,13 +123,23 @@ impl Object for Ep {
         let link = {
             let mut inner = self.inner.lock();
             inner.closing = true;
-            inner.link.take()
+            inner.released = true;
+            inner.link.clone()
         };
         match link {
-            Some(link) => link.close(false),
-            None => self.flush_recvs(),
+            Some(link) => link.close(Close::Released),
+            None => self.flush_all(),
         }
     }
+}
+
+fn sockaddr(a: std::net::SocketAddrV4) -> libc::sockaddr_in {
+    // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
+    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sin.sin_family = libc::AF_INET as libc::sa_family_t;
+    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+    sin.sin_port = a.port().to_be();
+    sin
 }
 
 /// The attributes an EP gets when the consumer gives none.
@@ -186,6 +240,7 @@ impl Ep {
                 outstanding: VecDeque::new(),
                 event_private_data: Vec::new(),
                 closing: false,
+                released: false,
             }),
         }
     }
@@ -218,20 +273,23 @@ impl Ep {
 
     /// Posts a connection event with the given private data on the connect EVD.
     pub fn connection_event(&self, number: dat_event_number, private_data: &[u8]) {
-        let evd = {
-            let mut inner = self.inner.lock();
+        let mut inner = self.inner.lock();
+        if inner.released {
+            return;
+        }
+        let Some(evd) = inner.connect_evd.as_ref().map(|e| e.arc().clone()) else { return };
+        // The event points into our copy; an event without private data leaves the copy an
+        // earlier event may still point to alone.
+        if !private_data.is_empty() {
             inner.event_private_data = private_data.to_vec();
-            inner.connect_evd.as_ref().map(|e| e.arc().clone())
-        };
-        let Some(evd) = evd else { return };
-        let inner = self.inner.lock();
+        }
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         e.event_number = number as DAT_EVENT_NUMBER;
         e.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
             ep_handle: self.handle(),
-            private_data_size: inner.event_private_data.len() as DAT_COUNT,
-            private_data: if inner.event_private_data.is_empty() {
+            private_data_size: private_data.len() as DAT_COUNT,
+            private_data: if private_data.is_empty() {
                 std::ptr::null_mut()
             } else {
                 inner.event_private_data.as_ptr() as DAT_PVOID
@@ -239,6 +297,107 @@ impl Ep {
         };
         drop(inner);
         let _ = evd.post(e);
+    }
+
+    /// The passive side accepted: the link carries the handshake until the peer confirms.
+    /// False when the EP left COMPLETION_PENDING meanwhile.
+    pub fn accepting(&self, link: Arc<dyn Link>, remote: std::net::SocketAddrV4) -> bool {
+        let mut inner = self.inner.lock();
+        if inner.state != dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING || inner.released {
+            return false;
+        }
+        inner.link = Some(link);
+        inner.remote_addr = Some(Box::new(sockaddr(remote)));
+        inner.remote_port = u64::from(remote.port());
+        true
+    }
+
+    /// A pending connection is up: CONNECTED and the ESTABLISHED event. The active side hands
+    /// its link and peer here. False when the EP was disconnected or freed meanwhile.
+    pub fn established(&self, link: Option<(Arc<dyn Link>, std::net::SocketAddrV4)>, private_data: &[u8]) -> bool {
+        {
+            let mut inner = self.inner.lock();
+            let Some(next) = ep_state::settle(inner.state, ep_state::Outcome::Established) else { return false };
+            if inner.released {
+                return false;
+            }
+            inner.state = next;
+            inner.closing = false;
+            if let Some((link, remote)) = link {
+                inner.link = Some(link);
+                inner.remote_addr = Some(Box::new(sockaddr(remote)));
+            }
+        }
+        self.connection_event(dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED, private_data);
+        true
+    }
+
+    /// A connection (or an attempt at one) is over: DISCONNECTED, every posted DTO flushed,
+    /// and the event: `failure` for a pending attempt, else DISCONNECTED when orderly and
+    /// BROKEN when not.
+    pub fn ended(&self, end: End, failure: dat_event_number, private_data: &[u8]) {
+        let event = {
+            let mut inner = self.inner.lock();
+            let pending = matches!(
+                inner.state,
+                dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING | dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING
+            );
+            let event = if pending {
+                failure
+            } else if end == End::Orderly || inner.closing {
+                dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+            } else {
+                dat_event_number::DAT_CONNECTION_EVENT_BROKEN
+            };
+            inner.state = dat_ep_state::DAT_EP_STATE_DISCONNECTED;
+            inner.link = None;
+            event
+        };
+        self.flush_all();
+        self.connection_event(event, private_data);
+    }
+
+    /// The oldest request in flight, as its answer arrives.
+    pub fn pop_request(&self) -> Option<Request> {
+        self.inner.lock().outstanding.pop_front()
+    }
+
+    /// The sequence number of the oldest request in flight.
+    pub fn oldest_request(&self) -> Option<(u64, dat_dtos)> {
+        self.inner.lock().outstanding.front().map(|r| (r.seq, r.operation))
+    }
+
+    /// Reports a finished request: errors always, success only when signalled.
+    pub fn complete_request(&self, request: &Request, status: dat_dto_completion_status, length: u32) {
+        if status == dat_dto_completion_status::DAT_DTO_SUCCESS && !request.signalled {
+            return;
+        }
+        let evd = self.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
+        if let Some(evd) = evd {
+            self.complete(&evd, DAT_DTO_COOKIE { as_64: request.cookie }, status, request.operation, length);
+        }
+    }
+
+    /// The receive the next incoming message lands in: the EP's own, or its SRQ's.
+    pub fn take_recv(&self) -> Option<PostedRecv> {
+        let mut inner = self.inner.lock();
+        match &inner.srq {
+            Some(srq) => srq.take(),
+            None => inner.recvs.pop_front(),
+        }
+    }
+
+    /// Reports a finished receive.
+    pub fn complete_recv(&self, cookie: u64, status: dat_dto_completion_status, length: u32) {
+        let evd = self.inner.lock().recv_evd.as_ref().map(|e| e.arc().clone());
+        if let Some(evd) = evd {
+            self.complete(&evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
+        }
+    }
+
+    /// The EP's protection zone.
+    pub fn pz(&self) -> Option<Arc<Pz>> {
+        self.inner.lock().pz.as_ref().map(|p| p.arc().clone())
     }
 
     /// Flushes every posted receive and outstanding request (the connection is gone).

@@ -165,7 +165,10 @@ impl Lmr {
         if address < self.address || end > self.address.saturating_add(self.length) {
             return Err(AccessError::Bounds);
         }
-        if self.privileges & privilege != privilege {
+        // Every registration may be read locally, as with verbs (where local read is not a
+        // flag at all): programs send from regions registered with local write only.
+        let needed = privilege & !PRIV_LOCAL_READ;
+        if self.privileges & needed != needed {
             return Err(AccessError::Privilege);
         }
         Ok(())

@@ -47,6 +47,8 @@ pub enum ConnectFailure {
 /// An established connection: its two halves and the peer's address.
 pub struct Established {
     pub writer: Writer,
+    /// Another handle on the socket, for whoever takes the connection over.
+    pub control: TcpStream,
     pub reader: Reader,
     pub local: SocketAddrV4,
     pub remote: SocketAddrV4,
@@ -67,7 +69,8 @@ fn established(stream: TcpStream, limits: Limits, private_data: Vec<u8>) -> io::
     let remote = v4(stream.peer_addr()?);
     let reader_stream = stream.try_clone()?;
     Ok(Established {
-        writer: Writer::new(stream),
+        writer: Writer::new(stream.try_clone()?),
+        control: stream,
         reader: Reader::new(reader_stream, limits),
         local,
         remote,
@@ -85,18 +88,26 @@ impl IncomingRequest {
     /// Accepts: sends our private data and waits for the active side's Ready. A peer that
     /// vanished or never confirms is an accept completion error (`Err`).
     pub fn accept(self, private_data: &[u8], limits: Limits) -> Result<Established, ConnError> {
+        let private = self.private_data.clone();
+        let (stream, mut reader) = self.accept_start(private_data, limits)?;
+        let ready = reader.next_header()?;
+        if ready.op != Op::Ready {
+            return Err(ConnError::Closed);
+        }
+        Ok(established(stream, limits, private)?)
+    }
+
+    /// Sends the accept and hands back the stream and a reader whose next frame should be the
+    /// active side's Ready (reads time out after the handshake bound until the caller lifts it).
+    pub fn accept_start(self, private_data: &[u8], limits: Limits) -> Result<(TcpStream, Reader), ConnError> {
         let stream = self.stream;
         let writer = Writer::new(stream.try_clone()?);
         let mut h = Header::new(Op::Accept);
         h.payload_len = private_data.len() as u32;
         writer.send(&h, &[private_data])?;
         stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
-        let mut reader = Reader::new(stream.try_clone()?, limits);
-        let ready = reader.next_header()?;
-        if ready.op != Op::Ready {
-            return Err(ConnError::Closed);
-        }
-        Ok(established(stream, limits, self.private_data)?)
+        let reader = Reader::new(stream.try_clone()?, limits);
+        Ok((stream, reader))
     }
 
     /// Rejects with our private data and closes.

@@ -2,8 +2,10 @@
 //! out whole under the writer lock, gathered from the caller's buffers with `writev`, no copy)
 //! and a reader half owned by whoever progresses the connection.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Read};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -29,6 +31,9 @@ impl From<io::Error> for ConnError {
     }
 }
 
+/// The most payload parts one frame gathers (the largest IOV we accept, plus one).
+pub const MAX_PARTS: usize = 65;
+
 /// The sending half.
 pub struct Writer {
     stream: Mutex<TcpStream>,
@@ -42,15 +47,48 @@ impl Writer {
     /// Sends one frame: the header, then the payload gathered from `parts` (whose lengths
     /// must add up to `header.payload_len`).
     pub fn send(&self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
+        self.send_ordered(header, parts, || true)
+    }
+
+    /// Like [`Writer::send`], running `before` under the writer lock first, so whatever it
+    /// records is in the same order as the frames on the wire. At most [`MAX_PARTS`] parts.
+    /// When `before` returns false, nothing is sent.
+    pub fn send_ordered(&self, header: &Header, parts: &[&[u8]], before: impl FnOnce() -> bool) -> io::Result<()> {
         let head = header.encode();
-        let mut stream = self.stream.lock();
-        if parts.is_empty() {
-            return stream.write_all(&head);
+        // The gather list lives on the stack: the data path allocates nothing.
+        let mut slices = [IoSlice::new(&[]); MAX_PARTS + 1];
+        slices[0] = IoSlice::new(&head);
+        let mut n = 1;
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            if n > MAX_PARTS {
+                return Err(io::ErrorKind::InvalidInput.into());
+            }
+            slices[n] = IoSlice::new(p);
+            n += 1;
         }
-        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len() + 1);
-        slices.push(IoSlice::new(&head));
-        slices.extend(parts.iter().filter(|p| !p.is_empty()).map(|p| IoSlice::new(p)));
-        write_all_vectored(&mut stream, &mut slices)
+        let mut stream = self.stream.lock();
+        if !before() {
+            return Ok(());
+        }
+        write_all_vectored(&mut stream, &mut slices[..n])
+    }
+
+    /// Sends a header-only frame without waiting for room in the socket: for a last word on
+    /// the way out, where blocking is worse than losing it.
+    pub fn send_nowait(&self, header: &Header) {
+        let head = header.encode();
+        if let Some(stream) = self.stream.try_lock_for(std::time::Duration::from_millis(50)) {
+            // SAFETY: the fd is the connected socket `stream` owns; `head` is a valid buffer
+            // of its length for the duration of the call.
+            unsafe {
+                libc::send(stream.as_raw_fd(), head.as_ptr() as *const libc::c_void, head.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+            };
+        }
+    }
+
+    /// Closes our sending direction: the peer reads end of stream after what was sent.
+    pub fn shutdown_write(&self) {
+        let _ = self.stream.lock().shutdown(std::net::Shutdown::Write);
     }
 
     /// Closes both directions; a blocked reader wakes with end of stream.
@@ -59,14 +97,28 @@ impl Writer {
     }
 }
 
+/// Writes every slice, with `sendmsg` and `MSG_NOSIGNAL`: a peer that went away is an error
+/// here, never a SIGPIPE that kills the consumer's process.
 fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
     while !slices.is_empty() {
-        match stream.write_vectored(slices) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut slices, n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        // SAFETY: msghdr is plain data for which all-zero bytes are a valid value.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = slices.as_mut_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = slices.len().min(libc::UIO_MAXIOV as usize) as _;
+        // SAFETY: IoSlice is ABI-compatible with iovec (std guarantees it on Unix); the
+        // slices and the socket outlive the call.
+        let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
         }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut slices, n as usize);
     }
     Ok(())
 }
@@ -90,6 +142,11 @@ impl Reader {
         Header::decode(&b, self.limits).map_err(ConnError::Protocol)
     }
 
+    /// Bounds how long a read waits (None: forever); a read that waits longer fails.
+    pub fn set_timeout(&self, timeout: Option<Duration>) {
+        let _ = self.stream.set_read_timeout(timeout);
+    }
+
     /// Reads exactly `dst.len()` payload bytes into `dst`.
     pub fn read_payload(&mut self, dst: &mut [u8]) -> Result<(), ConnError> {
         self.stream.read_exact(dst).map_err(ConnError::from)
@@ -111,6 +168,7 @@ impl Reader {
 mod tests {
     use super::super::wire::Op;
     use super::*;
+    use std::io::Write;
     use std::net::TcpListener;
 
     const LIMITS: Limits = Limits { max_private_data: 56, max_message: 1 << 20 };

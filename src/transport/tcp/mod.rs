@@ -2,4 +2,5 @@
 
 pub mod cm;
 pub mod conn;
+pub mod link;
 pub mod wire;

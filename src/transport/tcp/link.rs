@@ -1,0 +1,449 @@
+//! A connected EP over TCP. Three parties move its frames:
+//!
+//! - the posting thread writes its request (send, RDMA write, RDMA read request) itself, under
+//!   the writer lock, recording it as outstanding in wire order;
+//! - a reader thread takes every incoming frame: it delivers messages into posted receives,
+//!   carries out the peer's RDMA writes and reads after checking them against our registered
+//!   regions, and completes our requests as their answers come back;
+//! - a responder thread writes the answers (acknowledgements, read data, refusals), so the
+//!   reader never blocks on writing and two busy peers cannot deadlock on full sockets.
+//!
+//! Answers come back in request order, so completions are too. Acknowledgements are
+//! cumulative: a run of them goes out as one frame.
+
+use std::collections::VecDeque;
+use std::net::{SocketAddrV4, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::cm::{self, ConnectFailure, IncomingRequest};
+use super::conn::{ConnError, Reader, Writer, MAX_PARTS};
+use super::wire::{flags, Header, Op};
+use crate::abi::*;
+use crate::error::{DatError, DatResult};
+use crate::objects::ep::{Close, End, Ep, Link, Outgoing, Posted, Request};
+use crate::objects::lmr::{self, Lmr};
+use crate::objects::sp::wire_limits;
+
+/// How long an ending connection waits for the peer's last frames before it lets go.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// An answer the responder writes.
+enum Answer {
+    /// Every request up to this sequence number is done.
+    Ack(u64),
+    /// The data of an RDMA read the peer asked for (checked when asked).
+    ReadData { seq: u64, lmr: Option<Arc<Lmr>>, address: u64, length: u32 },
+    /// The request failed here with this completion status; the connection ends.
+    Refuse { seq: u64, status: dat_dto_completion_status },
+    /// Write what is queued, then stop sending.
+    Finish,
+}
+
+pub struct TcpLink {
+    writer: Writer,
+    /// Another handle on the socket: shutdown and timeouts without the writer lock.
+    control: TcpStream,
+    next_seq: AtomicU64,
+    answers: Mutex<VecDeque<Answer>>,
+    answer_ready: Condvar,
+}
+
+impl TcpLink {
+    fn start(stream: TcpStream) -> std::io::Result<Arc<TcpLink>> {
+        let link = Arc::new(TcpLink {
+            writer: Writer::new(stream.try_clone()?),
+            control: stream,
+            next_seq: AtomicU64::new(1),
+            answers: Mutex::new(VecDeque::new()),
+            answer_ready: Condvar::new(),
+        });
+        let responder = link.clone();
+        std::thread::Builder::new()
+            .name("dat-respond".into())
+            .stack_size(128 * 1024)
+            .spawn(move || responder.respond())?;
+        Ok(link)
+    }
+
+    fn answer(&self, a: Answer) {
+        self.answers.lock().push_back(a);
+        self.answer_ready.notify_one();
+    }
+
+    /// The responder: writes answers in order, merging a run of acknowledgements.
+    fn respond(self: Arc<Self>) {
+        loop {
+            let answer = {
+                let mut q = self.answers.lock();
+                while q.is_empty() {
+                    self.answer_ready.wait(&mut q);
+                }
+                let mut a = q.pop_front().expect("queue is not empty");
+                if let Answer::Ack(mut last) = a {
+                    while let Some(Answer::Ack(next)) = q.front() {
+                        last = *next;
+                        q.pop_front();
+                    }
+                    a = Answer::Ack(last);
+                }
+                a
+            };
+            let sent = match answer {
+                Answer::Ack(seq) => {
+                    let mut h = Header::new(Op::Ack);
+                    h.id = seq;
+                    self.writer.send(&h, &[])
+                }
+                Answer::ReadData { seq, lmr, address, length } => {
+                    // The region may have been freed since the request was checked.
+                    let live = |lmr: &Arc<Lmr>| Lmr::lookup_rmr_context(lmr.context).is_some_and(|l| Arc::ptr_eq(&l, lmr));
+                    if length == 0 || lmr.as_ref().is_some_and(live) {
+                        let mut h = Header::new(Op::RdmaReadResponse);
+                        h.id = seq;
+                        h.payload_len = length;
+                        let data: &[u8] = if length == 0 {
+                            &[]
+                        } else {
+                            // SAFETY: [address, address + length) lies inside a live region the
+                            // consumer registered with remote read privilege (checked on arrival).
+                            unsafe { std::slice::from_raw_parts(address as *const u8, length as usize) }
+                        };
+                        self.writer.send(&h, &[data])
+                    } else {
+                        self.send_refusal(seq, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS)
+                    }
+                }
+                Answer::Refuse { seq, status } => self.send_refusal(seq, status),
+                Answer::Finish => {
+                    self.writer.shutdown_write();
+                    return;
+                }
+            };
+            if sent.is_err() {
+                return; // the reader sees the connection end and cleans up
+            }
+        }
+    }
+
+    fn send_refusal(&self, seq: u64, status: dat_dto_completion_status) -> std::io::Result<()> {
+        let mut h = Header::new(Op::RemoteAccessError);
+        h.id = seq;
+        h.remote_addr = status as u64;
+        self.writer.send(&h, &[])
+    }
+}
+
+impl Link for TcpLink {
+    fn close(&self, how: Close) {
+        self.writer.send_nowait(&Header::new(Op::Disconnect));
+        match how {
+            // The peer answers our requests, sees the goodbye, and closes: the reader ends.
+            Close::Graceful => {}
+            Close::Abrupt => {
+                let _ = self.control.shutdown(std::net::Shutdown::Write);
+                let _ = self.control.set_read_timeout(Some(LINGER));
+            }
+            Close::Released => {
+                let _ = self.control.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    fn post(&self, ep: &Ep, out: &Outgoing<'_>) -> DatResult<Posted> {
+        if out.segments.len() >= MAX_PARTS {
+            return Err(DatError::invalid_arg(2));
+        }
+        let total: u64 = out.segments.iter().map(|s| u64::from(s.segment_length)).sum();
+        if total > u64::from(wire_limits().max_message) {
+            return Err(DatError::invalid_arg(3));
+        }
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let op = match out.operation {
+            dat_dtos::DAT_DTO_RDMA_WRITE => Op::RdmaWrite,
+            dat_dtos::DAT_DTO_RDMA_READ => Op::RdmaReadRequest,
+            _ => Op::Send,
+        };
+        let mut h = Header::new(op);
+        h.id = seq;
+        h.payload_len = total as u32;
+        if out.solicited {
+            h.flags |= flags::SOLICITED;
+        }
+        if let Some(r) = out.remote {
+            h.rkey = r.rmr_context;
+            h.remote_addr = r.virtual_address;
+        }
+        let mut parts: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
+        if op != Op::RdmaReadRequest {
+            for (part, s) in parts.iter_mut().zip(out.segments) {
+                // SAFETY: the segment was checked against a live LMR with local read
+                // privilege; the consumer keeps the memory until the DTO completes.
+                *part = unsafe { std::slice::from_raw_parts(s.virtual_address as *const u8, s.segment_length as usize) };
+            }
+        }
+        let n = if op == Op::RdmaReadRequest { 0 } else { out.segments.len() };
+        let mut queued = false;
+        let limit = ep.inner.lock().attr.max_request_dtos.max(1) as usize;
+        let mut full = false;
+        let _ = self.writer.send_ordered(&h, &parts[..n], || {
+            let mut inner = ep.inner.lock();
+            if inner.link.is_none() {
+                return false; // the connection ended: the caller flushes
+            }
+            if inner.outstanding.len() >= limit {
+                full = true;
+                return false;
+            }
+            inner.outstanding.push_back(Request {
+                seq,
+                cookie: out.cookie,
+                operation: out.operation,
+                length: total as u32,
+                signalled: out.signalled,
+                read_into: if op == Op::RdmaReadRequest { out.segments.to_vec() } else { Vec::new() },
+            });
+            queued = true;
+            true
+        });
+        // A failed write is the connection's end: the reader flushes what was queued.
+        if full {
+            return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
+        }
+        Ok(if queued { Posted::Queued } else { Posted::Flush })
+    }
+}
+
+/// Starts an active connect in the background: ESTABLISHED or the failure's event follows.
+pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
+    let spawned = std::thread::Builder::new().name("dat-conn".into()).stack_size(256 * 1024).spawn(move || {
+        let failure = |event: dat_event_number, pd: &[u8]| ep.ended(End::Broken, event, pd);
+        let est = match cm::connect(remote, &private_data, timeout, wire_limits()) {
+            Ok(est) => est,
+            Err(ConnectFailure::Rejected(pd)) => return failure(dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, &pd),
+            Err(ConnectFailure::Refused) => return failure(dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]),
+            Err(ConnectFailure::Unreachable) => return failure(dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE, &[]),
+            Err(ConnectFailure::TimedOut) => return failure(dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[]),
+        };
+        let link = match TcpLink::start(est.control) {
+            Ok(l) => l,
+            Err(_) => return failure(dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]),
+        };
+        if !ep.established(Some((link.clone(), est.remote)), &est.private_data) {
+            // Disconnected or freed while connecting: the peer sees us leave.
+            link.close(Close::Released);
+            link.answer(Answer::Finish);
+            return;
+        }
+        read_loop(&ep, &link, est.reader);
+    });
+    spawned.map(|_| ()).map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
+}
+
+/// Accepts a request onto `ep` (already COMPLETION_PENDING): ESTABLISHED follows when the
+/// peer confirms, ACCEPT_COMPLETION_ERROR when it does not.
+pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> DatResult {
+    let remote = request.remote;
+    let accept_error = dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
+    let (stream, reader) = match request.accept_start(private_data, wire_limits()) {
+        Ok(s) => s,
+        Err(_) => {
+            ep.ended(End::Broken, accept_error, &[]);
+            return Ok(());
+        }
+    };
+    let link = TcpLink::start(stream).map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))?;
+    if !ep.accepting(link.clone(), remote) {
+        link.close(Close::Released);
+        link.answer(Answer::Finish);
+        return Ok(());
+    }
+    let spawned = std::thread::Builder::new().name("dat-conn".into()).stack_size(256 * 1024).spawn(move || {
+        read_loop(&ep, &link, reader);
+    });
+    spawned.map(|_| ()).map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
+}
+
+/// Why the reader stopped.
+enum Stop {
+    /// The peer said goodbye.
+    Goodbye,
+    /// The stream ended or failed, or the peer broke the protocol.
+    Lost,
+    /// An access failed: the connection is broken (the peer is told when it was theirs).
+    Broken,
+}
+
+fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>, mut reader: Reader) {
+    let stop = match serve(ep, link, &mut reader) {
+        Ok(stop) => stop,
+        Err(_) => Stop::Lost,
+    };
+    let end = match stop {
+        Stop::Goodbye => End::Orderly,
+        Stop::Lost | Stop::Broken => End::Broken,
+    };
+    ep.ended(end, dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, &[]);
+    // Our answers go out, then our side closes; what the peer still sends is read and dropped
+    // (for a while), so closing does not reset the connection under its last frames.
+    link.answer(Answer::Finish);
+    reader.set_timeout(Some(LINGER));
+    while let Ok(h) = reader.next_header() {
+        let len = if h.op == Op::RdmaReadRequest { 0 } else { h.payload_len as usize };
+        if reader.skip(len).is_err() {
+            break;
+        }
+    }
+    let _ = link.control.shutdown(std::net::Shutdown::Both);
+}
+
+fn serve(ep: &Arc<Ep>, link: &Arc<TcpLink>, reader: &mut Reader) -> Result<Stop, ConnError> {
+    loop {
+        let h = reader.next_header()?;
+        match h.op {
+            Op::Ready => {
+                reader.set_timeout(None);
+                if !ep.established(None, &[]) {
+                    return Ok(Stop::Lost);
+                }
+            }
+            Op::Send => {
+                if let Some(status) = deliver(ep, reader, &h)? {
+                    link.answer(Answer::Refuse { seq: h.id, status });
+                    return Ok(Stop::Broken);
+                }
+                link.answer(Answer::Ack(h.id));
+            }
+            Op::RdmaWrite => match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
+                Some((_, address)) => {
+                    if h.payload_len > 0 {
+                        // SAFETY: checked by remote_access: inside a live region registered
+                        // with remote write privilege in the EP's zone.
+                        let dst = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, h.payload_len as usize) };
+                        reader.read_payload(dst)?;
+                    }
+                    link.answer(Answer::Ack(h.id));
+                }
+                None => {
+                    reader.skip(h.payload_len as usize)?;
+                    link.answer(Answer::Refuse { seq: h.id, status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS });
+                    return Ok(Stop::Broken);
+                }
+            },
+            Op::RdmaReadRequest => match remote_access(ep, &h, lmr::PRIV_REMOTE_READ) {
+                Some((lmr, address)) => link.answer(Answer::ReadData { seq: h.id, lmr, address, length: h.payload_len }),
+                None => {
+                    link.answer(Answer::Refuse { seq: h.id, status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS });
+                    return Ok(Stop::Broken);
+                }
+            },
+            Op::Ack => {
+                while let Some((seq, operation)) = ep.oldest_request() {
+                    if seq > h.id {
+                        break;
+                    }
+                    if operation == dat_dtos::DAT_DTO_RDMA_READ {
+                        return Ok(Stop::Lost); // a read is answered by its data, never an ack
+                    }
+                    if let Some(r) = ep.pop_request() {
+                        ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
+                    }
+                }
+            }
+            Op::RdmaReadResponse => {
+                let Some(r) = ep.pop_request() else { return Ok(Stop::Lost) };
+                if r.seq != h.id || r.operation != dat_dtos::DAT_DTO_RDMA_READ || h.payload_len != r.length {
+                    ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
+                    return Ok(Stop::Lost);
+                }
+                match scatter(ep, reader, &r.read_into, h.payload_len)? {
+                    None => ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length),
+                    Some(status) => {
+                        ep.complete_request(&r, status, 0);
+                        return Ok(Stop::Broken);
+                    }
+                }
+            }
+            Op::RemoteAccessError => {
+                if let Some(r) = ep.pop_request() {
+                    let status = u32::try_from(h.remote_addr)
+                        .ok()
+                        .and_then(|s| dat_dto_completion_status::try_from(s).ok())
+                        .filter(|s| *s != dat_dto_completion_status::DAT_DTO_SUCCESS)
+                        .unwrap_or(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+                    ep.complete_request(&r, status, 0);
+                }
+                return Ok(Stop::Broken);
+            }
+            Op::Disconnect => return Ok(Stop::Goodbye),
+            Op::ConnectRequest | Op::Accept | Op::Reject => return Ok(Stop::Lost),
+        }
+    }
+}
+
+/// An incoming message: into the next posted receive. Returns the status the sender gets
+/// when it cannot land (the connection then breaks, as a verbs QP would).
+fn deliver(ep: &Arc<Ep>, reader: &mut Reader, h: &Header) -> Result<Option<dat_dto_completion_status>, ConnError> {
+    let len = h.payload_len;
+    let Some(recv) = ep.take_recv() else {
+        reader.skip(len as usize)?;
+        return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
+    };
+    let room: u64 = recv.segments.iter().map(|s| u64::from(s.segment_length)).sum();
+    if u64::from(len) > room {
+        reader.skip(len as usize)?;
+        ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
+        return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER));
+    }
+    match scatter(ep, reader, &recv.segments, len)? {
+        None => {
+            ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, len);
+            Ok(None)
+        }
+        Some(status) => {
+            ep.complete_recv(recv.cookie, status, 0);
+            Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER))
+        }
+    }
+}
+
+/// Reads `len` payload bytes into `segments` in order, each checked again against its live
+/// region (it may have been freed since it was posted). On a failed check the rest is skipped
+/// and the local status returned.
+fn scatter(ep: &Arc<Ep>, reader: &mut Reader, segments: &[DAT_LMR_TRIPLET], len: u32) -> Result<Option<dat_dto_completion_status>, ConnError> {
+    let Some(pz) = ep.pz() else {
+        reader.skip(len as usize)?;
+        return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION));
+    };
+    let mut left = len as usize;
+    for s in segments {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(s.segment_length as usize);
+        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, &pz).is_err() {
+            reader.skip(left)?;
+            return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION));
+        }
+        // SAFETY: just checked: inside a live region with local write privilege in the EP's zone.
+        let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
+        reader.read_payload(dst)?;
+        left -= n;
+    }
+    Ok(None)
+}
+
+/// The region a peer's RDMA names, if the access is allowed: its key, bounds, privilege and
+/// our EP's protection zone. A zero-length access needs no region.
+fn remote_access(ep: &Arc<Ep>, h: &Header, privilege: u32) -> Option<(Option<Arc<Lmr>>, u64)> {
+    if h.payload_len == 0 {
+        return Some((None, h.remote_addr));
+    }
+    let lmr = Lmr::lookup_rmr_context(h.rkey)?;
+    let pz = ep.pz()?;
+    lmr.check_remote(h.remote_addr, u64::from(h.payload_len), privilege, &pz).ok()?;
+    Some((Some(lmr), h.remote_addr))
+}
