@@ -19,8 +19,14 @@ impl DatError {
         DatError { kind, sub }
     }
 
-    /// `DAT_ERROR(type, subtype)`: every DAT error carries the error class.
+    /// `DAT_ERROR(type, subtype)`: every DAT error carries the error class, except an empty
+    /// queue: that is a status, returned as the bare `DAT_QUEUE_EMPTY` value, because programs
+    /// poll with `while (dat_evd_dequeue(..) == DAT_QUEUE_EMPTY)` (dtest does) and
+    /// OpenFabrics returns it so from every DTO EVD.
     pub fn code(self) -> DAT_RETURN {
+        if self.kind == Type::DAT_QUEUE_EMPTY {
+            return u32::from(self.kind);
+        }
         DAT_CLASS_ERROR | u32::from(self.kind) | u32::from(self.sub)
     }
 

@@ -649,6 +649,10 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                 // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
                 let cookie = unsafe { user_cookie.as_64 };
                 inner.recvs.push_back(PostedRecv { cookie, segments: segments.to_vec() });
+                if !inner.unexpected.is_empty() {
+                    drop(inner);
+                    link::deliver_unexpected(&ep);
+                }
             }
         }
         Ok(())

@@ -41,6 +41,10 @@ pub struct EpInner {
     pub closing: bool,
     /// Set as the handle dies: no more connection events.
     pub released: bool,
+    /// Messages that arrived before a receive was posted for them, oldest first (a verbs QP
+    /// retries such a send until a receive is there; we keep a copy instead).
+    pub unexpected: VecDeque<Vec<u8>>,
+    pub unexpected_bytes: usize,
 }
 
 /// A request DTO (send, RDMA write or read) the peer has not yet answered.
@@ -118,18 +122,25 @@ impl Object for Ep {
     fn self_handle(&self) -> Option<&SelfHandle> {
         Some(&self.handle)
     }
-    /// A freed EP (or one of an IA closed abruptly) drops its connection at once.
+    /// A freed EP (or one of an IA closed abruptly) drops its connection at once, flushes what
+    /// was posted, and lets go of what it held, so the consumer can free those next.
     fn on_release(&self) {
         let link = {
             let mut inner = self.inner.lock();
             inner.closing = true;
             inner.released = true;
-            inner.link.clone()
+            inner.link.take()
         };
-        match link {
-            Some(link) => link.close(Close::Released),
-            None => self.flush_all(),
+        if let Some(link) = link {
+            link.close(Close::Released);
         }
+        self.flush_all();
+        let mut inner = self.inner.lock();
+        inner.pz = None;
+        inner.recv_evd = None;
+        inner.request_evd = None;
+        inner.connect_evd = None;
+        inner.srq = None;
     }
 }
 
@@ -238,9 +249,11 @@ impl Ep {
                 remote_addr: None,
                 link: None,
                 outstanding: VecDeque::new(),
-                event_private_data: Vec::new(),
+                event_private_data: vec![0; limits::MAX_PRIVATE_DATA_SIZE as usize],
                 closing: false,
                 released: false,
+                unexpected: VecDeque::new(),
+                unexpected_bytes: 0,
             }),
         }
     }
@@ -278,22 +291,21 @@ impl Ep {
             return;
         }
         let Some(evd) = inner.connect_evd.as_ref().map(|e| e.arc().clone()) else { return };
-        // The event points into our copy; an event without private data leaves the copy an
-        // earlier event may still point to alone.
-        if !private_data.is_empty() {
-            inner.event_private_data = private_data.to_vec();
-        }
+        // The event points into a fixed buffer of ours, never NULL (programs read it whatever
+        // the event, as OpenFabrics allows), copied in place so an earlier event's pointer
+        // stays valid.
+        let buffer = &mut inner.event_private_data;
+        buffer.resize(limits::MAX_PRIVATE_DATA_SIZE as usize, 0);
+        buffer.fill(0);
+        let n = private_data.len().min(buffer.len());
+        buffer[..n].copy_from_slice(&private_data[..n]);
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         e.event_number = number as DAT_EVENT_NUMBER;
         e.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
             ep_handle: self.handle(),
-            private_data_size: private_data.len() as DAT_COUNT,
-            private_data: if private_data.is_empty() {
-                std::ptr::null_mut()
-            } else {
-                inner.event_private_data.as_ptr() as DAT_PVOID
-            },
+            private_data_size: n as DAT_COUNT,
+            private_data: inner.event_private_data.as_mut_ptr() as DAT_PVOID,
         };
         drop(inner);
         let _ = evd.post(e);
@@ -387,6 +399,10 @@ impl Ep {
         }
     }
 
+    pub fn has_srq(&self) -> bool {
+        self.inner.lock().srq.is_some()
+    }
+
     /// Reports a finished receive.
     pub fn complete_recv(&self, cookie: u64, status: dat_dto_completion_status, length: u32) {
         let evd = self.inner.lock().recv_evd.as_ref().map(|e| e.arc().clone());
@@ -412,6 +428,9 @@ impl Ep {
             }
         }
         self.flush_recvs();
+        let mut inner = self.inner.lock();
+        inner.unexpected.clear();
+        inner.unexpected_bytes = 0;
     }
 
     /// Abrupt teardown as the EP is freed: posted receives are flushed.

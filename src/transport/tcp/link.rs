@@ -39,6 +39,8 @@ enum Answer {
     ReadData { seq: u64, lmr: Option<Arc<Lmr>>, address: u64, length: u32 },
     /// The request failed here with this completion status; the connection ends.
     Refuse { seq: u64, status: dat_dto_completion_status },
+    /// Tell the peer we are leaving (after the answers queued before it).
+    Goodbye,
     /// Write what is queued, then stop sending.
     Finish,
 }
@@ -118,6 +120,7 @@ impl TcpLink {
                     }
                 }
                 Answer::Refuse { seq, status } => self.send_refusal(seq, status),
+                Answer::Goodbye => self.writer.send(&Header::new(Op::Disconnect), &[]),
                 Answer::Finish => {
                     self.writer.shutdown_write();
                     return;
@@ -139,16 +142,19 @@ impl TcpLink {
 
 impl Link for TcpLink {
     fn close(&self, how: Close) {
-        self.writer.send_nowait(&Header::new(Op::Disconnect));
+        // The goodbye follows our requests (posted before this call) and the answers already
+        // queued, so the peer completes everything it was owed before it sees us leave.
+        self.answer(Answer::Goodbye);
         match how {
             // The peer answers our requests, sees the goodbye, and closes: the reader ends.
             Close::Graceful => {}
             Close::Abrupt => {
-                let _ = self.control.shutdown(std::net::Shutdown::Write);
+                self.answer(Answer::Finish);
                 let _ = self.control.set_read_timeout(Some(LINGER));
             }
             Close::Released => {
-                let _ = self.control.shutdown(std::net::Shutdown::Both);
+                self.answer(Answer::Finish);
+                let _ = self.control.shutdown(std::net::Shutdown::Read);
             }
         }
     }
@@ -267,7 +273,14 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
     spawned.map(|_| ()).map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
 }
 
+/// Whether `LIBDAT_DEBUG` asks for connection diagnostics on stderr.
+fn debug() -> bool {
+    static DEBUG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DEBUG.get_or_init(|| std::env::var_os("LIBDAT_DEBUG").is_some())
+}
+
 /// Why the reader stopped.
+#[derive(Debug)]
 enum Stop {
     /// The peer said goodbye.
     Goodbye,
@@ -278,10 +291,11 @@ enum Stop {
 }
 
 fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>, mut reader: Reader) {
-    let stop = match serve(ep, link, &mut reader) {
-        Ok(stop) => stop,
-        Err(_) => Stop::Lost,
-    };
+    let outcome = serve(ep, link, &mut reader);
+    if debug() {
+        eprintln!("libdat: connection of EP {:p} ends: {outcome:?}", ep.handle());
+    }
+    let stop = outcome.unwrap_or(Stop::Lost);
     let end = match stop {
         Stop::Goodbye => End::Orderly,
         Stop::Lost | Stop::Broken => End::Broken,
@@ -311,11 +325,10 @@ fn serve(ep: &Arc<Ep>, link: &Arc<TcpLink>, reader: &mut Reader) -> Result<Stop,
                 }
             }
             Op::Send => {
-                if let Some(status) = deliver(ep, reader, &h)? {
+                if let Some(status) = deliver(ep, link, reader, &h)? {
                     link.answer(Answer::Refuse { seq: h.id, status });
                     return Ok(Stop::Broken);
                 }
-                link.answer(Answer::Ack(h.id));
             }
             Op::RdmaWrite => match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
                 Some((_, address)) => {
@@ -384,13 +397,51 @@ fn serve(ep: &Arc<Ep>, link: &Arc<TcpLink>, reader: &mut Reader) -> Result<Stop,
     }
 }
 
-/// An incoming message: into the next posted receive. Returns the status the sender gets
-/// when it cannot land (the connection then breaks, as a verbs QP would).
-fn deliver(ep: &Arc<Ep>, reader: &mut Reader, h: &Header) -> Result<Option<dat_dto_completion_status>, ConnError> {
+/// The most bytes of early messages one EP keeps before the sender sees "receiver not ready".
+const MAX_UNEXPECTED_BYTES: usize = 64 << 20;
+
+/// An incoming message: into the next posted receive, or kept until one is posted. Returns
+/// the status the sender gets when it cannot land (the connection then breaks, as a verbs QP
+/// would).
+///
+/// The acknowledgement is queued before the receive completes: a consumer that reacts to the
+/// message by disconnecting must not overtake it.
+fn deliver(ep: &Arc<Ep>, link: &TcpLink, reader: &mut Reader, h: &Header) -> Result<Option<dat_dto_completion_status>, ConnError> {
     let len = h.payload_len;
-    let Some(recv) = ep.take_recv() else {
-        reader.skip(len as usize)?;
-        return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
+    let recv = {
+        let mut inner = ep.inner.lock();
+        if inner.unexpected.is_empty() && inner.srq.is_none() {
+            inner.recvs.pop_front()
+        } else {
+            None
+        }
+    };
+    let recv = match (recv, ep.has_srq()) {
+        (Some(r), _) => r,
+        (None, true) => match ep.take_recv() {
+            Some(r) => r,
+            None => {
+                reader.skip(len as usize)?;
+                return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
+            }
+        },
+        (None, false) => {
+            if ep.inner.lock().unexpected_bytes + len as usize > MAX_UNEXPECTED_BYTES {
+                reader.skip(len as usize)?;
+                return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
+            }
+            // The slow path: the consumer has not posted a receive yet.
+            let mut copy = vec![0u8; len as usize];
+            reader.read_payload(&mut copy)?;
+            {
+                let mut inner = ep.inner.lock();
+                inner.unexpected_bytes += copy.len();
+                inner.unexpected.push_back(copy);
+            }
+            link.answer(Answer::Ack(h.id));
+            deliver_unexpected(ep);
+            return Ok(None);
+        }
     };
     let room: u64 = recv.segments.iter().map(|s| u64::from(s.segment_length)).sum();
     if u64::from(len) > room {
@@ -400,6 +451,7 @@ fn deliver(ep: &Arc<Ep>, reader: &mut Reader, h: &Header) -> Result<Option<dat_d
     }
     match scatter(ep, reader, &recv.segments, len)? {
         None => {
+            link.answer(Answer::Ack(h.id));
             ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, len);
             Ok(None)
         }
@@ -408,6 +460,50 @@ fn deliver(ep: &Arc<Ep>, reader: &mut Reader, h: &Header) -> Result<Option<dat_d
             Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER))
         }
     }
+}
+
+/// Pairs messages that arrived early with receives posted since, in order. Called by the
+/// reader as it keeps one and by `dat_ep_post_recv`; the copy is made under the EP's lock so
+/// completions keep their order.
+pub fn deliver_unexpected(ep: &Ep) {
+    let Some(pz) = ep.pz() else { return };
+    let mut done: Vec<(u64, dat_dto_completion_status, u32)> = Vec::new();
+    {
+        let mut inner = ep.inner.lock();
+        while !inner.unexpected.is_empty() && !inner.recvs.is_empty() {
+            let message = inner.unexpected.pop_front().expect("not empty");
+            let recv = inner.recvs.pop_front().expect("not empty");
+            inner.unexpected_bytes -= message.len();
+            done.push((recv.cookie, place(&recv.segments, &message, &pz), message.len() as u32));
+        }
+    }
+    for (cookie, status, len) in done {
+        let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS { len } else { 0 };
+        ep.complete_recv(cookie, status, len);
+    }
+}
+
+/// Copies a kept message into a receive's segments, each checked against its live region.
+fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<crate::objects::pz::Pz>) -> dat_dto_completion_status {
+    let room: u64 = segments.iter().map(|s| u64::from(s.segment_length)).sum();
+    if message.len() as u64 > room {
+        return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH;
+    }
+    let mut rest = message;
+    for s in segments {
+        if rest.is_empty() {
+            break;
+        }
+        let n = rest.len().min(s.segment_length as usize);
+        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err() {
+            return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION;
+        }
+        // SAFETY: just checked: inside a live region with local write privilege in the EP's zone.
+        let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
+        dst.copy_from_slice(&rest[..n]);
+        rest = &rest[n..];
+    }
+    dat_dto_completion_status::DAT_DTO_SUCCESS
 }
 
 /// Reads `len` payload bytes into `segments` in order, each checked again against its live
