@@ -1,12 +1,17 @@
 //! Connection management over TCP: a listener per service point (its conn_qual is the TCP
-//! port), and the three-way handshake
+//! port), and the four-way handshake
 //!
 //! ```text
 //! active                      passive
 //! ConnectRequest(pdata) --->           (a connection request event)
 //!                   <--- Accept(pdata) or Reject(pdata)
-//! Ready              --->              (both sides are established)
+//! Ready              --->              (the passive side is established)
+//!                   <--- Ready            (the active side is established)
 //! ```
+//!
+//! The last confirmation makes the active side established only after the passive side is,
+//! so a peer that disconnects as soon as it is connected cannot overtake the passive side's
+//! ESTABLISHED event with its DISCONNECTED one.
 //!
 //! Every wait is bounded, so a silent or vanished peer becomes a timeout, never a hang.
 
@@ -94,6 +99,7 @@ impl IncomingRequest {
         if ready.op != Op::Ready {
             return Err(ConnError::Closed);
         }
+        Writer::new(stream.try_clone()?).send(&Header::new(Op::Ready), &[])?;
         Ok(established(stream, limits, private)?)
     }
 
@@ -122,6 +128,25 @@ impl IncomingRequest {
     }
 }
 
+/// How long a refused connect is retried: a listener that is being created as the peer
+/// connects (a server that tells its client where to connect, then listens) is found.
+const REFUSED_GRACE: Duration = Duration::from_millis(500);
+
+/// A TCP connect within `budget` that retries a refusal for [`REFUSED_GRACE`].
+fn connect_patiently(remote: SocketAddrV4, budget: Duration, start: Instant) -> io::Result<TcpStream> {
+    let mut pause = Duration::from_millis(2);
+    loop {
+        let left = budget.saturating_sub(start.elapsed()).max(Duration::from_millis(1));
+        match TcpStream::connect_timeout(&SocketAddr::V4(remote), left) {
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && start.elapsed() + pause < REFUSED_GRACE.min(budget) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Connects to `remote`, offers `private_data`, and waits at most `timeout` (None: the
 /// handshake bound only) for the peer's answer.
 pub fn connect(
@@ -132,7 +157,7 @@ pub fn connect(
 ) -> Result<Established, ConnectFailure> {
     let start = Instant::now();
     let budget = timeout.unwrap_or(HANDSHAKE_TIMEOUT.saturating_mul(6));
-    let stream = match TcpStream::connect_timeout(&SocketAddr::V4(remote), budget) {
+    let stream = match connect_patiently(remote, budget, start) {
         Ok(s) => s,
         Err(e) => {
             return Err(match e.kind() {
@@ -168,6 +193,10 @@ pub fn connect(
         match answer.op {
             Op::Accept => {
                 writer.send(&Header::new(Op::Ready), &[]).map_err(|_| ConnectFailure::Refused)?;
+                let confirm = reader.next_header().map_err(fail)?;
+                if confirm.op != Op::Ready {
+                    return Err(ConnectFailure::Refused);
+                }
                 established(stream.try_clone().map_err(|_| ConnectFailure::Refused)?, limits, pd)
                     .map_err(|_| ConnectFailure::Refused)
             }

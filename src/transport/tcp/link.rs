@@ -320,7 +320,16 @@ fn serve(ep: &Arc<Ep>, link: &Arc<TcpLink>, reader: &mut Reader) -> Result<Stop,
         match h.op {
             Op::Ready => {
                 reader.set_timeout(None);
-                if !ep.established(None, &[]) {
+                // ESTABLISHED is posted under the writer lock and the confirmation written
+                // before the lock goes: the consumer's first frames cannot overtake the
+                // confirmation, and the peer (established only by the confirmation) cannot
+                // disconnect before our event is posted.
+                let mut up = false;
+                link.writer.send_ordered(&Header::new(Op::Ready), &[], || {
+                    up = ep.established(None, &[]);
+                    up
+                })?;
+                if !up {
                     return Ok(Stop::Lost);
                 }
             }
