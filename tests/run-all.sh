@@ -37,6 +37,7 @@ step "the ABI comparison detects changes" tests/abi/selftest.sh "$ref"
 step "headers compile pedantic as C99, C11, C++17" tests/abi/pedantic.sh include
 step "exported symbols" tests/exports/check.sh build/lib include "$ref"
 step "dapl2-utils start on our library" tests/consumers/start.sh build/lib
+step "dapl2-utils run end to end over TCP" tests/consumers/run.sh build/lib
 step "install" install_check
 for f in "${failures[@]}"; do echo "failed: $f"; done
 echo "$passed passed, $failed failed"

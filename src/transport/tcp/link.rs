@@ -311,7 +311,8 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>, mut reader: Reader) {
             break;
         }
     }
-    let _ = link.control.shutdown(std::net::Shutdown::Both);
+    // The responder closes our sending side once its last answer is out; the socket itself
+    // closes as the last of the three lets go of it.
 }
 
 fn serve(ep: &Arc<Ep>, link: &Arc<TcpLink>, reader: &mut Reader) -> Result<Stop, ConnError> {

@@ -1,0 +1,540 @@
+//! Connections and DTOs over the TCP transport on loopback, through the exported functions:
+//! every connection event (ESTABLISHED, PEER_REJECTED, NON_PEER_REJECTED, TIMED_OUT,
+//! ACCEPT_COMPLETION_ERROR, DISCONNECTED, BROKEN), the states they lead to, the flush of
+//! posted DTOs, and the DTO error cases (remote access, receive too small, freed LMR).
+//!
+//! A peer process that dies is a child process (this test binary run again) killed with
+//! SIGKILL; a peer that breaks the protocol is a raw TCP socket.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::ptr::null_mut;
+
+use dat::abi::*;
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, pz::*};
+use dat::error::{DatError, Sub, Type};
+use dat::transport::tcp::wire::{Header, Op, HEADER_LEN};
+
+const OK: DAT_RETURN = 0;
+const WAIT_US: DAT_TIMEOUT = 10_000_000;
+const ALL_PRIV: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
+const LOCAL_PRIV: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_READ_FLAG as u32
+    | dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_WRITE_FLAG as u32;
+
+fn zero<T>() -> T {
+    unsafe { std::mem::zeroed() }
+}
+fn cookie(v: u64) -> DAT_DTO_COOKIE {
+    DAT_CONTEXT { as_64: v }
+}
+fn loopback() -> libc::sockaddr_in {
+    let mut sin: libc::sockaddr_in = zero();
+    sin.sin_family = libc::AF_INET as libc::sa_family_t;
+    sin.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+    sin
+}
+
+/// One side: an IA on tcp-lo with a PZ, its EVDs, one EP, and a registered buffer.
+struct Side {
+    ia: DAT_IA_HANDLE,
+    recv_evd: DAT_EVD_HANDLE,
+    req_evd: DAT_EVD_HANDLE,
+    conn_evd: DAT_EVD_HANDLE,
+    cr_evd: DAT_EVD_HANDLE,
+    ep: DAT_EP_HANDLE,
+    buf: Vec<u8>,
+    lmr: DAT_LMR_HANDLE,
+    lmr_ctx: DAT_LMR_CONTEXT,
+    rmr_ctx: DAT_RMR_CONTEXT,
+}
+
+impl Side {
+    fn new(privileges: u32) -> Side {
+        unsafe {
+            let mut async_evd: DAT_EVD_HANDLE = null_mut();
+            let mut ia = null_mut();
+            assert_eq!(dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
+            let mut pz = null_mut();
+            assert_eq!(dat_pz_create(ia, &mut pz), OK);
+            let evd = |flags: dat_evd_flags| {
+                let mut e = null_mut();
+                assert_eq!(dat_evd_create(ia, 64, null_mut(), flags as u32, &mut e), OK);
+                e
+            };
+            let recv_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG);
+            let req_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG);
+            let conn_evd = evd(dat_evd_flags::DAT_EVD_CONNECTION_FLAG);
+            let cr_evd = evd(dat_evd_flags::DAT_EVD_CR_FLAG);
+            let mut ep = null_mut();
+            assert_eq!(dat_ep_create(ia, pz, recv_evd, req_evd, conn_evd, std::ptr::null(), &mut ep), OK);
+            let mut buf = vec![0u8; 4096];
+            let mut lmr = null_mut();
+            let (mut lmr_ctx, mut rmr_ctx) = (0, 0);
+            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr() as DAT_PVOID };
+            let rc = dat_lmr_create(ia, 0, region, buf.len() as u64, pz, privileges, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut());
+            assert_eq!(rc, OK);
+            Side { ia, recv_evd, req_evd, conn_evd, cr_evd, ep, buf, lmr, lmr_ctx, rmr_ctx }
+        }
+    }
+
+    fn addr(&self, offset: usize) -> DAT_VADDR {
+        self.buf.as_ptr() as DAT_VADDR + offset as DAT_VADDR
+    }
+
+    fn iov(&self, offset: usize, len: u32) -> DAT_LMR_TRIPLET {
+        DAT_LMR_TRIPLET { lmr_context: self.lmr_ctx, virtual_address: self.addr(offset), segment_length: len }
+    }
+
+    fn rmr(&self, offset: usize, len: u32) -> DAT_RMR_TRIPLET {
+        DAT_RMR_TRIPLET { rmr_context: self.rmr_ctx, virtual_address: self.addr(offset), segment_length: len }
+    }
+
+    /// A PSP on a free port.
+    fn listen(&self) -> (DAT_PSP_HANDLE, DAT_CONN_QUAL) {
+        let mut psp = null_mut();
+        let mut port = 0;
+        let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+        assert_eq!(unsafe { dat_psp_create_any(self.ia, &mut port, self.cr_evd, flags, &mut psp) }, OK);
+        (psp, port)
+    }
+
+    fn connect(&self, port: DAT_CONN_QUAL, pd: &[u8], timeout: DAT_TIMEOUT) -> DAT_RETURN {
+        let mut sin = loopback();
+        unsafe {
+            dat_ep_connect(
+                self.ep,
+                &mut sin as *mut libc::sockaddr_in as DAT_IA_ADDRESS_PTR,
+                port,
+                timeout,
+                pd.len() as DAT_COUNT,
+                pd.as_ptr() as DAT_PVOID,
+                dat_qos::DAT_QOS_BEST_EFFORT as DAT_QOS,
+                dat_connect_flags::DAT_CONNECT_DEFAULT_FLAG as DAT_CONNECT_FLAGS,
+            )
+        }
+    }
+
+    /// The next connection request: its CR and private data.
+    fn request(&self) -> (DAT_CR_HANDLE, Vec<u8>) {
+        let e = wait(self.cr_evd);
+        assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
+        let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle };
+        let mut p: DAT_CR_PARAM = zero();
+        assert_eq!(unsafe { dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut p) }, OK);
+        let pd = unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }.to_vec();
+        (cr, pd)
+    }
+
+    /// The next connection event's number and private data.
+    fn conn_event(&self) -> (dat_event_number, Vec<u8>) {
+        let e = wait(self.conn_evd);
+        let data = unsafe { e.event_data.connect_event_data };
+        assert_eq!(data.ep_handle, self.ep);
+        let pd = if data.private_data_size > 0 {
+            unsafe { std::slice::from_raw_parts(data.private_data as *const u8, data.private_data_size as usize) }.to_vec()
+        } else {
+            Vec::new()
+        };
+        (dat_event_number::try_from(e.event_number).unwrap(), pd)
+    }
+
+    fn state(&self) -> dat_ep_state {
+        let mut s = 0;
+        assert_eq!(unsafe { dat_ep_get_status(self.ep, &mut s, null_mut(), null_mut()) }, OK);
+        dat_ep_state::try_from(s).unwrap()
+    }
+
+    fn post_recv(&self, iov: &[DAT_LMR_TRIPLET], c: u64) {
+        let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+        assert_eq!(unsafe { dat_ep_post_recv(self.ep, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), flags) }, OK);
+    }
+
+    fn post_send(&self, iov: &[DAT_LMR_TRIPLET], c: u64) -> DAT_RETURN {
+        let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+        unsafe { dat_ep_post_send(self.ep, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), flags) }
+    }
+}
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        unsafe { dat_ia_close(self.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+    }
+}
+
+/// The next event on `evd` (failing the test after 10 s).
+fn wait(evd: DAT_EVD_HANDLE) -> DAT_EVENT {
+    let mut e: DAT_EVENT = zero();
+    let mut more = 0;
+    assert_eq!(unsafe { dat_evd_wait(evd, WAIT_US, 1, &mut e, &mut more) }, OK, "no event within 10 s");
+    e
+}
+
+/// A DTO completion: (cookie, status, length, operation).
+fn dto(evd: DAT_EVD_HANDLE) -> (u64, dat_dto_completion_status, u32, dat_dtos) {
+    let e = wait(evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER);
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    (unsafe { d.user_cookie.as_64 }, dat_dto_completion_status::try_from(d.status).unwrap(), d.transfered_length, dat_dtos::try_from(d.operation).unwrap())
+}
+
+fn empty(evd: DAT_EVD_HANDLE) -> bool {
+    let mut e: DAT_EVENT = zero();
+    unsafe { dat_evd_dequeue(evd, &mut e) == Type::DAT_QUEUE_EMPTY as DAT_RETURN }
+}
+
+/// A connected pair: (active, passive), both ESTABLISHED; the passive side's PSP is freed.
+fn connected(privileges: u32) -> (Side, Side) {
+    let (a, p) = (Side::new(privileges), Side::new(privileges));
+    let (psp, port) = p.listen();
+    assert_eq!(a.connect(port, b"hello", WAIT_US), OK);
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+    let (cr, pd) = p.request();
+    assert_eq!(pd, b"hello");
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 7, b"welcome".as_ptr() as DAT_PVOID) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    let (event, pd) = a.conn_event();
+    assert_eq!(event, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(pd, b"welcome");
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_CONNECTED);
+    assert_eq!(p.state(), dat_ep_state::DAT_EP_STATE_CONNECTED);
+    assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+    (a, p)
+}
+
+#[test]
+fn send_lands_in_a_multi_segment_receive_and_zero_length_messages_arrive() {
+    let (mut a, mut p) = connected(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 3), p.iov(100, 20)], 1);
+    p.post_recv(&[p.iov(200, 8)], 2);
+    a.buf[..11].copy_from_slice(b"hello world");
+    assert_eq!(a.post_send(&[a.iov(0, 5), a.iov(5, 6)], 10), OK);
+    assert_eq!(a.post_send(&[], 11), OK);
+    assert_eq!(dto(a.req_evd), (10, dat_dto_completion_status::DAT_DTO_SUCCESS, 11, dat_dtos::DAT_DTO_SEND));
+    assert_eq!(dto(a.req_evd), (11, dat_dto_completion_status::DAT_DTO_SUCCESS, 0, dat_dtos::DAT_DTO_SEND));
+    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 11, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(dto(p.recv_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, 0, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(&p.buf[..3], b"hel");
+    assert_eq!(&p.buf[100..108], b"lo world");
+    p.buf[0] = 0; // the buffers stay ours
+    a.buf[0] = 0;
+}
+
+#[test]
+fn a_message_sent_before_its_receive_is_posted_waits_for_it() {
+    let (mut a, p) = connected(ALL_PRIV);
+    a.buf[..4].copy_from_slice(b"late");
+    assert_eq!(a.post_send(&[a.iov(0, 4)], 1), OK);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert!(empty(p.recv_evd));
+    p.post_recv(&[p.iov(64, 16)], 5);
+    assert_eq!(dto(p.recv_evd), (5, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(&p.buf[64..68], b"late");
+}
+
+#[test]
+fn suppressed_completions_are_not_reported_but_errors_are() {
+    let (a, p) = connected(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 64)], 1);
+    let flags = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as DAT_COMPLETION_FLAGS;
+    let iov = [a.iov(0, 8)];
+    assert_eq!(unsafe { dat_ep_post_send(a.ep, 1, iov.as_ptr() as *mut _, cookie(9), flags) }, OK);
+    assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    // A signalled send after it completes after it: the suppressed one left no event.
+    p.post_recv(&[p.iov(0, 64)], 2);
+    assert_eq!(a.post_send(&iov, 10), OK);
+    assert_eq!(dto(a.req_evd).0, 10);
+    // UNSIGNALLED needs the EP's permission.
+    let unsignalled = dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as DAT_COMPLETION_FLAGS;
+    let rc = unsafe { dat_ep_post_send(a.ep, 1, iov.as_ptr() as *mut _, cookie(11), unsignalled) };
+    assert_eq!(rc, DatError::invalid_arg(5).code());
+}
+
+#[test]
+fn rdma_write_and_read_move_data_within_the_remote_region() {
+    let (mut a, mut p) = connected(ALL_PRIV);
+    a.buf[..6].copy_from_slice(b"abcdef");
+    p.buf[1000..1004].copy_from_slice(b"WXYZ");
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let local = [a.iov(0, 3), a.iov(3, 3)];
+    let remote = p.rmr(500, 6);
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 2, local.as_ptr() as *mut _, cookie(1), &remote, flags) }, OK);
+    assert_eq!(dto(a.req_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 6, dat_dtos::DAT_DTO_RDMA_WRITE));
+    assert_eq!(&p.buf[500..506], b"abcdef");
+    let into = [a.iov(2000, 4)];
+    let from = p.rmr(1000, 4);
+    assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(2), &from, flags) }, OK);
+    assert_eq!(dto(a.req_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RDMA_READ));
+    assert_eq!(&a.buf[2000..2004], b"WXYZ");
+    a.buf[0] = 0;
+    p.buf[0] = 0;
+}
+
+#[test]
+fn rdma_write_past_the_end_of_the_remote_region_is_a_remote_access_error_and_breaks_the_connection() {
+    let (mut a, p) = connected(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 64)], 7);
+    a.buf[..16].fill(0xEE);
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let local = [a.iov(0, 16)];
+    let remote = p.rmr(4090, 16); // 10 bytes beyond the 4096-byte region
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(3), &remote, flags) }, OK);
+    assert_eq!(dto(a.req_evd), (3, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS, 0, dat_dtos::DAT_DTO_RDMA_WRITE));
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert_eq!(dto(p.recv_evd), (7, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_RECEIVE));
+    assert!(p.buf[4090..].iter().all(|&b| b == 0), "nothing was written");
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+    a.buf[0] = 0;
+}
+
+#[test]
+fn a_region_without_remote_privilege_refuses_rdma() {
+    let (a, p) = connected(LOCAL_PRIV);
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let into = [a.iov(0, 8)];
+    // The LMR has no rmr_context; the peer names the lmr_context instead.
+    let from = DAT_RMR_TRIPLET { rmr_context: p.lmr_ctx, virtual_address: p.addr(0), segment_length: 8 };
+    assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(4), &from, flags) }, OK);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+}
+
+#[test]
+fn a_receive_too_small_completes_with_a_length_error() {
+    let (a, p) = connected(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 4)], 1);
+    assert_eq!(a.post_send(&[a.iov(0, 100)], 2), OK);
+    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0, dat_dtos::DAT_DTO_RECEIVE));
+    let (_, status, _, _) = dto(a.req_evd);
+    assert_ne!(status, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+}
+
+#[test]
+fn posting_from_a_freed_lmr_is_refused() {
+    let (a, _p) = connected(ALL_PRIV);
+    let iov = [a.iov(0, 8)];
+    assert_eq!(unsafe { dat_lmr_free(a.lmr) }, OK);
+    let rc = a.post_send(&iov, 1);
+    assert_eq!(rc, DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_READ).code());
+}
+
+#[test]
+fn graceful_disconnect_ends_both_sides_and_flushes_receives() {
+    let (a, p) = connected(ALL_PRIV);
+    a.post_recv(&[a.iov(0, 8)], 1);
+    p.post_recv(&[p.iov(0, 8)], 2);
+    let graceful = dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS;
+    assert_eq!(unsafe { dat_ep_disconnect(a.ep, graceful) }, OK);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(dto(a.recv_evd), (1, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(dto(p.recv_evd), (2, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+    assert_eq!(p.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+    // On a DISCONNECTED EP a send is flushed at once, and a second disconnect does nothing.
+    assert_eq!(a.post_send(&[a.iov(0, 8)], 3), OK);
+    assert_eq!(dto(a.req_evd), (3, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_SEND));
+    assert_eq!(unsafe { dat_ep_disconnect(a.ep, graceful) }, OK);
+    assert!(empty(a.conn_evd));
+    // Reset makes it connectable again.
+    assert_eq!(unsafe { dat_ep_reset(a.ep) }, OK);
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_UNCONNECTED);
+}
+
+#[test]
+fn graceful_disconnect_completes_the_sends_posted_before_it() {
+    let (a, p) = connected(ALL_PRIV);
+    for i in 0..8 {
+        p.post_recv(&[p.iov(i * 8, 8)], i as u64);
+        assert_eq!(a.post_send(&[a.iov(0, 8)], 100 + i as u64), OK);
+    }
+    let graceful = dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS;
+    assert_eq!(unsafe { dat_ep_disconnect(a.ep, graceful) }, OK);
+    for i in 0..8 {
+        assert_eq!(dto(a.req_evd), (100 + i, dat_dto_completion_status::DAT_DTO_SUCCESS, 8, dat_dtos::DAT_DTO_SEND));
+        assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    }
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+}
+
+#[test]
+fn abrupt_disconnect_and_free_tell_the_peer() {
+    let (a, p) = connected(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 8)], 2);
+    let abrupt = dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS;
+    assert_eq!(unsafe { dat_ep_disconnect(a.ep, abrupt) }, OK);
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED);
+
+    let (a, p) = connected(ALL_PRIV);
+    assert_eq!(unsafe { dat_ep_free(a.ep) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    // The freed EP let go of its EVDs.
+    assert_eq!(unsafe { dat_evd_free(a.conn_evd) }, OK);
+}
+
+#[test]
+fn a_rejected_request_is_peer_rejected_with_the_private_data() {
+    let (a, p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
+    let (_psp, port) = p.listen();
+    assert_eq!(a.connect(port, b"let me in", WAIT_US), OK);
+    let (cr, pd) = p.request();
+    assert_eq!(pd, b"let me in");
+    assert_eq!(unsafe { dat_cr_reject(cr, 2, b"no".as_ptr() as DAT_PVOID) }, OK);
+    assert_eq!(a.conn_event(), (dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, b"no".to_vec()));
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+    // The CR is gone.
+    assert_eq!(unsafe { dat_cr_reject(cr, 0, null_mut()) }, DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR).code());
+}
+
+#[test]
+fn a_port_nobody_listens_on_is_non_peer_rejected() {
+    let a = Side::new(ALL_PRIV);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    assert_eq!(a.connect(DAT_CONN_QUAL::from(port), b"", WAIT_US), OK);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+}
+
+#[test]
+fn a_request_nobody_answers_times_out() {
+    let (a, p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
+    let (_psp, port) = p.listen();
+    assert_eq!(a.connect(port, b"", 200_000), OK);
+    let _unanswered = p.request();
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT);
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+}
+
+fn raw_request(port: DAT_CONN_QUAL) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+    let mut h = Header::new(Op::ConnectRequest);
+    h.id = port;
+    s.write_all(&h.encode()).unwrap();
+    s
+}
+
+fn read_frame(s: &mut TcpStream) -> [u8; HEADER_LEN] {
+    let mut b = [0u8; HEADER_LEN];
+    s.read_exact(&mut b).unwrap();
+    b
+}
+
+#[test]
+fn a_requester_that_vanishes_after_the_accept_is_an_accept_completion_error() {
+    let p = Side::new(ALL_PRIV);
+    let (_psp, port) = p.listen();
+    let mut raw = raw_request(port);
+    let (cr, _) = p.request();
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    assert_eq!(p.state(), dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING);
+    read_frame(&mut raw); // the accept
+    drop(raw);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+    assert_eq!(p.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+}
+
+#[test]
+fn a_malformed_frame_breaks_only_that_connection() {
+    let p = Side::new(ALL_PRIV);
+    let (_psp, port) = p.listen();
+    let mut raw = raw_request(port);
+    let (cr, _) = p.request();
+    p.post_recv(&[p.iov(0, 8)], 1);
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    read_frame(&mut raw);
+    raw.write_all(&Header::new(Op::Ready).encode()).unwrap();
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    raw.write_all(&[0xAB; HEADER_LEN]).unwrap();
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED);
+}
+
+#[test]
+fn a_peer_writing_with_a_guessed_key_moves_no_byte() {
+    let p = Side::new(ALL_PRIV);
+    let (_psp, port) = p.listen();
+    let mut raw = raw_request(port);
+    let (cr, _) = p.request();
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    read_frame(&mut raw);
+    raw.write_all(&Header::new(Op::Ready).encode()).unwrap();
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    let mut h = Header::new(Op::RdmaWrite);
+    h.rkey = p.rmr_ctx.wrapping_add(1);
+    h.remote_addr = p.addr(0);
+    h.payload_len = 4;
+    h.id = 1;
+    raw.write_all(&h.encode()).unwrap();
+    raw.write_all(b"evil").unwrap();
+    read_frame(&mut raw); // our confirmation of the Ready
+    let answer = Header::decode(&read_frame(&mut raw), dat::objects::sp::wire_limits()).unwrap();
+    assert_eq!(answer.op, Op::RemoteAccessError);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert!(p.buf[..4].iter().all(|&b| b == 0));
+}
+
+/// Runs as the child of `a_peer_process_that_dies_breaks_the_connection`: accepts one
+/// connection, prints the port first, and then waits to be killed.
+#[test]
+fn peer_process_child() {
+    if std::env::var_os("LIBDAT_TEST_CHILD").is_none() {
+        return; // only the killed child does anything
+    }
+    let p = Side::new(ALL_PRIV);
+    let (_psp, port) = p.listen();
+    println!("PORT {port}");
+    std::io::stdout().flush().unwrap();
+    let (cr, _) = p.request();
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    loop {
+        std::thread::park();
+    }
+}
+
+#[test]
+fn a_peer_process_that_dies_breaks_the_connection() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "peer_process_child", "--nocapture", "--test-threads=1"])
+        .env("LIBDAT_TEST_CHILD", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let port: DAT_CONN_QUAL = loop {
+        let line = lines.next().expect("the child printed its port").unwrap();
+        // libtest may print its "test ... " prefix on the same line.
+        if let Some(p) = line.split("PORT ").nth(1) {
+            break p.trim().parse().unwrap();
+        }
+    };
+    let a = Side::new(ALL_PRIV);
+    assert_eq!(a.connect(port, b"", WAIT_US), OK);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    a.post_recv(&[a.iov(0, 8)], 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Within the wait's bound: BROKEN and the flush, no hang.
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert_eq!(dto(a.recv_evd), (1, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
+}
+
+#[test]
+fn connect_checks_its_arguments_and_the_ep_state() {
+    let (a, _p) = connected(ALL_PRIV);
+    // A connected EP cannot connect again.
+    assert_eq!(a.connect(1234, b"", WAIT_US), DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED).code());
+    let b = Side::new(ALL_PRIV);
+    assert_eq!(b.connect(0, b"", WAIT_US), DatError::invalid_arg(3).code());
+    let too_much = [0u8; 57];
+    assert_eq!(b.connect(1234, &too_much, WAIT_US), DatError::invalid_arg(5).code());
+    assert_eq!(b.state(), dat_ep_state::DAT_EP_STATE_UNCONNECTED);
+}
