@@ -5,6 +5,8 @@
 #   make check-headers   fail if include/dat2 differs from what the Rust source generates
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make test            every test; the last line is "N passed, N failed"
+#   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
+#   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -17,9 +19,9 @@ SONAME  := libdat2.so.2
 NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 RUST_SRC := $(shell find src -name '*.rs' -o -name '*.c') Cargo.toml build.rs
 
-.PHONY: all lib datinfo headers check-headers install test clean
+.PHONY: all lib datinfo tools headers check-headers install test demo bench clean
 
-all: lib datinfo
+all: lib datinfo tools
 
 lib: $(LIBDIR)/$(SONAME)
 
@@ -46,6 +48,26 @@ datinfo: $(BUILD)/bin/datinfo
 $(BUILD)/bin/datinfo: $(TARGET_DIR)/release/datinfo
 	@mkdir -p $(BUILD)/bin
 	cp $< $@
+
+# C programs built against our own headers and library, as a consumer builds them.
+tools: $(BUILD)/bin/datperf $(BUILD)/bin/rawtcp
+
+$(BUILD)/bin/datperf: bench/datperf.c $(LIBDIR)/$(SONAME) $(wildcard include/dat2/*.h)
+	@mkdir -p $(BUILD)/bin
+	$(CC) -O2 -Wall -Wextra -Werror -Iinclude $< -L$(LIBDIR) -ldat2 -o $@
+
+$(BUILD)/bin/rawtcp: bench/rawtcp.c
+	@mkdir -p $(BUILD)/bin
+	$(CC) -O2 -Wall -Wextra -Werror $< -o $@
+
+demo: all
+	@echo "A transfer between two processes over the built-in tcp-lo IA (no dat.conf needed):"
+	@LD_LIBRARY_PATH=$(LIBDIR) DAT_OVERRIDE=/dev/null $(BUILD)/bin/datperf -m pingpong -s 8 -n 20000
+	@LD_LIBRARY_PATH=$(LIBDIR) DAT_OVERRIDE=/dev/null $(BUILD)/bin/datperf -m write -s 1048576 -n 1000
+	@LD_LIBRARY_PATH=$(LIBDIR) DAT_OVERRIDE=/dev/null $(BUILD)/bin/datperf -m send -s 65536 -n 10000
+
+bench: all
+	@bench/run.sh $(BUILD) $(or $(ROUNDS),5)
 
 headers:
 	$(CARGO) run -q -p headergen -- include/dat2

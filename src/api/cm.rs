@@ -1,6 +1,6 @@
-//! Connection management functions: PSP, RSP, CSP and CR. Service points listen for real;
-//! accepting a request needs the data path, so `dat_cr_accept` checks everything and returns
-//! `DAT_NOT_IMPLEMENTED` until the transport lands.
+//! Connection management functions: PSP, RSP, CSP and CR. Service points listen on their
+//! TCP port; `dat_cr_accept` hands the request to the transport. Common service points and
+//! hand-off return `DAT_NOT_IMPLEMENTED`.
 
 use std::sync::Arc;
 

@@ -1,0 +1,422 @@
+/*
+ * datperf: a transfer between two processes over a DAT IA (default: the built-in tcp-lo),
+ * with figures. The program forks: the parent listens, the child connects.
+ *
+ *   datperf [-P ia] [-m pingpong|write|send] [-s bytes] [-n iterations] [-p] [-q]
+ *
+ *   -m pingpong  send/recv ping-pong of -s bytes; prints the one-way latency (RTT / 2)
+ *   -m write     RDMA writes of -s bytes, 16 in flight; prints bandwidth
+ *   -m send      sends of -s bytes, 16 in flight; prints bandwidth
+ *   -p           poll with dat_evd_dequeue (default: block in dat_evd_wait)
+ *   -q           one line of figures only (for scripts)
+ *
+ * Every transfer is checked: the receiver verifies the bytes it got against the pattern the
+ * sender wrote, and the program fails if one differs.
+ */
+#include <dat2/udat.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+
+#define WINDOW 16
+#define WAIT_US (10 * 1000 * 1000)
+
+static char *ia_name = "tcp-lo";
+static const char *mode = "pingpong";
+static long size = 8;
+static long iterations = 10000;
+static int polling;
+static int quiet;
+static long slot; /* bytes per buffer slot: the size, at least room for an RMR triplet */
+
+struct side {
+	DAT_IA_HANDLE ia;
+	DAT_PZ_HANDLE pz;
+	DAT_EVD_HANDLE async_evd, recv_evd, req_evd, conn_evd, cr_evd;
+	DAT_EP_HANDLE ep;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lmr_ctx;
+	DAT_RMR_CONTEXT rmr_ctx;
+	unsigned char *buf; /* [0, size * WINDOW): send side; [size * WINDOW, 2x): receive side */
+	DAT_RMR_TRIPLET peer; /* the peer's receive area, for RDMA writes */
+};
+
+static void check(DAT_RETURN rc, const char *what)
+{
+	if (rc != DAT_SUCCESS) {
+		const char *major = "", *minor = "";
+		dat_strerror(rc, &major, &minor);
+		fprintf(stderr, "datperf: %s: %s %s\n", what, major, minor);
+		exit(1);
+	}
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* The next event of an EVD, polling or blocking as asked. */
+static DAT_EVENT next_event(DAT_EVD_HANDLE evd)
+{
+	DAT_EVENT e;
+	DAT_COUNT more;
+	if (polling) {
+		DAT_RETURN rc;
+		while ((rc = dat_evd_dequeue(evd, &e)) == DAT_QUEUE_EMPTY)
+			;
+		check(rc, "dat_evd_dequeue");
+	} else {
+		check(dat_evd_wait(evd, WAIT_US, 1, &e, &more), "dat_evd_wait");
+	}
+	return e;
+}
+
+static DAT_DTO_COMPLETION_EVENT_DATA next_dto(DAT_EVD_HANDLE evd)
+{
+	DAT_EVENT e = next_event(evd);
+	if (e.event_number != DAT_DTO_COMPLETION_EVENT) {
+		fprintf(stderr, "datperf: unexpected event 0x%x\n", e.event_number);
+		exit(1);
+	}
+	if (e.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) {
+		fprintf(stderr, "datperf: DTO failed with status %d\n",
+			e.event_data.dto_completion_event_data.status);
+		exit(1);
+	}
+	return e.event_data.dto_completion_event_data;
+}
+
+static void open_side(struct side *s)
+{
+	DAT_REGION_DESCRIPTION region;
+	DAT_EP_ATTR attr;
+	DAT_VLEN registered;
+	DAT_VADDR address;
+	size_t bytes = (size_t)slot * WINDOW * 2;
+
+	memset(s, 0, sizeof(*s));
+	s->async_evd = DAT_HANDLE_NULL;
+	check(dat_ia_open(ia_name, 8, &s->async_evd, &s->ia), "dat_ia_open");
+	check(dat_pz_create(s->ia, &s->pz), "dat_pz_create");
+	check(dat_evd_create(s->ia, 4 * WINDOW, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->recv_evd), "dat_evd_create");
+	check(dat_evd_create(s->ia, 4 * WINDOW, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->req_evd), "dat_evd_create");
+	check(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn_evd), "dat_evd_create");
+	check(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr_evd), "dat_evd_create");
+	memset(&attr, 0, sizeof(attr));
+	attr.service_type = DAT_SERVICE_TYPE_RC;
+	attr.max_message_size = (DAT_VLEN)size;
+	attr.max_rdma_size = (DAT_VLEN)size;
+	attr.qos = DAT_QOS_BEST_EFFORT;
+	attr.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	attr.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	attr.max_recv_dtos = 2 * WINDOW;
+	attr.max_request_dtos = 2 * WINDOW;
+	attr.max_recv_iov = 1;
+	attr.max_request_iov = 1;
+	attr.max_rdma_read_in = 1;
+	attr.max_rdma_read_out = 1;
+	attr.max_rdma_read_iov = 1;
+	attr.max_rdma_write_iov = 1;
+	check(dat_ep_create(s->ia, s->pz, s->recv_evd, s->req_evd, s->conn_evd, &attr, &s->ep), "dat_ep_create");
+	s->buf = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+	if (!s->buf) {
+		perror("datperf: aligned_alloc");
+		exit(1);
+	}
+	memset(s->buf, 0, bytes);
+	region.for_va = s->buf;
+	check(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, region, bytes, s->pz, DAT_MEM_PRIV_ALL_FLAG,
+			     DAT_VA_TYPE_VA, &s->lmr, &s->lmr_ctx, &s->rmr_ctx, &registered, &address),
+	      "dat_lmr_create");
+}
+
+static void close_side(struct side *s)
+{
+	DAT_EVENT e;
+	check(dat_ep_disconnect(s->ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
+	do {
+		e = next_event(s->conn_evd);
+	} while (e.event_number != DAT_CONNECTION_EVENT_DISCONNECTED &&
+		 e.event_number != DAT_CONNECTION_EVENT_BROKEN);
+	check(dat_ep_free(s->ep), "dat_ep_free");
+	check(dat_lmr_free(s->lmr), "dat_lmr_free");
+	check(dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
+	free(s->buf);
+}
+
+static DAT_LMR_TRIPLET send_iov(struct side *s, long n, long len)
+{
+	DAT_LMR_TRIPLET t;
+	t.lmr_context = s->lmr_ctx;
+	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + (n % WINDOW) * slot);
+	t.segment_length = (DAT_SEG_LENGTH)len;
+	return t;
+}
+
+static DAT_LMR_TRIPLET recv_iov(struct side *s, long n)
+{
+	DAT_LMR_TRIPLET t;
+	t.lmr_context = s->lmr_ctx;
+	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + (WINDOW + n % WINDOW) * slot);
+	t.segment_length = (DAT_SEG_LENGTH)slot;
+	return t;
+}
+
+static void post_recv(struct side *s, long n)
+{
+	DAT_LMR_TRIPLET iov = recv_iov(s, n);
+	DAT_DTO_COOKIE c;
+	c.as_64 = (DAT_UINT64)n;
+	check(dat_ep_post_recv(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+}
+
+static void post_send(struct side *s, long n, long len, DAT_COMPLETION_FLAGS flags)
+{
+	DAT_LMR_TRIPLET iov = send_iov(s, n, len);
+	DAT_DTO_COOKIE c;
+	c.as_64 = (DAT_UINT64)n;
+	check(dat_ep_post_send(s->ep, 1, &iov, c, flags), "dat_ep_post_send");
+}
+
+/* The byte a sender writes at `offset` of message `n` (sent from slot n % WINDOW, so the
+ * slots are filled once, outside the timed loop); the receiver checks it. */
+static unsigned char pattern(long n, long offset)
+{
+	return (unsigned char)((n % WINDOW) * 131 + offset * 7 + 1);
+}
+
+static void fill(unsigned char *p, long n, long len)
+{
+	for (long i = 0; i < len; i++)
+		p[i] = pattern(n, i);
+}
+
+static long verify(const unsigned char *p, long n, long len)
+{
+	long bad = 0;
+	for (long i = 0; i < len; i++)
+		bad += p[i] != pattern(n, i);
+	return bad;
+}
+
+/* Connection setup; both sides then tell each other their receive area. */
+static void serve(struct side *s, int port_pipe)
+{
+	DAT_PSP_HANDLE psp;
+	DAT_CONN_QUAL port;
+	DAT_EVENT e;
+	check(dat_psp_create_any(s->ia, &port, s->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create_any");
+	if (write(port_pipe, &port, sizeof(port)) != sizeof(port))
+		exit(1);
+	e = next_event(s->cr_evd);
+	if (e.event_number != DAT_CONNECTION_REQUEST_EVENT)
+		exit(1);
+	check(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, s->ep, 0, NULL), "dat_cr_accept");
+	e = next_event(s->conn_evd);
+	if (e.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
+		fprintf(stderr, "datperf: server: connection event 0x%x\n", e.event_number);
+		exit(1);
+	}
+	check(dat_psp_free(psp), "dat_psp_free");
+}
+
+static void dial(struct side *s, int port_pipe)
+{
+	DAT_CONN_QUAL port;
+	struct sockaddr_in sin;
+	DAT_EVENT e;
+	if (read(port_pipe, &port, sizeof(port)) != sizeof(port))
+		exit(1);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	check(dat_ep_connect(s->ep, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
+			     DAT_CONNECT_DEFAULT_FLAG), "dat_ep_connect");
+	e = next_event(s->conn_evd);
+	if (e.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
+		fprintf(stderr, "datperf: client: connection event 0x%x\n", e.event_number);
+		exit(1);
+	}
+}
+
+/* Each side sends its receive area's RMR triplet; the receives for it are posted first. */
+static void exchange(struct side *s)
+{
+	DAT_RMR_TRIPLET *mine = (DAT_RMR_TRIPLET *)s->buf;
+	DAT_DTO_COMPLETION_EVENT_DATA d;
+	post_recv(s, 0);
+	mine->rmr_context = s->rmr_ctx;
+	mine->virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + WINDOW * slot);
+	mine->segment_length = (DAT_SEG_LENGTH)(WINDOW * slot);
+	post_send(s, 0, sizeof(*mine), DAT_COMPLETION_DEFAULT_FLAG);
+	next_dto(s->req_evd);
+	d = next_dto(s->recv_evd);
+	if (d.transfered_length != sizeof(DAT_RMR_TRIPLET)) {
+		fprintf(stderr, "datperf: the peer's region did not arrive\n");
+		exit(1);
+	}
+	memcpy(&s->peer, s->buf + WINDOW * slot, sizeof(s->peer));
+}
+
+static long bad_bytes;
+
+static double pingpong(struct side *s, int client)
+{
+	double start = 0;
+	post_recv(s, 1);
+	for (long i = 0; i < iterations + 100; i++) {
+		if (i == 100)
+			start = now(); /* the first rounds warm up */
+		if (client) {
+			fill(s->buf + (i % WINDOW) * slot, i, size);
+			post_send(s, i, size, DAT_COMPLETION_SUPPRESS_FLAG);
+		}
+		DAT_DTO_COMPLETION_EVENT_DATA d = next_dto(s->recv_evd);
+		long n = (long)d.user_cookie.as_64;
+		bad_bytes += verify(s->buf + (WINDOW + n % WINDOW) * slot, i, d.transfered_length);
+		post_recv(s, n + 1);
+		if (!client) {
+			fill(s->buf + (i % WINDOW) * slot, i, size);
+			post_send(s, i, size, DAT_COMPLETION_SUPPRESS_FLAG);
+		}
+	}
+	return (now() - start) / iterations / 2 * 1e6;
+}
+
+/* Streams -s bytes `iterations` times (RDMA writes or sends, WINDOW in flight); the
+ * receiver learns the end from a final message and checks the last transfer's bytes. */
+static double stream(struct side *s, int client, int rdma)
+{
+	double start;
+	long done = 0, posted = 0;
+	if (!client) {
+		if (!rdma) {
+			for (long i = 0; i < WINDOW; i++)
+				post_recv(s, i);
+		} else {
+			/* the final message lands in our (idle) send area, not among the writes */
+			DAT_LMR_TRIPLET iov = send_iov(s, 0, slot);
+			DAT_DTO_COOKIE c;
+			c.as_64 = 0;
+			check(dat_ep_post_recv(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+		}
+		for (;;) {
+			DAT_DTO_COMPLETION_EVENT_DATA d = next_dto(s->recv_evd);
+			long n = (long)d.user_cookie.as_64;
+			if (rdma || n == iterations - 1) {
+				/* the last message (a send after the writes) */
+				long last = iterations - 1;
+				long area = rdma ? (last % WINDOW) : (n % WINDOW);
+				bad_bytes += verify(s->buf + (WINDOW + area) * slot, last, size);
+				return 0;
+			}
+			post_recv(s, n + WINDOW);
+		}
+	}
+	for (long i = 0; i < WINDOW; i++)
+		fill(s->buf + i * slot, i, size);
+	start = now();
+	while (done < iterations) {
+		while (posted < iterations && posted - done < WINDOW) {
+			DAT_LMR_TRIPLET iov = send_iov(s, posted, size);
+			DAT_DTO_COOKIE c;
+			c.as_64 = (DAT_UINT64)posted;
+			if (rdma) {
+				DAT_RMR_TRIPLET r = s->peer;
+				r.virtual_address += (DAT_VADDR)((posted % WINDOW) * slot);
+				r.segment_length = (DAT_SEG_LENGTH)size;
+				check(dat_ep_post_rdma_write(s->ep, 1, &iov, c, &r, DAT_COMPLETION_DEFAULT_FLAG),
+				      "dat_ep_post_rdma_write");
+			} else {
+				check(dat_ep_post_send(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+			}
+			posted++;
+		}
+		next_dto(s->req_evd);
+		done++;
+	}
+	double elapsed = now() - start;
+	if (rdma) {
+		/* tell the receiver the writes are done (they are complete, so already placed) */
+		post_send(s, 0, 1, DAT_COMPLETION_DEFAULT_FLAG);
+		next_dto(s->req_evd);
+	}
+	return (double)size * iterations / elapsed / 1e6;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: datperf [-P ia] [-m pingpong|write|send] [-s bytes] [-n iterations] [-p] [-q]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	int c, pipefd[2], status;
+	struct side s;
+	pid_t child;
+	double figure;
+
+	while ((c = getopt(argc, argv, "P:m:s:n:pq")) != -1) {
+		switch (c) {
+		case 'P': ia_name = optarg; break;
+		case 'm': mode = optarg; break;
+		case 's': size = atol(optarg); break;
+		case 'n': iterations = atol(optarg); break;
+		case 'p': polling = 1; break;
+		case 'q': quiet = 1; break;
+		default: usage();
+		}
+	}
+	if (size < 1 || iterations < 1 ||
+	    (strcmp(mode, "pingpong") && strcmp(mode, "write") && strcmp(mode, "send")))
+		usage();
+	slot = size < 64 ? 64 : size;
+	if (pipe(pipefd))
+		return 1;
+	child = fork();
+	if (child < 0)
+		return 1;
+	open_side(&s);
+	if (child) {
+		serve(&s, pipefd[1]);
+	} else {
+		dial(&s, pipefd[0]);
+	}
+	exchange(&s);
+	if (!strcmp(mode, "pingpong"))
+		figure = pingpong(&s, !child);
+	else
+		figure = stream(&s, !child, !strcmp(mode, "write"));
+	close_side(&s);
+	if (!child) {
+		if (!quiet)
+			printf("datperf: %s, %ld bytes x %ld, %s on %s: ", mode, size, iterations,
+			       polling ? "polling" : "blocking", ia_name);
+		if (!strcmp(mode, "pingpong"))
+			printf(quiet ? "%.2f\n" : "%.2f us one-way latency\n", figure);
+		else
+			printf(quiet ? "%.1f\n" : "%.1f MB/s\n", figure);
+		return bad_bytes ? 3 : 0;
+	}
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "datperf: the client failed\n");
+		return 1;
+	}
+	if (bad_bytes) {
+		fprintf(stderr, "datperf: %ld bytes arrived wrong\n", bad_bytes);
+		return 3;
+	}
+	if (!quiet)
+		printf("datperf: every byte checked arrived intact\n");
+	return 0;
+}

@@ -1,0 +1,163 @@
+/*
+ * rawtcp: the same transfers as datperf over a plain TCP socket on loopback, the yardstick
+ * the benchmark compares us with. The program forks: the parent listens, the child connects.
+ *
+ *   rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-p] [-q]
+ *
+ *   -m pingpong  ping-pong of -s bytes; prints the one-way latency (RTT / 2)
+ *   -m stream    -s bytes written `iterations` times; prints bandwidth
+ *   -p           poll: non-blocking receives in a loop (default: blocking receives)
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *mode = "pingpong";
+static long size = 8;
+static long iterations = 10000;
+static int polling;
+static int quiet;
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static void send_all(int fd, const char *p, long n)
+{
+	while (n > 0) {
+		ssize_t k = send(fd, p, (size_t)n, MSG_NOSIGNAL);
+		if (k < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			die("send");
+		}
+		p += k;
+		n -= k;
+	}
+}
+
+static void recv_all(int fd, char *p, long n)
+{
+	while (n > 0) {
+		ssize_t k = recv(fd, p, (size_t)n, polling ? MSG_DONTWAIT : 0);
+		if (k < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			die("recv");
+		}
+		if (k == 0) {
+			fprintf(stderr, "rawtcp: peer closed\n");
+			exit(1);
+		}
+		p += k;
+		n -= k;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int c, one = 1, lfd, fd, status, pipefd[2];
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	pid_t child;
+	char *buf;
+	double start, figure = 0;
+
+	while ((c = getopt(argc, argv, "m:s:n:pq")) != -1) {
+		switch (c) {
+		case 'm': mode = optarg; break;
+		case 's': size = atol(optarg); break;
+		case 'n': iterations = atol(optarg); break;
+		case 'p': polling = 1; break;
+		case 'q': quiet = 1; break;
+		default: fprintf(stderr, "usage: rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-p] [-q]\n"); return 2;
+		}
+	}
+	buf = calloc(1, (size_t)size);
+	if (!buf || pipe(pipefd))
+		die("setup");
+	child = fork();
+	if (child < 0)
+		die("fork");
+	if (child) {
+		lfd = socket(AF_INET, SOCK_STREAM, 0);
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) || listen(lfd, 1) ||
+		    getsockname(lfd, (struct sockaddr *)&sin, &len))
+			die("listen");
+		if (write(pipefd[1], &sin.sin_port, sizeof(sin.sin_port)) != sizeof(sin.sin_port))
+			die("pipe");
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			die("accept");
+	} else {
+		in_port_t port;
+		if (read(pipefd[0], &port, sizeof(port)) != sizeof(port))
+			die("pipe");
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sin.sin_port = port;
+		if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			die("connect");
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!strcmp(mode, "pingpong")) {
+		start = now();
+		for (long i = 0; i < iterations + 100; i++) {
+			if (i == 100)
+				start = now();
+			if (!child)
+				send_all(fd, buf, size);
+			recv_all(fd, buf, size);
+			if (child)
+				send_all(fd, buf, size);
+		}
+		figure = (now() - start) / iterations / 2 * 1e6;
+	} else {
+		start = now();
+		for (long i = 0; i < iterations; i++) {
+			if (!child)
+				send_all(fd, buf, size);
+			else
+				recv_all(fd, buf, size);
+		}
+		/* the receiver's one-byte answer marks the end of the stream */
+		if (child)
+			send_all(fd, buf, 1);
+		else
+			recv_all(fd, buf, 1);
+		figure = (double)size * iterations / (now() - start) / 1e6;
+	}
+	close(fd);
+	if (!child) {
+		if (!quiet)
+			printf("rawtcp: %s, %ld bytes x %ld, %s: ", mode, size, iterations, polling ? "polling" : "blocking");
+		printf(!strcmp(mode, "pingpong") ? (quiet ? "%.2f\n" : "%.2f us one-way latency\n")
+						 : (quiet ? "%.1f\n" : "%.1f MB/s\n"), figure);
+		return 0;
+	}
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 1;
+	return 0;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The benchmark: our TCP transport beside a raw TCP socket and libfabric's tcp provider
+# (fi_pingpong, Debian libfabric-bin), measured in the same run, interleaved round by round so
+# every contender sees the same machine. Prints the median and the spread (min..max) of the
+# rounds. Figures only: nothing here passes or fails on speed.
+# usage: run.sh BUILDDIR [ROUNDS]
+set -uo pipefail
+build=$(cd "${1:?}" && pwd)
+rounds=${2:-5}
+export LD_LIBRARY_PATH=$build/lib
+datperf=$build/bin/datperf
+rawtcp=$build/bin/rawtcp
+
+fabric() {  # one fi_pingpong round: microseconds per transfer (one way)
+    command -v fi_pingpong >/dev/null || { echo "-"; return; }
+    local port=$((20000 + RANDOM % 20000))
+    timeout 60 fi_pingpong -p tcp -e msg -B $port -I 10000 -S 8 >/dev/null 2>&1 &
+    local spid=$!
+    local out=""
+    for _ in $(seq 50); do
+        out=$(timeout 60 fi_pingpong -p tcp -e msg -P $port -I 10000 -S 8 127.0.0.1 2>/dev/null) && break
+        sleep 0.1   # the server is not listening yet: try again
+    done
+    wait $spid 2>/dev/null
+    echo "$out" | awk 'NR==2 {print $7}'
+}
+
+stats() {  # numbers on stdin -> "median (min..max)"
+    sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "-"; exit} m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.2f (%.2f..%.2f)\n", m, v[1], v[NR]}'
+}
+
+declare -A results
+add() { results[$1]+="$2"$'\n'; }
+
+for r in $(seq "$rounds"); do
+    add lat_dat_poll  "$(timeout 120 $datperf -q -m pingpong -s 8 -n 20000 -p)"
+    add lat_raw_poll  "$(timeout 120 $rawtcp -q -m pingpong -s 8 -n 20000 -p)"
+    add lat_dat_wait  "$(timeout 120 $datperf -q -m pingpong -s 8 -n 20000)"
+    add lat_raw_wait  "$(timeout 120 $rawtcp -q -m pingpong -s 8 -n 20000)"
+    add lat_fabric    "$(fabric)"
+    for s in 65536 1048576; do
+        n=$((2000000000 / s / 2))
+        add "bw_write_$s" "$(timeout 120 $datperf -q -m write -s $s -n $n)"
+        add "bw_send_$s"  "$(timeout 120 $datperf -q -m send -s $s -n $n)"
+        add "bw_raw_$s"   "$(timeout 120 $rawtcp -q -m stream -s $s -n $n)"
+    done
+    echo "bench: round $r of $rounds done" >&2
+done
+
+row() {  # label, key
+    printf '  %-44s %s\n' "$1" "$(printf '%s' "${results[$2]}" | grep -E '^[0-9.]+$' | stats)"
+}
+echo "8-byte ping-pong, one-way latency in microseconds, median (min..max) of $rounds rounds:"
+row "libdat tcp-lo, polling (dat_evd_dequeue)" lat_dat_poll
+row "raw TCP socket, polling (MSG_DONTWAIT)" lat_raw_poll
+row "libdat tcp-lo, blocking (dat_evd_wait)" lat_dat_wait
+row "raw TCP socket, blocking (recv)" lat_raw_wait
+row "libfabric tcp (fi_pingpong -e msg)" lat_fabric
+echo "Bandwidth in MB/s, median (min..max):"
+for s in 65536 1048576; do
+    row "libdat RDMA write, $((s / 1024)) KiB" "bw_write_$s"
+    row "libdat send, $((s / 1024)) KiB" "bw_send_$s"
+    row "raw TCP stream, $((s / 1024)) KiB writes" "bw_raw_$s"
+done
