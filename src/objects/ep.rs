@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::ep_state::{self, State};
-use super::evd::Evd;
+use super::evd::{Evd, Progress};
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
@@ -91,7 +91,7 @@ pub enum Posted {
 }
 
 /// What the objects need of a connection's transport.
-pub trait Link: Send + Sync {
+pub trait Link: Progress {
     /// Ends the connection.
     fn close(&self, how: Close);
     /// Sends a request DTO; its completion arrives through [`Ep::pop_request`].
@@ -141,6 +141,14 @@ impl Object for Ep {
         inner.request_evd = None;
         inner.connect_evd = None;
         inner.srq = None;
+    }
+}
+
+/// The EP's DTO EVDs learn of its link, so polling or waiting on them makes progress.
+fn attach(inner: &EpInner, link: &Arc<dyn Link>) {
+    let as_source: Arc<dyn Progress> = link.clone();
+    for evd in [&inner.recv_evd, &inner.request_evd].into_iter().flatten() {
+        evd.attach(Arc::downgrade(&as_source));
     }
 }
 
@@ -194,7 +202,9 @@ pub fn check_attr(a: &DAT_EP_ATTR, position: u8) -> DatResult<DAT_EP_ATTR> {
     if dat_qos::try_from(a.qos).is_err() {
         return Err(bad());
     }
-    if a.recv_completion_flags & !ATTR_COMPLETION_FLAGS != 0 || a.request_completion_flags & !ATTR_COMPLETION_FLAGS != 0 {
+    if a.recv_completion_flags & !ATTR_COMPLETION_FLAGS != 0
+        || a.request_completion_flags & !ATTR_COMPLETION_FLAGS != 0
+    {
         return Err(bad());
     }
     let dtos = 0..=limits::MAX_DTO_PER_EP;
@@ -267,7 +277,14 @@ impl Ep {
     }
 
     /// Completes a DTO with `status` on `evd` (a flush when the EP cannot run it).
-    pub fn complete(&self, evd: &Evd, cookie: DAT_DTO_COOKIE, status: dat_dto_completion_status, operation: dat_dtos, length: u32) {
+    pub fn complete(
+        &self,
+        evd: &Evd,
+        cookie: DAT_DTO_COOKIE,
+        status: dat_dto_completion_status,
+        operation: dat_dtos,
+        length: u32,
+    ) {
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         e.event_number = dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER;
@@ -290,7 +307,9 @@ impl Ep {
         if inner.released {
             return;
         }
-        let Some(evd) = inner.connect_evd.as_ref().map(|e| e.arc().clone()) else { return };
+        let Some(evd) = inner.connect_evd.as_ref().map(|e| e.arc().clone()) else {
+            return;
+        };
         // The event points into a fixed buffer of ours, never NULL (programs read it whatever
         // the event, as OpenFabrics allows), copied in place so an earlier event's pointer
         // stays valid.
@@ -318,6 +337,7 @@ impl Ep {
         if inner.state != dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING || inner.released {
             return false;
         }
+        attach(&inner, &link);
         inner.link = Some(link);
         inner.remote_addr = Some(Box::new(sockaddr(remote)));
         inner.remote_port = u64::from(remote.port());
@@ -326,21 +346,31 @@ impl Ep {
 
     /// A pending connection is up: CONNECTED and the ESTABLISHED event. The active side hands
     /// its link and peer here. False when the EP was disconnected or freed meanwhile.
-    pub fn established(&self, link: Option<(Arc<dyn Link>, std::net::SocketAddrV4)>, private_data: &[u8]) -> bool {
+    pub fn established(
+        &self,
+        link: Option<(Arc<dyn Link>, std::net::SocketAddrV4)>,
+        private_data: &[u8],
+    ) -> bool {
         {
             let mut inner = self.inner.lock();
-            let Some(next) = ep_state::settle(inner.state, ep_state::Outcome::Established) else { return false };
+            let Some(next) = ep_state::settle(inner.state, ep_state::Outcome::Established) else {
+                return false;
+            };
             if inner.released {
                 return false;
             }
             inner.state = next;
             inner.closing = false;
             if let Some((link, remote)) = link {
+                attach(&inner, &link);
                 inner.link = Some(link);
                 inner.remote_addr = Some(Box::new(sockaddr(remote)));
             }
         }
-        self.connection_event(dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED, private_data);
+        self.connection_event(
+            dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED,
+            private_data,
+        );
         true
     }
 
@@ -352,7 +382,8 @@ impl Ep {
             let mut inner = self.inner.lock();
             let pending = matches!(
                 inner.state,
-                dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING | dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING
+                dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING
+                    | dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING
             );
             let event = if pending {
                 failure
@@ -376,17 +407,39 @@ impl Ep {
 
     /// The sequence number of the oldest request in flight.
     pub fn oldest_request(&self) -> Option<(u64, dat_dtos)> {
-        self.inner.lock().outstanding.front().map(|r| (r.seq, r.operation))
+        self.inner
+            .lock()
+            .outstanding
+            .front()
+            .map(|r| (r.seq, r.operation))
     }
 
     /// Reports a finished request: errors always, success only when signalled.
-    pub fn complete_request(&self, request: &Request, status: dat_dto_completion_status, length: u32) {
+    pub fn complete_request(
+        &self,
+        request: &Request,
+        status: dat_dto_completion_status,
+        length: u32,
+    ) {
         if status == dat_dto_completion_status::DAT_DTO_SUCCESS && !request.signalled {
             return;
         }
-        let evd = self.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
+        let evd = self
+            .inner
+            .lock()
+            .request_evd
+            .as_ref()
+            .map(|e| e.arc().clone());
         if let Some(evd) = evd {
-            self.complete(&evd, DAT_DTO_COOKIE { as_64: request.cookie }, status, request.operation, length);
+            self.complete(
+                &evd,
+                DAT_DTO_COOKIE {
+                    as_64: request.cookie,
+                },
+                status,
+                request.operation,
+                length,
+            );
         }
     }
 
@@ -407,7 +460,13 @@ impl Ep {
     pub fn complete_recv(&self, cookie: u64, status: dat_dto_completion_status, length: u32) {
         let evd = self.inner.lock().recv_evd.as_ref().map(|e| e.arc().clone());
         if let Some(evd) = evd {
-            self.complete(&evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
+            self.complete(
+                &evd,
+                DAT_DTO_COOKIE { as_64: cookie },
+                status,
+                dat_dtos::DAT_DTO_RECEIVE,
+                length,
+            );
         }
     }
 
@@ -420,11 +479,20 @@ impl Ep {
     pub fn flush_all(&self) {
         let (requests, evd) = {
             let mut inner = self.inner.lock();
-            (std::mem::take(&mut inner.outstanding), inner.request_evd.as_ref().map(|e| e.arc().clone()))
+            (
+                std::mem::take(&mut inner.outstanding),
+                inner.request_evd.as_ref().map(|e| e.arc().clone()),
+            )
         };
         if let Some(evd) = evd {
             for r in requests {
-                self.complete(&evd, DAT_DTO_COOKIE { as_64: r.cookie }, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, r.operation, 0);
+                self.complete(
+                    &evd,
+                    DAT_DTO_COOKIE { as_64: r.cookie },
+                    dat_dto_completion_status::DAT_DTO_ERR_FLUSHED,
+                    r.operation,
+                    0,
+                );
             }
         }
         self.flush_recvs();
@@ -437,7 +505,10 @@ impl Ep {
     pub fn flush_recvs(&self) {
         let (recvs, evd) = {
             let mut inner = self.inner.lock();
-            (std::mem::take(&mut inner.recvs), inner.recv_evd.as_ref().map(|e| e.arc().clone()))
+            (
+                std::mem::take(&mut inner.recvs),
+                inner.recv_evd.as_ref().map(|e| e.arc().clone()),
+            )
         };
         if let Some(evd) = evd {
             for r in recvs {

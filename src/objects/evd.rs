@@ -3,10 +3,10 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::cno::Cno;
 use super::ia::Ia;
@@ -22,6 +22,25 @@ pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
     | dat_evd_flags::DAT_EVD_CONNECTION_FLAG as u32
     | dat_evd_flags::DAT_EVD_RMR_BIND_FLAG as u32
     | dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32;
+
+/// A source of events that can make progress in the consumer's thread (a connection whose
+/// incoming frames are handled as the consumer polls or waits), without blocking.
+pub trait Progress: Send + Sync {
+    fn progress(&self);
+}
+
+/// How long `dat_evd_wait` keeps making progress itself before it sleeps: an answer that
+/// comes back within this is seen without a thread hand-off. `LIBDAT_SPIN_US` changes it.
+fn spin_budget() -> Duration {
+    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let us = std::env::var("LIBDAT_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50);
+        Duration::from_micros(us)
+    })
+}
 
 /// A queued event. `DAT_EVENT` holds raw pointers the consumer owns; we only carry them.
 #[derive(Clone, Copy)]
@@ -48,6 +67,8 @@ pub struct Evd {
     users: Users,
     queue: Mutex<Queue>,
     ready: Condvar,
+    /// The connections that feed this EVD, progressed by whoever dequeues or waits.
+    sources: Mutex<Vec<Weak<dyn Progress>>>,
 }
 
 impl Object for Evd {
@@ -95,6 +116,7 @@ impl Evd {
                 epoch: 0,
             }),
             ready: Condvar::new(),
+            sources: Mutex::new(Vec::new()),
         });
         let h = ia.adopt(evd.clone())?;
         evd.handle.store(h as usize, Ordering::Release);
@@ -141,7 +163,9 @@ impl Evd {
             q.events.push_back(Event(event));
             let notify_cno = q.enabled && !q.waiter;
             self.ready.notify_one();
-            notify_cno.then(|| q.cno.as_ref().map(|c| c.arc().clone())).flatten()
+            notify_cno
+                .then(|| q.cno.as_ref().map(|c| c.arc().clone()))
+                .flatten()
         };
         if let Some(cno) = cno {
             cno.trigger(self.handle());
@@ -163,29 +187,67 @@ impl Evd {
         }
     }
 
+    /// A connection now feeds this EVD (sources that are gone are dropped here).
+    pub fn attach(&self, source: Weak<dyn Progress>) {
+        let mut sources = self.sources.lock();
+        sources.retain(|s| s.strong_count() > 0);
+        sources.push(source);
+    }
+
+    /// Lets every source make progress in this thread.
+    fn progress(&self) {
+        // Another thread progressing the same sources is as good as this one.
+        let Some(sources) = self.sources.try_lock() else {
+            return;
+        };
+        for s in sources.iter() {
+            if let Some(s) = s.upgrade() {
+                s.progress();
+            }
+        }
+    }
+
     /// `dat_evd_dequeue`: the oldest event, or `DAT_QUEUE_EMPTY`.
     pub fn dequeue(&self) -> DatResult<DAT_EVENT> {
-        let mut q = self.queue.lock();
-        if q.waiter {
-            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
+        for attempt in 0..2 {
+            let mut q = self.queue.lock();
+            if q.waiter {
+                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
+            }
+            if let Some(e) = q.events.pop_front() {
+                return Ok(e.0);
+            }
+            drop(q);
+            if attempt == 0 {
+                self.progress();
+            }
         }
-        q.events
-            .pop_front()
-            .map(|e| e.0)
-            .ok_or(DatError::bare(Type::DAT_QUEUE_EMPTY))
+        Err(DatError::bare(Type::DAT_QUEUE_EMPTY))
     }
 
     /// `dat_evd_wait`: blocks until `threshold` events are queued or `timeout` passes
     /// (`None`: forever). Returns the oldest event and how many remain.
-    pub fn wait(&self, timeout: Option<Duration>, threshold: usize) -> (DatResult<DAT_EVENT>, usize) {
+    pub fn wait(
+        &self,
+        timeout: Option<Duration>,
+        threshold: usize,
+    ) -> (DatResult<DAT_EVENT>, usize) {
         let mut q = self.queue.lock();
         if !q.waitable {
             let n = q.events.len();
-            return (Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE)), n);
+            return (
+                Err(DatError::invalid_state(
+                    Sub::DAT_INVALID_STATE_EVD_UNWAITABLE,
+                )),
+                n,
+            );
         }
         if q.waiter {
             let n = q.events.len();
-            return (Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER)), n);
+            return (
+                Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER)),
+                n,
+            );
         }
         if threshold > q.qlen {
             let n = q.events.len();
@@ -194,6 +256,14 @@ impl Evd {
         q.waiter = true;
         let epoch = q.epoch;
         let deadline = timeout.map(|t| Instant::now() + t);
+        // First make progress here for a moment: no thread hand-off when the events are near.
+        let spin_until = Instant::now() + spin_budget().min(timeout.unwrap_or(Duration::MAX));
+        while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
+            MutexGuard::unlocked(&mut q, || {
+                self.progress();
+                std::hint::spin_loop();
+            });
+        }
         let mut result = Ok(());
         while q.events.len() < threshold {
             if q.epoch != epoch {
@@ -216,7 +286,11 @@ impl Evd {
         }
         q.waiter = false;
         let outcome = match result {
-            Ok(()) => q.events.pop_front().map(|e| e.0).ok_or(DatError::internal()),
+            Ok(()) => q
+                .events
+                .pop_front()
+                .map(|e| e.0)
+                .ok_or(DatError::internal()),
             Err(e) => Err(e),
         };
         (outcome, q.events.len())

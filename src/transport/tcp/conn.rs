@@ -41,19 +41,55 @@ pub struct Writer {
 
 impl Writer {
     pub fn new(stream: TcpStream) -> Writer {
-        Writer { stream: Mutex::new(stream) }
+        Writer {
+            stream: Mutex::new(stream),
+        }
     }
 
     /// Sends one frame: the header, then the payload gathered from `parts` (whose lengths
     /// must add up to `header.payload_len`).
     pub fn send(&self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
-        self.send_ordered(header, parts, || true)
+        self.lock().send(header, parts)
     }
 
     /// Like [`Writer::send`], running `before` under the writer lock first, so whatever it
-    /// records is in the same order as the frames on the wire. At most [`MAX_PARTS`] parts.
-    /// When `before` returns false, nothing is sent.
-    pub fn send_ordered(&self, header: &Header, parts: &[&[u8]], before: impl FnOnce() -> bool) -> io::Result<()> {
+    /// records is in the same order as the frames on the wire. When `before` returns false,
+    /// nothing is sent.
+    pub fn send_ordered(
+        &self,
+        header: &Header,
+        parts: &[&[u8]],
+        before: impl FnOnce() -> bool,
+    ) -> io::Result<()> {
+        let mut w = self.lock();
+        if !before() {
+            return Ok(());
+        }
+        w.send(header, parts)
+    }
+
+    /// Holds the sending half for several frames in a row.
+    pub fn lock(&self) -> WriterGuard<'_> {
+        WriterGuard(self.stream.lock())
+    }
+
+    /// The sending half, if nobody is sending.
+    pub fn try_lock(&self) -> Option<WriterGuard<'_>> {
+        self.stream.try_lock().map(WriterGuard)
+    }
+
+    /// Closes both directions; a blocked reader wakes with end of stream.
+    pub fn shutdown(&self) {
+        let _ = self.stream.lock().shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// The sending half, held.
+pub struct WriterGuard<'a>(parking_lot::MutexGuard<'a, TcpStream>);
+
+impl WriterGuard<'_> {
+    /// Sends one frame (at most [`MAX_PARTS`] payload parts).
+    pub fn send(&mut self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
         let head = header.encode();
         // The gather list lives on the stack: the data path allocates nothing.
         let mut slices = [IoSlice::new(&[]); MAX_PARTS + 1];
@@ -66,34 +102,12 @@ impl Writer {
             slices[n] = IoSlice::new(p);
             n += 1;
         }
-        let mut stream = self.stream.lock();
-        if !before() {
-            return Ok(());
-        }
-        write_all_vectored(&mut stream, &mut slices[..n])
-    }
-
-    /// Sends a header-only frame without waiting for room in the socket: for a last word on
-    /// the way out, where blocking is worse than losing it.
-    pub fn send_nowait(&self, header: &Header) {
-        let head = header.encode();
-        if let Some(stream) = self.stream.try_lock_for(std::time::Duration::from_millis(50)) {
-            // SAFETY: the fd is the connected socket `stream` owns; `head` is a valid buffer
-            // of its length for the duration of the call.
-            unsafe {
-                libc::send(stream.as_raw_fd(), head.as_ptr() as *const libc::c_void, head.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-            };
-        }
+        write_all_vectored(&mut self.0, &mut slices[..n])
     }
 
     /// Closes our sending direction: the peer reads end of stream after what was sent.
-    pub fn shutdown_write(&self) {
-        let _ = self.stream.lock().shutdown(std::net::Shutdown::Write);
-    }
-
-    /// Closes both directions; a blocked reader wakes with end of stream.
-    pub fn shutdown(&self) {
-        let _ = self.stream.lock().shutdown(std::net::Shutdown::Both);
+    pub fn shutdown_write(&mut self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Write);
     }
 }
 
@@ -142,6 +156,79 @@ impl Reader {
         Header::decode(&b, self.limits).map_err(ConnError::Protocol)
     }
 
+    /// Whether a whole frame is waiting in the socket, so handling it cannot block: its
+    /// header, checked, when it is.
+    pub fn whole_frame_ready(&self) -> Option<Header> {
+        let fd = self.stream.as_raw_fd();
+        let mut available: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int to the pointer we pass, on our own socket.
+        if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut available) } < 0
+            || (available as usize) < HEADER_LEN
+        {
+            return None;
+        }
+        let mut b = [0u8; HEADER_LEN];
+        // SAFETY: `b` is a writable buffer of HEADER_LEN bytes for the duration of the call.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                b.as_mut_ptr() as *mut libc::c_void,
+                HEADER_LEN,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if n != HEADER_LEN as isize {
+            return None;
+        }
+        let h = Header::decode(&b, self.limits).ok()?;
+        let payload = if h.op == super::wire::Op::RdmaReadRequest {
+            0
+        } else {
+            h.payload_len as usize
+        };
+        ((available as usize) >= HEADER_LEN + payload).then_some(h)
+    }
+}
+
+/// Waits until the socket has something to read (data, end of stream or an error), at most
+/// `timeout` (None: forever), without holding its reader. False when the time ran out.
+pub fn wait_readable(socket: &TcpStream, timeout: Option<Duration>) -> bool {
+    {
+        let mut pfd = libc::pollfd {
+            fd: socket.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
+        loop {
+            // SAFETY: one valid pollfd for the duration of the call.
+            let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if n >= 0 {
+                return n > 0;
+            }
+            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return true; // let the read report the error
+            }
+        }
+    }
+}
+
+impl Reader {
+    /// Whether a read would not block: data, end of stream or an error is waiting.
+    pub fn readable_now(&self) -> bool {
+        let mut b = [0u8; 1];
+        // SAFETY: `b` is a writable one-byte buffer for the duration of the call.
+        let n = unsafe {
+            libc::recv(
+                self.stream.as_raw_fd(),
+                b.as_mut_ptr() as *mut libc::c_void,
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
+    }
+
     /// Bounds how long a read waits (None: forever); a read that waits longer fails.
     pub fn set_timeout(&self, timeout: Option<Duration>) {
         let _ = self.stream.set_read_timeout(timeout);
@@ -171,7 +258,10 @@ mod tests {
     use std::io::Write;
     use std::net::TcpListener;
 
-    const LIMITS: Limits = Limits { max_private_data: 56, max_message: 1 << 20 };
+    const LIMITS: Limits = Limits {
+        max_private_data: 56,
+        max_message: 1 << 20,
+    };
 
     fn pair() -> (TcpStream, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -204,7 +294,10 @@ mod tests {
         let (mut a, b) = pair();
         let mut r = Reader::new(b, LIMITS);
         a.write_all(&[0xffu8; HEADER_LEN]).unwrap();
-        assert!(matches!(r.next_header(), Err(ConnError::Protocol(WireError::BadMagic(_)))));
+        assert!(matches!(
+            r.next_header(),
+            Err(ConnError::Protocol(WireError::BadMagic(_)))
+        ));
     }
 
     #[test]

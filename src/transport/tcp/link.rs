@@ -1,44 +1,68 @@
-//! A connected EP over TCP. Three parties move its frames:
+//! A connected EP over TCP. Frames move in three places:
 //!
 //! - the posting thread writes its request (send, RDMA write, RDMA read request) itself, under
 //!   the writer lock, recording it as outstanding in wire order;
-//! - a reader thread takes every incoming frame: it delivers messages into posted receives,
-//!   carries out the peer's RDMA writes and reads after checking them against our registered
-//!   regions, and completes our requests as their answers come back;
-//! - a responder thread writes the answers (acknowledgements, read data, refusals), so the
-//!   reader never blocks on writing and two busy peers cannot deadlock on full sockets.
+//! - incoming frames are handled by whichever thread gets there first: the consumer's thread
+//!   as it polls or waits on an EVD the EP feeds (`Progress`: only whole frames already in the
+//!   socket, so it never blocks), or else the connection's reader thread. Handling delivers
+//!   messages into posted receives, carries out the peer's RDMA writes and reads after
+//!   checking them against our registered regions, and completes our requests as their
+//!   answers come back;
+//! - answers (acknowledgements, read data, refusals) are queued and written in order by the
+//!   consumer's thread when it handled the frame and the socket is free, else by a responder
+//!   thread, so the reader thread never blocks on writing and two busy peers cannot deadlock
+//!   on full sockets.
 //!
 //! Answers come back in request order, so completions are too. Acknowledgements are
 //! cumulative: a run of them goes out as one frame.
 
 use std::collections::VecDeque;
 use std::net::{SocketAddrV4, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::cm::{self, ConnectFailure, IncomingRequest};
-use super::conn::{ConnError, Reader, Writer, MAX_PARTS};
+use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
+use super::conn::{wait_readable, ConnError, Reader, Writer, WriterGuard, MAX_PARTS};
 use super::wire::{flags, Header, Op};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use crate::objects::ep::{Close, End, Ep, Link, Outgoing, Posted, Request};
+use crate::objects::evd::Progress;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::sp::wire_limits;
+
+/// Microseconds since the first call: a cheap clock for "recently".
+fn micros_now() -> u64 {
+    static START: std::sync::LazyLock<std::time::Instant> = std::sync::LazyLock::new(std::time::Instant::now);
+    START.elapsed().as_micros() as u64
+}
+
+/// How recently a consumer must have polled a connection for its reader thread to leave the
+/// frames to it.
+const STAND_BACK_US: u64 = 100;
 
 /// How long an ending connection waits for the peer's last frames before it lets go.
 const LINGER: Duration = Duration::from_secs(1);
 
-/// An answer the responder writes.
+/// An answer to the peer, written in order.
 enum Answer {
     /// Every request up to this sequence number is done.
     Ack(u64),
     /// The data of an RDMA read the peer asked for (checked when asked).
-    ReadData { seq: u64, lmr: Option<Arc<Lmr>>, address: u64, length: u32 },
+    ReadData {
+        seq: u64,
+        lmr: Option<Arc<Lmr>>,
+        address: u64,
+        length: u32,
+    },
     /// The request failed here with this completion status; the connection ends.
-    Refuse { seq: u64, status: dat_dto_completion_status },
+    Refuse {
+        seq: u64,
+        status: dat_dto_completion_status,
+    },
     /// Tell the peer we are leaving (after the answers queued before it).
     Goodbye,
     /// Write what is queued, then stop sending.
@@ -47,21 +71,35 @@ enum Answer {
 
 pub struct TcpLink {
     writer: Writer,
-    /// Another handle on the socket: shutdown and timeouts without the writer lock.
+    /// Another handle on the socket: shutdown without the writer lock.
     control: TcpStream,
     next_seq: AtomicU64,
     answers: Mutex<VecDeque<Answer>>,
     answer_ready: Condvar,
+    /// Set once the Finish answer went out: nothing more is written.
+    finished: AtomicBool,
+    /// The receiving half: held while a frame is handled.
+    reader: Mutex<Reader>,
+    /// How the connection ended, when the consumer's thread found out first.
+    stopped: Mutex<Option<Result<Stop, ConnError>>>,
+    ep: Weak<Ep>,
+    /// When a consumer's thread last made progress here (`micros_now`).
+    polled_at: AtomicU64,
 }
 
 impl TcpLink {
-    fn start(stream: TcpStream) -> std::io::Result<Arc<TcpLink>> {
+    fn start(stream: TcpStream, reader: Reader, ep: &Arc<Ep>) -> std::io::Result<Arc<TcpLink>> {
         let link = Arc::new(TcpLink {
             writer: Writer::new(stream.try_clone()?),
             control: stream,
             next_seq: AtomicU64::new(1),
             answers: Mutex::new(VecDeque::new()),
             answer_ready: Condvar::new(),
+            finished: AtomicBool::new(false),
+            reader: Mutex::new(reader),
+            stopped: Mutex::new(None),
+            ep: Arc::downgrade(ep),
+            polled_at: AtomicU64::new(0),
         });
         let responder = link.clone();
         std::thread::Builder::new()
@@ -71,20 +109,42 @@ impl TcpLink {
         Ok(link)
     }
 
-    fn answer(&self, a: Answer) {
+    /// Queues an answer; `wake` the responder unless the caller writes the queue itself.
+    fn answer(&self, a: Answer, wake: bool) {
         self.answers.lock().push_back(a);
-        self.answer_ready.notify_one();
+        if wake {
+            self.answer_ready.notify_one();
+        }
     }
 
-    /// The responder: writes answers in order, merging a run of acknowledgements.
+    /// The responder thread: whatever the consumer's threads left queued.
     fn respond(self: Arc<Self>) {
-        loop {
-            let answer = {
+        while !self.finished.load(Ordering::Acquire) {
+            {
                 let mut q = self.answers.lock();
-                while q.is_empty() {
+                while q.is_empty() && !self.finished.load(Ordering::Acquire) {
                     self.answer_ready.wait(&mut q);
                 }
-                let mut a = q.pop_front().expect("queue is not empty");
+            }
+            let mut w = self.writer.lock();
+            if self.write_answers(&mut w).is_err() {
+                return; // the reader sees the connection end and cleans up
+            }
+        }
+    }
+
+    /// Writes queued answers in order, merging a run of acknowledgements. The writer lock is
+    /// held throughout, so whoever takes an answer off the queue also writes it in order.
+    fn write_answers(&self, w: &mut WriterGuard<'_>) -> std::io::Result<()> {
+        loop {
+            if self.finished.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            let answer = {
+                let mut q = self.answers.lock();
+                let Some(mut a) = q.pop_front() else {
+                    return Ok(());
+                };
                 if let Answer::Ack(mut last) = a {
                     while let Some(Answer::Ack(next)) = q.front() {
                         last = *next;
@@ -94,15 +154,22 @@ impl TcpLink {
                 }
                 a
             };
-            let sent = match answer {
+            match answer {
                 Answer::Ack(seq) => {
                     let mut h = Header::new(Op::Ack);
                     h.id = seq;
-                    self.writer.send(&h, &[])
+                    w.send(&h, &[])?;
                 }
-                Answer::ReadData { seq, lmr, address, length } => {
+                Answer::ReadData {
+                    seq,
+                    lmr,
+                    address,
+                    length,
+                } => {
                     // The region may have been freed since the request was checked.
-                    let live = |lmr: &Arc<Lmr>| Lmr::lookup_rmr_context(lmr.context).is_some_and(|l| Arc::ptr_eq(&l, lmr));
+                    let live = |lmr: &Arc<Lmr>| {
+                        Lmr::lookup_rmr_context(lmr.context).is_some_and(|l| Arc::ptr_eq(&l, lmr))
+                    };
                     if length == 0 || lmr.as_ref().is_some_and(live) {
                         let mut h = Header::new(Op::RdmaReadResponse);
                         h.id = seq;
@@ -112,31 +179,76 @@ impl TcpLink {
                         } else {
                             // SAFETY: [address, address + length) lies inside a live region the
                             // consumer registered with remote read privilege (checked on arrival).
-                            unsafe { std::slice::from_raw_parts(address as *const u8, length as usize) }
+                            unsafe {
+                                std::slice::from_raw_parts(address as *const u8, length as usize)
+                            }
                         };
-                        self.writer.send(&h, &[data])
+                        w.send(&h, &[data])?;
                     } else {
-                        self.send_refusal(seq, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS)
+                        refusal(w, seq, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS)?;
                     }
                 }
-                Answer::Refuse { seq, status } => self.send_refusal(seq, status),
-                Answer::Goodbye => self.writer.send(&Header::new(Op::Disconnect), &[]),
+                Answer::Refuse { seq, status } => refusal(w, seq, status)?,
+                Answer::Goodbye => w.send(&Header::new(Op::Disconnect), &[])?,
                 Answer::Finish => {
-                    self.writer.shutdown_write();
-                    return;
+                    w.shutdown_write();
+                    self.finished.store(true, Ordering::Release);
+                    self.answer_ready.notify_one();
+                    return Ok(());
                 }
-            };
-            if sent.is_err() {
-                return; // the reader sees the connection end and cleans up
             }
         }
     }
 
-    fn send_refusal(&self, seq: u64, status: dat_dto_completion_status) -> std::io::Result<()> {
-        let mut h = Header::new(Op::RemoteAccessError);
-        h.id = seq;
-        h.remote_addr = status as u64;
-        self.writer.send(&h, &[])
+    /// Records how the connection ended (first finder wins) and wakes the reader thread,
+    /// which ends it.
+    fn stop(&self, outcome: Result<Stop, ConnError>) {
+        self.stopped.lock().get_or_insert(outcome);
+        let _ = self.control.shutdown(std::net::Shutdown::Read);
+    }
+}
+
+fn refusal(
+    w: &mut WriterGuard<'_>,
+    seq: u64,
+    status: dat_dto_completion_status,
+) -> std::io::Result<()> {
+    let mut h = Header::new(Op::RemoteAccessError);
+    h.id = seq;
+    h.remote_addr = status as u64;
+    w.send(&h, &[])
+}
+
+impl Progress for TcpLink {
+    /// The consumer's thread handles the whole frames already waiting, then writes the
+    /// answers they produced; it never blocks, and leaves the rest to the link's threads.
+    fn progress(&self) {
+        let Some(ep) = self.ep.upgrade() else { return };
+        self.polled_at.store(micros_now(), Ordering::Relaxed);
+        if let Some(mut reader) = self.reader.try_lock() {
+            while self.stopped.lock().is_none() && reader.whole_frame_ready().is_some() {
+                match step(&ep, self, &mut reader, true) {
+                    Ok(None) => {}
+                    Ok(Some(stop)) => {
+                        self.stop(Ok(stop));
+                        break;
+                    }
+                    Err(e) => {
+                        self.stop(Err(e));
+                        break;
+                    }
+                }
+            }
+        }
+        let pending = !self.answers.lock().is_empty();
+        if pending {
+            if let Some(mut w) = self.writer.try_lock() {
+                let _ = self.write_answers(&mut w);
+            }
+            if !self.answers.lock().is_empty() {
+                self.answer_ready.notify_one();
+            }
+        }
     }
 }
 
@@ -144,17 +256,15 @@ impl Link for TcpLink {
     fn close(&self, how: Close) {
         // The goodbye follows our requests (posted before this call) and the answers already
         // queued, so the peer completes everything it was owed before it sees us leave.
-        self.answer(Answer::Goodbye);
+        self.answer(Answer::Goodbye, true);
         match how {
             // The peer answers our requests, sees the goodbye, and closes: the reader ends.
             Close::Graceful => {}
-            Close::Abrupt => {
-                self.answer(Answer::Finish);
-                let _ = self.control.set_read_timeout(Some(LINGER));
-            }
+            // The reader waits a moment for the peer's goodbye (see `read_loop`).
+            Close::Abrupt => self.answer(Answer::Finish, true),
             Close::Released => {
-                self.answer(Answer::Finish);
-                let _ = self.control.shutdown(std::net::Shutdown::Read);
+                self.answer(Answer::Finish, true);
+                self.stop(Ok(Stop::Goodbye));
             }
         }
     }
@@ -163,7 +273,11 @@ impl Link for TcpLink {
         if out.segments.len() >= MAX_PARTS {
             return Err(DatError::invalid_arg(2));
         }
-        let total: u64 = out.segments.iter().map(|s| u64::from(s.segment_length)).sum();
+        let total: u64 = out
+            .segments
+            .iter()
+            .map(|s| u64::from(s.segment_length))
+            .sum();
         if total > u64::from(wire_limits().max_message) {
             return Err(DatError::invalid_arg(3));
         }
@@ -188,10 +302,19 @@ impl Link for TcpLink {
             for (part, s) in parts.iter_mut().zip(out.segments) {
                 // SAFETY: the segment was checked against a live LMR with local read
                 // privilege; the consumer keeps the memory until the DTO completes.
-                *part = unsafe { std::slice::from_raw_parts(s.virtual_address as *const u8, s.segment_length as usize) };
+                *part = unsafe {
+                    std::slice::from_raw_parts(
+                        s.virtual_address as *const u8,
+                        s.segment_length as usize,
+                    )
+                };
             }
         }
-        let n = if op == Op::RdmaReadRequest { 0 } else { out.segments.len() };
+        let n = if op == Op::RdmaReadRequest {
+            0
+        } else {
+            out.segments.len()
+        };
         let mut queued = false;
         let limit = ep.inner.lock().attr.max_request_dtos.max(1) as usize;
         let mut full = false;
@@ -210,7 +333,11 @@ impl Link for TcpLink {
                 operation: out.operation,
                 length: total as u32,
                 signalled: out.signalled,
-                read_into: if op == Op::RdmaReadRequest { out.segments.to_vec() } else { Vec::new() },
+                read_into: if op == Op::RdmaReadRequest {
+                    out.segments.to_vec()
+                } else {
+                    Vec::new()
+                },
             });
             queued = true;
             true
@@ -219,34 +346,63 @@ impl Link for TcpLink {
         if full {
             return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
         }
-        Ok(if queued { Posted::Queued } else { Posted::Flush })
+        Ok(if queued {
+            Posted::Queued
+        } else {
+            Posted::Flush
+        })
     }
 }
 
 /// Starts an active connect in the background: ESTABLISHED or the failure's event follows.
-pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
-    let spawned = std::thread::Builder::new().name("dat-conn".into()).stack_size(256 * 1024).spawn(move || {
-        let failure = |event: dat_event_number, pd: &[u8]| ep.ended(End::Broken, event, pd);
-        let est = match cm::connect(remote, &private_data, timeout, wire_limits()) {
-            Ok(est) => est,
-            Err(ConnectFailure::Rejected(pd)) => return failure(dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, &pd),
-            Err(ConnectFailure::Refused) => return failure(dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]),
-            Err(ConnectFailure::Unreachable) => return failure(dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE, &[]),
-            Err(ConnectFailure::TimedOut) => return failure(dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[]),
-        };
-        let link = match TcpLink::start(est.control) {
-            Ok(l) => l,
-            Err(_) => return failure(dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]),
-        };
-        if !ep.established(Some((link.clone(), est.remote)), &est.private_data) {
-            // Disconnected or freed while connecting: the peer sees us leave.
-            link.close(Close::Released);
-            link.answer(Answer::Finish);
-            return;
-        }
-        read_loop(&ep, &link, est.reader);
-    });
-    spawned.map(|_| ()).map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
+pub fn connect(
+    ep: Arc<Ep>,
+    remote: SocketAddrV4,
+    private_data: Vec<u8>,
+    timeout: Option<Duration>,
+) -> DatResult {
+    let spawned = std::thread::Builder::new()
+        .name("dat-conn".into())
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let failure = |event: dat_event_number, pd: &[u8]| ep.ended(End::Broken, event, pd);
+            let est = match cm::connect(remote, &private_data, timeout, wire_limits()) {
+                Ok(est) => est,
+                Err(ConnectFailure::Rejected(pd)) => {
+                    return failure(dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, &pd)
+                }
+                Err(ConnectFailure::Refused) => {
+                    return failure(
+                        dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                        &[],
+                    )
+                }
+                Err(ConnectFailure::Unreachable) => {
+                    return failure(dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE, &[])
+                }
+                Err(ConnectFailure::TimedOut) => {
+                    return failure(dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[])
+                }
+            };
+            let link = match TcpLink::start(est.control, est.reader, &ep) {
+                Ok(l) => l,
+                Err(_) => {
+                    return failure(
+                        dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                        &[],
+                    )
+                }
+            };
+            if !ep.established(Some((link.clone(), est.remote)), &est.private_data) {
+                // Disconnected or freed while connecting: the peer sees us leave.
+                link.close(Close::Released);
+                return;
+            }
+            read_loop(&ep, &link);
+        });
+    spawned
+        .map(|_| ())
+        .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
 }
 
 /// Accepts a request onto `ep` (already COMPLETION_PENDING): ESTABLISHED follows when the
@@ -261,16 +417,21 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
             return Ok(());
         }
     };
-    let link = TcpLink::start(stream).map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))?;
+    let link = TcpLink::start(stream, reader, &ep)
+        .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))?;
     if !ep.accepting(link.clone(), remote) {
         link.close(Close::Released);
-        link.answer(Answer::Finish);
         return Ok(());
     }
-    let spawned = std::thread::Builder::new().name("dat-conn".into()).stack_size(256 * 1024).spawn(move || {
-        read_loop(&ep, &link, reader);
-    });
-    spawned.map(|_| ()).map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
+    let spawned = std::thread::Builder::new()
+        .name("dat-conn".into())
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            read_loop(&ep, &link);
+        });
+    spawned
+        .map(|_| ())
+        .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
 }
 
 /// Whether `LIBDAT_DEBUG` asks for connection diagnostics on stderr.
@@ -290,121 +451,195 @@ enum Stop {
     Broken,
 }
 
-fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>, mut reader: Reader) {
-    let outcome = serve(ep, link, &mut reader);
-    if debug() {
-        eprintln!("libdat: connection of EP {:p} ends: {outcome:?}", ep.handle());
-    }
-    let stop = outcome.unwrap_or(Stop::Lost);
-    let end = match stop {
-        Stop::Goodbye => End::Orderly,
-        Stop::Lost | Stop::Broken => End::Broken,
+/// The connection's reader thread: handles frames the consumer's threads have not, until the
+/// connection ends; then ends the EP's side of it.
+fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
+    let outcome = loop {
+        if let Some(o) = link.stopped.lock().take() {
+            break o;
+        }
+        // A passive side waits a bounded time for the peer's Ready; a side that closed
+        // abruptly waits a moment for the peer's goodbye.
+        let bound = match ep.state() {
+            dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING => Some(HANDSHAKE_TIMEOUT),
+            _ if ep.inner.lock().closing => Some(LINGER),
+            _ => None,
+        };
+        let waited = wait_readable(&link.control, bound);
+        if !waited {
+            break Err(ConnError::Closed);
+        }
+        // A consumer polling this connection handles its frames faster than a hand-off to
+        // this thread would; stand back while it does (it would fight us for the CPU).
+        if micros_now().saturating_sub(link.polled_at.load(Ordering::Relaxed)) < STAND_BACK_US {
+            std::thread::sleep(Duration::from_micros(STAND_BACK_US));
+            continue;
+        }
+        let mut reader = link.reader.lock();
+        if let Some(o) = link.stopped.lock().take() {
+            break o;
+        }
+        // The consumer's thread may have taken what woke us.
+        if !reader.readable_now() {
+            continue;
+        }
+        match step(ep, link, &mut reader, false) {
+            Ok(None) => {}
+            Ok(Some(stop)) => break Ok(stop),
+            Err(e) => break Err(e),
+        }
     };
-    ep.ended(end, dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, &[]);
+    if debug() {
+        eprintln!(
+            "libdat: connection of EP {:p} ends: {outcome:?}",
+            ep.handle()
+        );
+    }
+    let end = match outcome {
+        Ok(Stop::Goodbye) => End::Orderly,
+        _ => End::Broken,
+    };
+    ep.ended(
+        end,
+        dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR,
+        &[],
+    );
     // Our answers go out, then our side closes; what the peer still sends is read and dropped
     // (for a while), so closing does not reset the connection under its last frames.
-    link.answer(Answer::Finish);
+    link.answer(Answer::Finish, true);
+    let mut reader = link.reader.lock();
     reader.set_timeout(Some(LINGER));
     while let Ok(h) = reader.next_header() {
-        let len = if h.op == Op::RdmaReadRequest { 0 } else { h.payload_len as usize };
+        let len = if h.op == Op::RdmaReadRequest {
+            0
+        } else {
+            h.payload_len as usize
+        };
         if reader.skip(len).is_err() {
             break;
         }
     }
     // The responder closes our sending side once its last answer is out; the socket itself
-    // closes as the last of the three lets go of it.
+    // closes as the last holder lets go of it.
 }
 
-fn serve(ep: &Arc<Ep>, link: &Arc<TcpLink>, reader: &mut Reader) -> Result<Stop, ConnError> {
-    loop {
-        let h = reader.next_header()?;
-        match h.op {
-            Op::Ready => {
-                reader.set_timeout(None);
-                // ESTABLISHED is posted under the writer lock and the confirmation written
-                // before the lock goes: the consumer's first frames cannot overtake the
-                // confirmation, and the peer (established only by the confirmation) cannot
-                // disconnect before our event is posted.
-                let mut up = false;
-                link.writer.send_ordered(&Header::new(Op::Ready), &[], || {
-                    up = ep.established(None, &[]);
-                    up
-                })?;
-                if !up {
-                    return Ok(Stop::Lost);
-                }
+/// Handles one frame (the consumer's thread passes `in_caller` and writes the answers
+/// itself). Some(stop) when the connection ends.
+fn step(
+    ep: &Arc<Ep>,
+    link: &TcpLink,
+    reader: &mut Reader,
+    in_caller: bool,
+) -> Result<Option<Stop>, ConnError> {
+    let answer = |a: Answer| link.answer(a, !in_caller);
+    let h = reader.next_header()?;
+    match h.op {
+        Op::Ready => {
+            reader.set_timeout(None);
+            // ESTABLISHED is posted under the writer lock and the confirmation written
+            // before the lock goes: the consumer's first frames cannot overtake the
+            // confirmation, and the peer (established only by the confirmation) cannot
+            // disconnect before our event is posted.
+            let mut up = false;
+            link.writer.send_ordered(&Header::new(Op::Ready), &[], || {
+                up = ep.established(None, &[]);
+                up
+            })?;
+            if !up {
+                return Ok(Some(Stop::Lost));
             }
-            Op::Send => {
-                if let Some(status) = deliver(ep, link, reader, &h)? {
-                    link.answer(Answer::Refuse { seq: h.id, status });
-                    return Ok(Stop::Broken);
-                }
-            }
-            Op::RdmaWrite => match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
-                Some((_, address)) => {
-                    if h.payload_len > 0 {
-                        // SAFETY: checked by remote_access: inside a live region registered
-                        // with remote write privilege in the EP's zone.
-                        let dst = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, h.payload_len as usize) };
-                        reader.read_payload(dst)?;
-                    }
-                    link.answer(Answer::Ack(h.id));
-                }
-                None => {
-                    reader.skip(h.payload_len as usize)?;
-                    link.answer(Answer::Refuse { seq: h.id, status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS });
-                    return Ok(Stop::Broken);
-                }
-            },
-            Op::RdmaReadRequest => match remote_access(ep, &h, lmr::PRIV_REMOTE_READ) {
-                Some((lmr, address)) => link.answer(Answer::ReadData { seq: h.id, lmr, address, length: h.payload_len }),
-                None => {
-                    link.answer(Answer::Refuse { seq: h.id, status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS });
-                    return Ok(Stop::Broken);
-                }
-            },
-            Op::Ack => {
-                while let Some((seq, operation)) = ep.oldest_request() {
-                    if seq > h.id {
-                        break;
-                    }
-                    if operation == dat_dtos::DAT_DTO_RDMA_READ {
-                        return Ok(Stop::Lost); // a read is answered by its data, never an ack
-                    }
-                    if let Some(r) = ep.pop_request() {
-                        ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
-                    }
-                }
-            }
-            Op::RdmaReadResponse => {
-                let Some(r) = ep.pop_request() else { return Ok(Stop::Lost) };
-                if r.seq != h.id || r.operation != dat_dtos::DAT_DTO_RDMA_READ || h.payload_len != r.length {
-                    ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
-                    return Ok(Stop::Lost);
-                }
-                match scatter(ep, reader, &r.read_into, h.payload_len)? {
-                    None => ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length),
-                    Some(status) => {
-                        ep.complete_request(&r, status, 0);
-                        return Ok(Stop::Broken);
-                    }
-                }
-            }
-            Op::RemoteAccessError => {
-                if let Some(r) = ep.pop_request() {
-                    let status = u32::try_from(h.remote_addr)
-                        .ok()
-                        .and_then(|s| dat_dto_completion_status::try_from(s).ok())
-                        .filter(|s| *s != dat_dto_completion_status::DAT_DTO_SUCCESS)
-                        .unwrap_or(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
-                    ep.complete_request(&r, status, 0);
-                }
-                return Ok(Stop::Broken);
-            }
-            Op::Disconnect => return Ok(Stop::Goodbye),
-            Op::ConnectRequest | Op::Accept | Op::Reject => return Ok(Stop::Lost),
         }
+        Op::Send => {
+            if let Some(status) = deliver(ep, link, reader, &h, in_caller)? {
+                answer(Answer::Refuse { seq: h.id, status });
+                return Ok(Some(Stop::Broken));
+            }
+        }
+        Op::RdmaWrite => match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
+            Some((_, address)) => {
+                if h.payload_len > 0 {
+                    // SAFETY: checked by remote_access: inside a live region registered
+                    // with remote write privilege in the EP's zone.
+                    let dst = unsafe {
+                        std::slice::from_raw_parts_mut(address as *mut u8, h.payload_len as usize)
+                    };
+                    reader.read_payload(dst)?;
+                }
+                answer(Answer::Ack(h.id));
+            }
+            None => {
+                reader.skip(h.payload_len as usize)?;
+                answer(Answer::Refuse {
+                    seq: h.id,
+                    status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
+                });
+                return Ok(Some(Stop::Broken));
+            }
+        },
+        Op::RdmaReadRequest => match remote_access(ep, &h, lmr::PRIV_REMOTE_READ) {
+            Some((lmr, address)) => answer(Answer::ReadData {
+                seq: h.id,
+                lmr,
+                address,
+                length: h.payload_len,
+            }),
+            None => {
+                answer(Answer::Refuse {
+                    seq: h.id,
+                    status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
+                });
+                return Ok(Some(Stop::Broken));
+            }
+        },
+        Op::Ack => {
+            while let Some((seq, operation)) = ep.oldest_request() {
+                if seq > h.id {
+                    break;
+                }
+                if operation == dat_dtos::DAT_DTO_RDMA_READ {
+                    return Ok(Some(Stop::Lost)); // a read is answered by its data, never an ack
+                }
+                if let Some(r) = ep.pop_request() {
+                    ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
+                }
+            }
+        }
+        Op::RdmaReadResponse => {
+            let Some(r) = ep.pop_request() else {
+                return Ok(Some(Stop::Lost));
+            };
+            if r.seq != h.id
+                || r.operation != dat_dtos::DAT_DTO_RDMA_READ
+                || h.payload_len != r.length
+            {
+                ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
+                return Ok(Some(Stop::Lost));
+            }
+            match scatter(ep, reader, &r.read_into, h.payload_len)? {
+                None => {
+                    ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length)
+                }
+                Some(status) => {
+                    ep.complete_request(&r, status, 0);
+                    return Ok(Some(Stop::Broken));
+                }
+            }
+        }
+        Op::RemoteAccessError => {
+            if let Some(r) = ep.pop_request() {
+                let status = u32::try_from(h.remote_addr)
+                    .ok()
+                    .and_then(|s| dat_dto_completion_status::try_from(s).ok())
+                    .filter(|s| *s != dat_dto_completion_status::DAT_DTO_SUCCESS)
+                    .unwrap_or(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+                ep.complete_request(&r, status, 0);
+            }
+            return Ok(Some(Stop::Broken));
+        }
+        Op::Disconnect => return Ok(Some(Stop::Goodbye)),
+        Op::ConnectRequest | Op::Accept | Op::Reject => return Ok(Some(Stop::Lost)),
     }
+    Ok(None)
 }
 
 /// The most bytes of early messages one EP keeps before the sender sees "receiver not ready".
@@ -416,7 +651,13 @@ const MAX_UNEXPECTED_BYTES: usize = 64 << 20;
 ///
 /// The acknowledgement is queued before the receive completes: a consumer that reacts to the
 /// message by disconnecting must not overtake it.
-fn deliver(ep: &Arc<Ep>, link: &TcpLink, reader: &mut Reader, h: &Header) -> Result<Option<dat_dto_completion_status>, ConnError> {
+fn deliver(
+    ep: &Arc<Ep>,
+    link: &TcpLink,
+    reader: &mut Reader,
+    h: &Header,
+    in_caller: bool,
+) -> Result<Option<dat_dto_completion_status>, ConnError> {
     let len = h.payload_len;
     let recv = {
         let mut inner = ep.inner.lock();
@@ -432,13 +673,17 @@ fn deliver(ep: &Arc<Ep>, link: &TcpLink, reader: &mut Reader, h: &Header) -> Res
             Some(r) => r,
             None => {
                 reader.skip(len as usize)?;
-                return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
+                return Ok(Some(
+                    dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY,
+                ));
             }
         },
         (None, false) => {
             if ep.inner.lock().unexpected_bytes + len as usize > MAX_UNEXPECTED_BYTES {
                 reader.skip(len as usize)?;
-                return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
+                return Ok(Some(
+                    dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY,
+                ));
             }
             // The slow path: the consumer has not posted a receive yet.
             let mut copy = vec![0u8; len as usize];
@@ -448,26 +693,38 @@ fn deliver(ep: &Arc<Ep>, link: &TcpLink, reader: &mut Reader, h: &Header) -> Res
                 inner.unexpected_bytes += copy.len();
                 inner.unexpected.push_back(copy);
             }
-            link.answer(Answer::Ack(h.id));
+            link.answer(Answer::Ack(h.id), !in_caller);
             deliver_unexpected(ep);
             return Ok(None);
         }
     };
-    let room: u64 = recv.segments.iter().map(|s| u64::from(s.segment_length)).sum();
+    let room: u64 = recv
+        .segments
+        .iter()
+        .map(|s| u64::from(s.segment_length))
+        .sum();
     if u64::from(len) > room {
         reader.skip(len as usize)?;
-        ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
-        return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER));
+        ep.complete_recv(
+            recv.cookie,
+            dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH,
+            0,
+        );
+        return Ok(Some(
+            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+        ));
     }
     match scatter(ep, reader, &recv.segments, len)? {
         None => {
-            link.answer(Answer::Ack(h.id));
+            link.answer(Answer::Ack(h.id), !in_caller);
             ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, len);
             Ok(None)
         }
         Some(status) => {
             ep.complete_recv(recv.cookie, status, 0);
-            Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER))
+            Ok(Some(
+                dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+            ))
         }
     }
 }
@@ -484,17 +741,29 @@ pub fn deliver_unexpected(ep: &Ep) {
             let message = inner.unexpected.pop_front().expect("not empty");
             let recv = inner.recvs.pop_front().expect("not empty");
             inner.unexpected_bytes -= message.len();
-            done.push((recv.cookie, place(&recv.segments, &message, &pz), message.len() as u32));
+            done.push((
+                recv.cookie,
+                place(&recv.segments, &message, &pz),
+                message.len() as u32,
+            ));
         }
     }
     for (cookie, status, len) in done {
-        let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS { len } else { 0 };
+        let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
+            len
+        } else {
+            0
+        };
         ep.complete_recv(cookie, status, len);
     }
 }
 
 /// Copies a kept message into a receive's segments, each checked against its live region.
-fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<crate::objects::pz::Pz>) -> dat_dto_completion_status {
+fn place(
+    segments: &[DAT_LMR_TRIPLET],
+    message: &[u8],
+    pz: &Arc<crate::objects::pz::Pz>,
+) -> dat_dto_completion_status {
     let room: u64 = segments.iter().map(|s| u64::from(s.segment_length)).sum();
     if message.len() as u64 > room {
         return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH;
@@ -505,7 +774,15 @@ fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<crate::objects::
             break;
         }
         let n = rest.len().min(s.segment_length as usize);
-        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err() {
+        if Lmr::check_segment(
+            s.lmr_context,
+            s.virtual_address,
+            n as u64,
+            lmr::PRIV_LOCAL_WRITE,
+            pz,
+        )
+        .is_err()
+        {
             return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION;
         }
         // SAFETY: just checked: inside a live region with local write privilege in the EP's zone.
@@ -519,10 +796,17 @@ fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<crate::objects::
 /// Reads `len` payload bytes into `segments` in order, each checked again against its live
 /// region (it may have been freed since it was posted). On a failed check the rest is skipped
 /// and the local status returned.
-fn scatter(ep: &Arc<Ep>, reader: &mut Reader, segments: &[DAT_LMR_TRIPLET], len: u32) -> Result<Option<dat_dto_completion_status>, ConnError> {
+fn scatter(
+    ep: &Arc<Ep>,
+    reader: &mut Reader,
+    segments: &[DAT_LMR_TRIPLET],
+    len: u32,
+) -> Result<Option<dat_dto_completion_status>, ConnError> {
     let Some(pz) = ep.pz() else {
         reader.skip(len as usize)?;
-        return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION));
+        return Ok(Some(
+            dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION,
+        ));
     };
     let mut left = len as usize;
     for s in segments {
@@ -530,9 +814,19 @@ fn scatter(ep: &Arc<Ep>, reader: &mut Reader, segments: &[DAT_LMR_TRIPLET], len:
             break;
         }
         let n = left.min(s.segment_length as usize);
-        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, &pz).is_err() {
+        if Lmr::check_segment(
+            s.lmr_context,
+            s.virtual_address,
+            n as u64,
+            lmr::PRIV_LOCAL_WRITE,
+            &pz,
+        )
+        .is_err()
+        {
             reader.skip(left)?;
-            return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION));
+            return Ok(Some(
+                dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION,
+            ));
         }
         // SAFETY: just checked: inside a live region with local write privilege in the EP's zone.
         let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
@@ -550,6 +844,7 @@ fn remote_access(ep: &Arc<Ep>, h: &Header, privilege: u32) -> Option<(Option<Arc
     }
     let lmr = Lmr::lookup_rmr_context(h.rkey)?;
     let pz = ep.pz()?;
-    lmr.check_remote(h.remote_addr, u64::from(h.payload_len), privilege, &pz).ok()?;
+    lmr.check_remote(h.remote_addr, u64::from(h.payload_len), privilege, &pz)
+        .ok()?;
     Some((Some(lmr), h.remote_addr))
 }
