@@ -67,16 +67,17 @@ fn v4(addr: SocketAddr) -> SocketAddrV4 {
     }
 }
 
-fn established(stream: TcpStream, limits: Limits, private_data: Vec<u8>) -> io::Result<Established> {
+/// The connection after its handshake; `reader` is the handshake's, which may already hold
+/// the peer's first frames.
+fn established(stream: TcpStream, reader: Reader, private_data: Vec<u8>) -> io::Result<Established> {
     stream.set_read_timeout(None)?;
     stream.set_nodelay(true)?;
     let local = v4(stream.local_addr()?);
     let remote = v4(stream.peer_addr()?);
-    let reader_stream = stream.try_clone()?;
     Ok(Established {
         writer: Writer::new(stream.try_clone()?),
         control: stream,
-        reader: Reader::new(reader_stream, limits),
+        reader,
         local,
         remote,
         private_data,
@@ -100,7 +101,7 @@ impl IncomingRequest {
             return Err(ConnError::Closed);
         }
         Writer::new(stream.try_clone()?).send(&Header::new(Op::Ready), &[])?;
-        Ok(established(stream, limits, private)?)
+        Ok(established(stream, reader, private)?)
     }
 
     /// Sends the accept and hands back the stream and a reader whose next frame should be the
@@ -197,7 +198,7 @@ pub fn connect(
                 if confirm.op != Op::Ready {
                     return Err(ConnectFailure::Refused);
                 }
-                established(stream.try_clone().map_err(|_| ConnectFailure::Refused)?, limits, pd)
+                established(stream.try_clone().map_err(|_| ConnectFailure::Refused)?, reader, pd)
                     .map_err(|_| ConnectFailure::Refused)
             }
             Op::Reject => Err(ConnectFailure::Rejected(pd)),

@@ -105,6 +105,25 @@ impl WriterGuard<'_> {
         write_all_vectored(&mut self.0, &mut slices[..n])
     }
 
+    /// Sends `first` (a header-only frame) and then a frame, in one system call.
+    pub fn send_after(&mut self, first: Option<&Header>, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
+        let Some(first) = first else { return self.send(header, parts) };
+        let lead = first.encode();
+        let head = header.encode();
+        let mut slices = [IoSlice::new(&[]); MAX_PARTS + 2];
+        slices[0] = IoSlice::new(&lead);
+        slices[1] = IoSlice::new(&head);
+        let mut n = 2;
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            if n > MAX_PARTS + 1 {
+                return Err(io::ErrorKind::InvalidInput.into());
+            }
+            slices[n] = IoSlice::new(p);
+            n += 1;
+        }
+        write_all_vectored(&mut self.0, &mut slices[..n])
+    }
+
     /// Closes our sending direction: the peer reads end of stream after what was sent.
     pub fn shutdown_write(&mut self) {
         let _ = self.0.shutdown(std::net::Shutdown::Write);
@@ -138,94 +157,128 @@ fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) ->
 }
 
 /// The receiving half.
+/// How many bytes the reader takes from the socket at once: small frames arrive whole in one
+/// system call, several at a time when they queue up.
+const READ_AHEAD: usize = 64 * 1024;
+
+/// The receiving half, with a read-ahead buffer. Large payloads bypass the buffer and go
+/// straight to their destination.
 pub struct Reader {
     stream: TcpStream,
     limits: Limits,
+    buffer: Box<[u8]>,
+    /// The unread bytes are `buffer[start..end]`.
+    start: usize,
+    end: usize,
 }
 
 impl Reader {
     pub fn new(stream: TcpStream, limits: Limits) -> Reader {
-        Reader { stream, limits }
+        Reader { stream, limits, buffer: vec![0u8; READ_AHEAD].into_boxed_slice(), start: 0, end: 0 }
+    }
+
+    fn buffered(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether bytes already read from the socket wait here (polling the socket would not
+    /// show them).
+    pub fn has_buffered(&self) -> bool {
+        self.buffered() > 0
+    }
+
+    /// Reads more into the buffer: waits for at least one byte when `block`, else takes only
+    /// what is there. Ok(0) from a non-blocking read means nothing was waiting.
+    fn fill(&mut self, block: bool) -> Result<usize, ConnError> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buffer.len() {
+            self.buffer.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let room = &mut self.buffer[self.end..];
+        if room.is_empty() {
+            return Ok(0); // full of one large frame's start: its payload is read directly
+        }
+        let flags = if block { 0 } else { libc::MSG_DONTWAIT };
+        loop {
+            // SAFETY: `room` is a writable buffer of its length for the duration of the call.
+            let n = unsafe { libc::recv(self.stream.as_raw_fd(), room.as_mut_ptr() as *mut libc::c_void, room.len(), flags) };
+            if n > 0 {
+                self.end += n as usize;
+                return Ok(n as usize);
+            }
+            if n == 0 {
+                return Err(ConnError::Closed);
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock if !block => return Ok(0),
+                _ => return Err(ConnError::from(e)),
+            }
+        }
     }
 
     /// The next frame's checked header; its payload must then be consumed with
     /// [`Reader::read_payload`] or [`Reader::skip`].
     pub fn next_header(&mut self) -> Result<Header, ConnError> {
+        while self.buffered() < HEADER_LEN {
+            self.fill(true)?;
+        }
         let mut b = [0u8; HEADER_LEN];
-        self.stream.read_exact(&mut b)?;
-        Header::decode(&b, self.limits).map_err(ConnError::Protocol)
+        b.copy_from_slice(&self.buffer[self.start..self.start + HEADER_LEN]);
+        let h = Header::decode(&b, self.limits).map_err(ConnError::Protocol)?;
+        self.start += HEADER_LEN;
+        Ok(h)
     }
 
-    /// Whether a whole frame is waiting in the socket, so handling it cannot block: its
-    /// header, checked, when it is.
-    pub fn whole_frame_ready(&self) -> Option<Header> {
-        let fd = self.stream.as_raw_fd();
+    /// Whether a whole frame is waiting (in the buffer, or in the socket behind it), so
+    /// handling it cannot block: its header, checked, when it is. Never blocks.
+    pub fn whole_frame_ready(&mut self) -> Option<Header> {
+        if self.buffered() < HEADER_LEN || !self.payload_buffered() {
+            self.fill(false).ok()?;
+        }
+        if self.buffered() < HEADER_LEN {
+            return None;
+        }
+        let mut b = [0u8; HEADER_LEN];
+        b.copy_from_slice(&self.buffer[self.start..self.start + HEADER_LEN]);
+        let h = Header::decode(&b, self.limits).ok()?;
+        let need = HEADER_LEN + payload_len(&h);
+        if self.buffered() >= need {
+            return Some(h);
+        }
+        // A payload larger than the buffer: count what waits in the socket too.
         let mut available: libc::c_int = 0;
         // SAFETY: FIONREAD writes one int to the pointer we pass, on our own socket.
-        if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut available) } < 0
-            || (available as usize) < HEADER_LEN
-        {
+        if unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::FIONREAD, &mut available) } < 0 {
             return None;
+        }
+        (self.buffered() + available.max(0) as usize >= need).then_some(h)
+    }
+
+    /// Whether the buffer holds a header and all its payload.
+    fn payload_buffered(&self) -> bool {
+        if self.buffered() < HEADER_LEN {
+            return false;
         }
         let mut b = [0u8; HEADER_LEN];
-        // SAFETY: `b` is a writable buffer of HEADER_LEN bytes for the duration of the call.
-        let n = unsafe {
-            libc::recv(
-                fd,
-                b.as_mut_ptr() as *mut libc::c_void,
-                HEADER_LEN,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        if n != HEADER_LEN as isize {
-            return None;
-        }
-        let h = Header::decode(&b, self.limits).ok()?;
-        let payload = if h.op == super::wire::Op::RdmaReadRequest {
-            0
-        } else {
-            h.payload_len as usize
-        };
-        ((available as usize) >= HEADER_LEN + payload).then_some(h)
+        b.copy_from_slice(&self.buffer[self.start..self.start + HEADER_LEN]);
+        Header::decode(&b, self.limits).is_ok_and(|h| self.buffered() >= HEADER_LEN + payload_len(&h))
     }
-}
 
-/// Waits until the socket has something to read (data, end of stream or an error), at most
-/// `timeout` (None: forever), without holding its reader. False when the time ran out.
-pub fn wait_readable(socket: &TcpStream, timeout: Option<Duration>) -> bool {
-    {
-        let mut pfd = libc::pollfd {
-            fd: socket.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
-        loop {
-            // SAFETY: one valid pollfd for the duration of the call.
-            let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-            if n >= 0 {
-                return n > 0;
-            }
-            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                return true; // let the read report the error
-            }
-        }
-    }
-}
-
-impl Reader {
-    /// Whether a read would not block: data, end of stream or an error is waiting.
+    /// Whether a read would not block: buffered bytes, or data, end of stream or an error
+    /// waiting in the socket.
     pub fn readable_now(&self) -> bool {
+        if self.buffered() > 0 {
+            return true;
+        }
         let mut b = [0u8; 1];
         // SAFETY: `b` is a writable one-byte buffer for the duration of the call.
-        let n = unsafe {
-            libc::recv(
-                self.stream.as_raw_fd(),
-                b.as_mut_ptr() as *mut libc::c_void,
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
+        let n = unsafe { libc::recv(self.stream.as_raw_fd(), b.as_mut_ptr() as *mut libc::c_void, 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
         n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
     }
 
@@ -234,20 +287,56 @@ impl Reader {
         let _ = self.stream.set_read_timeout(timeout);
     }
 
-    /// Reads exactly `dst.len()` payload bytes into `dst`.
+    /// Reads exactly `dst.len()` payload bytes into `dst`: what is buffered first, the rest
+    /// straight from the socket.
     pub fn read_payload(&mut self, dst: &mut [u8]) -> Result<(), ConnError> {
-        self.stream.read_exact(dst).map_err(ConnError::from)
-    }
-
-    /// Reads and drops `len` payload bytes.
-    pub fn skip(&mut self, mut len: usize) -> Result<(), ConnError> {
-        let mut sink = [0u8; 4096];
-        while len > 0 {
-            let n = len.min(sink.len());
-            self.stream.read_exact(&mut sink[..n])?;
-            len -= n;
+        let n = self.buffered().min(dst.len());
+        dst[..n].copy_from_slice(&self.buffer[self.start..self.start + n]);
+        self.start += n;
+        if n < dst.len() {
+            self.stream.read_exact(&mut dst[n..]).map_err(ConnError::from)?;
         }
         Ok(())
+    }
+
+    /// Reads and drops `len` payload bytes; what follows them stays buffered.
+    pub fn skip(&mut self, len: usize) -> Result<(), ConnError> {
+        let mut left = len;
+        loop {
+            let n = self.buffered().min(left);
+            self.start += n;
+            left -= n;
+            if left == 0 {
+                return Ok(());
+            }
+            self.fill(true)?;
+        }
+    }
+}
+
+/// Waits until the socket has something to read (data, end of stream or an error), at most
+/// `timeout` (None: forever), without holding its reader. False when the time ran out.
+pub fn wait_readable(socket: &TcpStream, timeout: Option<Duration>) -> bool {
+    let mut pfd = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
+    loop {
+        // SAFETY: one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n >= 0 {
+            return n > 0;
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return true; // let the read report the error
+        }
+    }
+}
+
+/// The payload bytes that follow a header on the wire (a read request carries none).
+fn payload_len(h: &Header) -> usize {
+    if h.op == super::wire::Op::RdmaReadRequest {
+        0
+    } else {
+        h.payload_len as usize
     }
 }
 

@@ -42,7 +42,10 @@ fn micros_now() -> u64 {
 
 /// How recently a consumer must have polled a connection for its reader thread to leave the
 /// frames to it.
-const STAND_BACK_US: u64 = 100;
+const STAND_BACK_US: u64 = 200;
+
+/// How long acknowledgements found by a consumer's thread may wait for a request to carry them.
+const ACK_DELAY_US: u64 = 20;
 
 /// How long an ending connection waits for the peer's last frames before it lets go.
 const LINGER: Duration = Duration::from_secs(1);
@@ -85,12 +88,20 @@ pub struct TcpLink {
     ep: Weak<Ep>,
     /// When a consumer's thread last made progress here (`micros_now`).
     polled_at: AtomicU64,
+    /// Since when acknowledgements wait to ride on a request (0: none wait).
+    acks_since: AtomicU64,
+    /// Where the reader thread stands back while a consumer polls, until it stops.
+    standby: Mutex<()>,
+    me: Weak<TcpLink>,
+    standby_wake: Condvar,
 }
 
 impl TcpLink {
     fn start(stream: TcpStream, reader: Reader, ep: &Arc<Ep>) -> std::io::Result<Arc<TcpLink>> {
-        let link = Arc::new(TcpLink {
-            writer: Writer::new(stream.try_clone()?),
+        let write_half = stream.try_clone()?;
+        let link = Arc::new_cyclic(|me| TcpLink {
+            me: me.clone(),
+            writer: Writer::new(write_half),
             control: stream,
             next_seq: AtomicU64::new(1),
             answers: Mutex::new(VecDeque::new()),
@@ -100,6 +111,9 @@ impl TcpLink {
             stopped: Mutex::new(None),
             ep: Arc::downgrade(ep),
             polled_at: AtomicU64::new(0),
+            acks_since: AtomicU64::new(0),
+            standby: Mutex::new(()),
+            standby_wake: Condvar::new(),
         });
         let responder = link.clone();
         std::thread::Builder::new()
@@ -107,6 +121,12 @@ impl TcpLink {
             .stack_size(128 * 1024)
             .spawn(move || responder.respond())?;
         Ok(link)
+    }
+
+    /// Whether a consumer's thread is polling this connection.
+    fn recently_polled(&self) -> bool {
+        let at = self.polled_at.load(Ordering::Relaxed);
+        at != 0 && micros_now().saturating_sub(at) < STAND_BACK_US
     }
 
     /// Queues an answer; `wake` the responder unless the caller writes the queue itself.
@@ -156,6 +176,7 @@ impl TcpLink {
             };
             match answer {
                 Answer::Ack(seq) => {
+                    self.acks_since.store(0, Ordering::Relaxed);
                     let mut h = Header::new(Op::Ack);
                     h.id = seq;
                     w.send(&h, &[])?;
@@ -224,9 +245,15 @@ impl Progress for TcpLink {
     /// answers they produced; it never blocks, and leaves the rest to the link's threads.
     fn progress(&self) {
         let Some(ep) = self.ep.upgrade() else { return };
-        self.polled_at.store(micros_now(), Ordering::Relaxed);
         if let Some(mut reader) = self.reader.try_lock() {
-            while self.stopped.lock().is_none() && reader.whole_frame_ready().is_some() {
+            let mut partial = false;
+            while self.stopped.lock().is_none() {
+                if reader.whole_frame_ready().is_none() {
+                    // A frame that has only begun to arrive (a large one may never fit in
+                    // the socket whole) is for the reader thread, which may block on it.
+                    partial = reader.readable_now();
+                    break;
+                }
                 match step(&ep, self, &mut reader, true) {
                     Ok(None) => {}
                     Ok(Some(stop)) => {
@@ -239,15 +266,71 @@ impl Progress for TcpLink {
                     }
                 }
             }
+            if partial {
+                self.release_standby();
+            } else {
+                self.polled_at.store(micros_now(), Ordering::Relaxed);
+            }
         }
-        let pending = !self.answers.lock().is_empty();
-        if pending {
-            if let Some(mut w) = self.writer.try_lock() {
-                let _ = self.write_answers(&mut w);
+        // Acknowledgements alone wait a moment: a request the consumer posts meanwhile
+        // carries them in the same system call (a ping-pong's reply does).
+        let (pending, only_acks) = {
+            let q = self.answers.lock();
+            (!q.is_empty(), q.iter().all(|a| matches!(a, Answer::Ack(_))))
+        };
+        if !pending {
+            return;
+        }
+        let now = micros_now();
+        if only_acks {
+            let since = self.acks_since.load(Ordering::Relaxed);
+            if since == 0 {
+                self.acks_since.store(now, Ordering::Relaxed);
+                let me: Weak<dyn Progress> = self.me.clone();
+                crate::objects::evd::hold_back(me);
+                return;
             }
-            if !self.answers.lock().is_empty() {
-                self.answer_ready.notify_one();
+            if now.saturating_sub(since) < ACK_DELAY_US {
+                return;
             }
+        }
+        self.write_pending();
+    }
+
+    /// Writes every queued answer now (or has the responder write them). The consumer's
+    /// thread calls it as it stops polling: the reader thread takes over at once.
+    fn flush(&self) {
+        self.release_standby();
+        self.write_pending();
+    }
+
+    fn holding(&self) -> bool {
+        self.acks_since.load(Ordering::Relaxed) != 0
+    }
+}
+
+impl TcpLink {
+    /// The consumer's thread stops handling frames here: the reader thread takes over now.
+    fn release_standby(&self) {
+        if self.polled_at.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let _g = self.standby.lock();
+        self.polled_at.store(0, Ordering::Relaxed);
+        self.standby_wake.notify_one();
+    }
+
+    /// Writes the queued answers if the socket is free, else leaves them to the responder.
+    fn write_pending(&self) {
+        if self.answers.lock().is_empty() {
+            return;
+        }
+        if let Some(mut w) = self.writer.try_lock() {
+            self.acks_since.store(0, Ordering::Relaxed);
+            let _ = self.write_answers(&mut w);
+        }
+        if !self.answers.lock().is_empty() {
+            self.answer_ready.notify_one();
         }
     }
 }
@@ -315,17 +398,15 @@ impl Link for TcpLink {
         } else {
             out.segments.len()
         };
-        let mut queued = false;
         let limit = ep.inner.lock().attr.max_request_dtos.max(1) as usize;
-        let mut full = false;
-        let _ = self.writer.send_ordered(&h, &parts[..n], || {
+        let mut w = self.writer.lock();
+        {
             let mut inner = ep.inner.lock();
             if inner.link.is_none() {
-                return false; // the connection ended: the caller flushes
+                return Ok(Posted::Flush); // the connection ended: the caller flushes
             }
             if inner.outstanding.len() >= limit {
-                full = true;
-                return false;
+                return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
             }
             inner.outstanding.push_back(Request {
                 seq,
@@ -333,27 +414,29 @@ impl Link for TcpLink {
                 operation: out.operation,
                 length: total as u32,
                 signalled: out.signalled,
-                read_into: if op == Op::RdmaReadRequest {
-                    out.segments.to_vec()
-                } else {
-                    Vec::new()
-                },
+                read_into: if op == Op::RdmaReadRequest { out.segments.to_vec() } else { Vec::new() },
             });
-            queued = true;
-            true
-        });
-        // A failed write is the connection's end: the reader flushes what was queued.
-        if full {
-            return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
         }
-        Ok(if queued {
-            Posted::Queued
-        } else {
-            Posted::Flush
-        })
+        // Waiting acknowledgements (and only those: answers keep their order) go out in the
+        // same system call, ahead of the request.
+        let ack = {
+            let mut q = self.answers.lock();
+            if !q.is_empty() && q.iter().all(|a| matches!(a, Answer::Ack(_))) {
+                let last = q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m });
+                self.acks_since.store(0, Ordering::Relaxed);
+                let mut h = Header::new(Op::Ack);
+                h.id = last;
+                Some(h)
+            } else {
+                None
+            }
+        };
+        // A failed write is the connection's end: the reader flushes what was queued.
+        let _ = w.send_after(ack.as_ref(), &h, &parts[..n]);
+        drop(w);
+        Ok(Posted::Queued)
     }
 }
-
 /// Starts an active connect in the background: ESTABLISHED or the failure's event follows.
 pub fn connect(
     ep: Arc<Ep>,
@@ -465,15 +548,22 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
             _ if ep.inner.lock().closing => Some(LINGER),
             _ => None,
         };
-        let waited = wait_readable(&link.control, bound);
-        if !waited {
-            break Err(ConnError::Closed);
-        }
         // A consumer polling this connection handles its frames faster than a hand-off to
         // this thread would; stand back while it does (it would fight us for the CPU).
-        if micros_now().saturating_sub(link.polled_at.load(Ordering::Relaxed)) < STAND_BACK_US {
-            std::thread::sleep(Duration::from_micros(STAND_BACK_US));
+        if link.recently_polled() {
+            let mut g = link.standby.lock();
+            if link.recently_polled() {
+                link.standby_wake.wait_for(&mut g, Duration::from_micros(STAND_BACK_US));
+            }
             continue;
+        }
+        // Frames already in the read-ahead buffer do not wake a poll: handle them first.
+        if !link.reader.lock().has_buffered() {
+            // Nobody may be polling any more: acknowledgements left waiting go out now.
+            link.write_pending();
+            if !wait_readable(&link.control, bound) {
+                break Err(ConnError::Closed);
+            }
         }
         let mut reader = link.reader.lock();
         if let Some(o) = link.stopped.lock().take() {
