@@ -7,6 +7,8 @@
 #   make test            every test; the last line is "N passed, N failed"
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
+#   make ctest           the C conformance suite (LIBDAT=/path/libdat2.so.2 to check another library)
+#   make ctest-asan      the same under AddressSanitizer and UndefinedBehaviorSanitizer
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -19,7 +21,7 @@ SONAME  := libdat2.so.2
 NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 RUST_SRC := $(shell find src -name '*.rs' -o -name '*.c') Cargo.toml build.rs
 
-.PHONY: all lib datinfo tools headers check-headers install test demo bench clean
+.PHONY: all lib datinfo tools headers check-headers install test demo bench ctest ctest-asan clean
 
 all: lib datinfo tools
 
@@ -68,6 +70,14 @@ demo: all
 
 bench: all
 	@bench/run.sh $(BUILD) $(or $(ROUNDS),5)
+
+LIBDAT ?= $(LIBDIR)/$(SONAME)
+
+ctest: all
+	@ctests/run.sh $(LIBDAT)
+
+ctest-asan: all
+	@ctests/run.sh $(LIBDAT) asan
 
 headers:
 	$(CARGO) run -q -p headergen -- include/dat2

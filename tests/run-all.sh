@@ -38,6 +38,8 @@ step "headers compile pedantic as C99, C11, C++17" tests/abi/pedantic.sh include
 step "exported symbols" tests/exports/check.sh build/lib include "$ref"
 step "dapl2-utils start on our library" tests/consumers/start.sh build/lib
 step "dapl2-utils run end to end over TCP" tests/consumers/run.sh build/lib
+step "C conformance suite" ctests/run.sh build/lib/libdat2.so.2
+step "C conformance suite under ASan and UBSan" ctests/run.sh build/lib/libdat2.so.2 asan
 step "install" install_check
 for f in "${failures[@]}"; do echo "failed: $f"; done
 echo "$passed passed, $failed failed"

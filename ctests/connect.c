@@ -1,0 +1,460 @@
+/*
+ * The four functions of the original brief, in depth: dat_ep_connect, dat_cr_accept,
+ * dat_ep_disconnect, dat_ep_post_send. Every return value and event their man pages name,
+ * the states they lead to, the private-data, flush and flag-validity rules. Two IAs of one
+ * process play the two sides; the peer-death case forks a peer process and kills it.
+ */
+#include "check.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WAIT_US (10 * 1000 * 1000)
+#define BUF 4096
+
+struct side {
+	DAT_IA_HANDLE ia;
+	DAT_PZ_HANDLE pz;
+	DAT_EVD_HANDLE async_evd, recv_evd, req_evd, conn_evd, cr_evd;
+	DAT_EP_HANDLE ep;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lmr_ctx;
+	DAT_RMR_CONTEXT rmr_ctx;
+	unsigned char buf[BUF];
+	DAT_COUNT max_pd;
+};
+
+static void must(DAT_RETURN r, const char *what)
+{
+	if (r != DAT_SUCCESS) {
+		char b[160];
+		fprintf(stderr, "connect: setup %s failed: %s\n", what, render(r, b, sizeof(b)));
+		exit(2);
+	}
+}
+
+static void open_side(struct side *s)
+{
+	DAT_REGION_DESCRIPTION region;
+	DAT_VLEN len;
+	DAT_VADDR addr;
+	DAT_IA_ATTR ia_attr;
+	DAT_PROVIDER_ATTR pr_attr;
+	memset(s, 0, sizeof(*s));
+	s->async_evd = DAT_HANDLE_NULL;
+	must(dat_ia_open(ia_name(), 8, &s->async_evd, &s->ia), "dat_ia_open");
+	must(dat_ia_query(s->ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, DAT_PROVIDER_FIELD_ALL, &pr_attr), "dat_ia_query");
+	s->max_pd = pr_attr.max_private_data_size;
+	must(dat_pz_create(s->ia, &s->pz), "dat_pz_create");
+	must(dat_evd_create(s->ia, 32, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->recv_evd), "dat_evd_create");
+	must(dat_evd_create(s->ia, 32, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->req_evd), "dat_evd_create");
+	must(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn_evd), "dat_evd_create");
+	must(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr_evd), "dat_evd_create");
+	must(dat_ep_create(s->ia, s->pz, s->recv_evd, s->req_evd, s->conn_evd, NULL, &s->ep), "dat_ep_create");
+	region.for_va = s->buf;
+	must(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, region, BUF, s->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+			    &s->lmr, &s->lmr_ctx, &s->rmr_ctx, &len, &addr), "dat_lmr_create");
+}
+
+static void close_side(struct side *s)
+{
+	dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG);
+}
+
+static DAT_LMR_TRIPLET iov(struct side *s, int offset, int len)
+{
+	DAT_LMR_TRIPLET t;
+	t.lmr_context = s->lmr_ctx;
+	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + offset);
+	t.segment_length = (DAT_SEG_LENGTH)len;
+	return t;
+}
+
+static DAT_EVENT next(DAT_EVD_HANDLE evd)
+{
+	DAT_EVENT e;
+	DAT_COUNT more;
+	memset(&e, 0, sizeof(e));
+	if (dat_evd_wait(evd, WAIT_US, 1, &e, &more) != DAT_SUCCESS)
+		e.event_number = (DAT_EVENT_NUMBER)0;
+	return e;
+}
+
+static DAT_CONN_QUAL listen_any(struct side *s, DAT_PSP_HANDLE *psp)
+{
+	DAT_CONN_QUAL port = 0;
+	must(dat_psp_create_any(s->ia, &port, s->cr_evd, DAT_PSP_CONSUMER_FLAG, psp), "dat_psp_create_any");
+	return port;
+}
+
+static DAT_RETURN connect_to(struct side *s, DAT_CONN_QUAL port, const char *pd, DAT_TIMEOUT timeout)
+{
+	struct sockaddr_in sin;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return dat_ep_connect(s->ep, (DAT_IA_ADDRESS_PTR)&sin, port, timeout, pd ? (DAT_COUNT)strlen(pd) : 0,
+			      (DAT_PVOID)pd, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
+}
+
+/* Connects a to p (fresh PSP); both ESTABLISHED. */
+static void connected_pair(struct side *a, struct side *p)
+{
+	DAT_PSP_HANDLE psp;
+	DAT_EVENT e;
+	open_side(a);
+	open_side(p);
+	must(connect_to(a, listen_any(p, &psp), "hi", WAIT_US), "dat_ep_connect");
+	e = next(p->cr_evd);
+	must(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p->ep, 0, NULL), "dat_cr_accept");
+	if (next(p->conn_evd).event_number != DAT_CONNECTION_EVENT_ESTABLISHED ||
+	    next(a->conn_evd).event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
+		fprintf(stderr, "connect: setup: no connection\n");
+		exit(2);
+	}
+	dat_psp_free(psp);
+}
+
+static void ep_connect_cases(void)
+{
+	struct side a, p;
+	struct sockaddr_in sin;
+	DAT_PSP_HANDLE psp;
+	DAT_CONN_QUAL port;
+	DAT_EVENT e;
+	char big[512];
+
+	open_side(&a);
+	open_side(&p);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	port = listen_any(&p, &psp);
+
+	/* "DAT_INVALID_HANDLE: Invalid Endpoint handle." */
+	expect_ret("ep_connect/null-ep", dat_ep_connect(NULL, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 0, NULL,
+							 DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+		   DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+	expect_ret("ep_connect/garbage-ep", dat_ep_connect(GARBAGE_HANDLE, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 0,
+							    NULL, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+		   DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+	/* "DAT_INVALID_ADDRESS: Invalid address." */
+	expect_type("ep_connect/null-address", dat_ep_connect(a.ep, NULL, port, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
+							      DAT_CONNECT_DEFAULT_FLAG), DAT_INVALID_ADDRESS);
+	/* "DAT_INVALID_PARAMETER": private data beyond what dat_ia_query advertises. */
+	memset(big, 'x', sizeof(big));
+	expect_type("ep_connect/private-data-too-long",
+		    dat_ep_connect(a.ep, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, a.max_pd + 1, big, DAT_QOS_BEST_EFFORT,
+				   DAT_CONNECT_DEFAULT_FLAG), DAT_INVALID_PARAMETER);
+	expect_type("ep_connect/negative-private-data-size",
+		    dat_ep_connect(a.ep, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, -1, big, DAT_QOS_BEST_EFFORT,
+				   DAT_CONNECT_DEFAULT_FLAG), DAT_INVALID_PARAMETER);
+	expect_type("ep_connect/private-data-null-with-size",
+		    dat_ep_connect(a.ep, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 4, NULL, DAT_QOS_BEST_EFFORT,
+				   DAT_CONNECT_DEFAULT_FLAG), DAT_INVALID_PARAMETER);
+	/* An unknown connect flag value is an invalid parameter. */
+	expect_type("ep_connect/unknown-connect-flags",
+		    dat_ep_connect(a.ep, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
+				   (DAT_CONNECT_FLAGS)0x40), DAT_INVALID_PARAMETER);
+	/* "DAT_MODEL_NOT_SUPPORTED: the requested qos was not supported": a QoS we know but do
+	 * not provide. */
+	expect_type("ep_connect/unsupported-qos",
+		    dat_ep_connect(a.ep, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 0, NULL, DAT_QOS_PREMIUM,
+				   DAT_CONNECT_DEFAULT_FLAG), DAT_MODEL_NOT_SUPPORTED);
+	expect_state("ep_connect/failed-calls-leave-unconnected", a.ep, DAT_EP_STATE_UNCONNECTED);
+
+	/* Success: ACTIVE_CONNECTION_PENDING, then the peer's request carries our private data. */
+	expect_ret("ep_connect/success", connect_to(&a, port, "hello", WAIT_US), DAT_SUCCESS);
+	expect_state("ep_connect/active-connection-pending", a.ep, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+	/* "DAT_INVALID_STATE: Endpoint was not in DAT_EP_STATE_UNCONNECTED state." */
+	expect_type("ep_connect/while-pending", connect_to(&a, port, NULL, WAIT_US), DAT_INVALID_STATE);
+	e = next(p.cr_evd);
+	expect_event("ep_connect/request-event", e.event_number, DAT_CONNECTION_REQUEST_EVENT);
+	{
+		DAT_CR_PARAM crp;
+		DAT_CR_HANDLE cr = e.event_data.cr_arrival_event_data.cr_handle;
+		memset(&crp, 0, sizeof(crp));
+		expect_ret("cr_query/success", dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+		expect_true("ep_connect/private-data-arrives",
+			    crp.private_data_size >= 5 && crp.private_data && !memcmp(crp.private_data, "hello", 5),
+			    "the request carries \"hello\"");
+		expect_true("cr_query/remote-address", crp.remote_ia_address_ptr &&
+			    ((struct sockaddr_in *)crp.remote_ia_address_ptr)->sin_family == AF_INET, "an AF_INET address");
+
+		/* dat_cr_accept's checks, then the accept. */
+		expect_ret("cr_accept/null-cr", dat_cr_accept(NULL, p.ep, 0, NULL),
+			   DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CR));
+		expect_type("cr_accept/garbage-ep", dat_cr_accept(cr, GARBAGE_HANDLE, 0, NULL), DAT_INVALID_HANDLE);
+		expect_type("cr_accept/private-data-too-long", dat_cr_accept(cr, p.ep, p.max_pd + 1, big),
+			    DAT_INVALID_PARAMETER);
+		expect_type("cr_accept/negative-private-data-size", dat_cr_accept(cr, p.ep, -1, big),
+			    DAT_INVALID_PARAMETER);
+		expect_ret("cr_accept/success", dat_cr_accept(cr, p.ep, 7, "welcome"), DAT_SUCCESS);
+		/* The CR is consumed by the accept. */
+		expect_type("cr_accept/consumed-cr", dat_cr_accept(cr, p.ep, 0, NULL), DAT_INVALID_HANDLE);
+	}
+	e = next(p.conn_evd);
+	expect_event("cr_accept/passive-established", e.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+	e = next(a.conn_evd);
+	expect_event("ep_connect/active-established", e.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+	expect_true("cr_accept/private-data-arrives",
+		    e.event_data.connect_event_data.private_data_size >= 7 &&
+			    !memcmp(e.event_data.connect_event_data.private_data, "welcome", 7),
+		    "ESTABLISHED carries \"welcome\"");
+	expect_state("ep_connect/connected", a.ep, DAT_EP_STATE_CONNECTED);
+	expect_state("cr_accept/connected", p.ep, DAT_EP_STATE_CONNECTED);
+	expect_ret("ep_connect/connected-ep", connect_to(&a, port, NULL, WAIT_US),
+		   DAT_ERROR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_CONNECTED));
+	dat_psp_free(psp);
+	close_side(&a);
+	close_side(&p);
+
+	/* A rejected request: PEER_REJECTED with the rejecter's private data, DISCONNECTED. */
+	open_side(&a);
+	open_side(&p);
+	port = listen_any(&p, &psp);
+	connect_to(&a, port, NULL, WAIT_US);
+	e = next(p.cr_evd);
+	expect_ret("cr_reject/success", dat_cr_reject(e.event_data.cr_arrival_event_data.cr_handle, 2, "no"), DAT_SUCCESS);
+	e = next(a.conn_evd);
+	expect_event("ep_connect/peer-rejected", e.event_number, DAT_CONNECTION_EVENT_PEER_REJECTED);
+	expect_state("ep_connect/rejected-is-disconnected", a.ep, DAT_EP_STATE_DISCONNECTED);
+	dat_psp_free(psp);
+
+	/* Nobody listening: NON_PEER_REJECTED. */
+	{
+		DAT_EP_HANDLE ep2;
+		DAT_EP_HANDLE keep = a.ep;
+		must(dat_ep_create(a.ia, a.pz, a.recv_evd, a.req_evd, a.conn_evd, NULL, &ep2), "dat_ep_create");
+		a.ep = ep2;
+		connect_to(&a, port, NULL, WAIT_US); /* the PSP on `port` is gone */
+		e = next(a.conn_evd);
+		expect_event("ep_connect/nobody-listening", e.event_number, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+		a.ep = keep;
+	}
+	/* A request nobody answers within the timeout: TIMED_OUT. */
+	{
+		DAT_EP_HANDLE ep3;
+		must(dat_ep_create(a.ia, a.pz, a.recv_evd, a.req_evd, a.conn_evd, NULL, &ep3), "dat_ep_create");
+		a.ep = ep3;
+		port = listen_any(&p, &psp);
+		connect_to(&a, port, NULL, 200 * 1000);
+		e = next(a.conn_evd);
+		expect_event("ep_connect/timed-out", e.event_number, DAT_CONNECTION_EVENT_TIMED_OUT);
+		expect_state("ep_connect/timed-out-is-disconnected", a.ep, DAT_EP_STATE_DISCONNECTED);
+	}
+	close_side(&a);
+	close_side(&p);
+}
+
+static void disconnect_cases(void)
+{
+	struct side a, p;
+	DAT_LMR_TRIPLET l;
+	DAT_DTO_COOKIE c;
+	DAT_EVENT e;
+
+	open_side(&a);
+	expect_ret("ep_disconnect/null-ep", dat_ep_disconnect(NULL, DAT_CLOSE_ABRUPT_FLAG),
+		   DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+	expect_ret("ep_disconnect/garbage-ep", dat_ep_disconnect(GARBAGE_HANDLE, DAT_CLOSE_ABRUPT_FLAG),
+		   DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+	/* "DAT_INVALID_PARAMETER: The disconnect_flags parameter is invalid." */
+	expect_type("ep_disconnect/unknown-flags", dat_ep_disconnect(a.ep, (DAT_CLOSE_FLAGS)7), DAT_INVALID_PARAMETER);
+	/* "DAT_INVALID_STATE: Endpoint is not in the valid state for disconnect": never
+	 * connected. (OpenFabrics returns DAT_SUCCESS here; the man page decides.) */
+	expect_type("ep_disconnect/unconnected", dat_ep_disconnect(a.ep, DAT_CLOSE_ABRUPT_FLAG), DAT_INVALID_STATE);
+	close_side(&a);
+
+	/* Graceful: DISCONNECTED on both sides, posted receives flushed. */
+	connected_pair(&a, &p);
+	l = iov(&p, 0, 64);
+	c.as_64 = 7;
+	dat_ep_post_recv(p.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG);
+	expect_ret("ep_disconnect/graceful", dat_ep_disconnect(a.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	expect_event("ep_disconnect/graceful-local-event", next(a.conn_evd).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_event("ep_disconnect/graceful-peer-event", next(p.conn_evd).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+	e = next(p.recv_evd);
+	expect_true("ep_disconnect/receives-flushed",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_ERR_FLUSHED &&
+			    e.event_data.dto_completion_event_data.user_cookie.as_64 == 7,
+		    "the posted receive completes DAT_DTO_ERR_FLUSHED");
+	expect_state("ep_disconnect/disconnected", a.ep, DAT_EP_STATE_DISCONNECTED);
+	/* Disconnecting a DISCONNECTED EP succeeds and changes nothing. */
+	expect_ret("ep_disconnect/already-disconnected", dat_ep_disconnect(a.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	close_side(&a);
+	close_side(&p);
+
+	/* Abrupt. */
+	connected_pair(&a, &p);
+	expect_ret("ep_disconnect/abrupt", dat_ep_disconnect(a.ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+	expect_state("ep_disconnect/abrupt-is-disconnected-at-once", a.ep, DAT_EP_STATE_DISCONNECTED);
+	expect_event("ep_disconnect/abrupt-local-event", next(a.conn_evd).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_event("ep_disconnect/abrupt-peer-event", next(p.conn_evd).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+	close_side(&a);
+	close_side(&p);
+}
+
+static void post_send_cases(void)
+{
+	struct side a, p;
+	DAT_LMR_TRIPLET l, r;
+	DAT_DTO_COOKIE c;
+	DAT_EVENT e;
+	DAT_PZ_HANDLE other_pz;
+	DAT_LMR_HANDLE other_lmr;
+	DAT_LMR_CONTEXT other_ctx;
+	static unsigned char other_buf[256];
+	DAT_REGION_DESCRIPTION region;
+
+	c.as_64 = 1;
+	open_side(&a);
+	l = iov(&a, 0, 8);
+	expect_ret("ep_post_send/null-ep", dat_ep_post_send(NULL, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG),
+		   DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+	/* "DAT_INVALID_STATE: Endpoint was not in the CONNECTED or DISCONNECTED state." */
+	expect_type("ep_post_send/unconnected", dat_ep_post_send(a.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG),
+		    DAT_INVALID_STATE);
+	close_side(&a);
+
+	connected_pair(&a, &p);
+	/* "DAT_INVALID_PARAMETER: one of the IOV segments pointed to a memory outside its LMR." */
+	l = iov(&a, BUF - 4, 8);
+	expect_type("ep_post_send/segment-outside-lmr", dat_ep_post_send(a.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG),
+		    DAT_INVALID_PARAMETER);
+	expect_type("ep_post_send/negative-segment-count", dat_ep_post_send(a.ep, -1, &l, c, DAT_COMPLETION_DEFAULT_FLAG),
+		    DAT_INVALID_PARAMETER);
+	/* "DAT_PRIVILEGES_VIOLATION: one of the LMRs used in local_iov was invalid". */
+	l = iov(&a, 0, 8);
+	l.lmr_context ^= 0x5a5a5a5a;
+	expect_type("ep_post_send/unknown-lmr-context", dat_ep_post_send(a.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG),
+		    DAT_PRIVILEGES_VIOLATION);
+	/* "DAT_PROTECTION_VIOLATION: Protection Zone mismatch between an LMR of one of the
+	 * local_iov segments and the local Endpoint." */
+	must(dat_pz_create(a.ia, &other_pz), "dat_pz_create");
+	region.for_va = other_buf;
+	must(dat_lmr_create(a.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(other_buf), other_pz, DAT_MEM_PRIV_ALL_FLAG,
+			    DAT_VA_TYPE_VA, &other_lmr, &other_ctx, NULL, NULL, NULL), "dat_lmr_create");
+	l.lmr_context = other_ctx;
+	l.virtual_address = (DAT_VADDR)(uintptr_t)other_buf;
+	expect_type("ep_post_send/lmr-of-another-pz", dat_ep_post_send(a.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG),
+		    DAT_PROTECTION_VIOLATION);
+	/* Completion flags: UNSIGNALLED only where the EP's attributes allow it. */
+	l = iov(&a, 0, 8);
+	expect_type("ep_post_send/unsignalled-not-allowed",
+		    dat_ep_post_send(a.ep, 1, &l, c, DAT_COMPLETION_UNSIGNALLED_FLAG), DAT_INVALID_PARAMETER);
+	expect_type("ep_post_send/unknown-completion-flag", dat_ep_post_send(a.ep, 1, &l, c, 0x80),
+		    DAT_INVALID_PARAMETER);
+
+	/* Success: the send completes, the receive gets the bytes and the length. */
+	r = iov(&p, 100, 64);
+	c.as_64 = 42;
+	dat_ep_post_recv(p.ep, 1, &r, c, DAT_COMPLETION_DEFAULT_FLAG);
+	memcpy(a.buf, "conformance", 11);
+	l = iov(&a, 0, 11);
+	c.as_64 = 43;
+	expect_ret("ep_post_send/success", dat_ep_post_send(a.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+	e = next(a.req_evd);
+	expect_true("ep_post_send/send-completion",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS &&
+			    e.event_data.dto_completion_event_data.user_cookie.as_64 == 43 &&
+			    e.event_data.dto_completion_event_data.operation == DAT_DTO_SEND,
+		    "DAT_DTO_SUCCESS, DAT_DTO_SEND, cookie 43");
+	e = next(p.recv_evd);
+	expect_true("ep_post_send/receive-completion",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS &&
+			    e.event_data.dto_completion_event_data.transfered_length == 11 &&
+			    e.event_data.dto_completion_event_data.user_cookie.as_64 == 42 &&
+			    !memcmp(p.buf + 100, "conformance", 11),
+		    "11 bytes intact, cookie 42");
+	/* A zero-length message. */
+	c.as_64 = 44;
+	dat_ep_post_recv(p.ep, 1, &r, c, DAT_COMPLETION_DEFAULT_FLAG);
+	expect_ret("ep_post_send/zero-length", dat_ep_post_send(a.ep, 0, NULL, c, DAT_COMPLETION_DEFAULT_FLAG),
+		   DAT_SUCCESS);
+	e = next(p.recv_evd);
+	expect_true("ep_post_send/zero-length-arrives",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.transfered_length == 0,
+		    "a receive completes with length 0");
+	next(a.req_evd);
+
+	/* On a DISCONNECTED EP the post succeeds and the DTO is flushed at once. */
+	dat_ep_disconnect(a.ep, DAT_CLOSE_ABRUPT_FLAG);
+	next(a.conn_evd);
+	c.as_64 = 45;
+	expect_ret("ep_post_send/disconnected", dat_ep_post_send(a.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG),
+		   DAT_SUCCESS);
+	e = next(a.req_evd);
+	expect_true("ep_post_send/disconnected-flushed",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_ERR_FLUSHED &&
+			    e.event_data.dto_completion_event_data.user_cookie.as_64 == 45,
+		    "DAT_DTO_ERR_FLUSHED, cookie 45");
+	close_side(&a);
+	close_side(&p);
+}
+
+/* A peer process that dies: BROKEN, and the posted receives flushed. */
+static void broken_case(void)
+{
+	struct side p;
+	DAT_PSP_HANDLE psp;
+	DAT_CONN_QUAL port;
+	DAT_EVENT e;
+	DAT_LMR_TRIPLET l;
+	DAT_DTO_COOKIE c;
+	int ready[2];
+	pid_t child;
+	char byte;
+
+	open_side(&p);
+	port = listen_any(&p, &psp);
+	if (pipe(ready))
+		exit(2);
+	fflush(stdout);
+	child = fork();
+	if (child == 0) {
+		struct side a;
+		open_side(&a);
+		connect_to(&a, port, NULL, WAIT_US);
+		if (next(a.conn_evd).event_number == DAT_CONNECTION_EVENT_ESTABLISHED) {
+			if (write(ready[1], "!", 1) != 1)
+				_exit(1);
+		}
+		pause();
+		_exit(0);
+	}
+	e = next(p.cr_evd);
+	dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL);
+	next(p.conn_evd);
+	l = iov(&p, 0, 64);
+	c.as_64 = 9;
+	dat_ep_post_recv(p.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG);
+	if (read(ready[0], &byte, 1) == 1)
+		kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	expect_event("ep_connect/peer-process-dies", next(p.conn_evd).event_number, DAT_CONNECTION_EVENT_BROKEN);
+	e = next(p.recv_evd);
+	expect_true("ep_connect/peer-dies-flushes",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_ERR_FLUSHED,
+		    "the posted receive completes DAT_DTO_ERR_FLUSHED");
+	close_side(&p);
+}
+
+int main(void)
+{
+	alarm(120); /* time-bounded, whatever the library does */
+	ep_connect_cases();
+	disconnect_cases();
+	post_send_cases();
+	broken_case();
+	return check_failures ? 1 : 0;
+}

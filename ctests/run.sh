@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The DAT 2.0 conformance suite: builds every ctests/*.c against include/dat2 with
+# -Wall -Wextra -Werror, runs it against a libdat (ours by default, or LIBDAT=/path/to/
+# libdat2.so.2), time-bounded, and prints a table: case, expected, got, result, and a closing
+# count line.
+# usage: run.sh [LIBDAT] [asan]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+lib=${1:-$root/build/lib/libdat2.so.2}
+lib=$(readlink -f "$lib")
+mode=${2:-plain}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cflags=(-std=gnu11 -O1 -g -Wall -Wextra -Werror -I "$root/include")
+env_run=()
+if [ "$mode" = asan ]; then
+    cflags+=(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    # The suite is instrumented (the library under test need not be): memory errors in every
+    # access the suite makes, undefined behaviour, and leaks at exit are reported.
+    env_run=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1)
+fi
+libdir=$(dirname "$lib")
+echo "ctest: library $lib ($mode)"
+status=0
+for src in "$here"/*.c; do
+    name=$(basename "$src" .c)
+    # Link by path so the suite runs against exactly this library.
+    if ! gcc "${cflags[@]}" "$src" "$lib" -Wl,-rpath,"$libdir" -o "$out/$name" 2> "$out/$name.cc"; then
+        echo "ctest: $name does not compile:"; cat "$out/$name.cc"; status=1; continue
+    fi
+    env "${env_run[@]}" LD_LIBRARY_PATH="$libdir" timeout 180 "$out/$name" > "$out/$name.out" 2> "$out/$name.err"
+    rc=$?
+    # 0: every case passed; 1: some failed (listed below); anything else: the program broke.
+    if [ $rc -gt 1 ]; then
+        echo "ctest: $name ended with exit code $rc"; tail -5 "$out/$name.err"; status=1
+    fi
+    if [ "$mode" = asan ] && grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error" "$out/$name.err"; then
+        echo "ctest: $name: sanitizer report"; grep -m5 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error" "$out/$name.err"; status=1
+    fi
+    cat "$out/$name.out" >> "$out/all"
+done
+printf '%-52s %-8s %s\n' "case" "result" "expected / got"
+awk -F'\t' '$1=="CASE" { printf "%-52s %-8s %s\n", $2, $5, ($5=="PASS" ? $3 : "expected " $3 " / got " $4) }' "$out/all"
+passed=$(awk -F'\t' '$1=="CASE" && $5=="PASS"' "$out/all" | wc -l)
+failed=$(awk -F'\t' '$1=="CASE" && $5=="FAIL"' "$out/all" | wc -l)
+echo "ctest: $passed passed, $failed failed"
+[ "$failed" = 0 ] && [ $status = 0 ]
