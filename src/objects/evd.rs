@@ -27,49 +27,9 @@ pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
 /// incoming frames are handled as the consumer polls or waits), without blocking.
 pub trait Progress: Send + Sync {
     fn progress(&self);
-    /// Sends whatever was held back to go out with later traffic: the consumer's thread is
-    /// about to sleep.
+    /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
+    /// source's own threads take over.
     fn flush(&self) {}
-    /// Whether something is held back (see [`hold_back`]).
-    fn holding(&self) -> bool {
-        false
-    }
-}
-
-/// Sources holding something back (acknowledgements waiting to ride on a reply). Whatever
-/// EVD the consumer's thread polls or sleeps on next, they get progress or a flush: a
-/// source must not wait for a consumer that went to wait elsewhere.
-static HOLDING: std::sync::LazyLock<Mutex<Vec<Weak<dyn Progress>>>> = std::sync::LazyLock::new(Default::default);
-static ANY_HOLDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// A source starts holding something back.
-pub fn hold_back(source: Weak<dyn Progress>) {
-    HOLDING.lock().push(source);
-    ANY_HOLDING.store(true, Ordering::Release);
-}
-
-/// Progress (`flush`: a flush) for every source holding something back; those done are dropped.
-fn release_held(flush: bool) {
-    if !ANY_HOLDING.load(Ordering::Acquire) {
-        return;
-    }
-    let held: Vec<Weak<dyn Progress>> = std::mem::take(&mut *HOLDING.lock());
-    let mut still = Vec::new();
-    for w in held {
-        if let Some(s) = w.upgrade() {
-            if flush {
-                s.flush();
-            } else {
-                s.progress();
-            }
-            if s.holding() {
-                still.push(w);
-            }
-        }
-    }
-    let mut h = HOLDING.lock();
-    h.extend(still);
-    ANY_HOLDING.store(!h.is_empty(), Ordering::Release);
 }
 
 /// How long `dat_evd_wait` keeps making progress itself before it sleeps: an answer that
@@ -273,7 +233,6 @@ impl Evd {
             drop(q);
             if attempt == 0 {
                 self.progress();
-                release_held(false);
             }
         }
         Err(DatError::bare(Type::DAT_QUEUE_EMPTY))
@@ -319,10 +278,7 @@ impl Evd {
             });
         }
         if q.events.len() < threshold {
-            MutexGuard::unlocked(&mut q, || {
-                self.flush_sources();
-                release_held(true);
-            });
+            MutexGuard::unlocked(&mut q, || self.flush_sources());
         }
         let mut result = Ok(());
         while q.events.len() < threshold {

@@ -42,10 +42,8 @@ fn micros_now() -> u64 {
 
 /// How recently a consumer must have polled a connection for its reader thread to leave the
 /// frames to it.
-const STAND_BACK_US: u64 = 200;
+const STAND_BACK_US: u64 = 20;
 
-/// How long acknowledgements found by a consumer's thread may wait for a request to carry them.
-const ACK_DELAY_US: u64 = 20;
 
 /// How long an ending connection waits for the peer's last frames before it lets go.
 const LINGER: Duration = Duration::from_secs(1);
@@ -88,19 +86,15 @@ pub struct TcpLink {
     ep: Weak<Ep>,
     /// When a consumer's thread last made progress here (`micros_now`).
     polled_at: AtomicU64,
-    /// Since when acknowledgements wait to ride on a request (0: none wait).
-    acks_since: AtomicU64,
     /// Where the reader thread stands back while a consumer polls, until it stops.
     standby: Mutex<()>,
-    me: Weak<TcpLink>,
     standby_wake: Condvar,
 }
 
 impl TcpLink {
     fn start(stream: TcpStream, reader: Reader, ep: &Arc<Ep>) -> std::io::Result<Arc<TcpLink>> {
         let write_half = stream.try_clone()?;
-        let link = Arc::new_cyclic(|me| TcpLink {
-            me: me.clone(),
+        let link = Arc::new(TcpLink {
             writer: Writer::new(write_half),
             control: stream,
             next_seq: AtomicU64::new(1),
@@ -111,7 +105,6 @@ impl TcpLink {
             stopped: Mutex::new(None),
             ep: Arc::downgrade(ep),
             polled_at: AtomicU64::new(0),
-            acks_since: AtomicU64::new(0),
             standby: Mutex::new(()),
             standby_wake: Condvar::new(),
         });
@@ -176,7 +169,6 @@ impl TcpLink {
             };
             match answer {
                 Answer::Ack(seq) => {
-                    self.acks_since.store(0, Ordering::Relaxed);
                     let mut h = Header::new(Op::Ack);
                     h.id = seq;
                     w.send(&h, &[])?;
@@ -272,28 +264,8 @@ impl Progress for TcpLink {
                 self.polled_at.store(micros_now(), Ordering::Relaxed);
             }
         }
-        // Acknowledgements alone wait a moment: a request the consumer posts meanwhile
-        // carries them in the same system call (a ping-pong's reply does).
-        let (pending, only_acks) = {
-            let q = self.answers.lock();
-            (!q.is_empty(), q.iter().all(|a| matches!(a, Answer::Ack(_))))
-        };
-        if !pending {
-            return;
-        }
-        let now = micros_now();
-        if only_acks {
-            let since = self.acks_since.load(Ordering::Relaxed);
-            if since == 0 {
-                self.acks_since.store(now, Ordering::Relaxed);
-                let me: Weak<dyn Progress> = self.me.clone();
-                crate::objects::evd::hold_back(me);
-                return;
-            }
-            if now.saturating_sub(since) < ACK_DELAY_US {
-                return;
-            }
-        }
+        // The answers go out now: holding acknowledgements back for a reply to carry them
+        // would need a timer, since the consumer may next spin on memory without calling us.
         self.write_pending();
     }
 
@@ -304,9 +276,6 @@ impl Progress for TcpLink {
         self.write_pending();
     }
 
-    fn holding(&self) -> bool {
-        self.acks_since.load(Ordering::Relaxed) != 0
-    }
 }
 
 impl TcpLink {
@@ -326,7 +295,6 @@ impl TcpLink {
             return;
         }
         if let Some(mut w) = self.writer.try_lock() {
-            self.acks_since.store(0, Ordering::Relaxed);
             let _ = self.write_answers(&mut w);
         }
         if !self.answers.lock().is_empty() {
@@ -423,7 +391,6 @@ impl Link for TcpLink {
             let mut q = self.answers.lock();
             if !q.is_empty() && q.iter().all(|a| matches!(a, Answer::Ack(_))) {
                 let last = q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m });
-                self.acks_since.store(0, Ordering::Relaxed);
                 let mut h = Header::new(Op::Ack);
                 h.id = last;
                 Some(h)
@@ -537,6 +504,9 @@ enum Stop {
 /// The connection's reader thread: handles frames the consumer's threads have not, until the
 /// connection ends; then ends the EP's side of it.
 fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
+    // Standing back is timed in tens of microseconds: ask the kernel to keep to them.
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let outcome = loop {
         if let Some(o) = link.stopped.lock().take() {
             break o;
