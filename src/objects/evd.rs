@@ -197,7 +197,7 @@ impl Evd {
         sources.push(source);
     }
 
-    /// Lets every source send what it held back.
+    /// Lets every source send what it left for later; its own threads take over.
     fn flush_sources(&self) {
         let Some(sources) = self.sources.try_lock() else { return };
         for s in sources.iter() {
