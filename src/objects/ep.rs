@@ -314,7 +314,6 @@ impl Ep {
         // the event, as OpenFabrics allows), copied in place so an earlier event's pointer
         // stays valid.
         let buffer = &mut inner.event_private_data;
-        buffer.resize(limits::MAX_PRIVATE_DATA_SIZE as usize, 0);
         buffer.fill(0);
         let n = private_data.len().min(buffer.len());
         buffer[..n].copy_from_slice(&private_data[..n]);
@@ -443,19 +442,6 @@ impl Ep {
         }
     }
 
-    /// The receive the next incoming message lands in: the EP's own, or its SRQ's.
-    pub fn take_recv(&self) -> Option<PostedRecv> {
-        let mut inner = self.inner.lock();
-        match &inner.srq {
-            Some(srq) => srq.take(),
-            None => inner.recvs.pop_front(),
-        }
-    }
-
-    pub fn has_srq(&self) -> bool {
-        self.inner.lock().srq.is_some()
-    }
-
     /// Reports a finished receive.
     pub fn complete_recv(&self, cookie: u64, status: dat_dto_completion_status, length: u32) {
         let evd = self.inner.lock().recv_evd.as_ref().map(|e| e.arc().clone());
@@ -475,51 +461,20 @@ impl Ep {
         self.inner.lock().pz.as_ref().map(|p| p.arc().clone())
     }
 
-    /// Flushes every posted receive and outstanding request (the connection is gone).
+    /// Flushes every posted receive and outstanding request (the connection is gone), and
+    /// drops the messages that waited for a receive.
     pub fn flush_all(&self) {
-        let (requests, evd) = {
+        let (requests, recvs) = {
             let mut inner = self.inner.lock();
-            (
-                std::mem::take(&mut inner.outstanding),
-                inner.request_evd.as_ref().map(|e| e.arc().clone()),
-            )
+            inner.unexpected.clear();
+            inner.unexpected_bytes = 0;
+            (std::mem::take(&mut inner.outstanding), std::mem::take(&mut inner.recvs))
         };
-        if let Some(evd) = evd {
-            for r in requests {
-                self.complete(
-                    &evd,
-                    DAT_DTO_COOKIE { as_64: r.cookie },
-                    dat_dto_completion_status::DAT_DTO_ERR_FLUSHED,
-                    r.operation,
-                    0,
-                );
-            }
+        for r in &requests {
+            self.complete_request(r, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
         }
-        self.flush_recvs();
-        let mut inner = self.inner.lock();
-        inner.unexpected.clear();
-        inner.unexpected_bytes = 0;
-    }
-
-    /// Abrupt teardown as the EP is freed: posted receives are flushed.
-    pub fn flush_recvs(&self) {
-        let (recvs, evd) = {
-            let mut inner = self.inner.lock();
-            (
-                std::mem::take(&mut inner.recvs),
-                inner.recv_evd.as_ref().map(|e| e.arc().clone()),
-            )
-        };
-        if let Some(evd) = evd {
-            for r in recvs {
-                self.complete(
-                    &evd,
-                    DAT_DTO_COOKIE { as_64: r.cookie },
-                    dat_dto_completion_status::DAT_DTO_ERR_FLUSHED,
-                    dat_dtos::DAT_DTO_RECEIVE,
-                    0,
-                );
-            }
+        for r in recvs {
+            self.complete_recv(r.cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
         }
     }
 }

@@ -222,33 +222,41 @@ impl Reader {
         }
     }
 
-    /// The next frame's checked header; its payload must then be consumed with
-    /// [`Reader::read_payload`] or [`Reader::skip`].
-    pub fn next_header(&mut self) -> Result<Header, ConnError> {
-        while self.buffered() < HEADER_LEN {
-            self.fill(true)?;
-        }
-        let mut b = [0u8; HEADER_LEN];
-        b.copy_from_slice(&self.buffer[self.start..self.start + HEADER_LEN]);
-        let h = Header::decode(&b, self.limits).map_err(ConnError::Protocol)?;
-        self.start += HEADER_LEN;
-        Ok(h)
-    }
-
-    /// Whether a whole frame is waiting (in the buffer, or in the socket behind it), so
-    /// handling it cannot block: its header, checked, when it is. Never blocks.
-    pub fn whole_frame_ready(&mut self) -> Option<Header> {
-        if self.buffered() < HEADER_LEN || !self.payload_buffered() {
-            self.fill(false).ok()?;
-        }
+    /// The header at the front of the buffer, checked, when a whole one is buffered.
+    fn buffered_header(&self) -> Option<Result<Header, WireError>> {
         if self.buffered() < HEADER_LEN {
             return None;
         }
         let mut b = [0u8; HEADER_LEN];
         b.copy_from_slice(&self.buffer[self.start..self.start + HEADER_LEN]);
-        let h = Header::decode(&b, self.limits).ok()?;
-        let need = HEADER_LEN + payload_len(&h);
-        if self.buffered() >= need {
+        Some(Header::decode(&b, self.limits))
+    }
+
+    /// The next frame's checked header; its payload must then be consumed with
+    /// [`Reader::read_payload`] or [`Reader::skip`].
+    pub fn next_header(&mut self) -> Result<Header, ConnError> {
+        loop {
+            if let Some(h) = self.buffered_header() {
+                let h = h.map_err(ConnError::Protocol)?;
+                self.start += HEADER_LEN;
+                return Ok(h);
+            }
+            self.fill(true)?;
+        }
+    }
+
+    /// Whether a whole frame is waiting (in the buffer, or in the socket behind it), so
+    /// handling it cannot block: its header, checked, when it is. Never blocks.
+    pub fn whole_frame_ready(&mut self) -> Option<Header> {
+        let whole = |r: &Self, h: &Header| r.buffered() >= HEADER_LEN + payload_len(h);
+        if let Some(Ok(h)) = self.buffered_header() {
+            if whole(self, &h) {
+                return Some(h);
+            }
+        }
+        self.fill(false).ok()?;
+        let h = self.buffered_header()?.ok()?;
+        if whole(self, &h) {
             return Some(h);
         }
         // A payload larger than the buffer: count what waits in the socket too.
@@ -257,17 +265,7 @@ impl Reader {
         if unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::FIONREAD, &mut available) } < 0 {
             return None;
         }
-        (self.buffered() + available.max(0) as usize >= need).then_some(h)
-    }
-
-    /// Whether the buffer holds a header and all its payload.
-    fn payload_buffered(&self) -> bool {
-        if self.buffered() < HEADER_LEN {
-            return false;
-        }
-        let mut b = [0u8; HEADER_LEN];
-        b.copy_from_slice(&self.buffer[self.start..self.start + HEADER_LEN]);
-        Header::decode(&b, self.limits).is_ok_and(|h| self.buffered() >= HEADER_LEN + payload_len(&h))
+        (self.buffered() + available.max(0) as usize >= HEADER_LEN + payload_len(&h)).then_some(h)
     }
 
     /// Whether a read would not block: buffered bytes, or data, end of stream or an error

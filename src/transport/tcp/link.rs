@@ -719,32 +719,27 @@ fn deliver(
     in_caller: bool,
 ) -> Result<Option<dat_dto_completion_status>, ConnError> {
     let len = h.payload_len;
-    let recv = {
+    // The receive it lands in: the SRQ's, or the EP's own when no earlier message waits for
+    // one (a message must not overtake those); else it waits too (`keep`).
+    let (recv, keep) = {
         let mut inner = ep.inner.lock();
-        if inner.unexpected.is_empty() && inner.srq.is_none() {
-            inner.recvs.pop_front()
-        } else {
-            None
+        match &inner.srq {
+            Some(srq) => (srq.take(), false),
+            None if inner.unexpected.is_empty() => {
+                let r = inner.recvs.pop_front();
+                let keep = r.is_none();
+                (r, keep)
+            }
+            None => (None, true),
         }
     };
-    let recv = match (recv, ep.has_srq()) {
-        (Some(r), _) => r,
-        (None, true) => match ep.take_recv() {
-            Some(r) => r,
-            None => {
-                reader.skip(len as usize)?;
-                return Ok(Some(
-                    dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY,
-                ));
-            }
-        },
-        (None, false) => {
-            if ep.inner.lock().unexpected_bytes + len as usize > MAX_UNEXPECTED_BYTES {
-                reader.skip(len as usize)?;
-                return Ok(Some(
-                    dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY,
-                ));
-            }
+    let recv = match recv {
+        Some(r) => r,
+        None if !keep || ep.inner.lock().unexpected_bytes + len as usize > MAX_UNEXPECTED_BYTES => {
+            reader.skip(len as usize)?;
+            return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
+        }
+        None => {
             // The slow path: the consumer has not posted a receive yet.
             let mut copy = vec![0u8; len as usize];
             reader.read_payload(&mut copy)?;
@@ -758,21 +753,10 @@ fn deliver(
             return Ok(None);
         }
     };
-    let room: u64 = recv
-        .segments
-        .iter()
-        .map(|s| u64::from(s.segment_length))
-        .sum();
-    if u64::from(len) > room {
+    if u64::from(len) > room(&recv.segments) {
         reader.skip(len as usize)?;
-        ep.complete_recv(
-            recv.cookie,
-            dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH,
-            0,
-        );
-        return Ok(Some(
-            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
-        ));
+        ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
+        return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER));
     }
     match scatter(ep, reader, &recv.segments, len)? {
         None => {
@@ -824,33 +808,19 @@ fn place(
     message: &[u8],
     pz: &Arc<crate::objects::pz::Pz>,
 ) -> dat_dto_completion_status {
-    let room: u64 = segments.iter().map(|s| u64::from(s.segment_length)).sum();
-    if message.len() as u64 > room {
+    if message.len() as u64 > room(segments) {
         return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH;
     }
     let mut rest = message;
-    for s in segments {
-        if rest.is_empty() {
-            break;
-        }
-        let n = rest.len().min(s.segment_length as usize);
-        if Lmr::check_segment(
-            s.lmr_context,
-            s.virtual_address,
-            n as u64,
-            lmr::PRIV_LOCAL_WRITE,
-            pz,
-        )
-        .is_err()
-        {
-            return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION;
-        }
-        // SAFETY: just checked: inside a live region with local write privilege in the EP's zone.
-        let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
-        dst.copy_from_slice(&rest[..n]);
-        rest = &rest[n..];
+    let walked = walk_segments(segments, message.len(), pz, |dst| {
+        dst.copy_from_slice(&rest[..dst.len()]);
+        rest = &rest[dst.len()..];
+        Ok::<(), std::convert::Infallible>(())
+    });
+    match walked {
+        Ok(Ok(())) => dat_dto_completion_status::DAT_DTO_SUCCESS,
+        _ => dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION,
     }
-    dat_dto_completion_status::DAT_DTO_SUCCESS
 }
 
 /// Reads `len` payload bytes into `segments` in order, each checked again against its live
@@ -862,38 +832,49 @@ fn scatter(
     segments: &[DAT_LMR_TRIPLET],
     len: u32,
 ) -> Result<Option<dat_dto_completion_status>, ConnError> {
-    let Some(pz) = ep.pz() else {
-        reader.skip(len as usize)?;
-        return Ok(Some(
-            dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION,
-        ));
+    let walked = match ep.pz() {
+        Some(pz) => walk_segments(segments, len as usize, &pz, |dst| reader.read_payload(dst))?,
+        None => Err(len as usize),
     };
-    let mut left = len as usize;
+    match walked {
+        Ok(()) => Ok(None),
+        Err(left) => {
+            reader.skip(left)?;
+            Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION))
+        }
+    }
+}
+
+/// How many bytes a receive's segments hold.
+fn room(segments: &[DAT_LMR_TRIPLET]) -> u64 {
+    segments.iter().map(|s| u64::from(s.segment_length)).sum()
+}
+
+/// Hands the memory of the first `len` bytes of `segments` to `fill`, piece by piece, each
+/// piece checked against its live region (local write privilege, the EP's zone) first.
+/// Ok(Err(left)) when a check fails, with the bytes not handed out.
+fn walk_segments<E>(
+    segments: &[DAT_LMR_TRIPLET],
+    len: usize,
+    pz: &Arc<crate::objects::pz::Pz>,
+    mut fill: impl FnMut(&mut [u8]) -> Result<(), E>,
+) -> Result<Result<(), usize>, E> {
+    let mut left = len;
     for s in segments {
         if left == 0 {
             break;
         }
         let n = left.min(s.segment_length as usize);
-        if Lmr::check_segment(
-            s.lmr_context,
-            s.virtual_address,
-            n as u64,
-            lmr::PRIV_LOCAL_WRITE,
-            &pz,
-        )
-        .is_err()
-        {
-            reader.skip(left)?;
-            return Ok(Some(
-                dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION,
-            ));
+        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err() {
+            return Ok(Err(left));
         }
-        // SAFETY: just checked: inside a live region with local write privilege in the EP's zone.
+        // SAFETY: just checked: inside a live region with local write privilege in the EP's
+        // zone, which the consumer keeps until the receive (or read) completes.
         let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
-        reader.read_payload(dst)?;
+        fill(dst)?;
         left -= n;
     }
-    Ok(None)
+    Ok(Ok(()))
 }
 
 /// The region a peer's RDMA names, if the access is allowed: its key, bounds, privilege and
