@@ -538,3 +538,18 @@ fn connect_checks_its_arguments_and_the_ep_state() {
     assert_eq!(b.connect(1234, &too_much, WAIT_US), DatError::invalid_arg(5).code());
     assert_eq!(b.state(), dat_ep_state::DAT_EP_STATE_UNCONNECTED);
 }
+
+#[test]
+fn send_with_invalidate_sends_plainly_and_refuses_an_invalidation_it_cannot_do() {
+    let (a, p) = connected(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 16)], 1);
+    let iov = [a.iov(0, 8)];
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let (f, t) = (dat_boolean::DAT_FALSE as DAT_BOOLEAN, dat_boolean::DAT_TRUE as DAT_BOOLEAN);
+    let rc = unsafe { dat_ep_post_send_with_invalidate(a.ep, 1, iov.as_ptr() as *mut _, cookie(2), flags, t, p.rmr_ctx) };
+    assert_eq!(rc, DatError::not_implemented().code());
+    let rc = unsafe { dat_ep_post_send_with_invalidate(a.ep, 1, iov.as_ptr() as *mut _, cookie(3), flags, f, 0) };
+    assert_eq!(rc, OK);
+    assert_eq!(dto(a.req_evd), (3, dat_dto_completion_status::DAT_DTO_SUCCESS, 8, dat_dtos::DAT_DTO_SEND));
+    assert_eq!(dto(p.recv_evd).2, 8);
+}

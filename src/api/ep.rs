@@ -554,7 +554,13 @@ pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
     _rmr_context: DAT_RMR_CONTEXT,
 ) -> DAT_RETURN {
     entry! {
-        edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)?;
+        let invalidate = edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)?;
+        if invalidate == dat_boolean::DAT_TRUE {
+            ep(ep_handle)?;
+            // Invalidating the peer's RMR needs RMRs bound over the wire, which no transport
+            // of ours does yet: refuse rather than send without invalidating.
+            return Err(DatError::not_implemented());
+        }
         // SAFETY: forwarded from our caller.
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND) }
     }
