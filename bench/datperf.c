@@ -309,9 +309,13 @@ static double stream(struct side *s, int client, int rdma)
 			c.as_64 = 0;
 			check(dat_ep_post_recv(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
 		}
-		for (;;) {
+		for (long expected = 0;; expected++) {
 			DAT_DTO_COMPLETION_EVENT_DATA d = next_dto(s->recv_evd);
 			long n = (long)d.user_cookie.as_64;
+			if (!rdma && n != expected) {
+				fprintf(stderr, "datperf: receive %ld completed where %ld was due\n", n, expected);
+				exit(1);
+			}
 			if (rdma || n == iterations - 1) {
 				/* the last message (a send after the writes) */
 				long last = iterations - 1;

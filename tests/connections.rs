@@ -50,6 +50,11 @@ struct Side {
 
 impl Side {
     fn new(privileges: u32) -> Side {
+        Side::with_buffer(privileges, 4096)
+    }
+
+    /// A side whose registered buffer holds `len` bytes.
+    fn with_buffer(privileges: u32, len: usize) -> Side {
         unsafe {
             let mut async_evd: DAT_EVD_HANDLE = null_mut();
             let mut ia = null_mut();
@@ -67,7 +72,7 @@ impl Side {
             let cr_evd = evd(dat_evd_flags::DAT_EVD_CR_FLAG);
             let mut ep = null_mut();
             assert_eq!(dat_ep_create(ia, pz, recv_evd, req_evd, conn_evd, std::ptr::null(), &mut ep), OK);
-            let mut buf = vec![0u8; 4096];
+            let mut buf = vec![0u8; len];
             let mut lmr = null_mut();
             let (mut lmr_ctx, mut rmr_ctx) = (0, 0);
             let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr() as DAT_PVOID };
@@ -184,7 +189,11 @@ fn empty(evd: DAT_EVD_HANDLE) -> bool {
 
 /// A connected pair: (active, passive), both ESTABLISHED; the passive side's PSP is freed.
 fn connected(privileges: u32) -> (Side, Side) {
-    let (a, p) = (Side::new(privileges), Side::new(privileges));
+    connected_with_buffers(privileges, 4096)
+}
+
+fn connected_with_buffers(privileges: u32, len: usize) -> (Side, Side) {
+    let (a, p) = (Side::with_buffer(privileges, len), Side::with_buffer(privileges, len));
     let (psp, port) = p.listen();
     assert_eq!(a.connect(port, b"hello", WAIT_US), OK);
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
@@ -220,15 +229,85 @@ fn send_lands_in_a_multi_segment_receive_and_zero_length_messages_arrive() {
 }
 
 #[test]
-fn a_message_sent_before_its_receive_is_posted_waits_for_it() {
-    let (mut a, p) = connected(ALL_PRIV);
+fn a_message_sent_before_its_receive_is_posted_waits_for_it_and_so_does_its_sender() {
+    let (mut a, mut p) = connected(ALL_PRIV);
     a.buf[..4].copy_from_slice(b"late");
+    a.buf[8] = 0xab;
     assert_eq!(a.post_send(&[a.iov(0, 4)], 1), OK);
-    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    // An RDMA write behind the message marks its arrival: once the byte is in p's memory, the
+    // message is there too (one stream, in order).
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let (local, remote) = ([a.iov(8, 1)], p.rmr(3000, 1));
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(2), &remote, flags) }, OK);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // SAFETY: a byte of p's registered buffer, written by the transport; read as memory.
+    while unsafe { std::ptr::read_volatile(p.buf.as_ptr().add(3000)) } != 0xab {
+        assert!(std::time::Instant::now() < deadline, "the RDMA write never landed");
+        std::hint::spin_loop();
+    }
+    // p answers with a message of its own, which leaves behind every acknowledgement p could
+    // give by then: once a has it, a would also know of the kept message had p acknowledged it.
+    a.post_recv(&[a.iov(100, 16)], 3);
+    p.buf[2000..2002].copy_from_slice(b"ok");
+    assert_eq!(p.post_send(&[p.iov(2000, 2)], 4), OK);
+    assert_eq!(dto(a.recv_evd), (3, dat_dto_completion_status::DAT_DTO_SUCCESS, 2, dat_dtos::DAT_DTO_RECEIVE));
+    // A verbs QP retries a send until a receive takes it: neither it nor the write behind it
+    // has completed.
+    assert!(empty(a.req_evd));
     assert!(empty(p.recv_evd));
     p.post_recv(&[p.iov(64, 16)], 5);
     assert_eq!(dto(p.recv_evd), (5, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RECEIVE));
     assert_eq!(&p.buf[64..68], b"late");
+    assert_eq!(dto(a.req_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_SEND));
+    assert_eq!(dto(a.req_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, 1, dat_dtos::DAT_DTO_RDMA_WRITE));
+    assert_eq!(dto(p.req_evd).0, 4);
+    a.buf[0] = 0;
+}
+
+#[test]
+fn a_stream_of_messages_lands_in_order_while_receives_are_posted_behind_it() {
+    // The receiver sleeps in dat_evd_wait and reposts each receive as it completes, so
+    // messages often arrive before their receive: kept ones land from the consumer's thread
+    // as it posts, the others from the connection's reader thread.
+    const WINDOW: u64 = 16;
+    const SLOT: usize = 64 << 10;
+    const MESSAGES: u64 = 4000;
+    let (a, mut p) = connected_with_buffers(ALL_PRIV, 2 * WINDOW as usize * SLOT);
+    let byte = |n: u64| (n % 251) as u8;
+    for n in 0..WINDOW {
+        p.post_recv(&[p.iov(n as usize * SLOT, SLOT as u32)], n);
+    }
+    // The sender in its own thread; handles and addresses cross as integers.
+    let (ep, req_evd, lmr_ctx, base) = (a.ep as usize, a.req_evd as usize, a.lmr_ctx, a.addr(WINDOW as usize * SLOT) as usize);
+    let sender = std::thread::spawn(move || {
+        let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+        let mut done = 0;
+        for n in 0..MESSAGES {
+            if n >= WINDOW {
+                let (c, status, ..) = dto(req_evd as DAT_EVD_HANDLE);
+                assert_eq!((c, status), (done, dat_dto_completion_status::DAT_DTO_SUCCESS));
+                done += 1;
+            }
+            let at = base + (n % WINDOW) as usize * SLOT;
+            // SAFETY: a slot of a's registered buffer that no send in flight uses.
+            unsafe { std::slice::from_raw_parts_mut(at as *mut u8, SLOT) }.fill(byte(n));
+            let iov = [DAT_LMR_TRIPLET { lmr_context: lmr_ctx, virtual_address: at as DAT_VADDR, segment_length: SLOT as u32 }];
+            assert_eq!(unsafe { dat_ep_post_send(ep as DAT_EP_HANDLE, 1, iov.as_ptr() as *mut _, cookie(n), flags) }, OK);
+        }
+        while done < MESSAGES {
+            assert_eq!(dto(req_evd as DAT_EVD_HANDLE).0, done);
+            done += 1;
+        }
+    });
+    for n in 0..MESSAGES {
+        assert_eq!(dto(p.recv_evd), (n, dat_dto_completion_status::DAT_DTO_SUCCESS, SLOT as u32, dat_dtos::DAT_DTO_RECEIVE));
+        let slot = (n % WINDOW) as usize * SLOT;
+        assert!(p.buf[slot..slot + SLOT].iter().all(|b| *b == byte(n)), "message {n} arrived wrong");
+        p.post_recv(&[p.iov(slot, SLOT as u32)], n + WINDOW);
+    }
+    sender.join().unwrap();
+    p.buf[0] = 0;
+    drop(a);
 }
 
 #[test]

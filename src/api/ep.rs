@@ -656,8 +656,11 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                 let cookie = unsafe { user_cookie.as_64 };
                 inner.recvs.push_back(PostedRecv { cookie, segments: segments.to_vec() });
                 if !inner.unexpected.is_empty() {
+                    let link = inner.link.clone();
                     drop(inner);
-                    link::deliver_unexpected(&ep);
+                    if let Some(link) = link {
+                        link.receive_posted(&ep);
+                    }
                 }
             }
         }

@@ -42,9 +42,17 @@ pub struct EpInner {
     /// Set as the handle dies: no more connection events.
     pub released: bool,
     /// Messages that arrived before a receive was posted for them, oldest first (a verbs QP
-    /// retries such a send until a receive is there; we keep a copy instead).
-    pub unexpected: VecDeque<Vec<u8>>,
+    /// retries such a send until a receive is there; we keep a copy instead, and the sender
+    /// hears of it only once it lands).
+    pub unexpected: VecDeque<EarlyMessage>,
     pub unexpected_bytes: usize,
+}
+
+/// A message kept until a receive is posted for it.
+pub struct EarlyMessage {
+    /// The sender's sequence number: acknowledged when the message lands.
+    pub seq: u64,
+    pub data: Vec<u8>,
 }
 
 /// A request DTO (send, RDMA write or read) the peer has not yet answered.
@@ -96,6 +104,8 @@ pub trait Link: Progress {
     fn close(&self, how: Close);
     /// Sends a request DTO; its completion arrives through [`Ep::pop_request`].
     fn post(&self, ep: &Ep, request: &Outgoing<'_>) -> DatResult<Posted>;
+    /// A receive was posted while messages waited for one: they land now.
+    fn receive_posted(&self, ep: &Ep);
 }
 
 /// How a connection ended, as the transport saw it.
@@ -115,6 +125,10 @@ pub struct Ep {
     pub ia: Arc<Ia>,
     handle: SelfHandle,
     pub inner: Mutex<EpInner>,
+    /// Held from the choice of a receive for a message until its completion is posted (taken
+    /// before `inner`), so receives complete in the order their messages arrived even when
+    /// the consumer's thread and the connection's reader both deliver.
+    pub receiving: Mutex<()>,
 }
 
 impl Object for Ep {
@@ -245,6 +259,7 @@ impl Ep {
         Ep {
             ia,
             handle: SelfHandle::default(),
+            receiving: Mutex::new(()),
             inner: Mutex::new(EpInner {
                 state: dat_ep_state::DAT_EP_STATE_UNCONNECTED,
                 pz: parts.pz.map(Held::new),
@@ -464,6 +479,7 @@ impl Ep {
     /// Flushes every posted receive and outstanding request (the connection is gone), and
     /// drops the messages that waited for a receive.
     pub fn flush_all(&self) {
+        let _in_order = self.receiving.lock();
         let (requests, recvs) = {
             let mut inner = self.inner.lock();
             inner.unexpected.clear();

@@ -29,7 +29,7 @@ use super::conn::{wait_readable, ConnError, Reader, Writer, WriterGuard, MAX_PAR
 use super::wire::{flags, Header, Op};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
-use crate::objects::ep::{Close, End, Ep, Link, Outgoing, Posted, Request};
+use crate::objects::ep::{Close, EarlyMessage, End, Ep, Link, Outgoing, Posted, Request};
 use crate::objects::evd::Progress;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::sp::wire_limits;
@@ -52,6 +52,10 @@ const LINGER: Duration = Duration::from_secs(1);
 enum Answer {
     /// Every request up to this sequence number is done.
     Ack(u64),
+    /// The acknowledgement of a message kept for want of a receive: it and every answer
+    /// behind it wait until the message lands (a verbs QP holds its sender the same way, by
+    /// retrying), so the sender's completion means the message is in a receive.
+    Kept(u64),
     /// The data of an RDMA read the peer asked for (checked when asked).
     ReadData {
         seq: u64,
@@ -158,6 +162,13 @@ impl TcpLink {
                 let Some(mut a) = q.pop_front() else {
                     return Ok(());
                 };
+                if let Answer::Kept(_) = a {
+                    if q.iter().any(|a| matches!(a, Answer::Goodbye | Answer::Finish)) {
+                        continue; // we are leaving: it will never land
+                    }
+                    q.push_front(a);
+                    return Ok(());
+                }
                 if let Answer::Ack(mut last) = a {
                     while let Some(Answer::Ack(next)) = q.front() {
                         last = *next;
@@ -202,6 +213,7 @@ impl TcpLink {
                     }
                 }
                 Answer::Refuse { seq, status } => refusal(w, seq, status)?,
+                Answer::Kept(_) => unreachable!("held above"),
                 Answer::Goodbye => w.send(&Header::new(Op::Disconnect), &[])?,
                 Answer::Finish => {
                     w.shutdown_write();
@@ -210,6 +222,28 @@ impl TcpLink {
                     return Ok(());
                 }
             }
+        }
+    }
+
+    /// A kept message landed in a receive with this local status: the sender hears of it
+    /// (an acknowledgement, or a refusal that ends the connection, as a direct delivery's).
+    fn landed(&self, seq: u64, status: dat_dto_completion_status) {
+        let ok = status == dat_dto_completion_status::DAT_DTO_SUCCESS;
+        {
+            let mut q = self.answers.lock();
+            if let Some(a) = q.iter_mut().find(|a| matches!(a, Answer::Kept(s) if *s == seq)) {
+                *a = if ok {
+                    Answer::Ack(seq)
+                } else {
+                    Answer::Refuse {
+                        seq,
+                        status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+                    }
+                };
+            }
+        }
+        if !ok {
+            self.stop(Ok(Stop::Broken));
         }
     }
 
@@ -402,6 +436,11 @@ impl Link for TcpLink {
         let _ = w.send_after(ack.as_ref(), &h, &parts[..n]);
         drop(w);
         Ok(Posted::Queued)
+    }
+
+    fn receive_posted(&self, ep: &Ep) {
+        land_early(ep, self);
+        self.write_pending();
     }
 }
 /// Starts an active connect in the background: ESTABLISHED or the failure's event follows.
@@ -719,6 +758,7 @@ fn deliver(
     in_caller: bool,
 ) -> Result<Option<dat_dto_completion_status>, ConnError> {
     let len = h.payload_len;
+    let in_order = ep.receiving.lock();
     // The receive it lands in: the SRQ's, or the EP's own when no earlier message waits for
     // one (a message must not overtake those); else it waits too (`keep`).
     let (recv, keep) = {
@@ -740,16 +780,23 @@ fn deliver(
             return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
         }
         None => {
-            // The slow path: the consumer has not posted a receive yet.
-            let mut copy = vec![0u8; len as usize];
-            reader.read_payload(&mut copy)?;
+            // The slow path: the consumer has not posted a receive yet. Nothing is delivered
+            // while the payload comes in (it may wait on the peer): the queue of early
+            // messages, not `receiving`, keeps this one behind those kept before it.
+            drop(in_order);
+            let mut data = vec![0u8; len as usize];
+            reader.read_payload(&mut data)?;
+            link.answer(Answer::Kept(h.id), false);
             {
                 let mut inner = ep.inner.lock();
-                inner.unexpected_bytes += copy.len();
-                inner.unexpected.push_back(copy);
+                inner.unexpected_bytes += data.len();
+                inner.unexpected.push_back(EarlyMessage { seq: h.id, data });
             }
-            link.answer(Answer::Ack(h.id), !in_caller);
-            deliver_unexpected(ep);
+            // A receive may have been posted while the payload came in.
+            land_early(ep, link);
+            if !in_caller {
+                link.answer_ready.notify_one();
+            }
             return Ok(None);
         }
     };
@@ -773,26 +820,31 @@ fn deliver(
     }
 }
 
-/// Pairs messages that arrived early with receives posted since, in order. Called by the
-/// reader as it keeps one and by `dat_ep_post_recv`; the copy is made under the EP's lock so
-/// completions keep their order.
-pub fn deliver_unexpected(ep: &Ep) {
+/// Pairs messages that arrived early with receives posted since, in order, and tells the
+/// sender they landed (the caller writes or wakes the answers). Called by the reader as it
+/// keeps one and as the consumer posts a receive; `receiving` keeps the completions in order
+/// with the reader's direct deliveries.
+fn land_early(ep: &Ep, link: &TcpLink) {
     let Some(pz) = ep.pz() else { return };
-    let mut done: Vec<(u64, dat_dto_completion_status, u32)> = Vec::new();
+    let _in_order = ep.receiving.lock();
+    let mut done: Vec<(u64, u64, dat_dto_completion_status, u32)> = Vec::new();
     {
         let mut inner = ep.inner.lock();
         while !inner.unexpected.is_empty() && !inner.recvs.is_empty() {
             let message = inner.unexpected.pop_front().expect("not empty");
             let recv = inner.recvs.pop_front().expect("not empty");
-            inner.unexpected_bytes -= message.len();
+            inner.unexpected_bytes -= message.data.len();
             done.push((
+                message.seq,
                 recv.cookie,
-                place(&recv.segments, &message, &pz),
-                message.len() as u32,
+                place(&recv.segments, &message.data, &pz),
+                message.data.len() as u32,
             ));
         }
     }
-    for (cookie, status, len) in done {
+    for (seq, cookie, status, len) in done {
+        // The sender hears first: a consumer that answers the message must not overtake it.
+        link.landed(seq, status);
         let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
             len
         } else {
