@@ -246,26 +246,38 @@ impl Reader {
     }
 
     /// Whether a whole frame is waiting (in the buffer, or in the socket behind it), so
-    /// handling it cannot block: its header, checked, when it is. Never blocks.
-    pub fn whole_frame_ready(&mut self) -> Option<Header> {
+    /// handling it cannot block. Never blocks, and asks the socket once when nothing is
+    /// buffered.
+    pub fn whole_frame_ready(&mut self) -> Waiting {
         let whole = |r: &Self, h: &Header| r.buffered() >= HEADER_LEN + payload_len(h);
         if let Some(Ok(h)) = self.buffered_header() {
             if whole(self, &h) {
-                return Some(h);
+                return Waiting::Whole(h);
             }
         }
-        self.fill(false).ok()?;
-        let h = self.buffered_header()?.ok()?;
+        match self.fill(false) {
+            Ok(0) if self.buffered() == 0 => return Waiting::Nothing,
+            Ok(_) => {}
+            Err(_) => return Waiting::Part, // the end or an error: for the blocking reader
+        }
+        let h = match self.buffered_header() {
+            Some(Ok(h)) => h,
+            _ => return Waiting::Part,
+        };
         if whole(self, &h) {
-            return Some(h);
+            return Waiting::Whole(h);
         }
         // A payload larger than the buffer: count what waits in the socket too.
         let mut available: libc::c_int = 0;
         // SAFETY: FIONREAD writes one int to the pointer we pass, on our own socket.
         if unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::FIONREAD, &mut available) } < 0 {
-            return None;
+            return Waiting::Part;
         }
-        (self.buffered() + available.max(0) as usize >= HEADER_LEN + payload_len(&h)).then_some(h)
+        if self.buffered() + available.max(0) as usize >= HEADER_LEN + payload_len(&h) {
+            Waiting::Whole(h)
+        } else {
+            Waiting::Part
+        }
     }
 
     /// Whether a read would not block: buffered bytes, or data, end of stream or an error
@@ -312,21 +324,15 @@ impl Reader {
     }
 }
 
-/// Waits until the socket has something to read (data, end of stream or an error), at most
-/// `timeout` (None: forever), without holding its reader. False when the time ran out.
-pub fn wait_readable(socket: &TcpStream, timeout: Option<Duration>) -> bool {
-    let mut pfd = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
-    loop {
-        // SAFETY: one valid pollfd for the duration of the call.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n >= 0 {
-            return n > 0;
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return true; // let the read report the error
-        }
-    }
+/// What waits to be read, as far as a look that never blocks can tell.
+pub enum Waiting {
+    /// A whole frame, with its checked header: handling it cannot block.
+    Whole(Header),
+    /// Part of a frame, a malformed header, the end of the stream or an error: for a thread
+    /// that may block.
+    Part,
+    /// Nothing at all.
+    Nothing,
 }
 
 /// The payload bytes that follow a header on the wire (a read request carries none).

@@ -25,7 +25,8 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
-use super::conn::{wait_readable, ConnError, Reader, Writer, WriterGuard, MAX_PARTS};
+use super::conn::{ConnError, Reader, Waiting, Writer, WriterGuard, MAX_PARTS};
+use super::doorbell::{Doorbell, Woken};
 use super::wire::{flags, Header, Op};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
@@ -40,9 +41,13 @@ fn micros_now() -> u64 {
     START.elapsed().as_micros() as u64
 }
 
-/// How recently a consumer must have polled a connection for its reader thread to leave the
-/// frames to it.
-const STAND_BACK_US: u64 = 20;
+/// How often the reader thread, standing back while a consumer polls, looks whether it still
+/// does (and sends acknowledgements held too long).
+const STAND_BACK_TICK: Duration = Duration::from_micros(200);
+
+/// How long acknowledgements wait for a request of the consumer's to ride on (a ping-pong's
+/// reply), when a thread is sure to come back for them.
+const ACK_HOLD_US: u64 = 20;
 
 
 /// How long an ending connection waits for the peer's last frames before it lets go.
@@ -88,11 +93,23 @@ pub struct TcpLink {
     /// How the connection ended, when the consumer's thread found out first.
     stopped: Mutex<Option<Result<Stop, ConnError>>>,
     ep: Weak<Ep>,
-    /// When a consumer's thread last made progress here (`micros_now`).
-    polled_at: AtomicU64,
+    /// Set while a consumer's thread polls here; cleared when it stops (it says so as it
+    /// goes to sleep), or when a whole tick of the reader thread saw no poll.
+    polling: AtomicBool,
+    /// Counts the consumer's polls: no clock in the polling path.
+    polls: AtomicU64,
     /// Where the reader thread stands back while a consumer polls, until it stops.
     standby: Mutex<()>,
     standby_wake: Condvar,
+    /// Set while the reader thread stands by: it comes back every `STAND_BACK_TICK`, so
+    /// acknowledgements may wait for a ride.
+    standing_by: AtomicBool,
+    /// When held acknowledgements must go (`micros_now`), 0 when none are held.
+    ack_due: AtomicU64,
+    /// Calls the reader thread out of its wait on the socket to stand by.
+    doorbell: Doorbell,
+    /// Set when the doorbell rang and the reader thread has not answered yet.
+    rung: AtomicBool,
 }
 
 impl TcpLink {
@@ -108,9 +125,14 @@ impl TcpLink {
             reader: Mutex::new(reader),
             stopped: Mutex::new(None),
             ep: Arc::downgrade(ep),
-            polled_at: AtomicU64::new(0),
+            polling: AtomicBool::new(false),
+            polls: AtomicU64::new(0),
             standby: Mutex::new(()),
             standby_wake: Condvar::new(),
+            standing_by: AtomicBool::new(false),
+            ack_due: AtomicU64::new(0),
+            doorbell: Doorbell::new()?,
+            rung: AtomicBool::new(false),
         });
         let responder = link.clone();
         std::thread::Builder::new()
@@ -118,12 +140,6 @@ impl TcpLink {
             .stack_size(128 * 1024)
             .spawn(move || responder.respond())?;
         Ok(link)
-    }
-
-    /// Whether a consumer's thread is polling this connection.
-    fn recently_polled(&self) -> bool {
-        let at = self.polled_at.load(Ordering::Relaxed);
-        at != 0 && micros_now().saturating_sub(at) < STAND_BACK_US
     }
 
     /// Queues an answer; `wake` the responder unless the caller writes the queue itself.
@@ -160,6 +176,7 @@ impl TcpLink {
             let answer = {
                 let mut q = self.answers.lock();
                 let Some(mut a) = q.pop_front() else {
+                    self.ack_due.store(0, Ordering::Relaxed);
                     return Ok(());
                 };
                 if let Answer::Kept(_) = a {
@@ -274,11 +291,15 @@ impl Progress for TcpLink {
         if let Some(mut reader) = self.reader.try_lock() {
             let mut partial = false;
             while self.stopped.lock().is_none() {
-                if reader.whole_frame_ready().is_none() {
+                match reader.whole_frame_ready() {
+                    Waiting::Whole(_) => {}
                     // A frame that has only begun to arrive (a large one may never fit in
                     // the socket whole) is for the reader thread, which may block on it.
-                    partial = reader.readable_now();
-                    break;
+                    Waiting::Part => {
+                        partial = true;
+                        break;
+                    }
+                    Waiting::Nothing => break,
                 }
                 match step(&ep, self, &mut reader, true) {
                     Ok(None) => {}
@@ -295,12 +316,13 @@ impl Progress for TcpLink {
             if partial {
                 self.release_standby();
             } else {
-                self.polled_at.store(micros_now(), Ordering::Relaxed);
+                self.polls.fetch_add(1, Ordering::Relaxed);
+                if !self.polling.load(Ordering::Relaxed) {
+                    self.polling.store(true, Ordering::Relaxed);
+                }
             }
         }
-        // The answers go out now: holding acknowledgements back for a reply to carry them
-        // would need a timer, since the consumer may next spin on memory without calling us.
-        self.write_pending();
+        self.answer_soon();
     }
 
     /// Writes every queued answer now (or has the responder write them). The consumer's
@@ -315,12 +337,56 @@ impl Progress for TcpLink {
 impl TcpLink {
     /// The consumer's thread stops handling frames here: the reader thread takes over now.
     fn release_standby(&self) {
-        if self.polled_at.load(Ordering::Relaxed) == 0 {
+        if !self.polling.load(Ordering::Relaxed) {
             return;
         }
         let _g = self.standby.lock();
-        self.polled_at.store(0, Ordering::Relaxed);
+        self.polling.store(false, Ordering::Relaxed);
         self.standby_wake.notify_one();
+    }
+
+    /// Writes the queued answers, unless they are only acknowledgements and the reader thread
+    /// stands by: then they wait up to `ACK_HOLD_US` for the consumer's next request to carry
+    /// them (a reply to what they acknowledge, usually), and this thread's next poll or the
+    /// reader thread's next look sends them if none came. A reader thread waiting on the
+    /// socket is called to stand by, for the next ones.
+    fn answer_soon(&self) {
+        let held = {
+            let q = self.answers.lock();
+            !q.is_empty() && q.iter().all(|a| matches!(a, Answer::Ack(_)))
+        };
+        // Pairs with the fence in `leave_standby`: either it sees our acknowledgements, or we
+        // see that it no longer stands by.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if held {
+            if self.standing_by.load(Ordering::Relaxed) {
+                let now = micros_now();
+                match self.ack_due.load(Ordering::Relaxed) {
+                    0 => {
+                        self.ack_due.store(now + ACK_HOLD_US, Ordering::Relaxed);
+                        return;
+                    }
+                    due if now < due => return,
+                    _ => {}
+                }
+            } else if !self.rung.swap(true, Ordering::Relaxed) {
+                self.doorbell.ring();
+            }
+        }
+        self.write_pending();
+    }
+
+    /// The reader thread stops standing by: acknowledgements held so far go out now.
+    fn leave_standby(&self) {
+        self.standing_by.store(false, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.write_pending();
+    }
+
+    /// Whether held acknowledgements are past their time.
+    fn acks_overdue(&self) -> bool {
+        let due = self.ack_due.load(Ordering::Relaxed);
+        due != 0 && micros_now() >= due
     }
 
     /// Writes the queued answers if the socket is free, else leaves them to the responder.
@@ -424,6 +490,7 @@ impl Link for TcpLink {
         let ack = {
             let mut q = self.answers.lock();
             if !q.is_empty() && q.iter().all(|a| matches!(a, Answer::Ack(_))) {
+                self.ack_due.store(0, Ordering::Relaxed);
                 let last = q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m });
                 let mut h = Header::new(Op::Ack);
                 h.id = last;
@@ -559,19 +626,34 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
         };
         // A consumer polling this connection handles its frames faster than a hand-off to
         // this thread would; stand back while it does (it would fight us for the CPU).
-        if link.recently_polled() {
+        if link.polling.load(Ordering::Relaxed) {
+            link.standing_by.store(true, Ordering::Relaxed);
+            let seen = link.polls.load(Ordering::Relaxed);
             let mut g = link.standby.lock();
-            if link.recently_polled() {
-                link.standby_wake.wait_for(&mut g, Duration::from_micros(STAND_BACK_US));
+            if link.polling.load(Ordering::Relaxed) {
+                link.standby_wake.wait_for(&mut g, STAND_BACK_TICK);
+            }
+            drop(g);
+            if link.acks_overdue() {
+                link.write_pending();
+            }
+            if link.polls.load(Ordering::Relaxed) == seen {
+                link.polling.store(false, Ordering::Relaxed); // a whole tick without a poll
             }
             continue;
         }
+        // Nobody polls any more: acknowledgements left waiting go out now.
+        link.leave_standby();
         // Frames already in the read-ahead buffer do not wake a poll: handle them first.
         if !link.reader.lock().has_buffered() {
-            // Nobody may be polling any more: acknowledgements left waiting go out now.
-            link.write_pending();
-            if !wait_readable(&link.control, bound) {
-                break Err(ConnError::Closed);
+            match link.doorbell.wait(&link.control, bound) {
+                Woken::Readable => {}
+                Woken::Rung => {
+                    // A consumer polls: stand by (above) while it does.
+                    link.rung.store(false, Ordering::Relaxed);
+                    continue;
+                }
+                Woken::TimedOut => break Err(ConnError::Closed),
             }
         }
         let mut reader = link.reader.lock();

@@ -2,5 +2,6 @@
 
 pub mod cm;
 pub mod conn;
+pub mod doorbell;
 pub mod link;
 pub mod wire;
