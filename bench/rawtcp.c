@@ -2,10 +2,13 @@
  * rawtcp: the same transfers as datperf over a plain TCP socket on loopback, the yardstick
  * the benchmark compares us with. The program forks: the parent listens, the child connects.
  *
- *   rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-p] [-q]
+ *   rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-w buffers] [-p] [-q]
  *
  *   -m pingpong  ping-pong of -s bytes; prints the one-way latency (RTT / 2)
  *   -m stream    -s bytes written `iterations` times; prints bandwidth
+ *   -w buffers   stream from and into this many buffers in turn (default 1): datperf keeps
+ *                16 transfers in flight, each in its own buffer, and that memory does not
+ *                stay in the cache the way one buffer written over and over does
  *   -p           poll: non-blocking receives in a loop (default: blocking receives)
  */
 #include <arpa/inet.h>
@@ -23,6 +26,7 @@
 static const char *mode = "pingpong";
 static long size = 8;
 static long iterations = 10000;
+static long buffers = 1;
 static int polling;
 static int quiet;
 
@@ -80,17 +84,22 @@ int main(int argc, char **argv)
 	char *buf;
 	double start, figure = 0;
 
-	while ((c = getopt(argc, argv, "m:s:n:pq")) != -1) {
+	while ((c = getopt(argc, argv, "m:s:n:w:pq")) != -1) {
 		switch (c) {
 		case 'm': mode = optarg; break;
 		case 's': size = atol(optarg); break;
 		case 'n': iterations = atol(optarg); break;
+		case 'w': buffers = atol(optarg); break;
 		case 'p': polling = 1; break;
 		case 'q': quiet = 1; break;
-		default: fprintf(stderr, "usage: rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-p] [-q]\n"); return 2;
+		default: fprintf(stderr, "usage: rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-w buffers] [-p] [-q]\n"); return 2;
 		}
 	}
-	buf = calloc(1, (size_t)size);
+	if (size < 1 || iterations < 1 || buffers < 1) {
+		fprintf(stderr, "rawtcp: sizes and counts are at least 1\n");
+		return 2;
+	}
+	buf = calloc((size_t)buffers, (size_t)size);
 	if (!buf || pipe(pipefd))
 		die("setup");
 	child = fork();
@@ -137,10 +146,11 @@ int main(int argc, char **argv)
 	} else {
 		start = now();
 		for (long i = 0; i < iterations; i++) {
+			char *at = buf + (i % buffers) * size;
 			if (!child)
-				send_all(fd, buf, size);
+				send_all(fd, at, size);
 			else
-				recv_all(fd, buf, size);
+				recv_all(fd, at, size);
 		}
 		/* the receiver's one-byte answer marks the end of the stream */
 		if (child)

@@ -2,7 +2,7 @@
 //! out whole under the writer lock, gathered from the caller's buffers with `writev`, no copy)
 //! and a reader half owned by whoever progresses the connection.
 
-use std::io::{self, IoSlice, Read};
+use std::io::{self, IoSlice};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -170,11 +170,24 @@ pub struct Reader {
     /// The unread bytes are `buffer[start..end]`.
     start: usize,
     end: usize,
+    /// Set while frames carry large payloads: a header is then read alone, so the payload
+    /// behind it goes straight to its destination instead of through the buffer.
+    large_frames: bool,
 }
+
+/// A payload at least this large is better read straight into place than read ahead.
+const LARGE_PAYLOAD: usize = 16 * 1024;
 
 impl Reader {
     pub fn new(stream: TcpStream, limits: Limits) -> Reader {
-        Reader { stream, limits, buffer: vec![0u8; READ_AHEAD].into_boxed_slice(), start: 0, end: 0 }
+        Reader {
+            stream,
+            limits,
+            buffer: vec![0u8; READ_AHEAD].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            large_frames: false,
+        }
     }
 
     fn buffered(&self) -> usize {
@@ -187,9 +200,10 @@ impl Reader {
         self.buffered() > 0
     }
 
-    /// Reads more into the buffer: waits for at least one byte when `block`, else takes only
-    /// what is there. Ok(0) from a non-blocking read means nothing was waiting.
-    fn fill(&mut self, block: bool) -> Result<usize, ConnError> {
+    /// Reads more into the buffer, at most `most` bytes: waits for at least one byte when
+    /// `block`, else takes only what is there. Ok(0) from a non-blocking read means nothing
+    /// was waiting.
+    fn fill(&mut self, block: bool, most: usize) -> Result<usize, ConnError> {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -198,7 +212,8 @@ impl Reader {
             self.end -= self.start;
             self.start = 0;
         }
-        let room = &mut self.buffer[self.end..];
+        let room_end = self.buffer.len().min(self.end.saturating_add(most));
+        let room = &mut self.buffer[self.end..room_end];
         if room.is_empty() {
             return Ok(0); // full of one large frame's start: its payload is read directly
         }
@@ -239,9 +254,10 @@ impl Reader {
             if let Some(h) = self.buffered_header() {
                 let h = h.map_err(ConnError::Protocol)?;
                 self.start += HEADER_LEN;
+                self.large_frames = payload_len(&h) >= LARGE_PAYLOAD;
                 return Ok(h);
             }
-            self.fill(true)?;
+            self.fill(true, self.header_read())?;
         }
     }
 
@@ -255,7 +271,7 @@ impl Reader {
                 return Waiting::Whole(h);
             }
         }
-        match self.fill(false) {
+        match self.fill(false, self.header_read()) {
             Ok(0) if self.buffered() == 0 => return Waiting::Nothing,
             Ok(_) => {}
             Err(_) => return Waiting::Part, // the end or an error: for the blocking reader
@@ -303,8 +319,22 @@ impl Reader {
         let n = self.buffered().min(dst.len());
         dst[..n].copy_from_slice(&self.buffer[self.start..self.start + n]);
         self.start += n;
-        if n < dst.len() {
-            self.stream.read_exact(&mut dst[n..]).map_err(ConnError::from)?;
+        let mut rest = &mut dst[n..];
+        while !rest.is_empty() {
+            // MSG_WAITALL: the kernel wakes us once the whole payload is there, not at every
+            // segment that arrives.
+            // SAFETY: `rest` is a writable buffer of its length for the duration of the call.
+            let got = unsafe { libc::recv(self.stream.as_raw_fd(), rest.as_mut_ptr() as *mut libc::c_void, rest.len(), libc::MSG_WAITALL) };
+            match got {
+                0 => return Err(ConnError::Closed),
+                n if n > 0 => rest = &mut rest[n as usize..],
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(ConnError::from(e));
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -319,7 +349,16 @@ impl Reader {
             if left == 0 {
                 return Ok(());
             }
-            self.fill(true)?;
+            self.fill(true, usize::MAX)?;
+        }
+    }
+
+    /// How much to read when a header is due: all there is, unless payloads are large.
+    fn header_read(&self) -> usize {
+        if self.large_frames {
+            HEADER_LEN.saturating_sub(self.buffered()).max(1)
+        } else {
+            usize::MAX
         }
     }
 }
@@ -391,6 +430,33 @@ mod tests {
             r.next_header(),
             Err(ConnError::Protocol(WireError::BadMagic(_)))
         ));
+    }
+
+    #[test]
+    fn headers_in_pieces_after_large_and_small_payloads_are_read_whole() {
+        let (mut a, b) = pair();
+        let mut r = Reader::new(b, LIMITS);
+        let frame = |len: usize, fill: u8| {
+            let mut h = Header::new(Op::Send);
+            h.payload_len = len as u32;
+            let mut bytes = h.encode().to_vec();
+            bytes.extend(std::iter::repeat_n(fill, len));
+            bytes
+        };
+        // A large payload (its header is read alone, the payload straight into place), then
+        // small ones (read ahead), each next header sent in two pieces.
+        for (len, fill) in [(LARGE_PAYLOAD + 5, 1u8), (3, 2), (LARGE_PAYLOAD, 3), (0, 4), (7, 5)] {
+            let bytes = frame(len, fill);
+            a.write_all(&bytes[..10]).unwrap();
+            // The piece is there (or on its way): the reader may see it alone.
+            let _ = r.whole_frame_ready();
+            a.write_all(&bytes[10..]).unwrap();
+            let h = r.next_header().unwrap();
+            assert_eq!(h.payload_len as usize, len);
+            let mut payload = vec![0u8; len];
+            r.read_payload(&mut payload).unwrap();
+            assert!(payload.iter().all(|b| *b == fill));
+        }
     }
 
     #[test]

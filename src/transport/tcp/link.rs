@@ -380,7 +380,33 @@ impl TcpLink {
     fn leave_standby(&self) {
         self.standing_by.store(false, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::SeqCst);
-        self.write_pending();
+        self.send_held_acks();
+    }
+
+    /// The reader thread's acknowledgement: it waits up to `ACK_HOLD_US` for company (more
+    /// acknowledgements, merged into one frame, or a request of the consumer's to ride on),
+    /// then the reader thread has the responder send it.
+    fn hold_ack(&self, seq: u64) {
+        self.answers.lock().push_back(Answer::Ack(seq));
+        if self.ack_due.load(Ordering::Relaxed) == 0 {
+            self.ack_due.store(micros_now() + ACK_HOLD_US, Ordering::Relaxed);
+        }
+    }
+
+    /// How long the reader thread may wait before held acknowledgements are due.
+    fn until_acks_due(&self) -> Option<Duration> {
+        match self.ack_due.load(Ordering::Relaxed) {
+            0 => None,
+            due => Some(Duration::from_micros(due.saturating_sub(micros_now()))),
+        }
+    }
+
+    /// Has the responder send what is queued (the reader thread never writes itself).
+    fn send_held_acks(&self) {
+        self.ack_due.store(0, Ordering::Relaxed);
+        if !self.answers.lock().is_empty() {
+            self.answer_ready.notify_one();
+        }
     }
 
     /// Whether held acknowledgements are past their time.
@@ -635,24 +661,35 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
             }
             drop(g);
             if link.acks_overdue() {
-                link.write_pending();
+                link.send_held_acks();
             }
             if link.polls.load(Ordering::Relaxed) == seen {
                 link.polling.store(false, Ordering::Relaxed); // a whole tick without a poll
             }
             continue;
         }
-        // Nobody polls any more: acknowledgements left waiting go out now.
-        link.leave_standby();
+        if link.standing_by.load(Ordering::Relaxed) {
+            // Nobody polls any more: acknowledgements left waiting go out now.
+            link.leave_standby();
+        } else if link.acks_overdue() {
+            link.send_held_acks();
+        }
         // Frames already in the read-ahead buffer do not wake a poll: handle them first.
         if !link.reader.lock().has_buffered() {
-            match link.doorbell.wait(&link.control, bound) {
+            // Held acknowledgements bound the wait too.
+            let acks = link.until_acks_due();
+            let wait = match (bound, acks) {
+                (Some(b), Some(a)) => Some(b.min(a)),
+                (b, a) => b.or(a),
+            };
+            match link.doorbell.wait(&link.control, wait) {
                 Woken::Readable => {}
                 Woken::Rung => {
                     // A consumer polls: stand by (above) while it does.
                     link.rung.store(false, Ordering::Relaxed);
                     continue;
                 }
+                Woken::TimedOut if wait != bound => continue, // the acknowledgements' time
                 Woken::TimedOut => break Err(ConnError::Closed),
             }
         }
@@ -746,7 +783,7 @@ fn step(
                     };
                     reader.read_payload(dst)?;
                 }
-                answer(Answer::Ack(h.id));
+                acknowledge(link, h.id, in_caller);
             }
             None => {
                 reader.skip(h.payload_len as usize)?;
@@ -823,6 +860,16 @@ fn step(
     Ok(None)
 }
 
+/// Acknowledges a request: the consumer's thread writes it (or holds it) as it finishes its
+/// progress; the reader thread holds it a moment.
+fn acknowledge(link: &TcpLink, seq: u64, in_caller: bool) {
+    if in_caller {
+        link.answer(Answer::Ack(seq), false);
+    } else {
+        link.hold_ack(seq);
+    }
+}
+
 /// The most bytes of early messages one EP keeps before the sender sees "receiver not ready".
 const MAX_UNEXPECTED_BYTES: usize = 64 << 20;
 
@@ -889,7 +936,7 @@ fn deliver(
     }
     match scatter(ep, reader, &recv.segments, len)? {
         None => {
-            link.answer(Answer::Ack(h.id), !in_caller);
+            acknowledge(link, h.id, in_caller);
             ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, len);
             Ok(None)
         }
