@@ -271,7 +271,7 @@ fn a_stream_of_messages_lands_in_order_while_receives_are_posted_behind_it() {
     // as it posts, the others from the connection's reader thread.
     const WINDOW: u64 = 16;
     const SLOT: usize = 64 << 10;
-    const MESSAGES: u64 = 4000;
+    const MESSAGES: u64 = 2000;
     let (a, mut p) = connected_with_buffers(ALL_PRIV, 2 * WINDOW as usize * SLOT);
     let byte = |n: u64| (n % 251) as u8;
     for n in 0..WINDOW {
@@ -302,7 +302,8 @@ fn a_stream_of_messages_lands_in_order_while_receives_are_posted_behind_it() {
     for n in 0..MESSAGES {
         assert_eq!(dto(p.recv_evd), (n, dat_dto_completion_status::DAT_DTO_SUCCESS, SLOT as u32, dat_dtos::DAT_DTO_RECEIVE));
         let slot = (n % WINDOW) as usize * SLOT;
-        assert!(p.buf[slot..slot + SLOT].iter().all(|b| *b == byte(n)), "message {n} arrived wrong");
+        // A slice comparison (memcmp) keeps the debug build quick.
+        assert!(p.buf[slot..slot + SLOT] == [byte(n); SLOT][..], "message {n} arrived wrong");
         p.post_recv(&[p.iov(slot, SLOT as u32)], n + WINDOW);
     }
     sender.join().unwrap();

@@ -264,12 +264,18 @@ impl Reader {
     /// Whether a whole frame is waiting (in the buffer, or in the socket behind it), so
     /// handling it cannot block. Never blocks, and asks the socket once when nothing is
     /// buffered.
-    pub fn whole_frame_ready(&mut self) -> Waiting {
+    ///
+    /// Without `look`, only the buffer counts (Nothing unless a whole frame is buffered): a
+    /// poller that just asked the socket need not ask again until its next round.
+    pub fn whole_frame_ready(&mut self, look: bool) -> Waiting {
         let whole = |r: &Self, h: &Header| r.buffered() >= HEADER_LEN + payload_len(h);
         if let Some(Ok(h)) = self.buffered_header() {
             if whole(self, &h) {
                 return Waiting::Whole(h);
             }
+        }
+        if !look {
+            return Waiting::Nothing;
         }
         match self.fill(false, self.header_read()) {
             Ok(0) if self.buffered() == 0 => return Waiting::Nothing,
@@ -449,7 +455,7 @@ mod tests {
             let bytes = frame(len, fill);
             a.write_all(&bytes[..10]).unwrap();
             // The piece is there (or on its way): the reader may see it alone.
-            let _ = r.whole_frame_ready();
+            let _ = r.whole_frame_ready(true);
             a.write_all(&bytes[10..]).unwrap();
             let h = r.next_header().unwrap();
             assert_eq!(h.payload_len as usize, len);

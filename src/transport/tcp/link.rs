@@ -42,8 +42,11 @@ fn micros_now() -> u64 {
 }
 
 /// How often the reader thread, standing back while a consumer polls, looks whether it still
-/// does (and sends acknowledgements held too long).
+/// does (and sends acknowledgements held too long): first after 200 µs, then less often (up
+/// to every millisecond) while the consumer keeps polling, since every look takes a CPU from
+/// someone on a small machine.
 const STAND_BACK_TICK: Duration = Duration::from_micros(200);
+const STAND_BACK_TICK_MAX: Duration = Duration::from_millis(1);
 
 /// How long acknowledgements wait for a request of the consumer's to ride on (a ping-pong's
 /// reply), when a thread is sure to come back for them.
@@ -290,8 +293,12 @@ impl Progress for TcpLink {
         let Some(ep) = self.ep.upgrade() else { return };
         if let Some(mut reader) = self.reader.try_lock() {
             let mut partial = false;
+            // The socket is asked once a round: frames that arrive meanwhile wait for the next.
+            let mut look = true;
             while self.stopped.lock().is_none() {
-                match reader.whole_frame_ready() {
+                let waiting = reader.whole_frame_ready(look);
+                look = false;
+                match waiting {
                     Waiting::Whole(_) => {}
                     // A frame that has only begun to arrive (a large one may never fit in
                     // the socket whole) is for the reader thread, which may block on it.
@@ -639,6 +646,7 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
     // Standing back is timed in tens of microseconds: ask the kernel to keep to them.
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+    let mut tick = STAND_BACK_TICK;
     let outcome = loop {
         if let Some(o) = link.stopped.lock().take() {
             break o;
@@ -657,7 +665,7 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
             let seen = link.polls.load(Ordering::Relaxed);
             let mut g = link.standby.lock();
             if link.polling.load(Ordering::Relaxed) {
-                link.standby_wake.wait_for(&mut g, STAND_BACK_TICK);
+                link.standby_wake.wait_for(&mut g, tick);
             }
             drop(g);
             if link.acks_overdue() {
@@ -665,11 +673,14 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
             }
             if link.polls.load(Ordering::Relaxed) == seen {
                 link.polling.store(false, Ordering::Relaxed); // a whole tick without a poll
+            } else {
+                tick = (tick * 2).min(STAND_BACK_TICK_MAX);
             }
             continue;
         }
         if link.standing_by.load(Ordering::Relaxed) {
             // Nobody polls any more: acknowledgements left waiting go out now.
+            tick = STAND_BACK_TICK;
             link.leave_standby();
         } else if link.acks_overdue() {
             link.send_held_acks();
