@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::ptr::null_mut;
 
 use dat::abi::*;
-use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, pz::*};
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, pz::*, srq::*};
 use dat::error::{DatError, Sub, Type};
 use dat::transport::tcp::wire::{Header, Op, HEADER_LEN};
 
@@ -41,6 +41,7 @@ struct Side {
     req_evd: DAT_EVD_HANDLE,
     conn_evd: DAT_EVD_HANDLE,
     cr_evd: DAT_EVD_HANDLE,
+    pz: DAT_PZ_HANDLE,
     ep: DAT_EP_HANDLE,
     buf: Vec<u8>,
     lmr: DAT_LMR_HANDLE,
@@ -78,7 +79,7 @@ impl Side {
             let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr() as DAT_PVOID };
             let rc = dat_lmr_create(ia, 0, region, buf.len() as u64, pz, privileges, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut());
             assert_eq!(rc, OK);
-            Side { ia, recv_evd, req_evd, conn_evd, cr_evd, ep, buf, lmr, lmr_ctx, rmr_ctx }
+            Side { ia, recv_evd, req_evd, conn_evd, cr_evd, pz, ep, buf, lmr, lmr_ctx, rmr_ctx }
         }
     }
 
@@ -193,7 +194,11 @@ fn connected(privileges: u32) -> (Side, Side) {
 }
 
 fn connected_with_buffers(privileges: u32, len: usize) -> (Side, Side) {
-    let (a, p) = (Side::with_buffer(privileges, len), Side::with_buffer(privileges, len));
+    connect_pair(Side::with_buffer(privileges, len), Side::with_buffer(privileges, len))
+}
+
+/// Connects `a` (active) to `p` (passive).
+fn connect_pair(a: Side, p: Side) -> (Side, Side) {
     let (psp, port) = p.listen();
     assert_eq!(a.connect(port, b"hello", WAIT_US), OK);
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
@@ -261,6 +266,48 @@ fn a_message_sent_before_its_receive_is_posted_waits_for_it_and_so_does_its_send
     assert_eq!(dto(a.req_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_SEND));
     assert_eq!(dto(a.req_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, 1, dat_dtos::DAT_DTO_RDMA_WRITE));
     assert_eq!(dto(p.req_evd).0, 4);
+    a.buf[0] = 0;
+}
+
+#[test]
+fn a_message_that_arrives_before_any_shared_receive_waits_for_one() {
+    let (a, mut p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
+    // p's EP draws its receives from an SRQ.
+    let mut srq = null_mut();
+    unsafe {
+        assert_eq!(dat_ep_free(p.ep), OK);
+        let attr = DAT_SRQ_ATTR { max_recv_dtos: 8, max_recv_iov: 2, low_watermark: 0 };
+        assert_eq!(dat_srq_create(p.ia, p.pz, &attr as *const _ as *mut _, &mut srq), OK);
+        let mut ep = null_mut();
+        assert_eq!(dat_ep_create_with_srq(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, srq, std::ptr::null(), &mut ep), OK);
+        p.ep = ep;
+    }
+    let (mut a, mut p) = connect_pair(a, p);
+    a.buf[..5].copy_from_slice(b"early");
+    a.buf[8] = 0xcd;
+    assert_eq!(a.post_send(&[a.iov(0, 5)], 1), OK);
+    // An RDMA write behind the message marks its arrival (as above).
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let (local, remote) = ([a.iov(8, 1)], p.rmr(3000, 1));
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(2), &remote, flags) }, OK);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // SAFETY: a byte of p's registered buffer, written by the transport; read as memory.
+    while unsafe { std::ptr::read_volatile(p.buf.as_ptr().add(3000)) } != 0xcd {
+        assert!(std::time::Instant::now() < deadline, "the RDMA write never landed");
+        std::hint::spin_loop();
+    }
+    // The message waits for a shared receive (it used to break the connection).
+    let iov = [p.iov(64, 16)];
+    assert_eq!(unsafe { dat_srq_post_recv(srq, 1, iov.as_ptr() as *mut _, cookie(5)) }, OK);
+    assert_eq!(dto(p.recv_evd), (5, dat_dto_completion_status::DAT_DTO_SUCCESS, 5, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(&p.buf[64..69], b"early");
+    assert_eq!(dto(a.req_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 5, dat_dtos::DAT_DTO_SEND));
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    // Later messages take the shared receives directly.
+    assert_eq!(unsafe { dat_srq_post_recv(srq, 1, iov.as_ptr() as *mut _, cookie(6)) }, OK);
+    assert_eq!(a.post_send(&[a.iov(0, 3)], 3), OK);
+    assert_eq!(dto(p.recv_evd), (6, dat_dto_completion_status::DAT_DTO_SUCCESS, 3, dat_dtos::DAT_DTO_RECEIVE));
+    p.buf[0] = 0;
     a.buf[0] = 0;
 }
 

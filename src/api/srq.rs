@@ -101,6 +101,8 @@ pub unsafe extern "C" fn dat_srq_post_recv(
         // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
         let cookie = unsafe { user_cookie.as_64 };
         state.posted.push_back(PostedRecv { cookie, segments: segments.to_vec() });
+        drop(state);
+        srq.receive_posted();
         Ok(())
     }
 }

@@ -1,10 +1,11 @@
 //! Shared Receive Queues: receive buffers that several EPs draw from.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
+use super::ep::Ep;
 use super::ia::Ia;
 use super::pz::Pz;
 use super::{Counted, Held, Users};
@@ -33,6 +34,9 @@ pub struct Srq {
     pub ia: Arc<Ia>,
     pub pz: Held<Pz>,
     pub state: Mutex<SrqState>,
+    /// EPs keeping messages that arrived before a receive was posted here, in the order
+    /// they began to wait.
+    waiting: Mutex<VecDeque<Weak<Ep>>>,
     users: Users,
     handle: SelfHandle,
 }
@@ -61,6 +65,7 @@ impl Srq {
                 low_watermark: attr.low_watermark,
                 posted: VecDeque::new(),
             }),
+            waiting: Mutex::new(VecDeque::new()),
             users: Users::default(),
             handle: SelfHandle::default(),
         }
@@ -77,5 +82,39 @@ impl Srq {
     /// The oldest posted receive, for an EP of this SRQ that gets a message.
     pub fn take(&self) -> Option<PostedRecv> {
         self.state.lock().posted.pop_front()
+    }
+
+    /// `ep` keeps a message until a receive is posted here.
+    pub fn wait_for_receive(&self, ep: &Arc<Ep>) {
+        let mut waiting = self.waiting.lock();
+        if !waiting.iter().any(|w| w.as_ptr() == Arc::as_ptr(ep)) {
+            waiting.push_back(Arc::downgrade(ep));
+        }
+    }
+
+    /// A receive was posted: the EPs that keep messages get them landed, first come first
+    /// served (the caller must hold no EP or SRQ lock).
+    pub fn receive_posted(&self) {
+        let eps: Vec<Arc<Ep>> = {
+            let mut waiting = self.waiting.lock();
+            waiting.retain(|w| w.strong_count() > 0);
+            waiting.iter().filter_map(Weak::upgrade).collect()
+        };
+        for ep in eps {
+            let link = {
+                let inner = ep.inner.lock();
+                if inner.unexpected.is_empty() {
+                    None
+                } else {
+                    inner.link.clone()
+                }
+            };
+            if let Some(link) = link {
+                link.receive_posted(&ep);
+            }
+            if ep.inner.lock().unexpected.is_empty() {
+                self.waiting.lock().retain(|w| w.as_ptr() != Arc::as_ptr(&ep));
+            }
+        }
     }
 }

@@ -899,23 +899,19 @@ fn deliver(
 ) -> Result<Option<dat_dto_completion_status>, ConnError> {
     let len = h.payload_len;
     let in_order = ep.receiving.lock();
-    // The receive it lands in: the SRQ's, or the EP's own when no earlier message waits for
-    // one (a message must not overtake those); else it waits too (`keep`).
-    let (recv, keep) = {
+    // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of this EP
+    // waits for one (a message must not overtake those); else it waits too.
+    let recv = {
         let mut inner = ep.inner.lock();
-        match &inner.srq {
-            Some(srq) => (srq.take(), false),
-            None if inner.unexpected.is_empty() => {
-                let r = inner.recvs.pop_front();
-                let keep = r.is_none();
-                (r, keep)
-            }
-            None => (None, true),
+        if inner.unexpected.is_empty() {
+            next_receive(&mut inner)
+        } else {
+            None
         }
     };
     let recv = match recv {
         Some(r) => r,
-        None if !keep || ep.inner.lock().unexpected_bytes + len as usize > MAX_UNEXPECTED_BYTES => {
+        None if ep.inner.lock().unexpected_bytes + len as usize > MAX_UNEXPECTED_BYTES => {
             reader.skip(len as usize)?;
             return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
         }
@@ -927,10 +923,14 @@ fn deliver(
             let mut data = vec![0u8; len as usize];
             reader.read_payload(&mut data)?;
             link.answer(Answer::Kept(h.id), false);
-            {
+            let srq = {
                 let mut inner = ep.inner.lock();
                 inner.unexpected_bytes += data.len();
                 inner.unexpected.push_back(EarlyMessage { seq: h.id, data });
+                inner.srq.as_ref().map(|s| s.arc().clone())
+            };
+            if let Some(srq) = srq {
+                srq.wait_for_receive(ep); // its next receive lands this EP's kept messages
             }
             // A receive may have been posted while the payload came in.
             land_early(ep, link);
@@ -970,9 +970,9 @@ fn land_early(ep: &Ep, link: &TcpLink) {
     let mut done: Vec<(u64, u64, dat_dto_completion_status, u32)> = Vec::new();
     {
         let mut inner = ep.inner.lock();
-        while !inner.unexpected.is_empty() && !inner.recvs.is_empty() {
+        while !inner.unexpected.is_empty() {
+            let Some(recv) = next_receive(&mut inner) else { break };
             let message = inner.unexpected.pop_front().expect("not empty");
-            let recv = inner.recvs.pop_front().expect("not empty");
             inner.unexpected_bytes -= message.data.len();
             done.push((
                 message.seq,
@@ -991,6 +991,14 @@ fn land_early(ep: &Ep, link: &TcpLink) {
             0
         };
         ep.complete_recv(cookie, status, len);
+    }
+}
+
+/// The next receive a message of this EP lands in: its SRQ's, or its own.
+fn next_receive(inner: &mut crate::objects::ep::EpInner) -> Option<crate::objects::srq::PostedRecv> {
+    match &inner.srq {
+        Some(srq) => srq.take(),
+        None => inner.recvs.pop_front(),
     }
 }
 
