@@ -112,8 +112,11 @@ impl Srq {
             if let Some(link) = link {
                 link.receive_posted(&ep);
             }
+            // Checked under `waiting` (before the EP's lock): an EP that keeps another message
+            // meanwhile registers again after this, not before.
+            let mut waiting = self.waiting.lock();
             if ep.inner.lock().unexpected.is_empty() {
-                self.waiting.lock().retain(|w| w.as_ptr() != Arc::as_ptr(&ep));
+                waiting.retain(|w| w.as_ptr() != Arc::as_ptr(&ep));
             }
         }
     }
