@@ -624,7 +624,7 @@ fn srq_post_resize_watermark_and_in_use() {
         drop(queue);
         // In use by an EP.
         let mut ep = null_mut();
-        assert_eq!(dat_ep_create_with_srq(ia.0, pz, null_mut(), null_mut(), null_mut(), srq, null_mut(), &mut ep), OK);
+        assert_eq!(dat_ep_create_with_srq(ia.0, pz, null_mut(), null_mut(), null_mut(), srq, &dat::objects::ep::default_attr(), &mut ep), OK);
         assert_eq!(dat_srq_free(srq), state(Sub::DAT_INVALID_STATE_SRQ_IN_USE));
         assert_eq!(dat_ep_free(ep), OK);
         assert_eq!(dat_srq_free(srq), OK);

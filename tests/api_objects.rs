@@ -157,7 +157,7 @@ fn srq_attributes_posts_and_in_use() {
         assert_eq!(dat_srq_set_lw(srq, 9), arg(2));
         assert_eq!(dat_srq_set_lw(srq, 4), OK);
         let mut ep = null_mut();
-        assert_eq!(dat_ep_create_with_srq(ia.0, pz, null_mut(), null_mut(), null_mut(), srq, null_mut(), &mut ep), OK);
+        assert_eq!(dat_ep_create_with_srq(ia.0, pz, null_mut(), null_mut(), null_mut(), srq, &dat::objects::ep::default_attr(), &mut ep), OK);
         assert_eq!(dat_srq_free(srq), state(Sub::DAT_INVALID_STATE_SRQ_IN_USE));
         assert_eq!(dat_ep_free(ep), OK);
         assert_eq!(dat_srq_free(srq), OK);

@@ -279,7 +279,7 @@ fn a_message_that_arrives_before_any_shared_receive_waits_for_one() {
         let attr = DAT_SRQ_ATTR { max_recv_dtos: 8, max_recv_iov: 2, low_watermark: 0 };
         assert_eq!(dat_srq_create(p.ia, p.pz, &attr as *const _ as *mut _, &mut srq), OK);
         let mut ep = null_mut();
-        assert_eq!(dat_ep_create_with_srq(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, srq, std::ptr::null(), &mut ep), OK);
+        assert_eq!(dat_ep_create_with_srq(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, srq, &dat::objects::ep::default_attr(), &mut ep), OK);
         p.ep = ep;
     }
     let (mut a, mut p) = connect_pair(a, p);

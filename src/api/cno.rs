@@ -3,7 +3,7 @@
 use super::edge::{self, entry};
 use super::evd::timeout;
 use crate::abi::*;
-use crate::error::{DatError, Sub};
+use crate::error::{DatError, Sub, Type};
 use crate::objects::cno::Cno;
 use crate::objects::Counted;
 use crate::objects::ia::Ia;
@@ -102,8 +102,17 @@ pub unsafe extern "C" fn dat_cno_wait(
     entry! {
         let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
         let out = edge::out(evd_handle, 3)?;
-        out.set(cno.wait(timeout(cno_timeout))?);
-        Ok(())
+        match cno.wait(timeout(cno_timeout))? {
+            Some(evd) => {
+                out.set(evd);
+                Ok(())
+            }
+            // The man page: a timeout is DAT_QUEUE_EMPTY, with the EVD handle set to NULL.
+            None => {
+                out.set(std::ptr::null_mut());
+                Err(DatError::bare(Type::DAT_QUEUE_EMPTY))
+            }
+        }
     }
 }
 

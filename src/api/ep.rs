@@ -68,6 +68,8 @@ unsafe fn create(
     // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
     let attr = match unsafe { edge::read_in(ep_attributes) } {
         Some(a) => ep::check_attr(&a, attr_position)?,
+        // dat_ep_create_with_srq: "Consumer can not specify NULL for ep_attributes".
+        None if srq.is_some() => return Err(DatError::invalid_arg(attr_position)),
         None => ep::default_attr(),
     };
     let out = edge::out(ep_handle, attr_position + 1)?;
@@ -474,6 +476,7 @@ unsafe fn post_request(
     completion_flags: DAT_COMPLETION_FLAGS,
     flags_position: u8,
     operation: dat_dtos,
+    checks_only: bool,
 ) -> DatResult {
     let ep = ep(ep_handle)?;
     let (state, pz, evd, attr) = {
@@ -501,7 +504,11 @@ unsafe fn post_request(
     let evd = evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
     // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
     let cookie = unsafe { user_cookie.as_64 };
-    let posted = match ep_state::post_request(state)? {
+    let post = ep_state::post_request(state)?;
+    if checks_only {
+        return Ok(());
+    }
+    let posted = match post {
         Post::Flush => Posted::Flush,
         Post::Run => {
             let link = ep.inner.lock().link.clone();
@@ -539,7 +546,7 @@ pub unsafe extern "C" fn dat_ep_post_send(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, false) }
     }
 }
 
@@ -554,15 +561,16 @@ pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
     _rmr_context: DAT_RMR_CONTEXT,
 ) -> DAT_RETURN {
     entry! {
-        let invalidate = edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)?;
-        if invalidate == dat_boolean::DAT_TRUE {
-            ep(ep_handle)?;
+        ep(ep_handle)?;
+        let invalidate = edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)? == dat_boolean::DAT_TRUE;
+        // SAFETY: forwarded from our caller.
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, invalidate)? };
+        if invalidate {
             // Invalidating the peer's RMR needs RMRs bound over the wire, which no transport
-            // of ours does yet: refuse rather than send without invalidating.
+            // of ours does yet: refuse (after every check) rather than send without it.
             return Err(DatError::not_implemented());
         }
-        // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND) }
+        Ok(())
     }
 }
 
@@ -577,7 +585,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_write(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, false) }
     }
 }
 
@@ -592,7 +600,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, false) }
     }
 }
 

@@ -28,14 +28,12 @@ pub unsafe extern "C" fn dat_registry_list_providers(
 ) -> DAT_RETURN {
     entry! {
         let count_out = edge::out(entries_returned, 2)?;
-        if max_to_return < 0 {
-            return Err(DatError::invalid_arg(1));
-        }
         let entries = registry::entries();
-        if max_to_return == 0 {
-            // The man page: with max_to_return 0, report how many there are, and fail.
+        // The man page: a list too small (max_to_return 0 included) or NULL fails with
+        // DAT_INVALID_PARAMETER, and the count then says how many entries there are.
+        if max_to_return < 0 || (max_to_return as usize) < entries.len() || dat_provider_list.is_null() {
             count_out.set(entries.len() as DAT_COUNT);
-            return Err(DatError::invalid_arg(1));
+            return Err(DatError::invalid_arg(if dat_provider_list.is_null() && max_to_return > 0 { 3 } else { 1 }));
         }
         let slots = edge::slice_in(dat_provider_list as *const *mut DAT_PROVIDER_INFO, max_to_return, 3)?;
         let mut written = 0;
@@ -93,7 +91,8 @@ pub unsafe extern "C" fn dat_registry_remove_provider(
         if registry::remove_runtime(&name, major, minor) {
             Ok(())
         } else {
-            Err(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))
+            // The man page: "DAT_INVALID_PARAMETER: The Provider was not found."
+            Err(DatError::invalid_arg(2))
         }
     }
 }

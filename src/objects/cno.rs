@@ -9,7 +9,7 @@ use parking_lot::{Condvar, Mutex};
 use super::ia::Ia;
 use super::{Counted, Users};
 use crate::abi::*;
-use crate::error::{DatError, DatResult, Sub, Type};
+use crate::error::{DatError, DatResult, Sub};
 use crate::handle::{Kind, Object};
 
 struct State {
@@ -127,7 +127,8 @@ impl Cno {
     }
 
     /// `dat_cno_wait`: blocks until an EVD triggers or `timeout` passes.
-    pub fn wait(&self, timeout: Option<Duration>) -> DatResult<DAT_EVD_HANDLE> {
+    /// The EVD that triggered the CNO; None when `timeout` passed first.
+    pub fn wait(&self, timeout: Option<Duration>) -> DatResult<Option<DAT_EVD_HANDLE>> {
         let deadline = timeout.map(|t| Instant::now() + t);
         {
             let mut s = self.state.lock();
@@ -146,14 +147,14 @@ impl Cno {
                     Some(d) => {
                         if self.ready.wait_until(&mut s, d).timed_out() && s.triggered.is_empty() {
                             s.waiter = false;
-                            return Err(DatError::bare(Type::DAT_TIMEOUT_EXPIRED));
+                            return Ok(None);
                         }
                     }
                 }
             }
             s.waiter = false;
         }
-        self.take_triggered().ok_or(DatError::internal())
+        self.take_triggered().map(Some).ok_or(DatError::internal())
     }
 
     /// Called as the CNO's handle dies: a blocked waiter fails.
