@@ -158,7 +158,7 @@ impl TcpLink {
         while !self.finished.load(Ordering::Acquire) {
             {
                 let mut q = self.answers.lock();
-                while q.is_empty() && !self.finished.load(Ordering::Acquire) {
+                while !writable(&q) && !self.finished.load(Ordering::Acquire) {
                     self.answer_ready.wait(&mut q);
                 }
             }
@@ -272,6 +272,17 @@ impl TcpLink {
     fn stop(&self, outcome: Result<Stop, ConnError>) {
         self.stopped.lock().get_or_insert(outcome);
         let _ = self.control.shutdown(std::net::Shutdown::Read);
+    }
+}
+
+/// Whether the answers queue holds something to write now: not when it is empty, nor when a
+/// kept message's acknowledgement (which holds back everything behind it) waits at its front,
+/// unless we are leaving.
+fn writable(q: &VecDeque<Answer>) -> bool {
+    match q.front() {
+        None => false,
+        Some(Answer::Kept(_)) => q.iter().any(|a| matches!(a, Answer::Goodbye | Answer::Finish)),
+        Some(_) => true,
     }
 }
 
