@@ -61,6 +61,16 @@ static inline void expect_type(const char *name, DAT_RETURN got, DAT_RETURN type
 	report(name, e, render(got, g, sizeof(g)), DAT_GET_TYPE(got) == type);
 }
 
+/* A setup step a case depends on: if it fails, the program stops (run.sh names it). */
+static inline void must(DAT_RETURN r, const char *what)
+{
+	if (r != DAT_SUCCESS) {
+		char b[160];
+		fprintf(stderr, "setup %s failed: %s\n", what, render(r, b, sizeof(b)));
+		exit(2);
+	}
+}
+
 static inline void expect_true(const char *name, int condition, const char *what)
 {
 	report(name, what, condition ? what : "not so", condition);

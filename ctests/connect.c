@@ -27,15 +27,6 @@ struct side {
 	DAT_COUNT max_pd;
 };
 
-static void must(DAT_RETURN r, const char *what)
-{
-	if (r != DAT_SUCCESS) {
-		char b[160];
-		fprintf(stderr, "connect: setup %s failed: %s\n", what, render(r, b, sizeof(b)));
-		exit(2);
-	}
-}
-
 static void open_side(struct side *s)
 {
 	DAT_REGION_DESCRIPTION region;

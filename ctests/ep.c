@@ -15,15 +15,6 @@
 
 static unsigned char buf[BUF];
 
-static void must(DAT_RETURN r, const char *what)
-{
-	if (r != DAT_SUCCESS) {
-		char b[160];
-		fprintf(stderr, "ep: setup %s failed: %s\n", what, render(r, b, sizeof(b)));
-		exit(2);
-	}
-}
-
 int main(void)
 {
 	DAT_HANDLE g = GARBAGE_HANDLE;

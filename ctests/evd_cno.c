@@ -10,15 +10,6 @@
 #define H(name, call, sub) expect_ret("evd_cno/" name, (call), DAT_ERROR(DAT_INVALID_HANDLE, (sub)))
 #define T(name, call) expect_type("evd_cno/" name, (call), DAT_INVALID_HANDLE)
 
-static void must(DAT_RETURN r, const char *what)
-{
-	if (r != DAT_SUCCESS) {
-		char b[160];
-		fprintf(stderr, "evd_cno: setup %s failed: %s\n", what, render(r, b, sizeof(b)));
-		exit(2);
-	}
-}
-
 static void agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
 {
 	(void)data;

@@ -18,15 +18,6 @@
 /* A connection qualifier no TCP port can be. */
 #define HUGE_QUAL ((DAT_CONN_QUAL)1 << 40)
 
-static void must(DAT_RETURN r, const char *what)
-{
-	if (r != DAT_SUCCESS) {
-		char b[160];
-		fprintf(stderr, "sp: setup %s failed: %s\n", what, render(r, b, sizeof(b)));
-		exit(2);
-	}
-}
-
 int main(void)
 {
 	DAT_HANDLE g = GARBAGE_HANDLE;

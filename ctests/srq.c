@@ -12,15 +12,6 @@
 
 static unsigned char buf[BUF], other_buf[256];
 
-static void must(DAT_RETURN r, const char *what)
-{
-	if (r != DAT_SUCCESS) {
-		char b[160];
-		fprintf(stderr, "srq: setup %s failed: %s\n", what, render(r, b, sizeof(b)));
-		exit(2);
-	}
-}
-
 static DAT_LMR_TRIPLET seg(DAT_LMR_CONTEXT ctx, unsigned char *base, int offset, int len)
 {
 	DAT_LMR_TRIPLET t;
