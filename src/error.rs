@@ -19,12 +19,12 @@ impl DatError {
         DatError { kind, sub }
     }
 
-    /// `DAT_ERROR(type, subtype)`: every DAT error carries the error class, except an empty
-    /// queue: that is a status, returned as the bare `DAT_QUEUE_EMPTY` value, because programs
-    /// poll with `while (dat_evd_dequeue(..) == DAT_QUEUE_EMPTY)` (dtest does) and
-    /// OpenFabrics returns it so from every DTO EVD.
+    /// `DAT_ERROR(type, subtype)`: every DAT error carries the error class, except the two
+    /// statuses of waiting for events, returned as the bare values the man pages name: programs
+    /// poll with `while (dat_evd_dequeue(..) == DAT_QUEUE_EMPTY)` (dtest does) and test
+    /// `dat_evd_wait(..) == DAT_TIMEOUT_EXPIRED`, and OpenFabrics returns both so.
     pub fn code(self) -> DAT_RETURN {
-        if self.kind == Type::DAT_QUEUE_EMPTY {
+        if matches!(self.kind, Type::DAT_QUEUE_EMPTY | Type::DAT_TIMEOUT_EXPIRED) {
             return u32::from(self.kind);
         }
         DAT_CLASS_ERROR | u32::from(self.kind) | u32::from(self.sub)

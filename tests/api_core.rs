@@ -261,14 +261,14 @@ fn evd_wait_times_out_and_checks_threshold() {
     let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
     let mut n = -1;
     unsafe {
-        assert_eq!(dat_evd_wait(evd, 1000, 1, &mut e, &mut n), DatError::bare(Type::DAT_TIMEOUT_EXPIRED).code());
+        assert_eq!(dat_evd_wait(evd, 1000, 1, &mut e, &mut n), u32::from(Type::DAT_TIMEOUT_EXPIRED));
         assert_eq!(n, 0);
         assert_eq!(dat_evd_wait(evd, 0, 0, &mut e, &mut n), arg_err(3));
         assert_eq!(dat_evd_wait(evd, 0, 5, &mut e, &mut n), arg_err(3));
         assert_eq!(dat_evd_wait(evd, 0, 1, null_mut(), &mut n), arg_err(4));
         // A threshold not yet reached times out and leaves the events queued.
         assert_eq!(dat_evd_post_se(evd, &software_event(9)), OK);
-        assert_eq!(dat_evd_wait(evd, 1000, 2, &mut e, &mut n), DatError::bare(Type::DAT_TIMEOUT_EXPIRED).code());
+        assert_eq!(dat_evd_wait(evd, 1000, 2, &mut e, &mut n), u32::from(Type::DAT_TIMEOUT_EXPIRED));
         assert_eq!(n, 1);
         assert_eq!(dat_evd_set_unwaitable(evd), OK);
         assert_eq!(dat_evd_wait(evd, 0, 1, &mut e, &mut n), state_err(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE));
