@@ -233,23 +233,31 @@ fn send_lands_in_a_multi_segment_receive_and_zero_length_messages_arrive() {
     a.buf[0] = 0;
 }
 
+/// Writes a's byte at `src` into p's byte 3000 by an RDMA write posted behind what a sent
+/// before, and waits until it is there: then all of that is in p's hands too (one stream, in
+/// order), received or kept.
+fn mark_arrival(a: &Side, p: &Side, src: usize, write_cookie: u64) {
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let (local, remote) = ([a.iov(src, 1)], p.rmr(3000, 1));
+    assert_eq!(
+        unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(write_cookie), &remote, flags) },
+        OK
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // SAFETY: a byte of p's registered buffer, written by the transport; read as memory.
+    while unsafe { std::ptr::read_volatile(p.buf.as_ptr().add(3000)) } != a.buf[src] {
+        assert!(std::time::Instant::now() < deadline, "the RDMA write never landed");
+        std::hint::spin_loop();
+    }
+}
+
 #[test]
 fn a_message_sent_before_its_receive_is_posted_waits_for_it_and_so_does_its_sender() {
     let (mut a, mut p) = connected(ALL_PRIV);
     a.buf[..4].copy_from_slice(b"late");
     a.buf[8] = 0xab;
     assert_eq!(a.post_send(&[a.iov(0, 4)], 1), OK);
-    // An RDMA write behind the message marks its arrival: once the byte is in p's memory, the
-    // message is there too (one stream, in order).
-    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-    let (local, remote) = ([a.iov(8, 1)], p.rmr(3000, 1));
-    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(2), &remote, flags) }, OK);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    // SAFETY: a byte of p's registered buffer, written by the transport; read as memory.
-    while unsafe { std::ptr::read_volatile(p.buf.as_ptr().add(3000)) } != 0xab {
-        assert!(std::time::Instant::now() < deadline, "the RDMA write never landed");
-        std::hint::spin_loop();
-    }
+    mark_arrival(&a, &p, 8, 2);
     // p answers with a message of its own, which leaves behind every acknowledgement p could
     // give by then: once a has it, a would also know of the kept message had p acknowledged it.
     a.post_recv(&[a.iov(100, 16)], 3);
@@ -286,16 +294,7 @@ fn a_message_that_arrives_before_any_shared_receive_waits_for_one() {
     a.buf[..5].copy_from_slice(b"early");
     a.buf[8] = 0xcd;
     assert_eq!(a.post_send(&[a.iov(0, 5)], 1), OK);
-    // An RDMA write behind the message marks its arrival (as above).
-    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-    let (local, remote) = ([a.iov(8, 1)], p.rmr(3000, 1));
-    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(2), &remote, flags) }, OK);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    // SAFETY: a byte of p's registered buffer, written by the transport; read as memory.
-    while unsafe { std::ptr::read_volatile(p.buf.as_ptr().add(3000)) } != 0xcd {
-        assert!(std::time::Instant::now() < deadline, "the RDMA write never landed");
-        std::hint::spin_loop();
-    }
+    mark_arrival(&a, &p, 8, 2);
     // The message waits for a shared receive (it used to break the connection).
     let iov = [p.iov(64, 16)];
     assert_eq!(unsafe { dat_srq_post_recv(srq, 1, iov.as_ptr() as *mut _, cookie(5)) }, OK);
