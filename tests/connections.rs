@@ -663,6 +663,14 @@ fn connect_checks_its_arguments_and_the_ep_state() {
     let too_much = [0u8; 57];
     assert_eq!(b.connect(1234, &too_much, WAIT_US), DatError::invalid_arg(5).code());
     assert_eq!(b.state(), dat_ep_state::DAT_EP_STATE_UNCONNECTED);
+    // dat_ep_dup_connect: a QoS the transport does not give is "not supported", as for
+    // dat_ep_connect; an unknown value is an invalid parameter.
+    let premium = dat_qos::DAT_QOS_PREMIUM as DAT_QOS;
+    let rc = unsafe { dat_ep_dup_connect(b.ep, a.ep, WAIT_US, 0, null_mut(), premium) };
+    assert_eq!(rc, DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code());
+    let rc = unsafe { dat_ep_dup_connect(b.ep, a.ep, WAIT_US, 0, null_mut(), 0x40) };
+    assert_eq!(rc, DatError::invalid_arg(6).code());
+    assert_eq!(b.state(), dat_ep_state::DAT_EP_STATE_UNCONNECTED);
 }
 
 #[test]

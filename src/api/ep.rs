@@ -355,7 +355,9 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
         let dup = edge::object::<Ep>(ep_dup_handle, Sub::DAT_INVALID_HANDLE2)?;
         // SAFETY: forwarded from our caller.
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
-        edge::enum_in::<dat_qos, _>(quality_of_service, 6)?;
+        if edge::enum_in::<dat_qos, _>(quality_of_service, 6)? != dat_qos::DAT_QOS_BEST_EFFORT {
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
         // The duplicate names its peer: connected, with an address and a port.
         let (ip, port) = {
             let inner = dup.inner.lock();
