@@ -12,6 +12,11 @@
 
 #include <dat2/udat.h>
 
+#include <ctype.h>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +27,20 @@
 #define DAT_ERROR(type, subtype) ((DAT_RETURN)(DAT_CLASS_ERROR | (type) | (subtype)))
 
 static int check_failures;
+
+/* DAT 2.0 functions that udat.h declares but not every library exports (OpenFabrics' libdat2
+ * lacks these ten): weak, so the suite links against any library; a case calling one that is
+ * absent fails as "not exported" instead of the program failing to link. */
+#pragma weak dat_cno_fd_create
+#pragma weak dat_cno_trigger
+#pragma weak dat_csp_create
+#pragma weak dat_csp_free
+#pragma weak dat_csp_query
+#pragma weak dat_ep_common_connect
+#pragma weak dat_ep_post_rdma_read_to_rmr
+#pragma weak dat_ep_post_send_with_invalidate
+#pragma weak dat_registry_providers_related
+#pragma weak dat_rmr_create_for_ep
 
 /* "TYPE SUBTYPE" as the library renders them, with the code in hex. */
 static inline const char *render(DAT_RETURN r, char *buf, size_t len)
@@ -45,14 +64,14 @@ static inline void report(const char *name, const char *expected, const char *go
 }
 
 /* The exact code: type and subtype. */
-static inline void expect_ret(const char *name, DAT_RETURN got, DAT_RETURN expected)
+static inline void report_ret(const char *name, DAT_RETURN got, DAT_RETURN expected)
 {
 	char e[160], g[160];
 	report(name, render(expected, e, sizeof(e)), render(got, g, sizeof(g)), got == expected);
 }
 
 /* The type only (DAT_GET_TYPE), where the man page names no subtype. */
-static inline void expect_type(const char *name, DAT_RETURN got, DAT_RETURN type)
+static inline void report_type(const char *name, DAT_RETURN got, DAT_RETURN type)
 {
 	char e[160], g[160];
 	const char *major = "?", *minor = "?";
@@ -71,7 +90,7 @@ static inline void must(DAT_RETURN r, const char *what)
 	}
 }
 
-static inline void expect_true(const char *name, int condition, const char *what)
+static inline void report_true(const char *name, int condition, const char *what)
 {
 	report(name, what, condition ? what : "not so", condition);
 }
@@ -94,7 +113,7 @@ static inline const char *event_name(DAT_EVENT_NUMBER n)
 	}
 }
 
-static inline void expect_event(const char *name, DAT_EVENT_NUMBER got, DAT_EVENT_NUMBER expected)
+static inline void report_event(const char *name, DAT_EVENT_NUMBER got, DAT_EVENT_NUMBER expected)
 {
 	report(name, event_name(expected), event_name(got), got == expected);
 }
@@ -141,6 +160,171 @@ static inline DAT_NAME_PTR ia_name(void)
 	char *n = getenv("DAT_IA");
 	return n && *n ? n : (DAT_NAME_PTR) "tcp-lo";
 }
+
+/* $CTEST_TIME_SCALE: how many times longer than here everything takes (an emulated guest). */
+static inline unsigned time_scale(void)
+{
+	const char *scale = getenv("CTEST_TIME_SCALE");
+	return scale && atoi(scale) > 0 ? (unsigned)atoi(scale) : 1;
+}
+
+/* Bounds a program's run whatever the library does. */
+static inline void watchdog(unsigned seconds)
+{
+	alarm(seconds * time_scale());
+}
+
+/* Where a connect reaches this IA: its own address (dat_ia_query), so the suite runs over any
+ * transport (the loopback netdev, or an RDMA device's address), not only 127.0.0.1. */
+static inline void ia_own_address(DAT_IA_HANDLE ia, struct sockaddr_in *sin)
+{
+	DAT_IA_ATTR attr;
+	memset(&attr, 0, sizeof(attr));
+	memset(sin, 0, sizeof(*sin));
+	if (dat_ia_query(ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &attr, 0, NULL) == DAT_SUCCESS &&
+	    attr.ia_address_ptr && attr.ia_address_ptr->sa_family == AF_INET) {
+		memcpy(sin, attr.ia_address_ptr, sizeof(*sin));
+		sin->sin_port = 0;
+		return;
+	}
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+/*
+ * A library under test may crash where its man page asks for an error code (a garbage handle
+ * dereferenced, say). Each case's call runs under a guard: a fault in it fails that case, named
+ * by its signal, and the suite goes on with the next. A call that faulted may have left a lock
+ * of the library held, so after the first fault every call is also time-bounded: one that
+ * blocks longer fails as a hang instead of stopping the program. Between the guard's
+ * sigsetjmp and the jump back only the call itself runs, and what it writes goes through
+ * pointers to memory, so no local is left stale by the jump (hence -Wclobbered, which cannot
+ * see that, is off).
+ */
+#pragma GCC diagnostic ignored "-Wclobbered"
+#include <time.h>
+static sigjmp_buf guard_point;
+static volatile sig_atomic_t guard_armed, guard_timing, guard_signal;
+static int guard_faults;
+static unsigned guard_watchdog_left;
+static time_t guard_began;
+
+/* After a fault, how long one call may block, in seconds (times $CTEST_TIME_SCALE). */
+#define GUARD_CALL_SECONDS 3
+
+static void guard_caught(int sig)
+{
+	if (guard_armed && (sig != SIGALRM || guard_timing)) {
+		guard_armed = 0;
+		guard_signal = sig;
+		siglongjmp(guard_point, 1);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static inline void guard_install(void)
+{
+	static const int signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM };
+	static int installed;
+	struct sigaction sa;
+	if (installed)
+		return;
+	installed = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = guard_caught;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+		sigaction(signals[i], &sa, NULL);
+}
+
+/* Before a call: bound it, if a fault came before (the program's watchdog waits meanwhile). */
+static inline void guard_begin(void)
+{
+	guard_install();
+	guard_timing = guard_faults > 0;
+	if (guard_timing) {
+		guard_began = time(NULL);
+		guard_watchdog_left = alarm(GUARD_CALL_SECONDS * time_scale());
+	}
+}
+
+/* After it, returned or jumped out of: the watchdog again, less the time the call took. */
+static inline void guard_end(void)
+{
+	if (guard_timing) {
+		unsigned spent = (unsigned)(time(NULL) - guard_began);
+		guard_timing = 0;
+		alarm(guard_watchdog_left > spent ? guard_watchdog_left - spent : 1);
+	}
+}
+
+/* What became of a call that did not return. */
+static inline void guard_report(const char *name)
+{
+	char why[96];
+	if (guard_signal == SIGALRM) {
+		snprintf(why, sizeof(why), "no return within %u s (after a crash)", GUARD_CALL_SECONDS * time_scale());
+	} else {
+		guard_faults++;
+		snprintf(why, sizeof(why), "crash (%s)", strsignal(guard_signal));
+	}
+	report(name, "a result", why, 0);
+}
+
+/* Whether the library under test exports the function `name`. */
+static inline int exported(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name) != NULL;
+}
+
+/* The DAT function a case's call text starts with, if the library does not export it. */
+static inline const char *missing_function(const char *call_text)
+{
+	static char fn[64];
+	size_t n = 0;
+	while (*call_text == '(' || isspace((unsigned char)*call_text))
+		call_text++;
+	while (n + 1 < sizeof(fn) && (isalnum((unsigned char)call_text[n]) || call_text[n] == '_')) {
+		fn[n] = call_text[n];
+		n++;
+	}
+	fn[n] = 0;
+	if (strncmp(fn, "dat_", 4) != 0 || exported(fn))
+		return NULL;
+	return fn;
+}
+
+/* Runs one case: `call` under the guard, then `report_it` with its value in got_. */
+#define GUARDED_CASE(name, call, report_it)                                           \
+	do {                                                                          \
+		const char *case_name_ = (name);                                     \
+		const char *missing_ = missing_function(#call);                       \
+		if (missing_) {                                                       \
+			char why_[96];                                                \
+			snprintf(why_, sizeof(why_), "%s is not exported", missing_); \
+			report(case_name_, "the call to run", why_, 0);               \
+			break;                                                        \
+		}                                                                     \
+		guard_begin();                                                        \
+		if (sigsetjmp(guard_point, 1) == 0) {                                 \
+			guard_armed = 1;                                              \
+			__auto_type got_ = (call);                                    \
+			guard_armed = 0;                                              \
+			guard_end();                                                  \
+			report_it;                                                    \
+		} else {                                                              \
+			guard_end();                                                  \
+			guard_report(case_name_);                                     \
+		}                                                                     \
+	} while (0)
+
+/* The exact code: type and subtype. */
+#define expect_ret(name, call, expected) GUARDED_CASE(name, call, report_ret(case_name_, got_, (expected)))
+/* The type only (DAT_GET_TYPE), where the man page names no subtype. */
+#define expect_type(name, call, type) GUARDED_CASE(name, call, report_type(case_name_, got_, (type)))
+#define expect_true(name, condition, what) GUARDED_CASE(name, condition, report_true(case_name_, got_, (what)))
+#define expect_event(name, got, expected) GUARDED_CASE(name, got, report_event(case_name_, got_, (expected)))
 
 /* A handle value no library hands out. */
 #define GARBAGE_HANDLE ((void *)(uintptr_t)0x5a5a5a5a5a5a5a50ULL)

@@ -33,7 +33,7 @@ int main(void)
 	struct sockaddr_in sin;
 	char pd[8] = "private";
 
-	alarm(60);
+	watchdog(60);
 	c.as_64 = 3;
 	if (dat_ia_open(ia_name(), 8, &async_evd, &ia) != DAT_SUCCESS) {
 		fprintf(stderr, "ep: cannot open %s\n", ia_name());
@@ -48,9 +48,7 @@ int main(void)
 	region.for_va = buf;
 	must(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, BUF, pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr,
 			    &lmr_ctx, &rmr_ctx, NULL, NULL), "dat_lmr_create");
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ia_own_address(ia, &sin);
 
 	/* dat_ep_modify: "DAT_INVALID_HANDLE: The ep_handle parameter is invalid." */
 	memset(&p, 0, sizeof(p));
@@ -77,7 +75,7 @@ int main(void)
 	dat_ep_query(ep, DAT_EP_FIELD_ALL, &q);
 	expect_true("ep/ep_modify-pz-queried", q.pz_handle == other_pz, "dat_ep_query returns the new PZ");
 	p.pz_handle = pz;
-	dat_ep_modify(ep, DAT_EP_FIELD_PZ_HANDLE, &p);
+	expect_ret("ep/ep_modify-pz-back", dat_ep_modify(ep, DAT_EP_FIELD_PZ_HANDLE, &p), DAT_SUCCESS);
 
 	/* dat_ep_dup_connect: "DAT_INVALID_HANDLE: The ep_handle or dup_ep_handle parameter is
 	 * invalid." (dat_error.h has DAT_INVALID_HANDLE_EP for the first; the second is checked

@@ -39,7 +39,7 @@ int main(void)
 	DAT_FD fd = -1;
 	static int instance;
 
-	alarm(60);
+	watchdog(60);
 	if (dat_ia_open(ia_name(), 8, &async_evd, &ia) != DAT_SUCCESS) {
 		fprintf(stderr, "evd_cno: cannot open %s\n", ia_name());
 		return 2;

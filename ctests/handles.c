@@ -31,7 +31,7 @@ int main(void)
 	DAT_CONTEXT ctx;
 	DAT_PSP_HANDLE psp;
 
-	alarm(60);
+	watchdog(60);
 	memset(&l, 0, sizeof(l));
 	memset(&r, 0, sizeof(r));
 	c.as_64 = 0;
@@ -79,12 +79,18 @@ int main(void)
 		return 2;
 	}
 	expect_type("params/pz_create-null-out", dat_pz_create(ia, NULL), DAT_INVALID_PARAMETER);
+	/* dat_evd_create: "DAT_INVALID_PARAMETER: Invalid parameter": evd_flags with a bit no
+	 * DAT_EVD_*_FLAG has. */
 	expect_type("params/evd_create-unknown-flags", dat_evd_create(ia, 8, NULL, 0x10000, &evd), DAT_INVALID_PARAMETER);
 	expect_type("params/evd_create-zero-qlen", dat_evd_create(ia, 0, NULL, DAT_EVD_DTO_FLAG, &evd),
 		    DAT_INVALID_PARAMETER);
 	expect_ret("params/evd_create", dat_evd_create(ia, 8, NULL, DAT_EVD_DTO_FLAG, &evd), DAT_SUCCESS);
 	expect_ret("params/evd_dequeue-empty", dat_evd_dequeue(evd, &ev), DAT_QUEUE_EMPTY);
-	expect_type("params/evd_wait-timeout", dat_evd_wait(evd, 1000, 1, &ev, &n), DAT_TIMEOUT_EXPIRED);
+	/* "DAT_TIMEOUT_EXPIRED: The timeout expired ...": that value itself, with no error class, as
+	 * programs test it (ret == DAT_TIMEOUT_EXPIRED) and OpenFabrics returns it. */
+	expect_ret("params/evd_wait-timeout", dat_evd_wait(evd, 1000, 1, &ev, &n), DAT_TIMEOUT_EXPIRED);
+	/* dat_evd_wait: "If the value of the threshold is larger than the Event Dispatcher queue
+	 * length, the operation fails with the return DAT_INVALID_PARAMETER." (qlen 8, threshold 9) */
 	expect_type("params/evd_wait-threshold-above-qlen", dat_evd_wait(evd, 1000, 9, &ev, &n), DAT_INVALID_PARAMETER);
 	expect_type("params/ia_query-null-attr-with-mask", dat_ia_query(ia, NULL, DAT_IA_FIELD_ALL, NULL, 0, NULL),
 		    DAT_INVALID_PARAMETER);

@@ -40,7 +40,7 @@ int main(void)
 	DAT_LMR_TRIPLET t;
 	DAT_RMR_COOKIE cookie;
 
-	alarm(60);
+	watchdog(60);
 	cookie.as_64 = 1;
 	if (dat_ia_open(ia_name(), 8, &async_evd, &ia) != DAT_SUCCESS) {
 		fprintf(stderr, "memory: cannot open %s\n", ia_name());
@@ -87,6 +87,8 @@ int main(void)
 	 * page) takes the same parameters. */
 	H("rmr_create-garbage-pz", dat_rmr_create(g, &tmp), DAT_INVALID_HANDLE_PZ);
 	expect_type("memory/rmr_create-null-out", dat_rmr_create(pz, NULL), DAT_INVALID_PARAMETER);
+	/* dat_rmr_create: "DAT_SUCCESS: The operation was successful." Every RMR case below uses
+	 * this RMR; a library that cannot make one (a device without memory windows) fails them. */
 	expect_ret("memory/rmr_create", dat_rmr_create(pz, &rmr), DAT_SUCCESS);
 	H("rmr_create_for_ep-garbage-pz", dat_rmr_create_for_ep(g, &tmp), DAT_INVALID_HANDLE_PZ);
 	H("rmr_create_for_ep-ep-as-pz", dat_rmr_create_for_ep(ep, &tmp), DAT_INVALID_HANDLE_PZ);
@@ -98,6 +100,7 @@ int main(void)
 	/* "DAT_INVALID_PARAMETER: The rmr_param_mask parameter is invalid." */
 	expect_type("memory/rmr_query-unknown-mask-bits", dat_rmr_query(rmr, 0x100000, &rp), DAT_INVALID_PARAMETER);
 	memset(&rp, 0, sizeof(rp));
+	/* dat_rmr_query: "DAT_SUCCESS", with the RMR's IA and PZ. */
 	expect_ret("memory/rmr_query", dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &rp), DAT_SUCCESS);
 	expect_true("memory/rmr_query-values", rp.ia_handle == ia && rp.pz_handle == pz, "the RMR's IA and PZ");
 

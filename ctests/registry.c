@@ -34,7 +34,7 @@ int main(void)
 	const char *major, *minor;
 	DAT_UINT64 counters[64];
 
-	alarm(60);
+	watchdog(60);
 	for (int i = 0; i < MAX_LIST; i++)
 		slots[i] = &list[i];
 	provider.device_name = NAME;

@@ -4,6 +4,8 @@
 # libdat2.so.2), time-bounded, and prints a table: case, expected, got, result, and a closing
 # count line.
 # usage: run.sh [LIBDAT] [asan]
+# env: DAT_IA (the IA to open; default the built-in tcp-lo), CTEST_TIME_SCALE (multiplies every
+# time bound, for slow machines), CTEST_RAW (a file that receives the raw CASE lines).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -23,23 +25,37 @@ fi
 libdir=$(dirname "$lib")
 echo "ctest: library $lib ($mode)"
 status=0
+# The guard that keeps a crashing library from stopping the suite checks itself first.
+if gcc "${cflags[@]}" "$here/self/guard.c" "$lib" -Wl,-rpath,"$libdir" -o "$out/guard" 2> "$out/guard.cc" &&
+    CTEST_TIME_SCALE=1 LD_LIBRARY_PATH="$libdir" timeout 30 "$out/guard" > "$out/guard.out" 2>&1 &&
+    grep -q "self/fault.*crash (" "$out/guard.out" && grep -q "self/block.*no return" "$out/guard.out" &&
+    grep -q "self/missing.*dat_no_such_function is not exported" "$out/guard.out" &&
+    grep -q "self/returns.*PASS" "$out/guard.out" && awk -F'\t' '$1=="WATCHDOG" && $2>=50 {ok=1} END {exit !ok}' "$out/guard.out"; then
+    :
+else
+    echo "ctest: the suite's guard does not work:"; cat "$out/guard.cc" "$out/guard.out"; status=1
+fi
 for src in "$here"/*.c; do
     name=$(basename "$src" .c)
     # Link by path so the suite runs against exactly this library.
     if ! gcc "${cflags[@]}" "$src" "$lib" -Wl,-rpath,"$libdir" -o "$out/$name" 2> "$out/$name.cc"; then
         echo "ctest: $name does not compile:"; cat "$out/$name.cc"; status=1; continue
     fi
-    env "${env_run[@]}" LD_LIBRARY_PATH="$libdir" timeout 180 "$out/$name" > "$out/$name.out" 2> "$out/$name.err"
+    env "${env_run[@]}" LD_LIBRARY_PATH="$libdir" timeout $((180 * ${CTEST_TIME_SCALE:-1})) "$out/$name" > "$out/$name.out" 2> "$out/$name.err"
     rc=$?
     # 0: every case passed; 1: some failed (listed below); anything else: the program broke.
     if [ $rc -gt 1 ]; then
         echo "ctest: $name ended with exit code $rc"; tail -5 "$out/$name.err"; status=1
+        # For reports: the area, its exit code, the last case it finished, its last words.
+        printf 'BROKE\t%s\t%s\t%s\t%s\n' "$name" "$rc" "$(grep "^CASE" "$out/$name.out" | tail -1 | cut -f2)" \
+            "$(tail -1 "$out/$name.err")" >> "$out/all"
     fi
     if [ "$mode" = asan ] && grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error" "$out/$name.err"; then
         echo "ctest: $name: sanitizer report"; grep -m5 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error" "$out/$name.err"; status=1
     fi
     cat "$out/$name.out" >> "$out/all"
 done
+[ -n "${CTEST_RAW:-}" ] && cp "$out/all" "$CTEST_RAW"
 printf '%-52s %-8s %s\n' "case" "result" "expected / got"
 awk -F'\t' '$1=="CASE" { printf "%-52s %-8s %s\n", $2, $5, ($5=="PASS" ? $3 : "expected " $3 " / got " $4) }' "$out/all"
 passed=$(awk -F'\t' '$1=="CASE" && $5=="PASS"' "$out/all" | wc -l)

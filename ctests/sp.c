@@ -39,7 +39,7 @@ int main(void)
 	DAT_RETURN r;
 	struct sockaddr_in sin;
 
-	alarm(60);
+	watchdog(60);
 	if (dat_ia_open(ia_name(), 8, &async_evd, &ia) != DAT_SUCCESS) {
 		fprintf(stderr, "sp: cannot open %s\n", ia_name());
 		return 2;
@@ -51,9 +51,7 @@ int main(void)
 	must(dat_ep_create(ia, pz, dto_evd, dto_evd, conn_evd, NULL, &ep), "dat_ep_create");
 	must(dat_ep_create(ia, pz, dto_evd, dto_evd, conn_evd, NULL, &client), "dat_ep_create");
 	must(dat_psp_create_any(ia, &port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create_any");
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ia_own_address(ia, &sin);
 
 	/* dat_psp_query: "DAT_INVALID_HANDLE: The psp_handle parameter is invalid." */
 	H("psp_query-garbage", dat_psp_query(g, DAT_PSP_FIELD_ALL, &pp), DAT_INVALID_HANDLE_PSP);
@@ -71,8 +69,15 @@ int main(void)
 	H("rsp_create-garbage-ep", dat_rsp_create(ia, port, g, cr_evd, &tmp), DAT_INVALID_HANDLE_EP);
 	H("rsp_create-garbage-evd", dat_rsp_create(ia, port, ep, g, &tmp), DAT_INVALID_HANDLE_EVD_CR);
 	/* "DAT_INVALID_PARAMETER: The conn_qual parameter is invalid.": not a TCP port. */
+	tmp = DAT_HANDLE_NULL;
 	expect_type("sp/rsp_create-conn-qual-out-of-range", dat_rsp_create(ia, HUGE_QUAL, ep, cr_evd, &tmp),
 		    DAT_INVALID_PARAMETER);
+	if (tmp != DAT_HANDLE_NULL) {
+		/* A library made an RSP of it after all: gone again, so the cases below see the
+		 * EP as they would have. */
+		dat_rsp_free(tmp);
+		tmp = DAT_HANDLE_NULL;
+	}
 	expect_type("sp/rsp_create-null-out", dat_rsp_create(ia, port, ep, cr_evd, NULL), DAT_INVALID_PARAMETER);
 	/* "DAT_CONN_QUAL_IN_USE: Specified Connection Qualifier is in use." (the PSP's port) */
 	expect_type("sp/rsp_create-conn-qual-in-use", dat_rsp_create(ia, port, ep, cr_evd, &tmp), DAT_CONN_QUAL_IN_USE);
@@ -139,7 +144,8 @@ int main(void)
 	/* The parameter cases of dat_csp_query and dat_csp_free need a CSP; the README documents
 	 * that dat_csp_create returns DAT_NOT_IMPLEMENTED, so they run only where one exists. */
 	csp = DAT_HANDLE_NULL;
-	r = dat_csp_create(ia, &comm, (DAT_IA_ADDRESS_PTR)&sin, cr_evd, &csp);
+	r = exported("dat_csp_create") ? dat_csp_create(ia, &comm, (DAT_IA_ADDRESS_PTR)&sin, cr_evd, &csp)
+				       : DAT_NOT_IMPLEMENTED;
 	if (r == DAT_SUCCESS) {
 		expect_type("sp/csp_query-unknown-mask-bits", dat_csp_query(csp, 0x100000, &cp), DAT_INVALID_PARAMETER);
 		expect_type("sp/csp_query-null-param", dat_csp_query(csp, DAT_CSP_FIELD_ALL, NULL), DAT_INVALID_PARAMETER);

@@ -40,7 +40,7 @@ int main(void)
 	DAT_DTO_COOKIE c;
 	DAT_COUNT nbufs, span;
 
-	alarm(60);
+	watchdog(60);
 	c.as_64 = 7;
 	if (dat_ia_open(ia_name(), 8, &async_evd, &ia) != DAT_SUCCESS) {
 		fprintf(stderr, "srq: cannot open %s\n", ia_name());
@@ -122,6 +122,7 @@ int main(void)
 	 * value of max_recv_dtos." */
 	expect_type("srq/srq_set_lw-above-max-recv-dtos", dat_srq_set_lw(srq, sp.max_recv_dtos + 1),
 		    DAT_INVALID_PARAMETER);
+	/* dat_srq_set_lw: "DAT_SUCCESS: The operation was successful." (4 is within max_recv_dtos) */
 	expect_ret("srq/srq_set_lw", dat_srq_set_lw(srq, 4), DAT_SUCCESS);
 
 	/* dat_srq_resize: "DAT_INVALID_HANDLE: The srq_handle argument is an invalid DAT handle." */
