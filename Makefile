@@ -9,6 +9,8 @@
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
 #   make ctest           the C conformance suite (LIBDAT=/path/libdat2.so.2 to check another library)
 #   make ctest-asan      the same under AddressSanitizer and UndefinedBehaviorSanitizer
+#   make ctest-openfabrics  the suite against us and OpenFabrics' libdat2 in ../shared/rxe-vm
+#                        (soft-RoCE), differences written to ctests/REPORT-openfabrics.md
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -21,7 +23,7 @@ SONAME  := libdat2.so.2
 NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 RUST_SRC := $(shell find src -name '*.rs' -o -name '*.c') Cargo.toml build.rs
 
-.PHONY: all lib datinfo tools headers check-headers install test demo bench ctest ctest-asan clean
+.PHONY: all lib datinfo tools headers check-headers install test demo bench ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -78,6 +80,16 @@ ctest: all
 
 ctest-asan: all
 	@ctests/run.sh $(LIBDAT) asan
+
+# OpenFabrics' library needs an RDMA device: the guest's soft-RoCE one, named by the dat.conf line
+# its README gives. The guest is emulated and slow, so every time bound is stretched.
+OFA_LIB  ?= /usr/lib/x86_64-linux-gnu/libdat2.so.2
+RXE_VM   ?= ../shared/rxe-vm/rxe-vm.sh
+ctest-openfabrics: all
+	@mkdir -p $(BUILD)/vm
+	@echo 'ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "rxenet0 0" ""' > $(BUILD)/vm/ofa.conf
+	@$(RXE_VM) -t 3600 -- env CTEST_TIME_SCALE=3 ctests/compare.sh $(CURDIR)/ctests/REPORT-openfabrics.md \
+		$(OFA_LIB) ofa-v2-rxe $(CURDIR)/$(BUILD)/vm/ofa.conf tcp-lo
 
 headers:
 	$(CARGO) run -q -p headergen -- include/dat2
