@@ -260,7 +260,9 @@ static void post_send_cases(void)
 	close_side(&p);
 }
 
-/* A peer process that dies: BROKEN, and the posted receives flushed. */
+/* A peer process that dies: BROKEN, and the posted receives flushed. The peer is forked before
+ * this process makes any DAT call, so that it starts with a library of its own (verbs state
+ * copied by fork is unusable in the child) and learns the port through a pipe. */
 static void broken_case(void)
 {
 	struct side p;
@@ -269,18 +271,20 @@ static void broken_case(void)
 	DAT_EVENT e;
 	DAT_LMR_TRIPLET l;
 	DAT_DTO_COOKIE c;
-	int ready[2];
+	int to_peer[2], ready[2];
 	pid_t child;
 	char byte;
 
-	open_side(&p);
-	port = listen_any(&p, &psp);
-	if (pipe(ready))
+	if (pipe(to_peer) || pipe(ready))
 		exit(2);
 	fflush(stdout);
 	child = fork();
 	if (child == 0) {
 		struct side a;
+		close(to_peer[1]);
+		close(ready[0]);
+		if (read(to_peer[0], &port, sizeof(port)) != (ssize_t)sizeof(port))
+			_exit(1);
 		open_side(&a);
 		connect_to(&a, port, NULL, WAIT_US);
 		if (next(a.conn_evd).event_number == DAT_CONNECTION_EVENT_ESTABLISHED) {
@@ -290,6 +294,12 @@ static void broken_case(void)
 		pause();
 		_exit(0);
 	}
+	close(to_peer[0]);
+	close(ready[1]); /* a peer that fails before it is ready ends the read below */
+	open_side(&p);
+	port = listen_any(&p, &psp);
+	if (write(to_peer[1], &port, sizeof(port)) != (ssize_t)sizeof(port))
+		exit(2);
 	e = next(p.cr_evd);
 	dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL);
 	next(p.conn_evd);
@@ -311,8 +321,7 @@ static void broken_case(void)
 int main(void)
 {
 	watchdog(120);
-	/* The peer-death case before the many connections of the others: a library that leaks
-	 * what an abrupt dat_ia_close should free still has the resources for it. */
+	/* First: its peer is forked before this process makes any DAT call. */
 	broken_case();
 	ep_connect_cases();
 	disconnect_cases();
