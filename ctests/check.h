@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* DAT_ERROR(type, subtype) as dat_error.h documents it (the headers do not define it). */
@@ -202,7 +203,6 @@ static inline void ia_own_address(DAT_IA_HANDLE ia, struct sockaddr_in *sin)
  * see that, is off).
  */
 #pragma GCC diagnostic ignored "-Wclobbered"
-#include <time.h>
 static sigjmp_buf guard_point;
 static volatile sig_atomic_t guard_armed, guard_timing, guard_signal;
 static int guard_faults;
