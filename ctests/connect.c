@@ -1,8 +1,9 @@
 /*
  * The four functions of the original brief, in depth: dat_ep_connect, dat_cr_accept,
  * dat_ep_disconnect, dat_ep_post_send. Every return value and event their man pages name,
- * the states they lead to, the private-data, flush and flag-validity rules. Two IAs of one
- * process play the two sides; the peer-death case forks a peer process and kills it.
+ * the states they lead to, the private-data, flush and flag-validity rules (the argument
+ * checks of dat_ep_connect and dat_cr_accept: connect_args.c). Two IAs of one process play
+ * the two sides; the peer-death case forks a peer process and kills it.
  */
 #include "side.h"
 
@@ -40,7 +41,7 @@ static void ep_connect_cases(void)
 		expect_true("cr_query/remote-address", crp.remote_ia_address_ptr &&
 			    ((struct sockaddr_in *)crp.remote_ia_address_ptr)->sin_family == AF_INET, "an AF_INET address");
 
-		/* The accept (its invalid arguments: ep_connect_invalid_cases). */
+		/* The accept (its invalid arguments: connect_args.c). */
 		expect_ret("cr_accept/success", dat_cr_accept(cr, p.ep, 7, "welcome"), DAT_SUCCESS);
 		/* The CR is consumed by the accept. */
 		expect_type("cr_accept/consumed-cr", dat_cr_accept(cr, p.ep, 0, NULL), DAT_INVALID_HANDLE);

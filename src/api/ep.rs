@@ -331,10 +331,7 @@ pub unsafe extern "C" fn dat_ep_connect(
         }
         // SAFETY: forwarded from our caller.
         let pd = unsafe { self::private_data(private_data_size, private_data, 5)? };
-        let qos = edge::enum_in::<dat_qos, _>(quality_of_service, 7)?;
-        if qos != dat_qos::DAT_QOS_BEST_EFFORT {
-            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-        }
+        best_effort_only(quality_of_service, 7)?;
         edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
         check_connectable(&ep)?;
         start_connect(ep, ip, remote_conn_qual as u16, timeout, pd)
@@ -355,9 +352,7 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
         let dup = edge::object::<Ep>(ep_dup_handle, Sub::DAT_INVALID_HANDLE2)?;
         // SAFETY: forwarded from our caller.
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
-        if edge::enum_in::<dat_qos, _>(quality_of_service, 6)? != dat_qos::DAT_QOS_BEST_EFFORT {
-            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-        }
+        best_effort_only(quality_of_service, 6)?;
         // The duplicate names its peer: connected, with an address and a port.
         let (ip, port) = {
             let inner = dup.inner.lock();
@@ -417,6 +412,16 @@ pub unsafe extern "C" fn dat_ep_disconnect(ep_handle: DAT_EP_HANDLE, close_flags
             None => ep.ended(End::Orderly, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED, &[]),
         }
         Ok(())
+    }
+}
+
+/// A connect's QoS (argument `position`): unknown values are invalid; of the known ones, the
+/// transports give best effort only ("DAT_MODEL_NOT_SUPPORTED: ... requested qos was not
+/// supported").
+fn best_effort_only(quality_of_service: DAT_QOS, position: u8) -> DatResult {
+    match edge::enum_in::<dat_qos, _>(quality_of_service, position)? {
+        dat_qos::DAT_QOS_BEST_EFFORT => Ok(()),
+        _ => Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED)),
     }
 }
 
