@@ -15,7 +15,7 @@ use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
 use crate::objects::lmr::{self, AccessError, Lmr};
 use crate::objects::pz::Pz;
-use crate::objects::srq::{PostedRecv, Srq};
+use crate::objects::srq::{PostedRecv, Segments, Srq};
 use crate::objects::limits;
 
 fn ep(h: DAT_EP_HANDLE) -> DatResult<Arc<Ep>> {
@@ -486,14 +486,22 @@ unsafe fn post_request(
     checks_only: bool,
 ) -> DatResult {
     let ep = ep(ep_handle)?;
-    let (state, pz, evd, attr) = {
+    // One look under the lock: what the checks need, and the link the request goes out on.
+    let (state, pz, evd, max_iov, allowed_flags, link) = {
         let inner = ep.inner.lock();
-        (inner.state, inner.pz.as_ref().map(|p| p.arc().clone()), inner.request_evd.as_ref().map(|e| e.arc().clone()), inner.attr)
-    };
-    let max_iov = match operation {
-        dat_dtos::DAT_DTO_RDMA_READ => attr.max_rdma_read_iov,
-        dat_dtos::DAT_DTO_RDMA_WRITE => attr.max_rdma_write_iov,
-        _ => attr.max_request_iov,
+        let max_iov = match operation {
+            dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
+            dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
+            _ => inner.attr.max_request_iov,
+        };
+        (
+            inner.state,
+            inner.pz.as_ref().map(|p| p.arc().clone()),
+            inner.request_evd.as_ref().map(|e| e.arc().clone()),
+            max_iov,
+            inner.attr.request_completion_flags,
+            inner.link.clone(),
+        )
     };
     if num_segments < 0 || num_segments > max_iov.max(1) {
         return Err(DatError::invalid_arg(2));
@@ -505,7 +513,7 @@ unsafe fn post_request(
         Some(r) => Some(unsafe { edge::required_in(r, 5)? }),
         None => None,
     };
-    check_completion_flags(completion_flags, attr.request_completion_flags, flags_position)?;
+    check_completion_flags(completion_flags, allowed_flags, flags_position)?;
     let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ { lmr::PRIV_LOCAL_WRITE } else { lmr::PRIV_LOCAL_READ };
     check_local_segments(segments, pz.as_ref(), privilege, 3)?;
     let evd = evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
@@ -518,7 +526,6 @@ unsafe fn post_request(
     let posted = match post {
         Post::Flush => Posted::Flush,
         Post::Run => {
-            let link = ep.inner.lock().link.clone();
             match link {
                 Some(link) => {
                     let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
@@ -669,7 +676,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                 }
                 // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
                 let cookie = unsafe { user_cookie.as_64 };
-                inner.recvs.push_back(PostedRecv { cookie, segments: segments.to_vec() });
+                inner.recvs.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
                 if !inner.unexpected.is_empty() {
                     let link = inner.link.clone();
                     drop(inner);

@@ -10,7 +10,7 @@ use crate::objects::ia::Ia;
 use crate::objects::limits;
 use crate::objects::lmr::{self, AccessError, Lmr};
 use crate::objects::pz::Pz;
-use crate::objects::srq::{PostedRecv, Srq};
+use crate::objects::srq::{PostedRecv, Segments, Srq};
 use crate::objects::Counted;
 
 fn check_attr(attr: &DAT_SRQ_ATTR, position: u8) -> DatResult {
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn dat_srq_post_recv(
         }
         // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
         let cookie = unsafe { user_cookie.as_64 };
-        state.posted.push_back(PostedRecv { cookie, segments: segments.to_vec() });
+        state.posted.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
         drop(state);
         srq.receive_posted();
         Ok(())

@@ -11,7 +11,7 @@ use super::evd::{Evd, Progress};
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
-use super::srq::{PostedRecv, Srq};
+use super::srq::{PostedRecv, Segments, Srq};
 use super::Held;
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
@@ -64,7 +64,7 @@ pub struct Request {
     /// Whether a successful completion is reported (not suppressed or unsignalled).
     pub signalled: bool,
     /// For an RDMA read: where the data goes.
-    pub read_into: Vec<DAT_LMR_TRIPLET>,
+    pub read_into: Segments,
 }
 
 /// How this side ends a connection.
@@ -417,15 +417,6 @@ impl Ep {
     /// The oldest request in flight, as its answer arrives.
     pub fn pop_request(&self) -> Option<Request> {
         self.inner.lock().outstanding.pop_front()
-    }
-
-    /// The sequence number of the oldest request in flight.
-    pub fn oldest_request(&self) -> Option<(u64, dat_dtos)> {
-        self.inner
-            .lock()
-            .outstanding
-            .front()
-            .map(|r| (r.seq, r.operation))
     }
 
     /// Reports a finished request: errors always, success only when signalled.

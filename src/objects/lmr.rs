@@ -2,7 +2,7 @@
 //! a peer names in an RDMA operation) from the transports. Every access a DTO or a peer asks
 //! for is checked here against bounds, privileges and protection zone before a byte moves.
 
-use std::collections::HashMap;
+use nohash_hasher::IntMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
 
@@ -63,7 +63,25 @@ pub enum AccessError {
     Protection,
 }
 
-static CONTEXTS: LazyLock<RwLock<HashMap<u32, Weak<Lmr>>>> = LazyLock::new(Default::default);
+/// A registered region as its context finds it: what an access is checked against (copied,
+/// so a check takes no reference), and the region itself.
+struct Entry {
+    lmr: Weak<Lmr>,
+    /// The protection zone, by identity (the region holds it, so it stays unique).
+    pz: *const Pz,
+    address: u64,
+    length: u64,
+    privileges: u32,
+}
+
+// SAFETY: `pz` is compared, never dereferenced.
+unsafe impl Send for Entry {}
+// SAFETY: as above.
+unsafe impl Sync for Entry {}
+
+/// Every live region by context. Contexts are already scattered bijections of a counter
+/// (`new_key`), so they need no hashing; lookups run on every DTO and every peer access.
+static CONTEXTS: LazyLock<RwLock<IntMap<u32, Entry>>> = LazyLock::new(Default::default);
 static NEXT_KEY: AtomicU32 = AtomicU32::new(1);
 static KEY_SEED: LazyLock<u32> = LazyLock::new(|| {
     let mut seed = [0u8; 4];
@@ -110,7 +128,14 @@ impl Lmr {
             users: Users::default(),
             handle: SelfHandle::default(),
         });
-        CONTEXTS.write().insert(lmr.context, Arc::downgrade(&lmr));
+        let entry = Entry {
+            lmr: Arc::downgrade(&lmr),
+            pz: Arc::as_ptr(lmr.pz.arc()),
+            address,
+            length,
+            privileges,
+        };
+        CONTEXTS.write().insert(lmr.context, entry);
         lmr
     }
 
@@ -134,7 +159,7 @@ impl Lmr {
 
     /// The live region whose context is `context` (as an `lmr_context`, for local IOVs).
     pub fn by_context(context: u32) -> Option<Arc<Lmr>> {
-        CONTEXTS.read().get(&context).and_then(Weak::upgrade)
+        CONTEXTS.read().get(&context).and_then(|e| e.lmr.upgrade())
     }
 
     /// The live region a peer names with `rmr_context`: only regions that grant a remote
@@ -158,40 +183,57 @@ impl Lmr {
     /// Checks `[address, address + length)` against this region's bounds, privileges and
     /// protection zone.
     pub fn check(&self, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<(), AccessError> {
-        if !Arc::ptr_eq(self.pz.arc(), pz) {
-            return Err(AccessError::Protection);
-        }
-        let end = address.checked_add(length).ok_or(AccessError::Bounds)?;
-        if address < self.address || end > self.address.saturating_add(self.length) {
-            return Err(AccessError::Bounds);
-        }
-        // Every registration may be read locally, as with verbs (where local read is not a
-        // flag at all): programs send from regions registered with local write only.
-        let needed = privilege & !PRIV_LOCAL_READ;
-        if self.privileges & needed != needed {
-            return Err(AccessError::Privilege);
-        }
-        Ok(())
+        let region = (Arc::as_ptr(self.pz.arc()), self.address, self.length, self.privileges);
+        check_access(region, address, length, privilege, pz)
     }
 
-    /// Finds the region a segment names and checks the access, as one step.
+    /// Finds the live region a segment names and checks the access, as one step (without
+    /// taking a reference: this runs for every segment of every DTO).
     pub fn check_segment(
         context: u32,
         address: u64,
         length: u64,
         privilege: u32,
         pz: &Arc<Pz>,
-    ) -> Result<Arc<Lmr>, AccessError> {
-        let lmr = Lmr::by_context(context).ok_or(AccessError::UnknownContext)?;
-        lmr.check(address, length, privilege, pz)?;
-        Ok(lmr)
+    ) -> Result<(), AccessError> {
+        let contexts = CONTEXTS.read();
+        let e = contexts.get(&context).ok_or(AccessError::UnknownContext)?;
+        if e.lmr.strong_count() == 0 {
+            return Err(AccessError::UnknownContext); // on its way out
+        }
+        check_access((e.pz, e.address, e.length, e.privileges), address, length, privilege, pz)
     }
+}
+
+/// Checks `[address, address + length)` against a region (its zone, start, length and
+/// privileges): bounds, `privilege` and protection zone.
+fn check_access(
+    (region_pz, start, region_length, privileges): (*const Pz, u64, u64, u32),
+    address: u64,
+    length: u64,
+    privilege: u32,
+    pz: &Arc<Pz>,
+) -> Result<(), AccessError> {
+    if region_pz != Arc::as_ptr(pz) {
+        return Err(AccessError::Protection);
+    }
+    let end = address.checked_add(length).ok_or(AccessError::Bounds)?;
+    if address < start || end > start.saturating_add(region_length) {
+        return Err(AccessError::Bounds);
+    }
+    // Every registration may be read locally, as with verbs (where local read is not a flag
+    // at all): programs send from regions registered with local write only.
+    let needed = privilege & !PRIV_LOCAL_READ;
+    if privileges & needed != needed {
+        return Err(AccessError::Privilege);
+    }
+    Ok(())
 }
 
 impl Drop for Lmr {
     fn drop(&mut self) {
         let mut contexts = CONTEXTS.write();
-        if contexts.get(&self.context).is_some_and(|w| w.strong_count() == 0) {
+        if contexts.get(&self.context).is_some_and(|e| e.lmr.strong_count() == 0) {
             contexts.remove(&self.context);
         }
     }

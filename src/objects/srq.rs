@@ -12,11 +12,15 @@ use super::{Counted, Held, Users};
 use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
 
+/// A DTO's local segments, kept inline up to a few (the usual case), so posting one
+/// allocates nothing.
+pub type Segments = smallvec::SmallVec<[DAT_LMR_TRIPLET; 4]>;
+
 /// A posted receive: where its data goes and the cookie its completion returns.
 #[derive(Clone)]
 pub struct PostedRecv {
     pub cookie: u64,
-    pub segments: Vec<DAT_LMR_TRIPLET>,
+    pub segments: Segments,
 }
 
 // SAFETY: the triplets are plain integers naming registered memory; nothing is dereferenced

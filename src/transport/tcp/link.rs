@@ -33,6 +33,7 @@ use crate::error::{DatError, DatResult};
 use crate::objects::ep::{Close, EarlyMessage, End, Ep, Link, Outgoing, Posted, Request};
 use crate::objects::evd::Progress;
 use crate::objects::lmr::{self, Lmr};
+use crate::objects::srq::Segments;
 use crate::objects::sp::wire_limits;
 
 /// Microseconds since the first call: a cheap clock for "recently".
@@ -334,7 +335,9 @@ impl Progress for TcpLink {
             if partial {
                 self.release_standby();
             } else {
-                self.polls.fetch_add(1, Ordering::Relaxed);
+                // Only "a poll happened" counts: a lost count between two polling threads
+                // is harmless, and a plain store is cheaper than an atomic add every poll.
+                self.polls.store(self.polls.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
                 if !self.polling.load(Ordering::Relaxed) {
                     self.polling.store(true, Ordering::Relaxed);
                 }
@@ -371,7 +374,10 @@ impl TcpLink {
     fn answer_soon(&self) {
         let held = {
             let q = self.answers.lock();
-            !q.is_empty() && q.iter().all(|a| matches!(a, Answer::Ack(_)))
+            if q.is_empty() {
+                return; // the usual poll: nothing to answer
+            }
+            q.iter().all(|a| matches!(a, Answer::Ack(_)))
         };
         // Pairs with the fence in `leave_standby`: either it sees our acknowledgements, or we
         // see that it no longer stands by.
@@ -409,6 +415,17 @@ impl TcpLink {
         if self.ack_due.load(Ordering::Relaxed) == 0 {
             self.ack_due.store(micros_now() + ACK_HOLD_US, Ordering::Relaxed);
         }
+    }
+
+    /// Takes the queued answers when they are all acknowledgements: the last sequence number
+    /// they acknowledge (acknowledgements are cumulative).
+    fn take_acks(&self) -> Option<u64> {
+        let mut q = self.answers.lock();
+        if q.is_empty() || !q.iter().all(|a| matches!(a, Answer::Ack(_))) {
+            return None;
+        }
+        self.ack_due.store(0, Ordering::Relaxed);
+        Some(q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m }))
     }
 
     /// How long the reader thread may wait before held acknowledgements are due.
@@ -510,14 +527,13 @@ impl Link for TcpLink {
         } else {
             out.segments.len()
         };
-        let limit = ep.inner.lock().attr.max_request_dtos.max(1) as usize;
         let mut w = self.writer.lock();
         {
             let mut inner = ep.inner.lock();
             if inner.link.is_none() {
                 return Ok(Posted::Flush); // the connection ended: the caller flushes
             }
-            if inner.outstanding.len() >= limit {
+            if inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize {
                 return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
             }
             inner.outstanding.push_back(Request {
@@ -526,23 +542,22 @@ impl Link for TcpLink {
                 operation: out.operation,
                 length: total as u32,
                 signalled: out.signalled,
-                read_into: if op == Op::RdmaReadRequest { out.segments.to_vec() } else { Vec::new() },
+                read_into: if op == Op::RdmaReadRequest { Segments::from_slice(out.segments) } else { Segments::new() },
             });
         }
-        // Waiting acknowledgements (and only those: answers keep their order) go out in the
-        // same system call, ahead of the request.
-        let ack = {
-            let mut q = self.answers.lock();
-            if !q.is_empty() && q.iter().all(|a| matches!(a, Answer::Ack(_))) {
-                self.ack_due.store(0, Ordering::Relaxed);
-                let last = q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m });
-                let mut h = Header::new(Op::Ack);
-                h.id = last;
-                Some(h)
+        // Waiting acknowledgements (and only those: answers keep their order) go out with the
+        // request: inside a send's header, else as a frame ahead of it in the same system call.
+        let mut ack = None;
+        if let Some(last) = self.take_acks() {
+            if op == Op::Send {
+                h.flags |= flags::ACK;
+                h.remote_addr = last;
             } else {
-                None
+                let mut a = Header::new(Op::Ack);
+                a.id = last;
+                ack = Some(a);
             }
-        };
+        }
         // A failed write is the connection's end: the reader flushes what was queued.
         let _ = w.send_after(ack.as_ref(), &h, &parts[..n]);
         drop(w);
@@ -790,6 +805,12 @@ fn step(
             }
         }
         Op::Send => {
+            if h.flags & flags::ACK != 0 {
+                if let Some(stop) = acknowledged(ep, h.remote_addr) {
+                    reader.skip(h.payload_len as usize)?;
+                    return Ok(Some(stop));
+                }
+            }
             if let Some(status) = deliver(ep, link, reader, &h, in_caller)? {
                 answer(Answer::Refuse { seq: h.id, status });
                 return Ok(Some(Stop::Broken));
@@ -832,16 +853,8 @@ fn step(
             }
         },
         Op::Ack => {
-            while let Some((seq, operation)) = ep.oldest_request() {
-                if seq > h.id {
-                    break;
-                }
-                if operation == dat_dtos::DAT_DTO_RDMA_READ {
-                    return Ok(Some(Stop::Lost)); // a read is answered by its data, never an ack
-                }
-                if let Some(r) = ep.pop_request() {
-                    ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
-                }
+            if let Some(stop) = acknowledged(ep, h.id) {
+                return Ok(Some(stop));
             }
         }
         Op::RdmaReadResponse => {
@@ -855,7 +868,7 @@ fn step(
                 ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
                 return Ok(Some(Stop::Lost));
             }
-            match scatter(ep, reader, &r.read_into, h.payload_len)? {
+            match scatter(ep.pz().as_ref(), reader, &r.read_into, h.payload_len)? {
                 None => {
                     ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length)
                 }
@@ -880,6 +893,26 @@ fn step(
         Op::ConnectRequest | Op::Accept | Op::Reject => return Ok(Some(Stop::Lost)),
     }
     Ok(None)
+}
+
+/// The peer carried out every request of ours up to `last`: they complete. Some(stop) when
+/// the acknowledgement covers a read, which only its data may answer.
+fn acknowledged(ep: &Ep, last: u64) -> Option<Stop> {
+    loop {
+        let r = {
+            let mut inner = ep.inner.lock();
+            match inner.outstanding.front() {
+                Some(r) if r.seq <= last => {
+                    if r.operation == dat_dtos::DAT_DTO_RDMA_READ {
+                        return Some(Stop::Lost);
+                    }
+                    inner.outstanding.pop_front()?
+                }
+                _ => return None,
+            }
+        };
+        ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
+    }
 }
 
 /// Acknowledges a request: the consumer's thread writes it (or holds it) as it finishes its
@@ -912,12 +945,20 @@ fn deliver(
     let in_order = ep.receiving.lock();
     // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of this EP
     // waits for one (a message must not overtake those); else it waits too.
-    let recv = {
+    // What the delivery needs of the EP, in one look.
+    let (recv, pz, evd) = {
         let mut inner = ep.inner.lock();
-        if inner.unexpected.is_empty() {
+        let recv = if inner.unexpected.is_empty() {
             next_receive(&mut inner)
         } else {
             None
+        };
+        let pz = inner.pz.as_ref().map(|p| p.arc().clone());
+        (recv, pz, inner.recv_evd.as_ref().map(|e| e.arc().clone()))
+    };
+    let complete = |cookie: u64, status, len| {
+        if let Some(evd) = &evd {
+            ep.complete(evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, len);
         }
     };
     let recv = match recv {
@@ -953,17 +994,17 @@ fn deliver(
     };
     if u64::from(len) > room(&recv.segments) {
         reader.skip(len as usize)?;
-        ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
+        complete(recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
         return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER));
     }
-    match scatter(ep, reader, &recv.segments, len)? {
+    match scatter(pz.as_ref(), reader, &recv.segments, len)? {
         None => {
             acknowledge(link, h.id, in_caller);
-            ep.complete_recv(recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, len);
+            complete(recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, len);
             Ok(None)
         }
         Some(status) => {
-            ep.complete_recv(recv.cookie, status, 0);
+            complete(recv.cookie, status, 0);
             Ok(Some(
                 dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
             ))
@@ -1038,13 +1079,13 @@ fn place(
 /// region (it may have been freed since it was posted). On a failed check the rest is skipped
 /// and the local status returned.
 fn scatter(
-    ep: &Arc<Ep>,
+    pz: Option<&Arc<crate::objects::pz::Pz>>,
     reader: &mut Reader,
     segments: &[DAT_LMR_TRIPLET],
     len: u32,
 ) -> Result<Option<dat_dto_completion_status>, ConnError> {
-    let walked = match ep.pz() {
-        Some(pz) => walk_segments(segments, len as usize, &pz, |dst| reader.read_payload(dst))?,
+    let walked = match pz {
+        Some(pz) => walk_segments(segments, len as usize, pz, |dst| reader.read_payload(dst))?,
         None => Err(len as usize),
     };
     match walked {

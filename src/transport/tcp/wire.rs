@@ -6,7 +6,8 @@
 //! request carries none: its `payload_len` is the length asked for.
 
 pub const MAGIC: u16 = 0xDA7A;
-pub const VERSION: u8 = 1;
+/// Version 2: a send may carry an acknowledgement (`flags::ACK`).
+pub const VERSION: u8 = 2;
 pub const HEADER_LEN: usize = 32;
 
 /// What a frame asks of its receiver.
@@ -62,6 +63,9 @@ impl TryFrom<u8> for Op {
 pub mod flags {
     /// The send asks the receiver's solicited-wait EVDs to wake.
     pub const SOLICITED: u16 = 0x1;
+    /// A send whose `remote_addr` (unused by sends) acknowledges every request of the
+    /// receiver's up to it, as an `Ack` frame would: a ping-pong's reply carries it.
+    pub const ACK: u16 = 0x2;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +86,7 @@ pub enum WireError {
     UnknownOp(u8),
     /// A payload longer than this operation may carry.
     TooLong { op: Op, len: u32 },
-    /// Bits set that no version-1 frame uses.
+    /// Bits set that no frame of this operation uses.
     BadFlags(u16),
 }
 
@@ -130,7 +134,8 @@ impl Header {
         }
         let op = Op::try_from(b[3])?;
         let flags = le16(4);
-        if flags & !flags::SOLICITED != 0 || le16(6) != 0 {
+        let allowed = if op == Op::Send { flags::SOLICITED | flags::ACK } else { flags::SOLICITED };
+        if flags & !allowed != 0 || le16(6) != 0 {
             return Err(WireError::BadFlags(flags));
         }
         let payload_len = le32(8);
@@ -173,8 +178,8 @@ mod tests {
         b[0] ^= 1;
         assert!(matches!(Header::decode(&b, LIMITS), Err(WireError::BadMagic(_))));
         let mut b = good;
-        b[2] = 2;
-        assert_eq!(Header::decode(&b, LIMITS), Err(WireError::BadVersion(2)));
+        b[2] = 1;
+        assert_eq!(Header::decode(&b, LIMITS), Err(WireError::BadVersion(1)));
         let mut b = good;
         b[3] = 0;
         assert_eq!(Header::decode(&b, LIMITS), Err(WireError::UnknownOp(0)));
@@ -186,6 +191,19 @@ mod tests {
         let mut b = good;
         b[7] = 1;
         assert!(matches!(Header::decode(&b, LIMITS), Err(WireError::BadFlags(_))));
+    }
+
+    #[test]
+    fn only_a_send_carries_an_acknowledgement() {
+        let mut h = Header::new(Op::Send);
+        h.flags = flags::ACK | flags::SOLICITED;
+        h.remote_addr = 7;
+        assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
+        for op in [Op::RdmaWrite, Op::RdmaReadRequest, Op::RdmaReadResponse, Op::Ack, Op::Disconnect] {
+            let mut h = Header::new(op);
+            h.flags = flags::ACK;
+            assert_eq!(Header::decode(&h.encode(), LIMITS), Err(WireError::BadFlags(flags::ACK)));
+        }
     }
 
     #[test]
