@@ -261,6 +261,14 @@ impl Reader {
         }
     }
 
+    /// Consumes the header [`Reader::whole_frame_ready`] returned (it is at the front of the
+    /// buffer, already checked); its payload follows as with [`Reader::next_header`].
+    pub fn take_header(&mut self, h: &Header) {
+        debug_assert!(self.buffered() >= HEADER_LEN);
+        self.start += HEADER_LEN;
+        self.large_frames = payload_len(h) >= LARGE_PAYLOAD;
+    }
+
     /// Whether a whole frame is waiting (in the buffer, or in the socket behind it), so
     /// handling it cannot block. Never blocks, and asks the socket once when nothing is
     /// buffered.

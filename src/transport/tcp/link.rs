@@ -96,6 +96,8 @@ pub struct TcpLink {
     reader: Mutex<Reader>,
     /// How the connection ended, when the consumer's thread found out first.
     stopped: Mutex<Option<Result<Stop, ConnError>>>,
+    /// Set once `stopped` is: a poll looks here without taking a lock.
+    has_stopped: AtomicBool,
     ep: Weak<Ep>,
     /// Set while a consumer's thread polls here; cleared when it stops (it says so as it
     /// goes to sleep), or when a whole tick of the reader thread saw no poll.
@@ -128,6 +130,7 @@ impl TcpLink {
             finished: AtomicBool::new(false),
             reader: Mutex::new(reader),
             stopped: Mutex::new(None),
+            has_stopped: AtomicBool::new(false),
             ep: Arc::downgrade(ep),
             polling: AtomicBool::new(false),
             polls: AtomicU64::new(0),
@@ -272,6 +275,7 @@ impl TcpLink {
     /// which ends it.
     fn stop(&self, outcome: Result<Stop, ConnError>) {
         self.stopped.lock().get_or_insert(outcome);
+        self.has_stopped.store(true, Ordering::Release);
         let _ = self.control.shutdown(std::net::Shutdown::Read);
     }
 }
@@ -302,16 +306,18 @@ impl Progress for TcpLink {
     /// The consumer's thread handles the whole frames already waiting, then writes the
     /// answers they produced; it never blocks, and leaves the rest to the link's threads.
     fn progress(&self) {
-        let Some(ep) = self.ep.upgrade() else { return };
+        // Most polls find nothing: they take no reference and no lock beyond the reader's.
+        let mut ep = None;
+        let mut handled = false;
         if let Some(mut reader) = self.reader.try_lock() {
             let mut partial = false;
             // The socket is asked once a round: frames that arrive meanwhile wait for the next.
             let mut look = true;
-            while self.stopped.lock().is_none() {
+            while !self.has_stopped.load(Ordering::Acquire) {
                 let waiting = reader.whole_frame_ready(look);
                 look = false;
-                match waiting {
-                    Waiting::Whole(_) => {}
+                let h = match waiting {
+                    Waiting::Whole(h) => h,
                     // A frame that has only begun to arrive (a large one may never fit in
                     // the socket whole) is for the reader thread, which may block on it.
                     Waiting::Part => {
@@ -319,8 +325,14 @@ impl Progress for TcpLink {
                         break;
                     }
                     Waiting::Nothing => break,
+                };
+                if ep.is_none() {
+                    ep = self.ep.upgrade();
                 }
-                match step(&ep, self, &mut reader, true) {
+                let Some(ep) = &ep else { return };
+                reader.take_header(&h);
+                handled = true;
+                match step(ep, self, &mut reader, h, true) {
                     Ok(None) => {}
                     Ok(Some(stop)) => {
                         self.stop(Ok(stop));
@@ -343,7 +355,10 @@ impl Progress for TcpLink {
                 }
             }
         }
-        self.answer_soon();
+        // Answers this round made, or acknowledgements held for a ride whose time may be up.
+        if handled || self.ack_due.load(Ordering::Relaxed) != 0 {
+            self.answer_soon();
+        }
     }
 
     /// Writes every queued answer now (or has the responder write them). The consumer's
@@ -738,7 +753,11 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
         if !reader.readable_now() {
             continue;
         }
-        match step(ep, link, &mut reader, false) {
+        let h = match reader.next_header() {
+            Ok(h) => h,
+            Err(e) => break Err(e),
+        };
+        match step(ep, link, &mut reader, h, false) {
             Ok(None) => {}
             Ok(Some(stop)) => break Ok(stop),
             Err(e) => break Err(e),
@@ -778,16 +797,16 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
     // closes as the last holder lets go of it.
 }
 
-/// Handles one frame (the consumer's thread passes `in_caller` and writes the answers
-/// itself). Some(stop) when the connection ends.
+/// Handles one frame, whose header `h` has been read (the consumer's thread passes
+/// `in_caller` and writes the answers itself). Some(stop) when the connection ends.
 fn step(
     ep: &Arc<Ep>,
     link: &TcpLink,
     reader: &mut Reader,
+    h: Header,
     in_caller: bool,
 ) -> Result<Option<Stop>, ConnError> {
     let answer = |a: Answer| link.answer(a, !in_caller);
-    let h = reader.next_header()?;
     match h.op {
         Op::Ready => {
             reader.set_timeout(None);
