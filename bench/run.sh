@@ -67,3 +67,18 @@ for s in 65536 1048576; do
     row "raw TCP stream, $((s / 1024)) KiB writes, 16 buffers" "bw_raw_$s"
     row "raw TCP stream, $((s / 1024)) KiB writes, one buffer" "bw_raw1_$s"
 done
+
+ratio() {  # label, key of ours, key of the peer, target: per-round ratio, median (min..max)
+    local r
+    r=$(paste <(printf '%s' "${results[$2]}") <(printf '%s' "${results[$3]}") |
+        awk '$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 > 0 {print $1 / $2}' | stats)
+    printf '  %-46s %-28s target %s\n' "$1" "$r" "$4"
+}
+echo "Against the targets: libdat / peer, each round's ratio (the peer ran beside it), median (min..max):"
+ratio "latency, polling: libdat / raw" lat_dat_poll lat_raw_poll "<= 1.10"
+ratio "latency, blocking: libdat / raw" lat_dat_wait lat_raw_wait "<= 1.10"
+ratio "latency, polling: libdat / libfabric tcp" lat_dat_poll lat_fabric "<= 1.00"
+for s in 65536 1048576; do
+    ratio "RDMA write $((s / 1024)) KiB: libdat / raw 16 buffers" "bw_write_$s" "bw_raw_$s" ">= 0.90"
+    ratio "send $((s / 1024)) KiB: libdat / raw 16 buffers" "bw_send_$s" "bw_raw_$s" ">= 0.90"
+done
