@@ -130,9 +130,23 @@ impl WriterGuard<'_> {
     }
 }
 
-/// Writes every slice, with `sendmsg` and `MSG_NOSIGNAL`: a peer that went away is an error
-/// here, never a SIGPIPE that kills the consumer's process.
+/// A frame this small is copied into one buffer and written with `send`, which costs the
+/// kernel less than `sendmsg` gathering its pieces (a ping-pong's frames are all this small).
+const SMALL_FRAME: usize = 256;
+
+/// Writes every slice, with `MSG_NOSIGNAL`: a peer that went away is an error here, never a
+/// SIGPIPE that kills the consumer's process.
 fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    let total: usize = slices.iter().map(|s| s.len()).sum();
+    if total <= SMALL_FRAME {
+        let mut frame = [0u8; SMALL_FRAME];
+        let mut at = 0;
+        for s in slices.iter() {
+            frame[at..at + s.len()].copy_from_slice(s);
+            at += s.len();
+        }
+        return send_all(stream, &frame[..total]);
+    }
     while !slices.is_empty() {
         // SAFETY: msghdr is plain data for which all-zero bytes are a valid value.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -156,7 +170,26 @@ fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) ->
     Ok(())
 }
 
-/// The receiving half.
+/// Writes `bytes` with `send` and `MSG_NOSIGNAL`.
+fn send_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is readable for its length for the duration of the call.
+        let n = unsafe { libc::send(stream.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        bytes = &bytes[n as usize..];
+    }
+    Ok(())
+}
+
 /// How many bytes the reader takes from the socket at once: small frames arrive whole in one
 /// system call, several at a time when they queue up.
 const READ_AHEAD: usize = 64 * 1024;
