@@ -1,0 +1,208 @@
+//! What the connection tests share: one side of a connection (an IA on tcp-lo, its PZ, EVDs,
+//! EP and a registered buffer), connecting two of them, and waiting for their events.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::ptr::null_mut;
+
+use dat::abi::*;
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, pz::*};
+use dat::error::Type;
+
+pub const OK: DAT_RETURN = 0;
+pub const WAIT_US: DAT_TIMEOUT = 10_000_000;
+pub const ALL_PRIV: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
+pub const LOCAL_PRIV: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_READ_FLAG as u32
+    | dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_WRITE_FLAG as u32;
+
+pub fn zero<T>() -> T {
+    unsafe { std::mem::zeroed() }
+}
+pub fn cookie(v: u64) -> DAT_DTO_COOKIE {
+    DAT_CONTEXT { as_64: v }
+}
+pub fn loopback() -> libc::sockaddr_in {
+    let mut sin: libc::sockaddr_in = zero();
+    sin.sin_family = libc::AF_INET as libc::sa_family_t;
+    sin.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+    sin
+}
+
+/// One side: an IA on tcp-lo with a PZ, its EVDs, one EP, and a registered buffer.
+pub struct Side {
+    pub ia: DAT_IA_HANDLE,
+    pub recv_evd: DAT_EVD_HANDLE,
+    pub req_evd: DAT_EVD_HANDLE,
+    pub conn_evd: DAT_EVD_HANDLE,
+    pub cr_evd: DAT_EVD_HANDLE,
+    pub pz: DAT_PZ_HANDLE,
+    pub ep: DAT_EP_HANDLE,
+    pub buf: Vec<u8>,
+    pub lmr: DAT_LMR_HANDLE,
+    pub lmr_ctx: DAT_LMR_CONTEXT,
+    pub rmr_ctx: DAT_RMR_CONTEXT,}
+
+impl Side {
+    pub fn new(privileges: u32) -> Side {
+        Side::with_buffer(privileges, 4096)
+    }
+
+    /// A side whose registered buffer holds `len` bytes.
+    pub fn with_buffer(privileges: u32, len: usize) -> Side {
+        unsafe {
+            let mut async_evd: DAT_EVD_HANDLE = null_mut();
+            let mut ia = null_mut();
+            assert_eq!(dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
+            let mut pz = null_mut();
+            assert_eq!(dat_pz_create(ia, &mut pz), OK);
+            let evd = |flags: dat_evd_flags| {
+                let mut e = null_mut();
+                assert_eq!(dat_evd_create(ia, 64, null_mut(), flags as u32, &mut e), OK);
+                e
+            };
+            let recv_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG);
+            let req_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG);
+            let conn_evd = evd(dat_evd_flags::DAT_EVD_CONNECTION_FLAG);
+            let cr_evd = evd(dat_evd_flags::DAT_EVD_CR_FLAG);
+            let mut ep = null_mut();
+            assert_eq!(dat_ep_create(ia, pz, recv_evd, req_evd, conn_evd, std::ptr::null(), &mut ep), OK);
+            let mut buf = vec![0u8; len];
+            let mut lmr = null_mut();
+            let (mut lmr_ctx, mut rmr_ctx) = (0, 0);
+            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr() as DAT_PVOID };
+            let rc = dat_lmr_create(ia, 0, region, buf.len() as u64, pz, privileges, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut());
+            assert_eq!(rc, OK);
+            Side { ia, recv_evd, req_evd, conn_evd, cr_evd, pz, ep, buf, lmr, lmr_ctx, rmr_ctx }
+        }
+    }
+
+    pub fn addr(&self, offset: usize) -> DAT_VADDR {
+        self.buf.as_ptr() as DAT_VADDR + offset as DAT_VADDR
+    }
+
+    pub fn iov(&self, offset: usize, len: u32) -> DAT_LMR_TRIPLET {
+        DAT_LMR_TRIPLET { lmr_context: self.lmr_ctx, virtual_address: self.addr(offset), segment_length: len }
+    }
+
+    pub fn rmr(&self, offset: usize, len: u32) -> DAT_RMR_TRIPLET {
+        DAT_RMR_TRIPLET { rmr_context: self.rmr_ctx, virtual_address: self.addr(offset), segment_length: len }
+    }
+
+    /// A PSP on a free port.
+    pub fn listen(&self) -> (DAT_PSP_HANDLE, DAT_CONN_QUAL) {
+        let mut psp = null_mut();
+        let mut port = 0;
+        let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+        assert_eq!(unsafe { dat_psp_create_any(self.ia, &mut port, self.cr_evd, flags, &mut psp) }, OK);
+        (psp, port)
+    }
+
+    pub fn connect(&self, port: DAT_CONN_QUAL, pd: &[u8], timeout: DAT_TIMEOUT) -> DAT_RETURN {
+        let mut sin = loopback();
+        unsafe {
+            dat_ep_connect(
+                self.ep,
+                &mut sin as *mut libc::sockaddr_in as DAT_IA_ADDRESS_PTR,
+                port,
+                timeout,
+                pd.len() as DAT_COUNT,
+                pd.as_ptr() as DAT_PVOID,
+                dat_qos::DAT_QOS_BEST_EFFORT as DAT_QOS,
+                dat_connect_flags::DAT_CONNECT_DEFAULT_FLAG as DAT_CONNECT_FLAGS,
+            )
+        }
+    }
+
+    /// The next connection request: its CR and private data.
+    pub fn request(&self) -> (DAT_CR_HANDLE, Vec<u8>) {
+        let e = wait(self.cr_evd);
+        assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
+        let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle };
+        let mut p: DAT_CR_PARAM = zero();
+        assert_eq!(unsafe { dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut p) }, OK);
+        let pd = unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }.to_vec();
+        (cr, pd)
+    }
+
+    /// The next connection event's number and private data.
+    pub fn conn_event(&self) -> (dat_event_number, Vec<u8>) {
+        let e = wait(self.conn_evd);
+        let data = unsafe { e.event_data.connect_event_data };
+        assert_eq!(data.ep_handle, self.ep);
+        let pd = if data.private_data_size > 0 {
+            unsafe { std::slice::from_raw_parts(data.private_data as *const u8, data.private_data_size as usize) }.to_vec()
+        } else {
+            Vec::new()
+        };
+        (dat_event_number::try_from(e.event_number).unwrap(), pd)
+    }
+
+    pub fn state(&self) -> dat_ep_state {
+        let mut s = 0;
+        assert_eq!(unsafe { dat_ep_get_status(self.ep, &mut s, null_mut(), null_mut()) }, OK);
+        dat_ep_state::try_from(s).unwrap()
+    }
+
+    pub fn post_recv(&self, iov: &[DAT_LMR_TRIPLET], c: u64) {
+        let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+        assert_eq!(unsafe { dat_ep_post_recv(self.ep, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), flags) }, OK);
+    }
+
+    pub fn post_send(&self, iov: &[DAT_LMR_TRIPLET], c: u64) -> DAT_RETURN {
+        let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+        unsafe { dat_ep_post_send(self.ep, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), flags) }
+    }
+}
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        unsafe { dat_ia_close(self.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+    }
+}
+
+/// The next event on `evd` (failing the test after 10 s).
+pub fn wait(evd: DAT_EVD_HANDLE) -> DAT_EVENT {
+    let mut e: DAT_EVENT = zero();
+    let mut more = 0;
+    assert_eq!(unsafe { dat_evd_wait(evd, WAIT_US, 1, &mut e, &mut more) }, OK, "no event within 10 s");
+    e
+}
+
+/// A DTO completion: (cookie, status, length, operation).
+pub fn dto(evd: DAT_EVD_HANDLE) -> (u64, dat_dto_completion_status, u32, dat_dtos) {
+    let e = wait(evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER);
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    (unsafe { d.user_cookie.as_64 }, dat_dto_completion_status::try_from(d.status).unwrap(), d.transfered_length, dat_dtos::try_from(d.operation).unwrap())
+}
+
+pub fn empty(evd: DAT_EVD_HANDLE) -> bool {
+    let mut e: DAT_EVENT = zero();
+    unsafe { dat_evd_dequeue(evd, &mut e) == Type::DAT_QUEUE_EMPTY as DAT_RETURN }
+}
+
+/// A connected pair: (active, passive), both ESTABLISHED; the passive side's PSP is freed.
+pub fn connected(privileges: u32) -> (Side, Side) {
+    connected_with_buffers(privileges, 4096)
+}
+
+pub fn connected_with_buffers(privileges: u32, len: usize) -> (Side, Side) {
+    connect_pair(Side::with_buffer(privileges, len), Side::with_buffer(privileges, len))
+}
+
+/// Connects `a` (active) to `p` (passive).
+pub fn connect_pair(a: Side, p: Side) -> (Side, Side) {
+    let (psp, port) = p.listen();
+    assert_eq!(a.connect(port, b"hello", WAIT_US), OK);
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+    let (cr, pd) = p.request();
+    assert_eq!(pd, b"hello");
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 7, b"welcome".as_ptr() as DAT_PVOID) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    let (event, pd) = a.conn_event();
+    assert_eq!(event, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(pd, b"welcome");
+    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_CONNECTED);
+    assert_eq!(p.state(), dat_ep_state::DAT_EP_STATE_CONNECTED);
+    assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+    (a, p)
+}
