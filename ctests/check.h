@@ -91,6 +91,16 @@ static inline void must(DAT_RETURN r, const char *what)
 	}
 }
 
+/* A local IOV segment: `len` bytes at `base + offset` in the LMR of context `ctx`. */
+static inline DAT_LMR_TRIPLET triplet(DAT_LMR_CONTEXT ctx, unsigned char *base, int offset, int len)
+{
+	DAT_LMR_TRIPLET t;
+	t.lmr_context = ctx;
+	t.virtual_address = (DAT_VADDR)(uintptr_t)(base + offset);
+	t.segment_length = (DAT_SEG_LENGTH)len;
+	return t;
+}
+
 static inline void report_true(const char *name, int condition, const char *what)
 {
 	report(name, what, condition ? what : "not so", condition);

@@ -12,15 +12,6 @@
 
 static unsigned char buf[BUF];
 
-static DAT_LMR_TRIPLET seg(DAT_LMR_CONTEXT ctx, int offset, int len)
-{
-	DAT_LMR_TRIPLET t;
-	t.lmr_context = ctx;
-	t.virtual_address = (DAT_VADDR)(uintptr_t)(buf + offset);
-	t.segment_length = (DAT_SEG_LENGTH)len;
-	return t;
-}
-
 int main(void)
 {
 	DAT_HANDLE g = GARBAGE_HANDLE;
@@ -64,20 +55,20 @@ int main(void)
 		    lp.length == BUF, "the LMR's context, PZ, IA and length");
 
 	/* dat_lmr_sync_rdma_read / _write: "DAT_INVALID_HANDLE: The DAT handle is invalid." */
-	t = seg(lmr_ctx, 0, 64);
+	t = triplet(lmr_ctx, buf, 0, 64);
 	H("lmr_sync_rdma_read-garbage-ia", dat_lmr_sync_rdma_read(g, &t, 1), DAT_INVALID_HANDLE_IA);
 	H("lmr_sync_rdma_write-garbage-ia", dat_lmr_sync_rdma_write(g, &t, 1), DAT_INVALID_HANDLE_IA);
 	/* "DAT_INVALID_PARAMETER: ... the address range for a local segment fell outside the
 	 * boundaries of the corresponding Local Memory Region or the LMR handle was invalid." */
-	t = seg(lmr_ctx, BUF - 8, 64);
+	t = triplet(lmr_ctx, buf, BUF - 8, 64);
 	expect_type("memory/lmr_sync_rdma_read-segment-outside-lmr", dat_lmr_sync_rdma_read(ia, &t, 1),
 		    DAT_INVALID_PARAMETER);
 	expect_type("memory/lmr_sync_rdma_write-segment-outside-lmr", dat_lmr_sync_rdma_write(ia, &t, 1),
 		    DAT_INVALID_PARAMETER);
-	t = seg(lmr_ctx ^ 0x5a5a5a5a, 0, 64);
+	t = triplet(lmr_ctx ^ 0x5a5a5a5a, buf, 0, 64);
 	expect_type("memory/lmr_sync_rdma_read-unknown-lmr", dat_lmr_sync_rdma_read(ia, &t, 1), DAT_INVALID_PARAMETER);
 	expect_type("memory/lmr_sync_rdma_write-unknown-lmr", dat_lmr_sync_rdma_write(ia, &t, 1), DAT_INVALID_PARAMETER);
-	t = seg(lmr_ctx, 128, 256);
+	t = triplet(lmr_ctx, buf, 128, 256);
 	expect_ret("memory/lmr_sync_rdma_read", dat_lmr_sync_rdma_read(ia, &t, 1), DAT_SUCCESS);
 	expect_ret("memory/lmr_sync_rdma_write", dat_lmr_sync_rdma_write(ia, &t, 1), DAT_SUCCESS);
 
@@ -105,7 +96,7 @@ int main(void)
 	expect_true("memory/rmr_query-values", rp.ia_handle == ia && rp.pz_handle == pz, "the RMR's IA and PZ");
 
 	/* dat_rmr_bind: "DAT_INVALID_HANDLE: Invalid DAT handle." for each of its handles. */
-	t = seg(lmr_ctx, 0, 256);
+	t = triplet(lmr_ctx, buf, 0, 256);
 	H("rmr_bind-garbage-rmr", dat_rmr_bind(g, lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, ep, cookie,
 					       DAT_COMPLETION_DEFAULT_FLAG, &rctx), DAT_INVALID_HANDLE_RMR);
 	H("rmr_bind-garbage-lmr", dat_rmr_bind(rmr, g, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, ep, cookie,
@@ -114,14 +105,14 @@ int main(void)
 					      DAT_COMPLETION_DEFAULT_FLAG, &rctx), DAT_INVALID_HANDLE_EP);
 	/* "DAT_INVALID_PARAMETER: ... the target_address or segment_length exceeded the limits of
 	 * the existing LMR." */
-	t = seg(lmr_ctx, BUF - 8, 64);
+	t = triplet(lmr_ctx, buf, BUF - 8, 64);
 	expect_type("memory/rmr_bind-segment-outside-lmr",
 		    dat_rmr_bind(rmr, lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, ep, cookie,
 				 DAT_COMPLETION_DEFAULT_FLAG, &rctx), DAT_INVALID_PARAMETER);
 	/* "The value of DAT_COMPLETION_UNSIGNALLED_FLAG is only valid if the Endpoint Request
 	 * Completion Flags DAT_COMPLETION_UNSIGNALLED_FLAG. Otherwise, DAT_INVALID_PARAMETER is
 	 * returned." (the EP has the default request flags) */
-	t = seg(lmr_ctx, 0, 256);
+	t = triplet(lmr_ctx, buf, 0, 256);
 	expect_type("memory/rmr_bind-unsignalled-not-allowed",
 		    dat_rmr_bind(rmr, lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, ep, cookie,
 				 DAT_COMPLETION_UNSIGNALLED_FLAG, &rctx), DAT_INVALID_PARAMETER);

@@ -54,11 +54,7 @@ static inline void close_side(struct side *s)
 
 static inline DAT_LMR_TRIPLET iov(struct side *s, int offset, int len)
 {
-	DAT_LMR_TRIPLET t;
-	t.lmr_context = s->lmr_ctx;
-	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + offset);
-	t.segment_length = (DAT_SEG_LENGTH)len;
-	return t;
+	return triplet(s->lmr_ctx, s->buf, offset, len);
 }
 
 static inline DAT_EVENT next(DAT_EVD_HANDLE evd)

@@ -12,15 +12,6 @@
 
 static unsigned char buf[BUF], other_buf[256];
 
-static DAT_LMR_TRIPLET seg(DAT_LMR_CONTEXT ctx, unsigned char *base, int offset, int len)
-{
-	DAT_LMR_TRIPLET t;
-	t.lmr_context = ctx;
-	t.virtual_address = (DAT_VADDR)(uintptr_t)(base + offset);
-	t.segment_length = (DAT_SEG_LENGTH)len;
-	return t;
-}
-
 int main(void)
 {
 	DAT_HANDLE g = GARBAGE_HANDLE;
@@ -84,20 +75,20 @@ int main(void)
 
 	/* dat_srq_post_recv: "DAT_INVALID_HANDLE: The srq_handle argument is an invalid DAT
 	 * handle." */
-	t = seg(lmr_ctx, buf, 0, 64);
+	t = triplet(lmr_ctx, buf, 0, 64);
 	H("srq_post_recv-garbage", dat_srq_post_recv(g, 1, &t, c), DAT_INVALID_HANDLE_SRQ);
 	/* "DAT_INVALID_PARAMETER: ... one of the IOV segments pointed to a memory outside its
 	 * LMR." */
-	t = seg(lmr_ctx, buf, BUF - 8, 64);
+	t = triplet(lmr_ctx, buf, BUF - 8, 64);
 	expect_type("srq/srq_post_recv-segment-outside-lmr", dat_srq_post_recv(srq, 1, &t, c), DAT_INVALID_PARAMETER);
 	/* "DAT_PROTECTION_VIOLATION: ... Protection Zone mismatch between an LMR of one of the
 	 * local_iov segments and the SRQ." */
-	t = seg(other_ctx, other_buf, 0, 64);
+	t = triplet(other_ctx, other_buf, 0, 64);
 	expect_type("srq/srq_post_recv-lmr-of-another-pz", dat_srq_post_recv(srq, 1, &t, c), DAT_PROTECTION_VIOLATION);
 	/* "DAT_PRIVILEGES_VIOLATION: ... One of the LMRs used in local_iov was either invalid". */
-	t = seg(lmr_ctx ^ 0x5a5a5a5a, buf, 0, 64);
+	t = triplet(lmr_ctx ^ 0x5a5a5a5a, buf, 0, 64);
 	expect_type("srq/srq_post_recv-unknown-lmr", dat_srq_post_recv(srq, 1, &t, c), DAT_PRIVILEGES_VIOLATION);
-	t = seg(lmr_ctx, buf, 0, 64);
+	t = triplet(lmr_ctx, buf, 0, 64);
 	expect_ret("srq/srq_post_recv", dat_srq_post_recv(srq, 1, &t, c), DAT_SUCCESS);
 	/* "num_segments ... Can be 0 for receiving a zero-size message. local_iov ... Can be NULL
 	 * for receiving a zero-size message." */
