@@ -155,17 +155,9 @@ fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) ->
         // SAFETY: IoSlice is ABI-compatible with iovec (std guarantees it on Unix); the
         // slices and the socket outlive the call.
         let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
+        if let Some(n) = written(n)? {
+            IoSlice::advance_slices(&mut slices, n);
         }
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        IoSlice::advance_slices(&mut slices, n as usize);
     }
     Ok(())
 }
@@ -175,19 +167,28 @@ fn send_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
     while !bytes.is_empty() {
         // SAFETY: `bytes` is readable for its length for the duration of the call.
         let n = unsafe { libc::send(stream.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
+        if let Some(n) = written(n)? {
+            bytes = &bytes[n..];
         }
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        bytes = &bytes[n as usize..];
     }
     Ok(())
+}
+
+/// What a sending system call returned: the bytes it wrote, or None when it was interrupted
+/// before writing any (try again).
+fn written(n: isize) -> io::Result<Option<usize>> {
+    match n {
+        0 => Err(io::ErrorKind::WriteZero.into()),
+        n if n > 0 => Ok(Some(n as usize)),
+        _ => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+    }
 }
 
 /// How many bytes the reader takes from the socket at once: small frames arrive whole in one
