@@ -486,22 +486,13 @@ unsafe fn post_request(
     checks_only: bool,
 ) -> DatResult {
     let ep = ep(ep_handle)?;
-    // One look under the lock: what the checks need, and the link the request goes out on.
-    let (state, pz, evd, max_iov, allowed_flags, link) = {
-        let inner = ep.inner.lock();
-        let max_iov = match operation {
-            dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
-            dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
-            _ => inner.attr.max_request_iov,
-        };
-        (
-            inner.state,
-            inner.pz.as_ref().map(|p| p.arc().clone()),
-            inner.request_evd.as_ref().map(|e| e.arc().clone()),
-            max_iov,
-            inner.attr.request_completion_flags,
-            inner.link.clone(),
-        )
+    // The checks run under the EP's lock, on what it holds (no references taken); only the
+    // link the request goes out on is taken along.
+    let inner = ep.inner.lock();
+    let max_iov = match operation {
+        dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
+        dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
+        _ => inner.attr.max_request_iov,
     };
     if num_segments < 0 || num_segments > max_iov.max(1) {
         return Err(DatError::invalid_arg(2));
@@ -513,39 +504,44 @@ unsafe fn post_request(
         Some(r) => Some(unsafe { edge::required_in(r, 5)? }),
         None => None,
     };
-    check_completion_flags(completion_flags, allowed_flags, flags_position)?;
+    check_completion_flags(completion_flags, inner.attr.request_completion_flags, flags_position)?;
     let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ { lmr::PRIV_LOCAL_WRITE } else { lmr::PRIV_LOCAL_READ };
-    check_local_segments(segments, pz.as_ref(), privilege, 3)?;
-    let evd = evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
-    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-    let cookie = unsafe { user_cookie.as_64 };
-    let post = ep_state::post_request(state)?;
+    check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
+    if inner.request_evd.is_none() {
+        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST));
+    }
+    let post = ep_state::post_request(inner.state)?;
     if checks_only {
         return Ok(());
     }
-    let posted = match post {
-        Post::Flush => Posted::Flush,
-        Post::Run => {
-            match link {
-                Some(link) => {
-                    let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
-                        | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
-                    let request = Outgoing {
-                        operation,
-                        segments,
-                        remote,
-                        cookie,
-                        signalled: completion_flags & quiet == 0,
-                        solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
-                    };
-                    link.post(&ep, &request)?
-                }
-                None => Posted::Flush,
-            }
+    let link = match post {
+        Post::Run => inner.link.clone(),
+        Post::Flush => None,
+    };
+    drop(inner);
+    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+    let cookie = unsafe { user_cookie.as_64 };
+    let posted = match link {
+        Some(link) => {
+            let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
+                | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
+            let request = Outgoing {
+                operation,
+                segments,
+                remote,
+                cookie,
+                signalled: completion_flags & quiet == 0,
+                solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
+            };
+            link.post(&ep, &request)?
         }
+        None => Posted::Flush,
     };
     if posted == Posted::Flush {
-        ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, operation, 0);
+        let evd = ep.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
+        if let Some(evd) = evd {
+            ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, operation, 0);
+        }
     }
     Ok(())
 }
@@ -662,13 +658,18 @@ pub unsafe extern "C" fn dat_ep_post_recv(
         // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
         let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
         check_completion_flags(completion_flags, inner.attr.recv_completion_flags, 5)?;
-        let pz = inner.pz.as_ref().map(|p| p.arc().clone()).ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ))?;
-        check_recv_segments(segments, &pz, 3)?;
-        let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone()).ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV))?;
+        let pz = inner.pz.as_ref().ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ))?;
+        check_recv_segments(segments, pz.arc(), 3)?;
+        if inner.recv_evd.is_none() {
+            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV));
+        }
         match ep_state::post_recv(inner.state)? {
             Post::Flush => {
+                let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone());
                 drop(inner);
-                ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, dat_dtos::DAT_DTO_RECEIVE, 0);
+                if let Some(evd) = evd {
+                    ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, dat_dtos::DAT_DTO_RECEIVE, 0);
+                }
             }
             Post::Run => {
                 if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
