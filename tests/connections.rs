@@ -332,6 +332,48 @@ fn a_port_nobody_listens_on_is_non_peer_rejected() {
 }
 
 #[test]
+fn peers_of_another_frame_version_do_not_connect() {
+    // A listener that answers in version 1 frames: our connect is refused.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let old_listener = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let request = read_frame(&mut s);
+        let pd_len = u32::from_le_bytes(request[8..12].try_into().unwrap()) as usize;
+        let mut pd = vec![0u8; pd_len];
+        s.read_exact(&mut pd).unwrap();
+        let mut accept = Header::new(Op::Accept).encode();
+        accept[2] = 1;
+        s.write_all(&accept).unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest); // until our side lets go
+    });
+    let a = Side::new(ALL_PRIV);
+    assert_eq!(a.connect(DAT_CONN_QUAL::from(port), b"hi", WAIT_US), OK);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+    drop(a);
+    old_listener.join().unwrap();
+
+    // A version 1 request to our listener: no connection request event, the socket closes.
+    let p = Side::new(ALL_PRIV);
+    let (_psp, port) = p.listen();
+    let mut s = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+    let mut h = Header::new(Op::ConnectRequest);
+    h.id = port;
+    let mut old = h.encode();
+    old[2] = 1;
+    s.write_all(&old).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let closed = match s.read(&mut [0u8; 64]) {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    };
+    assert!(closed, "the listener answered a version 1 request");
+    assert!(empty(p.cr_evd));
+}
+
+#[test]
 fn a_request_nobody_answers_times_out() {
     let (a, p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
     let (_psp, port) = p.listen();
