@@ -2,7 +2,7 @@
 //! software events, connection events and transport completions, drained by dequeue and wait.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -26,14 +26,18 @@ pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
 /// A source of events that can make progress in the consumer's thread (a connection whose
 /// incoming frames are handled as the consumer polls or waits), without blocking.
 pub trait Progress: Send + Sync {
-    fn progress(&self);
+    /// Handles what is waiting. True when the source's own thread is taking in a frame too
+    /// large to arrive whole, which only it can: a waiter spinning here does not speed that
+    /// up, and on a small machine takes the CPU it needs.
+    fn progress(&self) -> bool;
     /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
     /// source's own threads take over.
     fn flush(&self) {}
 }
 
-/// How long `dat_evd_wait` keeps making progress itself before it sleeps: an answer that
-/// comes back within this is seen without a thread hand-off. `LIBDAT_SPIN_US` changes it.
+/// How long `dat_evd_wait` keeps making progress itself before it sleeps, at least: an answer
+/// that comes back within this is seen without a thread hand-off. `LIBDAT_SPIN_US` changes it.
+/// Each EVD adapts its own budget from there (`next_spin`).
 fn spin_budget() -> Duration {
     static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
     *SPIN.get_or_init(|| {
@@ -43,6 +47,24 @@ fn spin_budget() -> Duration {
             .unwrap_or(50);
         Duration::from_micros(us)
     })
+}
+
+/// The most an EVD's spin budget grows to, in multiples of the base budget.
+const SPIN_GROWTH: u32 = 4;
+
+/// The spin budget after a wait that slept for `slept` with budget `spin`. An event that came
+/// soon after the sleep began would have been caught by a longer spin, and a sleeping waiter
+/// answers late, which can put the peer to sleep in turn (two sides of a ping-pong then each
+/// pay two thread wake-ups per message): the budget doubles. One that came long after means the
+/// spin was wasted: it halves, never below `base`.
+fn next_spin(spin: Duration, slept: Duration, base: Duration) -> Duration {
+    if slept < spin {
+        (spin * 2).min(base * SPIN_GROWTH)
+    } else if slept > spin * 4 {
+        (spin / 2).max(base)
+    } else {
+        spin
+    }
 }
 
 /// A queued event. `DAT_EVENT` holds raw pointers the consumer owns; we only carry them.
@@ -72,6 +94,8 @@ pub struct Evd {
     ready: Condvar,
     /// The connections that feed this EVD, progressed by whoever dequeues or waits.
     sources: Mutex<Vec<Weak<dyn Progress>>>,
+    /// How long a wait spins before it sleeps, in microseconds (adapted by `next_spin`).
+    spin_us: AtomicU64,
 }
 
 impl Object for Evd {
@@ -120,6 +144,7 @@ impl Evd {
             }),
             ready: Condvar::new(),
             sources: Mutex::new(Vec::new()),
+            spin_us: AtomicU64::new(spin_budget().as_micros() as u64),
         });
         let h = ia.adopt(evd.clone())?;
         evd.handle.store(h as usize, Ordering::Release);
@@ -207,17 +232,20 @@ impl Evd {
         }
     }
 
-    /// Lets every source make progress in this thread.
-    fn progress(&self) {
+    /// Lets every source make progress in this thread. True when a source's own thread is
+    /// taking in a large frame (see [`Progress::progress`]).
+    fn progress(&self) -> bool {
         // Another thread progressing the same sources is as good as this one.
         let Some(sources) = self.sources.try_lock() else {
-            return;
+            return false;
         };
+        let mut elsewhere = false;
         for s in sources.iter() {
             if let Some(s) = s.upgrade() {
-                s.progress();
+                elsewhere |= s.progress();
             }
         }
+        elsewhere
     }
 
     /// `dat_evd_dequeue`: the oldest event, or `DAT_QUEUE_EMPTY`.
@@ -270,14 +298,23 @@ impl Evd {
         let epoch = q.epoch;
         let deadline = timeout.map(|t| Instant::now() + t);
         // First make progress here for a moment: no thread hand-off when the events are near.
-        let spin_until = Instant::now() + spin_budget().min(timeout.unwrap_or(Duration::MAX));
+        let spin = Duration::from_micros(self.spin_us.load(Ordering::Relaxed));
+        let start = Instant::now();
+        let mut spin_until = start + spin.min(timeout.unwrap_or(Duration::MAX));
+        // Set when a source's own thread is taking in a large frame: the spin is then held to
+        // the base budget, and does not grow from this wait.
+        let mut elsewhere = false;
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
-                self.progress();
+                if self.progress() && !elsewhere {
+                    elsewhere = true;
+                    spin_until = spin_until.min(start + spin_budget());
+                }
                 std::hint::spin_loop();
             });
         }
-        if q.events.len() < threshold {
+        let slept_at = (q.events.len() < threshold).then(Instant::now);
+        if slept_at.is_some() {
             MutexGuard::unlocked(&mut q, || self.flush_sources());
         }
         let mut result = Ok(());
@@ -301,6 +338,10 @@ impl Evd {
             }
         }
         q.waiter = false;
+        if let (Some(at), Ok(()), false) = (slept_at, &result, elsewhere) {
+            let next = next_spin(spin, at.elapsed(), spin_budget());
+            self.spin_us.store(next.as_micros() as u64, Ordering::Relaxed);
+        }
         let outcome = match result {
             Ok(()) => q
                 .events
@@ -348,5 +389,33 @@ impl Evd {
 
     pub fn has_waiter(&self) -> bool {
         self.queue.lock().waiter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: Duration = Duration::from_micros(50);
+
+    #[test]
+    fn the_spin_grows_when_the_event_came_soon_after_the_sleep_and_stays_bounded() {
+        let us = Duration::from_micros;
+        assert_eq!(next_spin(BASE, us(30), BASE), us(100));
+        assert_eq!(next_spin(us(100), us(60), BASE), us(200));
+        let mut spin = BASE;
+        for _ in 0..20 {
+            spin = next_spin(spin, us(1), BASE);
+        }
+        assert_eq!(spin, BASE * SPIN_GROWTH);
+    }
+
+    #[test]
+    fn the_spin_shrinks_back_when_sleeps_are_long_and_holds_in_between() {
+        let us = Duration::from_micros;
+        assert_eq!(next_spin(us(800), us(10_000), BASE), us(400));
+        assert_eq!(next_spin(us(60), us(10_000), BASE), BASE);
+        assert_eq!(next_spin(BASE, us(10_000), BASE), BASE);
+        assert_eq!(next_spin(us(200), us(500), BASE), us(200));
     }
 }

@@ -107,6 +107,9 @@ pub struct TcpLink {
     /// Where the reader thread stands back while a consumer polls, until it stops.
     standby: Mutex<()>,
     standby_wake: Condvar,
+    /// Set when a poll saw a frame too large to arrive whole begin: the reader thread takes
+    /// it in; cleared when a poll finds the reader free again.
+    large_in_flight: AtomicBool,
     /// Set while the reader thread stands by: it comes back every `STAND_BACK_TICK`, so
     /// acknowledgements may wait for a ride.
     standing_by: AtomicBool,
@@ -136,6 +139,7 @@ impl TcpLink {
             polls: AtomicU64::new(0),
             standby: Mutex::new(()),
             standby_wake: Condvar::new(),
+            large_in_flight: AtomicBool::new(false),
             standing_by: AtomicBool::new(false),
             ack_due: AtomicU64::new(0),
             doorbell: Doorbell::new()?,
@@ -305,7 +309,7 @@ fn refusal(
 impl Progress for TcpLink {
     /// The consumer's thread handles the whole frames already waiting, then writes the
     /// answers they produced; it never blocks, and leaves the rest to the link's threads.
-    fn progress(&self) {
+    fn progress(&self) -> bool {
         // Most polls find nothing: they take no reference and no lock beyond the reader's.
         let mut ep = None;
         let mut handled = false;
@@ -329,7 +333,7 @@ impl Progress for TcpLink {
                 if ep.is_none() {
                     ep = self.ep.upgrade();
                 }
-                let Some(ep) = &ep else { return };
+                let Some(ep) = &ep else { return false };
                 reader.take_header(&h);
                 handled = true;
                 match step(ep, self, &mut reader, h, true) {
@@ -344,6 +348,7 @@ impl Progress for TcpLink {
                     }
                 }
             }
+            self.large_in_flight.store(partial, Ordering::Relaxed);
             if partial {
                 self.release_standby();
             } else {
@@ -359,6 +364,8 @@ impl Progress for TcpLink {
         if handled || self.ack_due.load(Ordering::Relaxed) != 0 {
             self.answer_soon();
         }
+        // A large frame seen begin, and the reader not free since: its thread takes it in.
+        self.large_in_flight.load(Ordering::Relaxed)
     }
 
     /// Writes every queued answer now (or has the responder write them). The consumer's
