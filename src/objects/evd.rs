@@ -26,9 +26,10 @@ pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
 /// A source of events that can make progress in the consumer's thread (a connection whose
 /// incoming frames are handled as the consumer polls or waits), without blocking.
 pub trait Progress: Send + Sync {
-    /// Handles what is waiting. True when the source's own thread is taking in a frame too
-    /// large to arrive whole, which only it can: a waiter spinning here does not speed that
-    /// up, and on a small machine takes the CPU it needs.
+    /// Handles what is waiting. True when what the waiter waits for moves at the speed of
+    /// bulk data (the source's own thread taking in a frame too large to arrive whole, or
+    /// large requests in flight to the peer): a waiter spinning here does not speed that up,
+    /// and on a small machine takes the CPU that moves it.
     fn progress(&self) -> bool;
     /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
     /// source's own threads take over.
@@ -301,8 +302,8 @@ impl Evd {
         let spin = Duration::from_micros(self.spin_us.load(Ordering::Relaxed));
         let start = Instant::now();
         let mut spin_until = start + spin.min(timeout.unwrap_or(Duration::MAX));
-        // Set when a source's own thread is taking in a large frame: the spin is then held to
-        // the base budget, and does not grow from this wait.
+        // Set when a source moves bulk data (see `Progress::progress`): the spin is then held
+        // to the base budget, and does not grow from this wait.
         let mut elsewhere = false;
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
