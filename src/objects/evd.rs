@@ -26,11 +26,7 @@ pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
 /// A source of events that can make progress in the consumer's thread (a connection whose
 /// incoming frames are handled as the consumer polls or waits), without blocking.
 pub trait Progress: Send + Sync {
-    /// Handles what is waiting. True when what the waiter waits for moves at the speed of
-    /// bulk data (the source's own thread taking in a frame too large to arrive whole, or
-    /// large requests in flight to the peer): a waiter spinning here does not speed that up,
-    /// and on a small machine takes the CPU that moves it.
-    fn progress(&self) -> bool;
+    fn progress(&self);
     /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
     /// source's own threads take over.
     fn flush(&self) {}
@@ -233,20 +229,17 @@ impl Evd {
         }
     }
 
-    /// Lets every source make progress in this thread. True when a source's own thread is
-    /// taking in a large frame (see [`Progress::progress`]).
-    fn progress(&self) -> bool {
+    /// Lets every source make progress in this thread.
+    fn progress(&self) {
         // Another thread progressing the same sources is as good as this one.
         let Some(sources) = self.sources.try_lock() else {
-            return false;
+            return;
         };
-        let mut elsewhere = false;
         for s in sources.iter() {
             if let Some(s) = s.upgrade() {
-                elsewhere |= s.progress();
+                s.progress();
             }
         }
-        elsewhere
     }
 
     /// `dat_evd_dequeue`: the oldest event, or `DAT_QUEUE_EMPTY`.
@@ -300,17 +293,10 @@ impl Evd {
         let deadline = timeout.map(|t| Instant::now() + t);
         // First make progress here for a moment: no thread hand-off when the events are near.
         let spin = Duration::from_micros(self.spin_us.load(Ordering::Relaxed));
-        let start = Instant::now();
-        let mut spin_until = start + spin.min(timeout.unwrap_or(Duration::MAX));
-        // Set when a source moves bulk data (see `Progress::progress`): the spin is then held
-        // to the base budget, and does not grow from this wait.
-        let mut elsewhere = false;
+        let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
-                if self.progress() && !elsewhere {
-                    elsewhere = true;
-                    spin_until = spin_until.min(start + spin_budget());
-                }
+                self.progress();
                 std::hint::spin_loop();
             });
         }
@@ -339,7 +325,7 @@ impl Evd {
             }
         }
         q.waiter = false;
-        if let (Some(at), Ok(()), false) = (slept_at, &result, elsewhere) {
+        if let (Some(at), Ok(())) = (slept_at, &result) {
             let next = next_spin(spin, at.elapsed(), spin_budget());
             self.spin_us.store(next.as_micros() as u64, Ordering::Relaxed);
         }

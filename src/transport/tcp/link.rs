@@ -54,11 +54,6 @@ const STAND_BACK_TICK_MAX: Duration = Duration::from_millis(1);
 const ACK_HOLD_US: u64 = 20;
 
 
-/// Requests in flight of at least this many bytes in all keep a waiter's spin short: their
-/// answers come as fast as the peer takes the data in, which a spin here only slows down on
-/// a small machine.
-const LARGE_REQUESTS: u64 = 64 * 1024;
-
 /// How long an ending connection waits for the peer's last frames before it lets go.
 const LINGER: Duration = Duration::from_secs(1);
 
@@ -112,11 +107,6 @@ pub struct TcpLink {
     /// Where the reader thread stands back while a consumer polls, until it stops.
     standby: Mutex<()>,
     standby_wake: Condvar,
-    /// Set when a poll saw a frame too large to arrive whole begin: the reader thread takes
-    /// it in; cleared when a poll finds the reader free again.
-    large_in_flight: AtomicBool,
-    /// Bytes of our requests in flight (sent or asked for, not yet answered).
-    outstanding_bytes: AtomicU64,
     /// Set while the reader thread stands by: it comes back every `STAND_BACK_TICK`, so
     /// acknowledgements may wait for a ride.
     standing_by: AtomicBool,
@@ -146,8 +136,6 @@ impl TcpLink {
             polls: AtomicU64::new(0),
             standby: Mutex::new(()),
             standby_wake: Condvar::new(),
-            large_in_flight: AtomicBool::new(false),
-            outstanding_bytes: AtomicU64::new(0),
             standing_by: AtomicBool::new(false),
             ack_due: AtomicU64::new(0),
             doorbell: Doorbell::new()?,
@@ -317,7 +305,7 @@ fn refusal(
 impl Progress for TcpLink {
     /// The consumer's thread handles the whole frames already waiting, then writes the
     /// answers they produced; it never blocks, and leaves the rest to the link's threads.
-    fn progress(&self) -> bool {
+    fn progress(&self) {
         // Most polls find nothing: they take no reference and no lock beyond the reader's.
         let mut ep = None;
         let mut handled = false;
@@ -341,7 +329,7 @@ impl Progress for TcpLink {
                 if ep.is_none() {
                     ep = self.ep.upgrade();
                 }
-                let Some(ep) = &ep else { return false };
+                let Some(ep) = &ep else { return };
                 reader.take_header(&h);
                 handled = true;
                 match step(ep, self, &mut reader, h, true) {
@@ -355,9 +343,6 @@ impl Progress for TcpLink {
                         break;
                     }
                 }
-            }
-            if self.large_in_flight.load(Ordering::Relaxed) != partial {
-                self.large_in_flight.store(partial, Ordering::Relaxed);
             }
             if partial {
                 self.release_standby();
@@ -374,10 +359,6 @@ impl Progress for TcpLink {
         if handled || self.ack_due.load(Ordering::Relaxed) != 0 {
             self.answer_soon();
         }
-        // A large frame seen begin, and the reader not free since: its thread takes it in.
-        // Or large requests in flight: their answers wait on the peer taking them in.
-        self.large_in_flight.load(Ordering::Relaxed)
-            || self.outstanding_bytes.load(Ordering::Relaxed) >= LARGE_REQUESTS
     }
 
     /// Writes every queued answer now (or has the responder write them). The consumer's
@@ -460,12 +441,6 @@ impl TcpLink {
         }
         self.ack_due.store(0, Ordering::Relaxed);
         Some(q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m }))
-    }
-
-    /// A request of ours was answered (or refused): its bytes are no longer in flight.
-    fn settled(&self, r: &Request) {
-        let len = u64::from(r.length);
-        let _ = self.outstanding_bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| Some(b.saturating_sub(len)));
     }
 
     /// How long the reader thread may wait before held acknowledgements are due.
@@ -585,7 +560,6 @@ impl Link for TcpLink {
                 read_into: if op == Op::RdmaReadRequest { Segments::from_slice(out.segments) } else { Segments::new() },
             });
         }
-        self.outstanding_bytes.fetch_add(total, Ordering::Relaxed);
         // Waiting acknowledgements (and only those: answers keep their order) go out with the
         // request: inside a send's header, else as a frame ahead of it in the same system call.
         let mut ack = None;
@@ -851,7 +825,7 @@ fn step(
         }
         Op::Send => {
             if h.flags & flags::ACK != 0 {
-                if let Some(stop) = acknowledged(ep, link, h.remote_addr) {
+                if let Some(stop) = acknowledged(ep, h.remote_addr) {
                     reader.skip(h.payload_len as usize)?;
                     return Ok(Some(stop));
                 }
@@ -898,7 +872,7 @@ fn step(
             }
         },
         Op::Ack => {
-            if let Some(stop) = acknowledged(ep, link, h.id) {
+            if let Some(stop) = acknowledged(ep, h.id) {
                 return Ok(Some(stop));
             }
         }
@@ -906,7 +880,6 @@ fn step(
             let Some(r) = ep.pop_request() else {
                 return Ok(Some(Stop::Lost));
             };
-            link.settled(&r);
             if r.seq != h.id
                 || r.operation != dat_dtos::DAT_DTO_RDMA_READ
                 || h.payload_len != r.length
@@ -926,7 +899,6 @@ fn step(
         }
         Op::RemoteAccessError => {
             if let Some(r) = ep.pop_request() {
-                link.settled(&r);
                 let status = u32::try_from(h.remote_addr)
                     .ok()
                     .and_then(|s| dat_dto_completion_status::try_from(s).ok())
@@ -944,7 +916,7 @@ fn step(
 
 /// The peer carried out every request of ours up to `last`: they complete. Some(stop) when
 /// the acknowledgement covers a read, which only its data may answer.
-fn acknowledged(ep: &Ep, link: &TcpLink, last: u64) -> Option<Stop> {
+fn acknowledged(ep: &Ep, last: u64) -> Option<Stop> {
     loop {
         let r = {
             let mut inner = ep.inner.lock();
@@ -958,7 +930,6 @@ fn acknowledged(ep: &Ep, link: &TcpLink, last: u64) -> Option<Stop> {
                 _ => return None,
             }
         };
-        link.settled(&r);
         ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
     }
 }
