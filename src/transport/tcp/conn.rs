@@ -287,16 +287,15 @@ impl Reader {
         loop {
             if let Some(h) = self.buffered_header() {
                 let h = h.map_err(ConnError::Protocol)?;
-                self.start += HEADER_LEN;
-                self.large_frames = payload_len(&h) >= LARGE_PAYLOAD;
+                self.take_header(&h);
                 return Ok(h);
             }
             self.fill(true, self.header_read())?;
         }
     }
 
-    /// Consumes the header [`Reader::whole_frame_ready`] returned (it is at the front of the
-    /// buffer, already checked); its payload follows as with [`Reader::next_header`].
+    /// Consumes the checked header at the front of the buffer (the one
+    /// [`Reader::whole_frame_ready`] or [`Reader::next_header`] found); its payload follows.
     pub fn take_header(&mut self, h: &Header) {
         debug_assert!(self.buffered() >= HEADER_LEN);
         self.start += HEADER_LEN;

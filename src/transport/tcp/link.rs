@@ -291,6 +291,12 @@ fn writable(q: &VecDeque<Answer>) -> bool {
     }
 }
 
+/// Whether every queued answer is an acknowledgement: those may wait for a request to ride on
+/// (or merge into one frame), since nothing else keeps order behind them.
+fn only_acks(q: &VecDeque<Answer>) -> bool {
+    q.iter().all(|a| matches!(a, Answer::Ack(_)))
+}
+
 fn refusal(
     w: &mut WriterGuard<'_>,
     seq: u64,
@@ -392,7 +398,7 @@ impl TcpLink {
             if q.is_empty() {
                 return; // the usual poll: nothing to answer
             }
-            q.iter().all(|a| matches!(a, Answer::Ack(_)))
+            only_acks(&q)
         };
         // Pairs with the fence in `leave_standby`: either it sees our acknowledgements, or we
         // see that it no longer stands by.
@@ -436,7 +442,7 @@ impl TcpLink {
     /// they acknowledge (acknowledgements are cumulative).
     fn take_acks(&self) -> Option<u64> {
         let mut q = self.answers.lock();
-        if q.is_empty() || !q.iter().all(|a| matches!(a, Answer::Ack(_))) {
+        if q.is_empty() || !only_acks(&q) {
             return None;
         }
         self.ack_due.store(0, Ordering::Relaxed);
