@@ -1,6 +1,7 @@
 //! One TCP connection carrying frames: a writer half shared by posting threads (a frame goes
-//! out whole under the writer lock, gathered from the caller's buffers with `writev`, no copy)
-//! and a reader half owned by whoever progresses the connection.
+//! out whole under the writer lock: a small one copied into one buffer, a larger one gathered
+//! from the caller's buffers with `sendmsg`) and a reader half owned by whoever progresses the
+//! connection.
 
 use std::io::{self, IoSlice};
 use std::net::TcpStream;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::sys;
 use super::wire::{Header, Limits, WireError, HEADER_LEN};
 
 /// Why a connection stopped.
@@ -90,32 +92,35 @@ pub struct WriterGuard<'a>(parking_lot::MutexGuard<'a, TcpStream>);
 impl WriterGuard<'_> {
     /// Sends one frame (at most [`MAX_PARTS`] payload parts).
     pub fn send(&mut self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
-        let head = header.encode();
-        // The gather list lives on the stack: the data path allocates nothing.
-        let mut slices = [IoSlice::new(&[]); MAX_PARTS + 1];
-        slices[0] = IoSlice::new(&head);
-        let mut n = 1;
-        for p in parts.iter().filter(|p| !p.is_empty()) {
-            if n > MAX_PARTS {
-                return Err(io::ErrorKind::InvalidInput.into());
-            }
-            slices[n] = IoSlice::new(p);
-            n += 1;
-        }
-        write_all_vectored(&mut self.0, &mut slices[..n])
+        self.send_after(None, header, parts.iter().copied())
     }
 
-    /// Sends `first` (a header-only frame) and then a frame, in one system call.
-    pub fn send_after(&mut self, first: Option<&Header>, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
-        let Some(first) = first else { return self.send(header, parts) };
-        let lead = first.encode();
+    /// Sends `lead` (a header-only frame) if there is one, then a frame, in one system call.
+    /// The payload parts come as an iterator: the data path builds no list of them.
+    pub fn send_after<'p, I>(&mut self, lead: Option<&Header>, header: &Header, parts: I) -> io::Result<()>
+    where
+        I: IntoIterator<Item = &'p [u8]>,
+        I::IntoIter: Clone,
+    {
+        let parts = parts.into_iter();
+        let lead = lead.map(Header::encode);
         let head = header.encode();
+        let pieces = lead.as_ref().map(|l| &l[..]).into_iter().chain([&head[..]]).chain(parts.map(|p| -> &[u8] { p }));
+        let total: usize = pieces.clone().map(<[u8]>::len).sum();
+        if total <= SMALL_FRAME {
+            let mut frame = [0u8; SMALL_FRAME];
+            let mut at = 0;
+            for p in pieces {
+                frame[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            return send_all(&mut self.0, &frame[..total]);
+        }
+        // The gather list lives on the stack: the data path allocates nothing.
         let mut slices = [IoSlice::new(&[]); MAX_PARTS + 2];
-        slices[0] = IoSlice::new(&lead);
-        slices[1] = IoSlice::new(&head);
-        let mut n = 2;
-        for p in parts.iter().filter(|p| !p.is_empty()) {
-            if n > MAX_PARTS + 1 {
+        let mut n = 0;
+        for p in pieces.filter(|p| !p.is_empty()) {
+            if n == slices.len() {
                 return Err(io::ErrorKind::InvalidInput.into());
             }
             slices[n] = IoSlice::new(p);
@@ -137,16 +142,6 @@ const SMALL_FRAME: usize = 256;
 /// Writes every slice, with `MSG_NOSIGNAL`: a peer that went away is an error here, never a
 /// SIGPIPE that kills the consumer's process.
 fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
-    let total: usize = slices.iter().map(|s| s.len()).sum();
-    if total <= SMALL_FRAME {
-        let mut frame = [0u8; SMALL_FRAME];
-        let mut at = 0;
-        for s in slices.iter() {
-            frame[at..at + s.len()].copy_from_slice(s);
-            at += s.len();
-        }
-        return send_all(stream, &frame[..total]);
-    }
     while !slices.is_empty() {
         // SAFETY: msghdr is plain data for which all-zero bytes are a valid value.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -154,7 +149,7 @@ fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) ->
         msg.msg_iovlen = slices.len().min(libc::UIO_MAXIOV as usize) as _;
         // SAFETY: IoSlice is ABI-compatible with iovec (std guarantees it on Unix); the
         // slices and the socket outlive the call.
-        let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        let n = unsafe { sys::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
         if let Some(n) = written(n)? {
             IoSlice::advance_slices(&mut slices, n);
         }
@@ -166,7 +161,7 @@ fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) ->
 fn send_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
     while !bytes.is_empty() {
         // SAFETY: `bytes` is readable for its length for the duration of the call.
-        let n = unsafe { libc::send(stream.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+        let n = unsafe { sys::send(stream.as_raw_fd(), bytes.as_ptr(), bytes.len(), libc::MSG_NOSIGNAL) };
         if let Some(n) = written(n)? {
             bytes = &bytes[n..];
         }
@@ -180,14 +175,10 @@ fn written(n: isize) -> io::Result<Option<usize>> {
     match n {
         0 => Err(io::ErrorKind::WriteZero.into()),
         n if n > 0 => Ok(Some(n as usize)),
-        _ => {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                Ok(None)
-            } else {
-                Err(e)
-            }
-        }
+        _ => match sys::errno() {
+            libc::EINTR => Ok(None),
+            e => Err(io::Error::from_raw_os_error(e)),
+        },
     }
 }
 
@@ -254,7 +245,7 @@ impl Reader {
         let flags = if block { 0 } else { libc::MSG_DONTWAIT };
         loop {
             // SAFETY: `room` is a writable buffer of its length for the duration of the call.
-            let n = unsafe { libc::recv(self.stream.as_raw_fd(), room.as_mut_ptr() as *mut libc::c_void, room.len(), flags) };
+            let n = unsafe { sys::recv(self.stream.as_raw_fd(), room.as_mut_ptr(), room.len(), flags) };
             if n > 0 {
                 self.end += n as usize;
                 return Ok(n as usize);
@@ -262,11 +253,10 @@ impl Reader {
             if n == 0 {
                 return Err(ConnError::Closed);
             }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock if !block => return Ok(0),
-                _ => return Err(ConnError::from(e)),
+            match sys::errno() {
+                libc::EINTR => continue,
+                libc::EAGAIN if !block => return Ok(0),
+                e => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
             }
         }
     }

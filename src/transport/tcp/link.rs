@@ -530,24 +530,13 @@ impl Link for TcpLink {
             h.rkey = r.rmr_context;
             h.remote_addr = r.virtual_address;
         }
-        let mut parts: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
-        if op != Op::RdmaReadRequest {
-            for (part, s) in parts.iter_mut().zip(out.segments) {
-                // SAFETY: the segment was checked against a live LMR with local read
-                // privilege; the consumer keeps the memory until the DTO completes.
-                *part = unsafe {
-                    std::slice::from_raw_parts(
-                        s.virtual_address as *const u8,
-                        s.segment_length as usize,
-                    )
-                };
-            }
-        }
-        let n = if op == Op::RdmaReadRequest {
-            0
-        } else {
-            out.segments.len()
-        };
+        // An RDMA read request carries no payload: its segments are where the answer lands.
+        let payload = if op == Op::RdmaReadRequest { &[][..] } else { out.segments };
+        let parts = payload.iter().map(|s| {
+            // SAFETY: the segment was checked against a live LMR with local read privilege;
+            // the consumer keeps the memory until the DTO completes.
+            unsafe { std::slice::from_raw_parts(s.virtual_address as *const u8, s.segment_length as usize) }
+        });
         let mut w = self.writer.lock();
         {
             let mut inner = ep.inner.lock();
@@ -580,7 +569,7 @@ impl Link for TcpLink {
             }
         }
         // A failed write is the connection's end: the reader flushes what was queued.
-        let _ = w.send_after(ack.as_ref(), &h, &parts[..n]);
+        let _ = w.send_after(ack.as_ref(), &h, parts);
         drop(w);
         Ok(Posted::Queued)
     }

@@ -4,4 +4,5 @@ pub mod cm;
 pub mod conn;
 pub mod doorbell;
 pub mod link;
+mod sys;
 pub mod wire;

@@ -1,0 +1,43 @@
+//! The data path's socket calls, made as plain system calls. libc's `recv`, `send` and
+//! `sendmsg` are cancellation points: in a process with more than one thread (ours always
+//! has the link's threads) each call also costs two atomic operations on the thread's
+//! cancellation state, on every poll and every frame. The library's threads are never
+//! cancelled, and a consumer's thread is never cancelled inside these non-blocking calls.
+//!
+//! Each returns what the system call returned: a count, or -1 with `errno` set.
+
+use std::os::fd::RawFd;
+
+/// `recv(2)`.
+///
+/// # Safety
+/// `buf` must be writable for `len` bytes for the duration of the call.
+pub unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize, flags: i32) -> isize {
+    // SAFETY: recvfrom with no source address is recv; the caller vouches for the buffer.
+    unsafe {
+        libc::syscall(libc::SYS_recvfrom, fd, buf, len, flags, std::ptr::null_mut::<libc::sockaddr>(), std::ptr::null_mut::<libc::socklen_t>()) as isize
+    }
+}
+
+/// `send(2)`.
+///
+/// # Safety
+/// `buf` must be readable for `len` bytes for the duration of the call.
+pub unsafe fn send(fd: RawFd, buf: *const u8, len: usize, flags: i32) -> isize {
+    // SAFETY: sendto with no destination address is send; the caller vouches for the buffer.
+    unsafe { libc::syscall(libc::SYS_sendto, fd, buf, len, flags, std::ptr::null::<libc::sockaddr>(), 0 as libc::socklen_t) as isize }
+}
+
+/// `sendmsg(2)`.
+///
+/// # Safety
+/// `msg` must describe buffers readable for their lengths for the duration of the call.
+pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> isize {
+    // SAFETY: forwarded from the caller.
+    unsafe { libc::syscall(libc::SYS_sendmsg, fd, msg, flags) as isize }
+}
+
+/// The `errno` of the call that just failed.
+pub fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
