@@ -9,7 +9,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dat::abi::*;
-use dat::api::{ep::*, evd::*};
+use dat::api::ep::*;
 
 mod common;
 use common::*;
@@ -39,18 +39,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static COUNTING: Counting = Counting;
-
-/// The next DTO completion, polled with `dat_evd_dequeue` (the library progresses the
-/// connection in this thread): (cookie, status, length).
-fn polled(evd: DAT_EVD_HANDLE) -> (u64, dat_dto_completion_status, u32) {
-    let mut e: DAT_EVENT = zero();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while unsafe { dat_evd_dequeue(evd, &mut e) } != OK {
-        assert!(std::time::Instant::now() < deadline, "no completion within 10 s");
-    }
-    let d = unsafe { e.event_data.dto_completion_event_data };
-    (unsafe { d.user_cookie.as_64 }, dat_dto_completion_status::try_from(d.status).unwrap(), d.transfered_length)
-}
 
 /// One round of every DTO: a send each way (one side polling, the other waiting), an RDMA
 /// write and an RDMA read, each checked.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::ia::Ia;
 use super::{Counted, Users};
@@ -134,6 +134,9 @@ impl Cno {
             let mut s = self.state.lock();
             if s.waiter {
                 return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE));
+            }
+            if s.triggered.is_empty() {
+                MutexGuard::unlocked(&mut s, super::evd::before_sleep);
             }
             s.waiter = true;
             let epoch = s.epoch;

@@ -1,12 +1,14 @@
 //! The Event Dispatcher: a bounded queue of `DAT_EVENT`s sized by the creation qlen, fed by
 //! software events, connection events and transport completions, drained by dequeue and wait.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use smallvec::SmallVec;
 
 use super::cno::Cno;
 use super::ia::Ia;
@@ -64,6 +66,60 @@ fn next_spin(spin: Duration, slept: Duration, base: Duration) -> Duration {
     }
 }
 
+/// The most EVDs one thread remembers polling (see `POLLED`); those beyond are left to their
+/// connections' own threads.
+const POLLED_MAX: usize = 8;
+
+/// A thread that polls one EVD looks at the others it polled once every this many polls.
+const OTHERS_EVERY: u32 = 64;
+
+/// What a thread polled since it last slept in a wait.
+struct Polled {
+    evds: SmallVec<[DAT_EVD_HANDLE; POLLED_MAX]>,
+    polls: u32,
+}
+
+thread_local! {
+    /// A connection's own thread stands back while a consumer's thread polls it (it would only
+    /// fight that thread for the CPU), and takes over when the polls stop. A thread that polls
+    /// several EVDs in turn keeps all of them moving: held acknowledgements and frames of the
+    /// ones it is not polling now do not wait for their connection's thread to notice. When it
+    /// goes to sleep, whatever it waits for, they are handed back at once.
+    static POLLED: RefCell<Polled> = const {
+        RefCell::new(Polled { evds: SmallVec::new_const(), polls: 0 })
+    };
+}
+
+/// Notes that this thread polls `evd`; now and then (`OTHERS_EVERY`) it makes progress on the
+/// other EVDs it polled too.
+fn polling(evd: DAT_EVD_HANDLE) {
+    let others = POLLED.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.evds.last() != Some(&evd) && !p.evds.contains(&evd) && p.evds.len() < POLLED_MAX {
+            p.evds.push(evd);
+        }
+        p.polls = p.polls.wrapping_add(1);
+        (p.polls % OTHERS_EVERY == 0 && p.evds.len() > 1).then(|| p.evds.clone())
+    });
+    for h in others.into_iter().flatten().filter(|h| *h != evd) {
+        match crate::handle::get::<Evd>(h) {
+            Some(other) => other.progress(),
+            None => POLLED.with(|p| p.borrow_mut().evds.retain(|e| *e != h)),
+        }
+    }
+}
+
+/// This thread is about to sleep: the EVDs it polled hand their sources back to their own
+/// threads (`Progress::flush`).
+pub fn before_sleep() {
+    let polled = POLLED.with(|p| std::mem::take(&mut p.borrow_mut().evds));
+    for h in polled {
+        if let Some(evd) = crate::handle::get::<Evd>(h) {
+            evd.flush_sources();
+        }
+    }
+}
+
 /// A queued event. `DAT_EVENT` holds raw pointers the consumer owns; we only carry them.
 #[derive(Clone, Copy)]
 pub struct Event(pub DAT_EVENT);
@@ -93,6 +149,10 @@ pub struct Evd {
     sources: Mutex<Vec<Weak<dyn Progress>>>,
     /// How long a wait spins before it sleeps, in microseconds (adapted by `next_spin`).
     spin_us: AtomicU64,
+    /// Copies of the queue's length and `waiter`, kept under its lock: a poll that finds the
+    /// queue empty takes no lock.
+    queued: AtomicUsize,
+    waiting: AtomicBool,
 }
 
 impl Object for Evd {
@@ -141,6 +201,8 @@ impl Evd {
             }),
             ready: Condvar::new(),
             sources: Mutex::new(Vec::new()),
+            queued: AtomicUsize::new(0),
+            waiting: AtomicBool::new(false),
             spin_us: AtomicU64::new(spin_budget().as_micros() as u64),
         });
         let h = ia.adopt(evd.clone())?;
@@ -186,6 +248,7 @@ impl Evd {
                 return Err(DatError::bare(Type::DAT_QUEUE_FULL));
             }
             q.events.push_back(Event(event));
+            self.queued.store(q.events.len(), Ordering::Release);
             let notify_cno = q.enabled && !q.waiter;
             self.ready.notify_one();
             notify_cno
@@ -244,20 +307,29 @@ impl Evd {
 
     /// `dat_evd_dequeue`: the oldest event, or `DAT_QUEUE_EMPTY`.
     pub fn dequeue(&self) -> DatResult<DAT_EVENT> {
-        for attempt in 0..2 {
-            let mut q = self.queue.lock();
-            if q.waiter {
-                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
+        let waiter = || Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
+        // Most polls find nothing, before and after progress: they look without the lock.
+        if self.queued.load(Ordering::Acquire) == 0 {
+            if self.waiting.load(Ordering::Acquire) {
+                return waiter();
             }
-            if let Some(e) = q.events.pop_front() {
-                return Ok(e.0);
-            }
-            drop(q);
-            if attempt == 0 {
-                self.progress();
+            polling(self.handle());
+            self.progress();
+            if self.queued.load(Ordering::Acquire) == 0 {
+                return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
             }
         }
-        Err(DatError::bare(Type::DAT_QUEUE_EMPTY))
+        let mut q = self.queue.lock();
+        if q.waiter {
+            return waiter();
+        }
+        match q.events.pop_front() {
+            Some(e) => {
+                self.queued.store(q.events.len(), Ordering::Relaxed);
+                Ok(e.0)
+            }
+            None => Err(DatError::bare(Type::DAT_QUEUE_EMPTY)),
+        }
     }
 
     /// `dat_evd_wait`: blocks until `threshold` events are queued or `timeout` passes
@@ -289,6 +361,7 @@ impl Evd {
             return (Err(DatError::invalid_arg(3)), n);
         }
         q.waiter = true;
+        self.waiting.store(true, Ordering::Release);
         let epoch = q.epoch;
         let deadline = timeout.map(|t| Instant::now() + t);
         // First make progress here for a moment: no thread hand-off when the events are near.
@@ -296,13 +369,17 @@ impl Evd {
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
+                polling(self.handle());
                 self.progress();
                 std::hint::spin_loop();
             });
         }
         let slept_at = (q.events.len() < threshold).then(Instant::now);
         if slept_at.is_some() {
-            MutexGuard::unlocked(&mut q, || self.flush_sources());
+            MutexGuard::unlocked(&mut q, || {
+                self.flush_sources();
+                before_sleep();
+            });
         }
         let mut result = Ok(());
         while q.events.len() < threshold {
@@ -325,6 +402,7 @@ impl Evd {
             }
         }
         q.waiter = false;
+        self.waiting.store(false, Ordering::Release);
         if let (Some(at), Ok(())) = (slept_at, &result) {
             let next = next_spin(spin, at.elapsed(), spin_budget());
             self.spin_us.store(next.as_micros() as u64, Ordering::Relaxed);
@@ -337,6 +415,7 @@ impl Evd {
                 .ok_or(DatError::internal()),
             Err(e) => Err(e),
         };
+        self.queued.store(q.events.len(), Ordering::Relaxed);
         (outcome, q.events.len())
     }
 

@@ -175,6 +175,18 @@ pub fn dto(evd: DAT_EVD_HANDLE) -> (u64, dat_dto_completion_status, u32, dat_dto
     (unsafe { d.user_cookie.as_64 }, dat_dto_completion_status::try_from(d.status).unwrap(), d.transfered_length, dat_dtos::try_from(d.operation).unwrap())
 }
 
+/// The next DTO completion, polled with `dat_evd_dequeue` (the library progresses the
+/// connection in this thread): (cookie, status, length). At most 10 s.
+pub fn polled(evd: DAT_EVD_HANDLE) -> (u64, dat_dto_completion_status, u32) {
+    let mut e: DAT_EVENT = zero();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while unsafe { dat_evd_dequeue(evd, &mut e) } != OK {
+        assert!(std::time::Instant::now() < deadline, "no completion within 10 s");
+    }
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    (unsafe { d.user_cookie.as_64 }, dat_dto_completion_status::try_from(d.status).unwrap(), d.transfered_length)
+}
+
 pub fn empty(evd: DAT_EVD_HANDLE) -> bool {
     let mut e: DAT_EVENT = zero();
     unsafe { dat_evd_dequeue(evd, &mut e) == Type::DAT_QUEUE_EMPTY as DAT_RETURN }

@@ -43,11 +43,21 @@ fn micros_now() -> u64 {
 }
 
 /// How often the reader thread, standing back while a consumer polls, looks whether it still
-/// does (and sends acknowledgements held too long): first after 200 µs, then less often (up
-/// to every millisecond) while the consumer keeps polling, since every look takes a CPU from
-/// someone on a small machine.
+/// does (and sends acknowledgements held too long): first after 200 µs, then less often while
+/// the consumer keeps polling, since every look takes a CPU from someone on a small machine
+/// (a look a millisecond cost a polling ping-pong about 2.5%). A consumer's thread that goes
+/// to sleep, or polls other EVDs, hands the connection back or keeps it moving itself (see
+/// `evd::POLLED`); the longest tick only matters to one that stops calling the library.
 const STAND_BACK_TICK: Duration = Duration::from_micros(200);
-const STAND_BACK_TICK_MAX: Duration = Duration::from_millis(1);
+
+/// The longest tick: 10 ms, or `LIBDAT_STANDBY_MS`.
+fn stand_back_tick_max() -> Duration {
+    static MAX: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        let ms = std::env::var("LIBDAT_STANDBY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+        Duration::from_millis(ms).max(STAND_BACK_TICK)
+    })
+}
 
 /// How long acknowledgements wait for a request of the consumer's to ride on (a ping-pong's
 /// reply), when a thread is sure to come back for them.
@@ -710,7 +720,7 @@ fn read_loop(ep: &Arc<Ep>, link: &Arc<TcpLink>) {
             if link.polls.load(Ordering::Relaxed) == seen {
                 link.polling.store(false, Ordering::Relaxed); // a whole tick without a poll
             } else {
-                tick = (tick * 2).min(STAND_BACK_TICK_MAX);
+                tick = (tick * 2).min(stand_back_tick_max());
             }
             continue;
         }
