@@ -1,7 +1,7 @@
 //! The Event Dispatcher: a bounded queue of `DAT_EVENT`s sized by the creation qlen, fed by
 //! software events, connection events and transport completions, drained by dequeue and wait.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -73,10 +73,25 @@ const POLLED_MAX: usize = 8;
 /// A thread that polls one EVD looks at the others it polled once every this many polls.
 const OTHERS_EVERY: u32 = 64;
 
-/// What a thread polled since it last slept in a wait.
+/// What a thread polled since it last slept in a wait: handles, and a count of polls. Plain
+/// cells, so the thread-local needs no destructor and costs no more than its address per poll.
 struct Polled {
-    evds: SmallVec<[DAT_EVD_HANDLE; POLLED_MAX]>,
-    polls: u32,
+    evds: [Cell<usize>; POLLED_MAX],
+    len: Cell<usize>,
+    polls: Cell<u32>,
+}
+
+impl Polled {
+    fn list(&self) -> SmallVec<[usize; POLLED_MAX]> {
+        self.evds[..self.len.get()].iter().map(Cell::get).collect()
+    }
+
+    fn set(&self, list: &[usize]) {
+        for (cell, h) in self.evds.iter().zip(list) {
+            cell.set(*h);
+        }
+        self.len.set(list.len());
+    }
 }
 
 thread_local! {
@@ -85,26 +100,34 @@ thread_local! {
     /// several EVDs in turn keeps all of them moving: held acknowledgements and frames of the
     /// ones it is not polling now do not wait for their connection's thread to notice. When it
     /// goes to sleep, whatever it waits for, they are handed back at once.
-    static POLLED: RefCell<Polled> = const {
-        RefCell::new(Polled { evds: SmallVec::new_const(), polls: 0 })
+    static POLLED: Polled = const {
+        Polled { evds: [const { Cell::new(0) }; POLLED_MAX], len: Cell::new(0), polls: Cell::new(0) }
     };
 }
 
 /// Notes that this thread polls `evd`; now and then (`OTHERS_EVERY`) it makes progress on the
 /// other EVDs it polled too.
 fn polling(evd: DAT_EVD_HANDLE) {
+    let key = evd as usize;
     let others = POLLED.with(|p| {
-        let mut p = p.borrow_mut();
-        if p.evds.last() != Some(&evd) && !p.evds.contains(&evd) && p.evds.len() < POLLED_MAX {
-            p.evds.push(evd);
+        let len = p.len.get();
+        let known = |e: &Cell<usize>| e.get() == key;
+        if len < POLLED_MAX && !p.evds[..len].iter().rev().any(known) {
+            p.evds[len].set(key);
+            p.len.set(len + 1);
         }
-        p.polls = p.polls.wrapping_add(1);
-        (p.polls % OTHERS_EVERY == 0 && p.evds.len() > 1).then(|| p.evds.clone())
+        let polls = p.polls.get().wrapping_add(1);
+        p.polls.set(polls);
+        (polls % OTHERS_EVERY == 0 && p.len.get() > 1).then(|| p.list())
     });
-    for h in others.into_iter().flatten().filter(|h| *h != evd) {
-        match crate::handle::get::<Evd>(h) {
+    for h in others.into_iter().flatten().filter(|h| *h != key) {
+        match crate::handle::get::<Evd>(h as DAT_EVD_HANDLE) {
             Some(other) => other.progress(),
-            None => POLLED.with(|p| p.borrow_mut().evds.retain(|e| *e != h)),
+            None => POLLED.with(|p| {
+                let mut list = p.list();
+                list.retain(|e| *e != h);
+                p.set(&list);
+            }),
         }
     }
 }
@@ -112,9 +135,13 @@ fn polling(evd: DAT_EVD_HANDLE) {
 /// This thread is about to sleep: the EVDs it polled hand their sources back to their own
 /// threads (`Progress::flush`).
 pub fn before_sleep() {
-    let polled = POLLED.with(|p| std::mem::take(&mut p.borrow_mut().evds));
+    let polled = POLLED.with(|p| {
+        let list = p.list();
+        p.len.set(0);
+        list
+    });
     for h in polled {
-        if let Some(evd) = crate::handle::get::<Evd>(h) {
+        if let Some(evd) = crate::handle::get::<Evd>(h as DAT_EVD_HANDLE) {
             evd.flush_sources();
         }
     }

@@ -39,5 +39,6 @@ pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> isize 
 
 /// The `errno` of the call that just failed.
 pub fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
+    unsafe { *libc::__errno_location() }
 }
