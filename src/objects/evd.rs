@@ -68,7 +68,7 @@ fn next_spin(spin: Duration, slept: Duration, base: Duration) -> Duration {
 
 /// The most EVDs one thread remembers polling (see `POLLED`); those beyond are left to their
 /// connections' own threads.
-const POLLED_MAX: usize = 8;
+const POLLED_MAX: usize = 32;
 
 /// A thread that polls one EVD looks at the others it polled once every this many polls.
 const OTHERS_EVERY: u32 = 64;

@@ -2,7 +2,8 @@
 //! `sendmsg` are cancellation points: in a process with more than one thread (ours always
 //! has the link's threads) each call also costs two atomic operations on the thread's
 //! cancellation state, on every poll and every frame. The library's threads are never
-//! cancelled, and a consumer's thread is never cancelled inside these non-blocking calls.
+//! cancelled, and a consumer's thread must not be cancelled inside the library at all (the
+//! unwinding would cross Rust frames): these calls are no cancellation points.
 //!
 //! Each returns what the system call returned: a count, or -1 with `errno` set.
 
