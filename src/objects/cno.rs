@@ -135,7 +135,8 @@ impl Cno {
             if s.waiter {
                 return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE));
             }
-            if s.triggered.is_empty() {
+            // A wait that may sleep hands the connections this thread polled back.
+            if s.triggered.is_empty() && timeout != Some(Duration::ZERO) {
                 MutexGuard::unlocked(&mut s, super::evd::before_sleep);
             }
             s.waiter = true;

@@ -402,7 +402,8 @@ impl Evd {
             });
         }
         let slept_at = (q.events.len() < threshold).then(Instant::now);
-        if slept_at.is_some() {
+        // A wait that may sleep hands its connections back (one of no time is a poll).
+        if slept_at.is_some() && timeout != Some(Duration::ZERO) {
             MutexGuard::unlocked(&mut q, || {
                 self.flush_sources();
                 before_sleep();

@@ -922,20 +922,27 @@ fn step(
 /// The peer carried out every request of ours up to `last`: they complete. Some(stop) when
 /// the acknowledgement covers a read, which only its data may answer.
 fn acknowledged(ep: &Ep, last: u64) -> Option<Stop> {
+    let covered = |r: &Request| r.seq <= last;
     loop {
-        let r = {
+        // Whether the next request is covered too is seen under the same lock: the usual
+        // acknowledgement, of one request, locks once.
+        let (r, more) = {
             let mut inner = ep.inner.lock();
             match inner.outstanding.front() {
-                Some(r) if r.seq <= last => {
+                Some(r) if covered(r) => {
                     if r.operation == dat_dtos::DAT_DTO_RDMA_READ {
                         return Some(Stop::Lost);
                     }
-                    inner.outstanding.pop_front()?
+                    let r = inner.outstanding.pop_front()?;
+                    (r, inner.outstanding.front().is_some_and(covered))
                 }
                 _ => return None,
             }
         };
         ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
+        if !more {
+            return None;
+        }
     }
 }
 
