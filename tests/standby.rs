@@ -13,7 +13,8 @@ use common::*;
 
 const ROUNDS: u64 = 100;
 
-/// `a` sends to `p` and the thread waits on `a`'s receive EVD for `p`'s reply; `a` handles it
+/// `a` sends to `p` (each side polled in turn: `a`'s completion needs the acknowledgement `p`
+/// holds), then `p` replies and the thread waits on `a`'s receive EVD: `a` handles the reply
 /// while it spins and holds the acknowledgement for a request to ride on. The thread then polls
 /// only `p`'s request EVD, whose completion needs that acknowledgement.
 fn polls_elsewhere(a: &Side, p: &Side, n: u64) {
