@@ -665,11 +665,9 @@ pub unsafe extern "C" fn dat_ep_post_recv(
         }
         match ep_state::post_recv(inner.state)? {
             Post::Flush => {
-                let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone());
                 drop(inner);
-                if let Some(evd) = evd {
-                    ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, dat_dtos::DAT_DTO_RECEIVE, 0);
-                }
+                // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+                ep.complete_recv(unsafe { user_cookie.as_64 }, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
             }
             Post::Run => {
                 if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {

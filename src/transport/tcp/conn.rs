@@ -341,8 +341,8 @@ impl Reader {
         }
         let mut b = [0u8; 1];
         // SAFETY: `b` is a writable one-byte buffer for the duration of the call.
-        let n = unsafe { libc::recv(self.stream.as_raw_fd(), b.as_mut_ptr() as *mut libc::c_void, 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
-        n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
+        let n = unsafe { sys::recv(self.stream.as_raw_fd(), b.as_mut_ptr(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        n >= 0 || sys::errno() != libc::EAGAIN
     }
 
     /// Bounds how long a read waits (None: forever); a read that waits longer fails.
@@ -361,16 +361,14 @@ impl Reader {
             // MSG_WAITALL: the kernel wakes us once the whole payload is there, not at every
             // segment that arrives.
             // SAFETY: `rest` is a writable buffer of its length for the duration of the call.
-            let got = unsafe { libc::recv(self.stream.as_raw_fd(), rest.as_mut_ptr() as *mut libc::c_void, rest.len(), libc::MSG_WAITALL) };
+            let got = unsafe { sys::recv(self.stream.as_raw_fd(), rest.as_mut_ptr(), rest.len(), libc::MSG_WAITALL) };
             match got {
                 0 => return Err(ConnError::Closed),
                 n if n > 0 => rest = &mut rest[n as usize..],
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(ConnError::from(e));
-                    }
-                }
+                _ => match sys::errno() {
+                    libc::EINTR => {}
+                    e => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
+                },
             }
         }
         Ok(())
