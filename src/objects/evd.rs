@@ -109,7 +109,9 @@ thread_local! {
 /// other EVDs it polled too.
 fn polling(evd: DAT_EVD_HANDLE) {
     let key = evd as usize;
-    let others = POLLED.with(|p| {
+    // The closure answers only "time for the others?": the list is copied out just then, not
+    // moved through every poll.
+    let others_due = POLLED.with(|p| {
         let len = p.len.get();
         let known = |e: &Cell<usize>| e.get() == key;
         if len < POLLED_MAX && !p.evds[..len].iter().rev().any(known) {
@@ -118,9 +120,17 @@ fn polling(evd: DAT_EVD_HANDLE) {
         }
         let polls = p.polls.get().wrapping_add(1);
         p.polls.set(polls);
-        (polls % OTHERS_EVERY == 0 && p.len.get() > 1).then(|| p.list())
+        polls % OTHERS_EVERY == 0 && p.len.get() > 1
     });
-    for h in others.into_iter().flatten().filter(|h| *h != key) {
+    if others_due {
+        progress_others(key);
+    }
+}
+
+/// Progress on the EVDs this thread polled besides `key`; forgets those that are gone.
+#[cold]
+fn progress_others(key: usize) {
+    for h in POLLED.with(Polled::list).into_iter().filter(|h| *h != key) {
         match crate::handle::get::<Evd>(h as DAT_EVD_HANDLE) {
             Some(other) => other.progress(),
             None => POLLED.with(|p| {

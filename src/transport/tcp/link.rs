@@ -27,6 +27,7 @@ use parking_lot::{Condvar, Mutex};
 use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
 use super::conn::{ConnError, Reader, Waiting, Writer, WriterGuard, MAX_PARTS};
 use super::doorbell::{Doorbell, Woken};
+use super::sys;
 use super::wire::{flags, Header, Op};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
@@ -35,12 +36,6 @@ use crate::objects::evd::Progress;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::srq::Segments;
 use crate::objects::sp::wire_limits;
-
-/// Microseconds since the first call: a cheap clock for "recently".
-fn micros_now() -> u64 {
-    static START: std::sync::LazyLock<std::time::Instant> = std::sync::LazyLock::new(std::time::Instant::now);
-    START.elapsed().as_micros() as u64
-}
 
 /// How often the reader thread, standing back while a consumer polls, looks whether it still
 /// does (and sends acknowledgements held too long): first after 200 µs, then less often while
@@ -120,7 +115,7 @@ pub struct TcpLink {
     /// Set while the reader thread stands by: it comes back every `STAND_BACK_TICK`, so
     /// acknowledgements may wait for a ride.
     standing_by: AtomicBool,
-    /// When held acknowledgements must go (`micros_now`), 0 when none are held.
+    /// When held acknowledgements must go (`sys::monotonic_micros`), 0 when none are held.
     ack_due: AtomicU64,
     /// Calls the reader thread out of its wait on the socket to stand by.
     doorbell: Doorbell,
@@ -415,7 +410,7 @@ impl TcpLink {
         std::sync::atomic::fence(Ordering::SeqCst);
         if held {
             if self.standing_by.load(Ordering::Relaxed) {
-                let now = micros_now();
+                let now = sys::monotonic_micros();
                 match self.ack_due.load(Ordering::Relaxed) {
                     0 => {
                         self.ack_due.store(now + ACK_HOLD_US, Ordering::Relaxed);
@@ -444,7 +439,7 @@ impl TcpLink {
     fn hold_ack(&self, seq: u64) {
         self.answers.lock().push_back(Answer::Ack(seq));
         if self.ack_due.load(Ordering::Relaxed) == 0 {
-            self.ack_due.store(micros_now() + ACK_HOLD_US, Ordering::Relaxed);
+            self.ack_due.store(sys::monotonic_micros() + ACK_HOLD_US, Ordering::Relaxed);
         }
     }
 
@@ -463,7 +458,7 @@ impl TcpLink {
     fn until_acks_due(&self) -> Option<Duration> {
         match self.ack_due.load(Ordering::Relaxed) {
             0 => None,
-            due => Some(Duration::from_micros(due.saturating_sub(micros_now()))),
+            due => Some(Duration::from_micros(due.saturating_sub(sys::monotonic_micros()))),
         }
     }
 
@@ -478,7 +473,7 @@ impl TcpLink {
     /// Whether held acknowledgements are past their time.
     fn acks_overdue(&self) -> bool {
         let due = self.ack_due.load(Ordering::Relaxed);
-        due != 0 && micros_now() >= due
+        due != 0 && sys::monotonic_micros() >= due
     }
 
     /// Writes the queued answers if the socket is free, else leaves them to the responder.

@@ -38,6 +38,15 @@ pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> isize 
     unsafe { libc::syscall(libc::SYS_sendmsg, fd, msg, flags) as isize }
 }
 
+/// Microseconds of the monotonic clock: never 0 (it counts from boot), and read without the
+/// 128-bit arithmetic of `Instant::elapsed`, since a poll that holds acknowledgements reads it.
+pub fn monotonic_micros() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec to the pointer we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1000
+}
+
 /// The `errno` of the call that just failed.
 pub fn errno() -> i32 {
     // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
