@@ -5,7 +5,8 @@
 //! cancelled, and a consumer's thread must not be cancelled inside the library at all (the
 //! unwinding would cross Rust frames): these calls are no cancellation points.
 //!
-//! Each returns what the system call returned: a count, or -1 with `errno` set.
+//! Each returns what the system call returned: a count, or -1 with `errno` set. The clock the
+//! data path reads is here too.
 
 use std::os::fd::RawFd;
 
