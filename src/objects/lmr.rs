@@ -10,6 +10,7 @@ use parking_lot::RwLock;
 
 use super::ia::Ia;
 use super::pz::Pz;
+use super::region_table::{Found, Region, RegionTable};
 use super::{Counted, Held, Users};
 use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
@@ -82,6 +83,9 @@ unsafe impl Sync for Entry {}
 /// Every live region by context. Contexts are already scattered bijections of a counter
 /// (`new_key`), so they need no hashing; lookups run on every DTO and every peer access.
 static CONTEXTS: LazyLock<RwLock<IntMap<u32, Entry>>> = LazyLock::new(Default::default);
+/// The same regions where a segment check finds them without a lock (most of them: those whose
+/// slot was free). Written only under the write lock of `CONTEXTS`.
+static REGIONS: LazyLock<RegionTable> = LazyLock::new(Default::default);
 static NEXT_KEY: AtomicU32 = AtomicU32::new(1);
 static KEY_SEED: LazyLock<u32> = LazyLock::new(|| {
     let mut seed = [0u8; 4];
@@ -135,7 +139,13 @@ impl Lmr {
             length,
             privileges,
         };
-        CONTEXTS.write().insert(lmr.context, entry);
+        let mut contexts = CONTEXTS.write();
+        REGIONS.insert(
+            lmr.context,
+            Region { pz: entry.pz as usize, address, length, privileges },
+        );
+        contexts.insert(lmr.context, entry);
+        drop(contexts);
         lmr
     }
 
@@ -196,6 +206,21 @@ impl Lmr {
         privilege: u32,
         pz: &Arc<Pz>,
     ) -> Result<(), AccessError> {
+        match REGIONS.get(context) {
+            Found::Region(r) => check_access((r.pz as *const Pz, r.address, r.length, r.privileges), address, length, privilege, pz),
+            Found::Unknown => Lmr::check_segment_in_map(context, address, length, privilege, pz),
+        }
+    }
+
+    /// [`Lmr::check_segment`] for a region the lock-free table does not hold (or none).
+    #[cold]
+    fn check_segment_in_map(
+        context: u32,
+        address: u64,
+        length: u64,
+        privilege: u32,
+        pz: &Arc<Pz>,
+    ) -> Result<(), AccessError> {
         let contexts = CONTEXTS.read();
         let e = contexts.get(&context).ok_or(AccessError::UnknownContext)?;
         if e.lmr.strong_count() == 0 {
@@ -235,6 +260,7 @@ impl Drop for Lmr {
         let mut contexts = CONTEXTS.write();
         if contexts.get(&self.context).is_some_and(|e| e.lmr.strong_count() == 0) {
             contexts.remove(&self.context);
+            REGIONS.remove(self.context);
         }
     }
 }

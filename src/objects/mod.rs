@@ -8,6 +8,7 @@ pub mod ia;
 pub mod limits;
 pub mod lmr;
 pub mod pz;
+pub mod region_table;
 pub mod rmr;
 pub mod sp;
 pub mod srq;
