@@ -54,9 +54,14 @@ fn stand_back_tick_max() -> Duration {
     })
 }
 
-/// How long acknowledgements wait for a request of the consumer's to ride on (a ping-pong's
-/// reply), when a thread is sure to come back for them.
+/// How long the reader thread's acknowledgements wait for company (more of them, or a request
+/// of the consumer's to ride on).
 const ACK_HOLD_US: u64 = 20;
+
+/// How many of its polls a polling consumer's thread holds acknowledgements for its next
+/// request to carry (a ping-pong's reply): counted, not timed, so the poll reads no clock.
+/// About the reader thread's `ACK_HOLD_US` at the usual half microsecond a poll.
+const ACK_HOLD_POLLS: u64 = 32;
 
 
 /// How long an ending connection waits for the peer's last frames before it lets go.
@@ -115,8 +120,12 @@ pub struct TcpLink {
     /// Set while the reader thread stands by: it comes back every `STAND_BACK_TICK`, so
     /// acknowledgements may wait for a ride.
     standing_by: AtomicBool,
-    /// When held acknowledgements must go (`sys::monotonic_micros`), 0 when none are held.
+    /// When the reader thread's held acknowledgements must go (`sys::monotonic_micros`), 0
+    /// when it holds none.
     ack_due: AtomicU64,
+    /// The poll (`polls`, plus one) at which a polling consumer's thread began to hold
+    /// acknowledgements, 0 when it holds none.
+    held_since_poll: AtomicU64,
     /// Calls the reader thread out of its wait on the socket to stand by.
     doorbell: Doorbell,
     /// Set when the doorbell rang and the reader thread has not answered yet.
@@ -143,6 +152,7 @@ impl TcpLink {
             standby_wake: Condvar::new(),
             standing_by: AtomicBool::new(false),
             ack_due: AtomicU64::new(0),
+            held_since_poll: AtomicU64::new(0),
             doorbell: Doorbell::new()?,
             rung: AtomicBool::new(false),
         });
@@ -156,7 +166,7 @@ impl TcpLink {
 
     /// Queues an answer; `wake` the responder unless the caller writes the queue itself.
     fn answer(&self, a: Answer, wake: bool) {
-        self.answers.lock().push_back(a);
+        queue_answer(&mut self.answers.lock(), a);
         if wake {
             self.answer_ready.notify_one();
         }
@@ -188,7 +198,7 @@ impl TcpLink {
             let answer = {
                 let mut q = self.answers.lock();
                 let Some(mut a) = q.pop_front() else {
-                    self.ack_due.store(0, Ordering::Relaxed);
+                    self.acks_gone();
                     return Ok(());
                 };
                 if let Answer::Kept(_) = a {
@@ -296,6 +306,16 @@ fn writable(q: &VecDeque<Answer>) -> bool {
     }
 }
 
+/// Queues an answer. An acknowledgement behind another one replaces it: they are cumulative,
+/// and would merge into one frame anyway (`write_answers`).
+fn queue_answer(q: &mut VecDeque<Answer>, a: Answer) {
+    if let (Answer::Ack(seq), Some(Answer::Ack(last))) = (&a, q.back_mut()) {
+        *last = (*last).max(*seq);
+        return;
+    }
+    q.push_back(a);
+}
+
 /// Whether every queued answer is an acknowledgement: those may wait for a request to ride on
 /// (or merge into one frame), since nothing else keeps order behind them.
 fn only_acks(q: &VecDeque<Answer>) -> bool {
@@ -367,7 +387,7 @@ impl Progress for TcpLink {
             }
         }
         // Answers this round made, or acknowledgements held for a ride whose time may be up.
-        if handled || self.ack_due.load(Ordering::Relaxed) != 0 {
+        if handled || self.acks_held() {
             self.answer_soon();
         }
     }
@@ -393,30 +413,29 @@ impl TcpLink {
     }
 
     /// Writes the queued answers, unless they are only acknowledgements and the reader thread
-    /// stands by: then they wait up to `ACK_HOLD_US` for the consumer's next request to carry
-    /// them (a reply to what they acknowledge, usually), and this thread's next poll or the
-    /// reader thread's next look sends them if none came. A reader thread waiting on the
-    /// socket is called to stand by, for the next ones.
+    /// stands by: then they wait up to `ACK_HOLD_POLLS` polls for the consumer's next request
+    /// to carry them (a reply to what they acknowledge, usually), and this thread's next poll
+    /// or the reader thread's next look sends them if none came. A reader thread waiting on
+    /// the socket is called to stand by, for the next ones.
     fn answer_soon(&self) {
-        let held = {
+        let (held, standing_by) = {
             let q = self.answers.lock();
             if q.is_empty() {
                 return; // the usual poll: nothing to answer
             }
-            only_acks(&q)
+            // Read under the lock that `leave_standby` takes after it stops standing by:
+            // either it sees our acknowledgements, or we see that it no longer stands by.
+            (only_acks(&q), self.standing_by.load(Ordering::Relaxed))
         };
-        // Pairs with the fence in `leave_standby`: either it sees our acknowledgements, or we
-        // see that it no longer stands by.
-        std::sync::atomic::fence(Ordering::SeqCst);
         if held {
-            if self.standing_by.load(Ordering::Relaxed) {
-                let now = sys::monotonic_micros();
-                match self.ack_due.load(Ordering::Relaxed) {
+            if standing_by {
+                let now = self.polls.load(Ordering::Relaxed).wrapping_add(1);
+                match self.held_since_poll.load(Ordering::Relaxed) {
                     0 => {
-                        self.ack_due.store(now + ACK_HOLD_US, Ordering::Relaxed);
+                        self.held_since_poll.store(now, Ordering::Relaxed);
                         return;
                     }
-                    due if now < due => return,
+                    since if now.wrapping_sub(since) < ACK_HOLD_POLLS => return,
                     _ => {}
                 }
             } else if !self.rung.swap(true, Ordering::Relaxed) {
@@ -426,18 +445,29 @@ impl TcpLink {
         self.write_pending();
     }
 
-    /// The reader thread stops standing by: acknowledgements held so far go out now.
+    /// The reader thread stops standing by: acknowledgements held so far go out now (it looks
+    /// under the answers' lock, see `answer_soon`).
     fn leave_standby(&self) {
         self.standing_by.store(false, Ordering::Relaxed);
-        std::sync::atomic::fence(Ordering::SeqCst);
         self.send_held_acks();
+    }
+
+    /// Whether acknowledgements are held, by either thread.
+    fn acks_held(&self) -> bool {
+        self.ack_due.load(Ordering::Relaxed) != 0 || self.held_since_poll.load(Ordering::Relaxed) != 0
+    }
+
+    /// Held acknowledgements were taken (to be written, or to ride on a request).
+    fn acks_gone(&self) {
+        self.ack_due.store(0, Ordering::Relaxed);
+        self.held_since_poll.store(0, Ordering::Relaxed);
     }
 
     /// The reader thread's acknowledgement: it waits up to `ACK_HOLD_US` for company (more
     /// acknowledgements, merged into one frame, or a request of the consumer's to ride on),
     /// then the reader thread has the responder send it.
     fn hold_ack(&self, seq: u64) {
-        self.answers.lock().push_back(Answer::Ack(seq));
+        queue_answer(&mut self.answers.lock(), Answer::Ack(seq));
         if self.ack_due.load(Ordering::Relaxed) == 0 {
             self.ack_due.store(sys::monotonic_micros() + ACK_HOLD_US, Ordering::Relaxed);
         }
@@ -447,11 +477,20 @@ impl TcpLink {
     /// they acknowledge (acknowledgements are cumulative).
     fn take_acks(&self) -> Option<u64> {
         let mut q = self.answers.lock();
-        if q.is_empty() || !only_acks(&q) {
-            return None;
-        }
-        self.ack_due.store(0, Ordering::Relaxed);
-        Some(q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m }))
+        let last = match q.front() {
+            // The usual case: acknowledgements merge as they queue (`queue_answer`).
+            Some(Answer::Ack(seq)) if q.len() == 1 => {
+                let seq = *seq;
+                q.pop_front();
+                seq
+            }
+            Some(_) if only_acks(&q) => {
+                q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m })
+            }
+            _ => return None,
+        };
+        self.acks_gone();
+        Some(last)
     }
 
     /// How long the reader thread may wait before held acknowledgements are due.
@@ -464,16 +503,18 @@ impl TcpLink {
 
     /// Has the responder send what is queued (the reader thread never writes itself).
     fn send_held_acks(&self) {
-        self.ack_due.store(0, Ordering::Relaxed);
+        self.acks_gone();
         if !self.answers.lock().is_empty() {
             self.answer_ready.notify_one();
         }
     }
 
-    /// Whether held acknowledgements are past their time.
+    /// Whether held acknowledgements are past their time: the reader thread's after
+    /// `ACK_HOLD_US`; a consumer's at the reader thread's next look (the consumer's own polls
+    /// send them sooner).
     fn acks_overdue(&self) -> bool {
         let due = self.ack_due.load(Ordering::Relaxed);
-        due != 0 && sys::monotonic_micros() >= due
+        self.held_since_poll.load(Ordering::Relaxed) != 0 || (due != 0 && sys::monotonic_micros() >= due)
     }
 
     /// Writes the queued answers if the socket is free, else leaves them to the responder.
