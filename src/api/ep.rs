@@ -518,7 +518,6 @@ unsafe fn post_request(
         Post::Run => inner.link.clone(),
         Post::Flush => None,
     };
-    drop(inner);
     // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
     let cookie = unsafe { user_cookie.as_64 };
     let posted = match link {
@@ -533,9 +532,12 @@ unsafe fn post_request(
                 signalled: completion_flags & quiet == 0,
                 solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
             };
-            link.post(&ep, &request)?
+            link.post(&ep, inner, &request)?
         }
-        None => Posted::Flush,
+        None => {
+            drop(inner);
+            Posted::Flush
+        }
     };
     if posted == Posted::Flush {
         let evd = ep.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());

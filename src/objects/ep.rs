@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::ep_state::{self, State};
 use super::evd::{Evd, Progress};
@@ -102,8 +102,9 @@ pub enum Posted {
 pub trait Link: Progress {
     /// Ends the connection.
     fn close(&self, how: Close);
-    /// Sends a request DTO; its completion arrives through [`Ep::pop_request`].
-    fn post(&self, ep: &Ep, request: &Outgoing<'_>) -> DatResult<Posted>;
+    /// Sends a request DTO; its completion arrives through [`Ep::pop_request`]. The caller
+    /// hands over the EP's lock, under which it checked the request.
+    fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, request: &Outgoing<'_>) -> DatResult<Posted>;
     /// A receive was posted while messages waited for one: they land now.
     fn receive_posted(&self, ep: &Ep);
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
 use super::conn::{ConnError, Reader, Waiting, Writer, WriterGuard, MAX_PARTS};
@@ -31,7 +31,7 @@ use super::sys;
 use super::wire::{flags, Header, Op};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
-use crate::objects::ep::{Close, EarlyMessage, End, Ep, Link, Outgoing, Posted, Request};
+use crate::objects::ep::{Close, EarlyMessage, End, Ep, EpInner, Link, Outgoing, Posted, Request};
 use crate::objects::evd::Progress;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::srq::Segments;
@@ -548,7 +548,7 @@ impl Link for TcpLink {
         }
     }
 
-    fn post(&self, ep: &Ep, out: &Outgoing<'_>) -> DatResult<Posted> {
+    fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
         if out.segments.len() >= MAX_PARTS {
             return Err(DatError::invalid_arg(2));
         }
@@ -560,12 +560,42 @@ impl Link for TcpLink {
         if total > u64::from(wire_limits().max_message) {
             return Err(DatError::invalid_arg(3));
         }
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let op = match out.operation {
             dat_dtos::DAT_DTO_RDMA_WRITE => Op::RdmaWrite,
             dat_dtos::DAT_DTO_RDMA_READ => Op::RdmaReadRequest,
             _ => Op::Send,
         };
+        // The writer is taken before the EP as a rule; the EP's lock the caller holds is kept
+        // when the writer is free at once (the usual post), else let go and taken again.
+        let mut inner = inner;
+        let mut w = match self.writer.try_lock() {
+            Some(w) => w,
+            None => {
+                drop(inner);
+                let w = self.writer.lock();
+                inner = ep.inner.lock();
+                if inner.link.is_none() {
+                    return Ok(Posted::Flush); // the connection ended: the caller flushes
+                }
+                w
+            }
+        };
+        if inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize {
+            return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
+        }
+        // Numbered under the writer's lock: requests go out, and are acknowledged, in the
+        // order of their numbers.
+        let seq = self.next_seq.load(Ordering::Relaxed);
+        self.next_seq.store(seq + 1, Ordering::Relaxed);
+        inner.outstanding.push_back(Request {
+            seq,
+            cookie: out.cookie,
+            operation: out.operation,
+            length: total as u32,
+            signalled: out.signalled,
+            read_into: if op == Op::RdmaReadRequest { Segments::from_slice(out.segments) } else { Segments::new() },
+        });
+        drop(inner);
         let mut h = Header::new(op);
         h.id = seq;
         h.payload_len = total as u32;
@@ -583,24 +613,6 @@ impl Link for TcpLink {
             // the consumer keeps the memory until the DTO completes.
             unsafe { std::slice::from_raw_parts(s.virtual_address as *const u8, s.segment_length as usize) }
         });
-        let mut w = self.writer.lock();
-        {
-            let mut inner = ep.inner.lock();
-            if inner.link.is_none() {
-                return Ok(Posted::Flush); // the connection ended: the caller flushes
-            }
-            if inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize {
-                return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
-            }
-            inner.outstanding.push_back(Request {
-                seq,
-                cookie: out.cookie,
-                operation: out.operation,
-                length: total as u32,
-                signalled: out.signalled,
-                read_into: if op == Op::RdmaReadRequest { Segments::from_slice(out.segments) } else { Segments::new() },
-            });
-        }
         // Waiting acknowledgements (and only those: answers keep their order) go out with the
         // request: inside a send's header, else as a frame ahead of it in the same system call.
         let mut ack = None;
