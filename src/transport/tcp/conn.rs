@@ -215,7 +215,8 @@ impl Reader {
         }
     }
 
-    fn buffered(&self) -> usize {
+    /// How many bytes of the stream wait in the read-ahead buffer.
+    pub fn buffered(&self) -> usize {
         self.end - self.start
     }
 

@@ -32,9 +32,9 @@ use super::wire::{flags, Header, Op};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use crate::objects::ep::{Close, EarlyMessage, End, Ep, EpInner, Link, Outgoing, Posted, Request};
-use crate::objects::evd::Progress;
+use crate::objects::evd::{Evd, Progress};
 use crate::objects::lmr::{self, Lmr};
-use crate::objects::srq::Segments;
+use crate::objects::srq::{PostedRecv, Segments};
 use crate::objects::sp::wire_limits;
 
 /// How often the reader thread, standing back while a consumer polls, looks whether it still
@@ -1022,23 +1022,26 @@ fn deliver(
 ) -> Result<Option<dat_dto_completion_status>, ConnError> {
     let len = h.payload_len;
     let in_order = ep.receiving.lock();
-    // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of this EP
-    // waits for one (a message must not overtake those); else it waits too.
-    // What the delivery needs of the EP, in one look.
+    // A payload already read ahead (a small message, the usual one) lands under one lock of
+    // the EP, which holds its zone and receive EVD: nothing on the way blocks.
+    if reader.buffered() >= len as usize {
+        let mut inner = ep.inner.lock();
+        // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of
+        // this EP waits for one (a message must not overtake those); else it waits too.
+        let recv = if inner.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+        if let Some(recv) = recv {
+            let pz = inner.pz.as_ref().map(|p| p.arc());
+            let evd = inner.recv_evd.as_deref();
+            return land(ep, link, reader, h, &recv, pz, evd, in_caller);
+        }
+    }
+    // What the delivery needs of the EP, in one look, taken along: the payload may have to
+    // be waited for.
     let (recv, pz, evd) = {
         let mut inner = ep.inner.lock();
-        let recv = if inner.unexpected.is_empty() {
-            next_receive(&mut inner)
-        } else {
-            None
-        };
+        let recv = if inner.unexpected.is_empty() { next_receive(&mut inner) } else { None };
         let pz = inner.pz.as_ref().map(|p| p.arc().clone());
         (recv, pz, inner.recv_evd.as_ref().map(|e| e.arc().clone()))
-    };
-    let complete = |cookie: u64, status, len| {
-        if let Some(evd) = &evd {
-            ep.complete(evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, len);
-        }
     };
     let recv = match recv {
         Some(r) => r,
@@ -1071,22 +1074,43 @@ fn deliver(
             return Ok(None);
         }
     };
+    land(ep, link, reader, h, &recv, pz.as_ref(), evd.as_deref(), in_caller)
+}
+
+/// The payload of message `h` into receive `recv` (of an EP in zone `pz`, completing on
+/// `evd`): the acknowledgement, then the completion.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn land(
+    ep: &Ep,
+    link: &TcpLink,
+    reader: &mut Reader,
+    h: &Header,
+    recv: &PostedRecv,
+    pz: Option<&Arc<crate::objects::pz::Pz>>,
+    evd: Option<&Evd>,
+    in_caller: bool,
+) -> Result<Option<dat_dto_completion_status>, ConnError> {
+    let len = h.payload_len;
+    let complete = |status, len| {
+        if let Some(evd) = evd {
+            ep.complete(evd, DAT_DTO_COOKIE { as_64: recv.cookie }, status, dat_dtos::DAT_DTO_RECEIVE, len);
+        }
+    };
     if u64::from(len) > room(&recv.segments) {
         reader.skip(len as usize)?;
-        complete(recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
+        complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
         return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER));
     }
-    match scatter(pz.as_ref(), reader, &recv.segments, len)? {
+    match scatter(pz, reader, &recv.segments, len)? {
         None => {
             acknowledge(link, h.id, in_caller);
-            complete(recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, len);
+            complete(dat_dto_completion_status::DAT_DTO_SUCCESS, len);
             Ok(None)
         }
         Some(status) => {
-            complete(recv.cookie, status, 0);
-            Ok(Some(
-                dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
-            ))
+            complete(status, 0);
+            Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER))
         }
     }
 }
