@@ -77,7 +77,8 @@ pub trait Object: Any + Send + Sync {
     }
 
     /// Called once as the handle dies (freed, or its IA closed abruptly): wake waiters, stop
-    /// listening, tear down a connection. In-flight calls may still hold the object.
+    /// listening, tear down a connection, let go of the objects it keeps in use. In-flight
+    /// calls, and a thread's memory of its last lookup, may still hold the object.
     fn on_release(&self) {}
 }
 
@@ -117,6 +118,15 @@ struct Slot {
 struct Table {
     slots: RwLock<Slab<Slot>>,
     next_generation: AtomicU32,
+}
+
+/// Counts removals from the table (bumped under its write lock): a lookup a thread remembers
+/// (`api::edge::with_object`) holds while this count is what it was at the lookup.
+static REMOVALS: AtomicU64 = AtomicU64::new(0);
+
+/// How many handles have been removed so far.
+pub fn removals() -> u64 {
+    REMOVALS.load(Ordering::Acquire)
 }
 
 static TABLE: LazyLock<Table> = LazyLock::new(|| Table {
@@ -214,6 +224,7 @@ pub fn remove<T: Object>(handle: DAT_HANDLE) -> Option<Arc<T>> {
         return None;
     }
     let slot = slots.remove(d.index);
+    REMOVALS.fetch_add(1, Ordering::Release);
     drop(slots); // the release may touch the table
     (slot.release)(&*slot.object);
     slot.object.downcast::<T>().ok()
@@ -225,6 +236,7 @@ pub fn remove_any(handle: DAT_HANDLE) -> bool {
     match find(handle, &slots) {
         Some(d) => {
             let slot = slots.remove(d.index);
+            REMOVALS.fetch_add(1, Ordering::Release);
             drop(slots); // the release may touch the table
             (slot.release)(&*slot.object);
             true

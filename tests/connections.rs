@@ -161,6 +161,45 @@ fn a_stream_of_messages_lands_in_order_while_receives_are_posted_behind_it() {
 }
 
 #[test]
+fn messages_polled_with_dequeue_complete_in_order_however_many_a_poll_finds() {
+    // The receiver polls: each dequeue handles every frame waiting in the socket, hands the
+    // first completion straight back and queues the rest. The sender keeps a window of small
+    // messages in flight, so polls often find several.
+    const WINDOW: u64 = 16;
+    const SLOT: usize = 64;
+    const MESSAGES: u64 = 5000;
+    let (a, p) = connected_with_buffers(ALL_PRIV, 2 * WINDOW as usize * SLOT);
+    for n in 0..WINDOW {
+        p.post_recv(&[p.iov(n as usize * SLOT, SLOT as u32)], n);
+    }
+    let (ep, req_evd, lmr_ctx, base) = (a.ep as usize, a.req_evd as usize, a.lmr_ctx, a.addr(WINDOW as usize * SLOT) as usize);
+    let sender = std::thread::spawn(move || {
+        let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+        for n in 0..MESSAGES {
+            if n >= WINDOW {
+                assert_eq!(dto(req_evd as DAT_EVD_HANDLE).0, n - WINDOW);
+            }
+            let at = base + (n % WINDOW) as usize * SLOT;
+            // SAFETY: a slot of a's registered buffer that no send in flight uses.
+            unsafe { std::slice::from_raw_parts_mut(at as *mut u8, SLOT) }.fill((n % 251) as u8);
+            let iov = [DAT_LMR_TRIPLET { lmr_context: lmr_ctx, virtual_address: at as DAT_VADDR, segment_length: SLOT as u32 }];
+            assert_eq!(unsafe { dat_ep_post_send(ep as DAT_EP_HANDLE, 1, iov.as_ptr() as *mut _, cookie(n), flags) }, OK);
+        }
+        for n in MESSAGES - WINDOW..MESSAGES {
+            assert_eq!(dto(req_evd as DAT_EVD_HANDLE).0, n);
+        }
+    });
+    for n in 0..MESSAGES {
+        assert_eq!(polled(p.recv_evd), (n, dat_dto_completion_status::DAT_DTO_SUCCESS, SLOT as u32), "message {n}");
+        let slot = (n % WINDOW) as usize * SLOT;
+        assert!(p.buf[slot..slot + SLOT].iter().all(|b| *b == (n % 251) as u8), "message {n} arrived wrong");
+        p.post_recv(&[p.iov(slot, SLOT as u32)], n + WINDOW);
+    }
+    sender.join().unwrap();
+    drop(a);
+}
+
+#[test]
 fn suppressed_completions_are_not_reported_but_errors_are() {
     let (a, p) = connected(ALL_PRIV);
     p.post_recv(&[p.iov(0, 64)], 1);

@@ -228,3 +228,40 @@ fn cno_and_any_handles() {
         }
     }
 }
+
+#[test]
+fn a_handle_the_thread_just_used_is_refused_once_freed() {
+    // The data-transfer calls remember the EP or EVD the thread used last: a free, even of
+    // that very object, must show at once, and must let go of what the object held.
+    let w = open();
+    let flags = dat_evd_flags::DAT_EVD_DTO_FLAG as u32 | dat_evd_flags::DAT_EVD_CONNECTION_FLAG as u32;
+    let empty = DatError::bare(dat::error::Type::DAT_QUEUE_EMPTY).code();
+    unsafe {
+        let mut cno = null_mut();
+        assert_eq!(dat_cno_create(w.ia, zero(), &mut cno), OK);
+        let mut evd = null_mut();
+        assert_eq!(dat_evd_create(w.ia, 8, cno, flags, &mut evd), OK);
+        let mut event: DAT_EVENT = zero();
+        assert_eq!(dat_evd_dequeue(evd, &mut event), empty);
+        let mut ep = null_mut();
+        assert_eq!(dat_ep_create(w.ia, w.pz, evd, evd, evd, null_mut(), &mut ep), OK);
+        assert_eq!(dat_ep_post_recv(ep, 0, null_mut(), DAT_CONTEXT { as_64: 1 }, 0), OK);
+        assert_eq!(dat_ep_free(ep), OK);
+        let s = Sub::DAT_INVALID_HANDLE_EP;
+        assert_eq!(dat_ep_post_recv(ep, 0, null_mut(), DAT_CONTEXT { as_64: 2 }, 0), expect(s));
+        assert_eq!(dat_ep_post_send(ep, 0, null_mut(), DAT_CONTEXT { as_64: 3 }, 0), expect(s));
+        // The flushed receive of the freed EP, then nothing.
+        assert_eq!(dat_evd_dequeue(evd, &mut event), OK);
+        assert_eq!(dat_evd_free(evd), OK);
+        assert_eq!(dat_evd_dequeue(evd, &mut event), expect(Sub::DAT_INVALID_HANDLE1));
+        assert_eq!(dat_evd_wait(evd, 0, 1, &mut event, &mut 0), expect(Sub::DAT_INVALID_HANDLE1));
+        // The freed EVD no longer keeps its CNO in use.
+        assert_eq!(dat_cno_free(cno), OK);
+        // A new EVD, which may take the old one's slot, is found; the old handle still is not.
+        let mut again = null_mut();
+        assert_eq!(dat_evd_create(w.ia, 8, null_mut(), flags, &mut again), OK);
+        assert_eq!(dat_evd_dequeue(again, &mut event), empty);
+        assert_eq!(dat_evd_dequeue(evd, &mut event), expect(Sub::DAT_INVALID_HANDLE1));
+        assert_eq!(dat_evd_free(again), OK);
+    }
+}

@@ -2,10 +2,12 @@
 //! us (handles, out-pointers, in-pointers, arrays, strings, enum values). The only `unsafe` of
 //! the API layer lives here.
 
+use std::cell::RefCell;
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::thread::LocalKey;
 
 use crate::abi::*;
 use crate::error::{to_return, DatError, DatResult, Sub};
@@ -30,6 +32,56 @@ pub fn run(body: impl FnOnce() -> DatResult) -> DAT_RETURN {
 /// The live object of type `T` behind `h`, or `DAT_INVALID_HANDLE` with subtype `sub`.
 pub fn object<T: Object>(h: DAT_HANDLE, sub: Sub) -> DatResult<Arc<T>> {
     handle::get::<T>(h).ok_or(DatError::invalid_handle(sub))
+}
+
+/// A thread's memory of its last lookup of one object type: the handle, the count of handle
+/// removals when it was made, and the object.
+pub struct Recent<T>(RefCell<Option<(usize, u64, Arc<T>)>>);
+
+impl<T> Recent<T> {
+    pub const fn new() -> Recent<T> {
+        Recent(RefCell::new(None))
+    }
+}
+
+impl<T> Default for Recent<T> {
+    fn default() -> Recent<T> {
+        Recent::new()
+    }
+}
+
+/// Lends `body` the live object of type `T` behind `h` (else `DAT_INVALID_HANDLE` with
+/// subtype `sub`). The thread remembers its last lookup in `recent`, good for as long as no
+/// handle is removed: the data-transfer calls, made on the same EP or EVD over and over, find
+/// it there without the table's lock or a reference count.
+pub fn with_object<T: Object, R>(
+    recent: &'static LocalKey<Recent<T>>,
+    h: DAT_HANDLE,
+    sub: Sub,
+    body: impl FnOnce(&T) -> DatResult<R>,
+) -> DatResult<R> {
+    let removals = handle::removals();
+    let mut body = Some(body);
+    let lent = recent.try_with(|r| {
+        let remembered = r.0.try_borrow().ok()?;
+        match &*remembered {
+            Some((key, at, o)) if *key == h as usize && *at == removals => body.take().map(|b| b(o)),
+            _ => None,
+        }
+    });
+    if let Ok(Some(result)) = lent {
+        return result;
+    }
+    let o = object::<T>(h, sub)?;
+    // Not while the memory is lent out (a nested lookup), nor as the thread ends.
+    let _ = recent.try_with(|r| {
+        let forgotten = r.0.try_borrow_mut().ok().and_then(|mut m| m.replace((h as usize, removals, o.clone())));
+        drop(forgotten); // outside the borrow: the last reference may go here
+    });
+    match body.take() {
+        Some(b) => b(&o),
+        None => Err(DatError::internal()),
+    }
 }
 
 /// Like [`object`], but `DAT_HANDLE_NULL` is a valid "none".

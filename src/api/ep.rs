@@ -22,6 +22,16 @@ fn ep(h: DAT_EP_HANDLE) -> DatResult<Arc<Ep>> {
     edge::object::<Ep>(h, Sub::DAT_INVALID_HANDLE_EP)
 }
 
+thread_local! {
+    /// The EP this thread last posted a DTO on.
+    static RECENT: edge::Recent<Ep> = const { edge::Recent::new() };
+}
+
+/// Lends `body` the EP behind `h`, as the data-transfer calls look it up.
+fn with_ep<R>(h: DAT_EP_HANDLE, body: impl FnOnce(&Ep) -> DatResult<R>) -> DatResult<R> {
+    edge::with_object(&RECENT, h, Sub::DAT_INVALID_HANDLE_EP, body)
+}
+
 /// An EVD the EP will feed: NULL, or one of the IA's EVDs with the right stream.
 fn stream_evd(h: DAT_EVD_HANDLE, ia: &Arc<Ia>, stream: dat_evd_flags, sub: Sub) -> DatResult<Option<Arc<Evd>>> {
     let evd = edge::optional_object::<Evd>(h, sub)?;
@@ -485,67 +495,68 @@ unsafe fn post_request(
     operation: dat_dtos,
     checks_only: bool,
 ) -> DatResult {
-    let ep = ep(ep_handle)?;
-    // The checks run under the EP's lock, on what it holds (no references taken); only the
-    // link the request goes out on is taken along.
-    let inner = ep.inner.lock();
-    let max_iov = match operation {
-        dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
-        dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
-        _ => inner.attr.max_request_iov,
-    };
-    if num_segments < 0 || num_segments > max_iov.max(1) {
-        return Err(DatError::invalid_arg(2));
-    }
-    // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
-    let segments = unsafe { edge::slice_in(local_iov, num_segments, 3)? };
-    let remote = match remote_iov {
-        // SAFETY: a non-NULL remote IOV points to a triplet (API contract).
-        Some(r) => Some(unsafe { edge::required_in(r, 5)? }),
-        None => None,
-    };
-    check_completion_flags(completion_flags, inner.attr.request_completion_flags, flags_position)?;
-    let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ { lmr::PRIV_LOCAL_WRITE } else { lmr::PRIV_LOCAL_READ };
-    check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
-    if inner.request_evd.is_none() {
-        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST));
-    }
-    let post = ep_state::post_request(inner.state)?;
-    if checks_only {
-        return Ok(());
-    }
-    let link = match post {
-        Post::Run => inner.link.clone(),
-        Post::Flush => None,
-    };
-    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-    let cookie = unsafe { user_cookie.as_64 };
-    let posted = match link {
-        Some(link) => {
-            let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
-                | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
-            let request = Outgoing {
-                operation,
-                segments,
-                remote,
-                cookie,
-                signalled: completion_flags & quiet == 0,
-                solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
-            };
-            link.post(&ep, inner, &request)?
+    with_ep(ep_handle, |ep| {
+        // The checks run under the EP's lock, on what it holds (no references taken); only the
+        // link the request goes out on is taken along.
+        let inner = ep.inner.lock();
+        let max_iov = match operation {
+            dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
+            dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
+            _ => inner.attr.max_request_iov,
+        };
+        if num_segments < 0 || num_segments > max_iov.max(1) {
+            return Err(DatError::invalid_arg(2));
         }
-        None => {
-            drop(inner);
-            Posted::Flush
+        // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
+        let segments = unsafe { edge::slice_in(local_iov, num_segments, 3)? };
+        let remote = match remote_iov {
+            // SAFETY: a non-NULL remote IOV points to a triplet (API contract).
+            Some(r) => Some(unsafe { edge::required_in(r, 5)? }),
+            None => None,
+        };
+        check_completion_flags(completion_flags, inner.attr.request_completion_flags, flags_position)?;
+        let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ { lmr::PRIV_LOCAL_WRITE } else { lmr::PRIV_LOCAL_READ };
+        check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
+        if inner.request_evd.is_none() {
+            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST));
         }
-    };
-    if posted == Posted::Flush {
-        let evd = ep.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
-        if let Some(evd) = evd {
-            ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, operation, 0);
+        let post = ep_state::post_request(inner.state)?;
+        if checks_only {
+            return Ok(());
         }
-    }
-    Ok(())
+        let link = match post {
+            Post::Run => inner.link.clone(),
+            Post::Flush => None,
+        };
+        // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+        let cookie = unsafe { user_cookie.as_64 };
+        let posted = match link {
+            Some(link) => {
+                let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
+                    | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
+                let request = Outgoing {
+                    operation,
+                    segments,
+                    remote,
+                    cookie,
+                    signalled: completion_flags & quiet == 0,
+                    solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
+                };
+                link.post(ep, inner, &request)?
+            }
+            None => {
+                drop(inner);
+                Posted::Flush
+            }
+        };
+        if posted == Posted::Flush {
+            let evd = ep.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
+            if let Some(evd) = evd {
+                ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, operation, 0);
+            }
+        }
+        Ok(())
+    })
 }
 
 #[no_mangle]
@@ -648,46 +659,47 @@ pub unsafe extern "C" fn dat_ep_post_recv(
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     entry! {
-        let ep = ep(ep_handle)?;
-        let mut inner = ep.inner.lock();
-        if inner.srq.is_some() {
-            // Receives of an SRQ EP are posted to the SRQ (the man page).
-            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-        }
-        if num_segments < 0 || num_segments > inner.attr.max_recv_iov.max(1) {
-            return Err(DatError::invalid_arg(2));
-        }
-        // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
-        let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
-        check_completion_flags(completion_flags, inner.attr.recv_completion_flags, 5)?;
-        let pz = inner.pz.as_ref().ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ))?;
-        check_recv_segments(segments, pz.arc(), 3)?;
-        if inner.recv_evd.is_none() {
-            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV));
-        }
-        match ep_state::post_recv(inner.state)? {
-            Post::Flush => {
-                drop(inner);
-                // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                ep.complete_recv(unsafe { user_cookie.as_64 }, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
+        with_ep(ep_handle, |ep| {
+            let mut inner = ep.inner.lock();
+            if inner.srq.is_some() {
+                // Receives of an SRQ EP are posted to the SRQ (the man page).
+                return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
             }
-            Post::Run => {
-                if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
-                    return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
-                }
-                // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                let cookie = unsafe { user_cookie.as_64 };
-                inner.recvs.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
-                if !inner.unexpected.is_empty() {
-                    let link = inner.link.clone();
+            if num_segments < 0 || num_segments > inner.attr.max_recv_iov.max(1) {
+                return Err(DatError::invalid_arg(2));
+            }
+            // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
+            let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
+            check_completion_flags(completion_flags, inner.attr.recv_completion_flags, 5)?;
+            let pz = inner.pz.as_ref().ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ))?;
+            check_recv_segments(segments, pz.arc(), 3)?;
+            if inner.recv_evd.is_none() {
+                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV));
+            }
+            match ep_state::post_recv(inner.state)? {
+                Post::Flush => {
                     drop(inner);
-                    if let Some(link) = link {
-                        link.receive_posted(&ep);
+                    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+                    ep.complete_recv(unsafe { user_cookie.as_64 }, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
+                }
+                Post::Run => {
+                    if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
+                        return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+                    }
+                    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+                    let cookie = unsafe { user_cookie.as_64 };
+                    inner.recvs.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
+                    if !inner.unexpected.is_empty() {
+                        let link = inner.link.clone();
+                        drop(inner);
+                        if let Some(link) = link {
+                            link.receive_posted(ep);
+                        }
                     }
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 

@@ -11,10 +11,17 @@ use crate::objects::evd::{self, Evd};
 use crate::objects::ia::Ia;
 use crate::objects::limits;
 
+// The EVD functions name their EVD parameter with the generic EVD subtype DAT 2.0 lacks;
+// OpenFabrics uses DAT_INVALID_HANDLE1 ("the first handle") there.
+const EVD_SUB: Sub = Sub::DAT_INVALID_HANDLE1;
+
 fn evd(h: DAT_EVD_HANDLE) -> crate::error::DatResult<std::sync::Arc<Evd>> {
-    // The EVD functions name their EVD parameter with the generic EVD subtype DAT 2.0 lacks;
-    // OpenFabrics uses DAT_INVALID_HANDLE1 ("the first handle") there.
-    edge::object::<Evd>(h, Sub::DAT_INVALID_HANDLE1)
+    edge::object::<Evd>(h, EVD_SUB)
+}
+
+thread_local! {
+    /// The EVD this thread last dequeued from or waited on.
+    static RECENT: edge::Recent<Evd> = const { edge::Recent::new() };
 }
 
 /// `DAT_TIMEOUT_INFINITE` is forever; anything else is microseconds.
@@ -123,10 +130,11 @@ pub unsafe extern "C" fn dat_evd_post_se(evd_handle: DAT_EVD_HANDLE, event: *con
 #[no_mangle]
 pub unsafe extern "C" fn dat_evd_dequeue(evd_handle: DAT_EVD_HANDLE, event: *mut DAT_EVENT) -> DAT_RETURN {
     entry! {
-        let evd = evd(evd_handle)?;
-        let out = edge::out(event, 2)?;
-        out.set(evd.dequeue()?);
-        Ok(())
+        edge::with_object(&RECENT, evd_handle, EVD_SUB, |evd| {
+            let out = edge::out(event, 2)?;
+            out.set(evd.dequeue()?);
+            Ok(())
+        })
     }
 }
 
@@ -139,18 +147,19 @@ pub unsafe extern "C" fn dat_evd_wait(
     n_more_events: *mut DAT_COUNT,
 ) -> DAT_RETURN {
     entry! {
-        let evd = evd(evd_handle)?;
-        if threshold <= 0 {
-            return Err(DatError::invalid_arg(3));
-        }
-        let out = edge::out(event, 4)?;
-        let more = edge::optional_out(n_more_events);
-        let (result, remaining) = evd.wait(self::timeout(timeout), threshold as usize);
-        if let Some(more) = more {
-            more.set(remaining as DAT_COUNT);
-        }
-        out.set(result?);
-        Ok(())
+        edge::with_object(&RECENT, evd_handle, EVD_SUB, |evd| {
+            if threshold <= 0 {
+                return Err(DatError::invalid_arg(3));
+            }
+            let out = edge::out(event, 4)?;
+            let more = edge::optional_out(n_more_events);
+            let (result, remaining) = evd.wait(self::timeout(timeout), threshold as usize);
+            if let Some(more) = more {
+                more.set(remaining as DAT_COUNT);
+            }
+            out.set(result?);
+            Ok(())
+        })
     }
 }
 

@@ -79,6 +79,12 @@ struct Polled {
     evds: [Cell<usize>; POLLED_MAX],
     len: Cell<usize>,
     polls: Cell<u32>,
+    /// The EVD (its address) this thread dequeues from while it makes progress, 0 when none.
+    catching: Cell<usize>,
+    /// The first event that progress completed for it while its queue was empty.
+    caught: Cell<Option<Event>>,
+    /// Whether `caught` holds one (looked at without copying the event out).
+    has_caught: Cell<bool>,
 }
 
 impl Polled {
@@ -101,17 +107,25 @@ thread_local! {
     /// ones it is not polling now do not wait for their connection's thread to notice. When it
     /// goes to sleep, whatever it waits for, they are handed back at once.
     static POLLED: Polled = const {
-        Polled { evds: [const { Cell::new(0) }; POLLED_MAX], len: Cell::new(0), polls: Cell::new(0) }
+        Polled {
+            evds: [const { Cell::new(0) }; POLLED_MAX],
+            len: Cell::new(0),
+            polls: Cell::new(0),
+            catching: Cell::new(0),
+            caught: Cell::new(None),
+            has_caught: Cell::new(false),
+        }
     };
 }
 
 /// Notes that this thread polls `evd`; now and then (`OTHERS_EVERY`) it makes progress on the
-/// other EVDs it polled too.
-fn polling(evd: DAT_EVD_HANDLE) {
+/// other EVDs it polled too. `catching`: the EVD a dequeue catches for, see [`Catching`].
+fn polling(evd: DAT_EVD_HANDLE, catching: usize) {
     let key = evd as usize;
     // The closure answers only "time for the others?": the list is copied out just then, not
     // moved through every poll.
     let others_due = POLLED.with(|p| {
+        p.catching.set(catching);
         let len = p.len.get();
         let known = |e: &Cell<usize>| e.get() == key;
         if len < POLLED_MAX && !p.evds[..len].iter().rev().any(known) {
@@ -124,6 +138,41 @@ fn polling(evd: DAT_EVD_HANDLE) {
     });
     if others_due {
         progress_others(key);
+    }
+}
+
+/// A dequeue making progress: the first event that progress completes for its EVD while the
+/// EVD's queue is empty comes straight back to it (`Evd::post` hands it over), not through the
+/// queue, which is where any later ones go. Ends when dropped: an event caught and not taken
+/// (a panic on the way) goes into the queue after all.
+struct Catching<'a>(&'a Evd);
+
+impl Catching<'_> {
+    fn start(evd: &Evd) -> Catching<'_> {
+        polling(evd.handle(), evd as *const Evd as usize);
+        Catching(evd)
+    }
+
+    fn take(self) -> Option<DAT_EVENT> {
+        let caught = POLLED.with(|p| {
+            p.catching.set(0);
+            p.has_caught.replace(false).then(|| p.caught.take()).flatten().map(|e| e.0)
+        });
+        std::mem::forget(self); // its drop would only do the same again
+        caught
+    }
+}
+
+impl Drop for Catching<'_> {
+    fn drop(&mut self) {
+        let left = POLLED.with(|p| {
+            p.catching.set(0);
+            p.has_caught.set(false);
+            p.caught.take()
+        });
+        if let Some(e) = left {
+            let _ = self.0.post(e.0);
+        }
     }
 }
 
@@ -190,12 +239,18 @@ pub struct Evd {
     /// queue empty takes no lock.
     queued: AtomicUsize,
     waiting: AtomicBool,
+    /// Whether a CNO is attached (a copy of the queue's, read by `hand_over`).
+    has_cno: AtomicBool,
 }
 
 impl Object for Evd {
     const KIND: Kind = Kind::Evd;
     fn on_release(&self) {
         self.abort_waiters();
+        // The CNO is free to go with the handle, whoever still holds this object.
+        let mut q = self.queue.lock();
+        self.has_cno.store(false, Ordering::Relaxed);
+        q.cno = None;
     }
 }
 
@@ -222,6 +277,7 @@ impl Evd {
         cno: Option<Arc<Cno>>,
         flags: u32,
     ) -> DatResult<(Arc<Evd>, DAT_EVD_HANDLE)> {
+        let has_cno = cno.is_some();
         let evd = Arc::new(Evd {
             ia: ia.clone(),
             flags,
@@ -240,6 +296,7 @@ impl Evd {
             sources: Mutex::new(Vec::new()),
             queued: AtomicUsize::new(0),
             waiting: AtomicBool::new(false),
+            has_cno: AtomicBool::new(has_cno),
             spin_us: AtomicU64::new(spin_budget().as_micros() as u64),
         });
         let h = ia.adopt(evd.clone())?;
@@ -277,6 +334,9 @@ impl Evd {
     /// Queues an event; a full queue loses it and reports the overflow on the IA's async EVD.
     pub fn post(&self, mut event: DAT_EVENT) -> DatResult {
         event.evd_handle = self.handle();
+        if self.hand_over(event) {
+            return Ok(());
+        }
         let cno = {
             let mut q = self.queue.lock();
             if q.events.len() >= q.qlen {
@@ -296,6 +356,24 @@ impl Evd {
             cno.trigger(self.handle());
         }
         Ok(())
+    }
+
+    /// Hands `event` to this thread's dequeue of this EVD (see [`Catching`]) when that is the
+    /// same as queueing it and taking it back: the queue is empty, no CNO is to hear of it,
+    /// and the dequeue has no event yet (the first caught stays first: later ones queue).
+    fn hand_over(&self, event: DAT_EVENT) -> bool {
+        POLLED.with(|p| {
+            if p.catching.get() != self as *const Evd as usize
+                || p.has_caught.get()
+                || self.queued.load(Ordering::Acquire) != 0
+                || self.has_cno.load(Ordering::Relaxed)
+            {
+                return false;
+            }
+            p.caught.set(Some(Event(event)));
+            p.has_caught.set(true);
+            true
+        })
     }
 
     fn report_overflow(&self) {
@@ -350,8 +428,11 @@ impl Evd {
             if self.waiting.load(Ordering::Acquire) {
                 return waiter();
             }
-            polling(self.handle());
+            let catching = Catching::start(self);
             self.progress();
+            if let Some(e) = catching.take() {
+                return Ok(e);
+            }
             if self.queued.load(Ordering::Acquire) == 0 {
                 return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
             }
@@ -406,7 +487,7 @@ impl Evd {
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
-                polling(self.handle());
+                polling(self.handle(), 0);
                 self.progress();
                 std::hint::spin_loop();
             });
@@ -481,7 +562,9 @@ impl Evd {
     }
 
     pub fn set_cno(&self, cno: Option<Arc<Cno>>) {
-        self.queue.lock().cno = cno.map(Held::new);
+        let mut q = self.queue.lock();
+        self.has_cno.store(cno.is_some(), Ordering::Relaxed);
+        q.cno = cno.map(Held::new);
     }
 
     /// Called as the EVD's handle dies: a blocked waiter returns `DAT_ABORT`.
