@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 use std::net::{SocketAddrV4, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -108,7 +108,10 @@ pub struct TcpLink {
     stopped: Mutex<Option<Result<Stop, ConnError>>>,
     /// Set once `stopped` is: a poll looks here without taking a lock.
     has_stopped: AtomicBool,
-    ep: Weak<Ep>,
+    /// The EP this connection serves. Held, not weakly: the EP holds the link only until the
+    /// connection ends or its handle dies (`Ep::ended`, `Ep::on_release`), and the link's
+    /// threads, which end then too, hold the EP anyway.
+    ep: Arc<Ep>,
     /// Set while a consumer's thread polls here; cleared when it stops (it says so as it
     /// goes to sleep), or when a whole tick of the reader thread saw no poll.
     polling: AtomicBool,
@@ -145,7 +148,7 @@ impl TcpLink {
             reader: Mutex::new(reader),
             stopped: Mutex::new(None),
             has_stopped: AtomicBool::new(false),
-            ep: Arc::downgrade(ep),
+            ep: ep.clone(),
             polling: AtomicBool::new(false),
             polls: AtomicU64::new(0),
             standby: Mutex::new(()),
@@ -337,8 +340,7 @@ impl Progress for TcpLink {
     /// The consumer's thread handles the whole frames already waiting, then writes the
     /// answers they produced; it never blocks, and leaves the rest to the link's threads.
     fn progress(&self) {
-        // Most polls find nothing: they take no reference and no lock beyond the reader's.
-        let mut ep = None;
+        // Most polls find nothing: they take no lock beyond the reader's.
         let mut handled = false;
         if let Some(mut reader) = self.reader.try_lock() {
             let mut partial = false;
@@ -357,13 +359,9 @@ impl Progress for TcpLink {
                     }
                     Waiting::Nothing => break,
                 };
-                if ep.is_none() {
-                    ep = self.ep.upgrade();
-                }
-                let Some(ep) = &ep else { return };
                 reader.take_header(&h);
                 handled = true;
-                match step(ep, self, &mut reader, h, true) {
+                match step(&self.ep, self, &mut reader, h, true) {
                     Ok(None) => {}
                     Ok(Some(stop)) => {
                         self.stop(Ok(stop));
