@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 use std::net::{SocketAddrV4, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,6 +99,13 @@ pub struct TcpLink {
     control: TcpStream,
     next_seq: AtomicU64,
     answers: Mutex<VecDeque<Answer>>,
+    /// The length of `answers`, copied under its lock: the usual poll and post look here.
+    queued: AtomicUsize,
+    /// An acknowledgement a consumer's poll owes (0: none), ahead of every queued answer: it
+    /// is set only while the queue is empty, so nothing queued before it waits behind it.
+    /// Acknowledgements are cumulative: a later one replaces it. Written with SeqCst, as is
+    /// `standing_by` (see `answer_soon`).
+    ack_owed: AtomicU64,
     answer_ready: Condvar,
     /// Set once the Finish answer went out: nothing more is written.
     finished: AtomicBool,
@@ -143,6 +150,8 @@ impl TcpLink {
             control: stream,
             next_seq: AtomicU64::new(1),
             answers: Mutex::new(VecDeque::new()),
+            queued: AtomicUsize::new(0),
+            ack_owed: AtomicU64::new(0),
             answer_ready: Condvar::new(),
             finished: AtomicBool::new(false),
             reader: Mutex::new(reader),
@@ -169,10 +178,28 @@ impl TcpLink {
 
     /// Queues an answer; `wake` the responder unless the caller writes the queue itself.
     fn answer(&self, a: Answer, wake: bool) {
-        queue_answer(&mut self.answers.lock(), a);
+        self.queue(&mut self.answers.lock(), a);
         if wake {
             self.answer_ready.notify_one();
         }
+    }
+
+    /// Queues an answer. An acknowledgement behind another one replaces it: they are
+    /// cumulative, and would merge into one frame anyway (`write_answers`).
+    fn queue(&self, q: &mut VecDeque<Answer>, a: Answer) {
+        match (&a, q.back_mut()) {
+            (Answer::Ack(seq), Some(Answer::Ack(last))) => *last = (*last).max(*seq),
+            _ => q.push_back(a),
+        }
+        self.queued.store(q.len(), Ordering::Release);
+    }
+
+    /// The acknowledgement a consumer's poll owes, if one is: taken.
+    fn take_owed(&self) -> Option<u64> {
+        if self.ack_owed.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        Some(self.ack_owed.swap(0, Ordering::AcqRel)).filter(|seq| *seq != 0)
     }
 
     /// The responder thread: whatever the consumer's threads left queued.
@@ -180,7 +207,10 @@ impl TcpLink {
         while !self.finished.load(Ordering::Acquire) {
             {
                 let mut q = self.answers.lock();
-                while !writable(&q) && !self.finished.load(Ordering::Acquire) {
+                while !writable(&q)
+                    && self.ack_owed.load(Ordering::Relaxed) == 0
+                    && !self.finished.load(Ordering::Acquire)
+                {
                     self.answer_ready.wait(&mut q);
                 }
             }
@@ -200,24 +230,31 @@ impl TcpLink {
             }
             let answer = {
                 let mut q = self.answers.lock();
-                let Some(mut a) = q.pop_front() else {
+                // An owed acknowledgement goes first: everything queued came after it.
+                let owed = self.take_owed();
+                let Some(mut a) = owed.map(Answer::Ack).or_else(|| q.pop_front()) else {
                     self.acks_gone();
                     return Ok(());
                 };
                 if let Answer::Kept(_) = a {
-                    if q.iter().any(|a| matches!(a, Answer::Goodbye | Answer::Finish)) {
-                        continue; // we are leaving: it will never land
+                    let leaving = q.iter().any(|a| matches!(a, Answer::Goodbye | Answer::Finish));
+                    if !leaving {
+                        q.push_front(a); // it and what is behind it wait until it lands
                     }
-                    q.push_front(a);
+                    self.queued.store(q.len(), Ordering::Release);
+                    if leaving {
+                        continue; // it will never land
+                    }
                     return Ok(());
                 }
                 if let Answer::Ack(mut last) = a {
                     while let Some(Answer::Ack(next)) = q.front() {
-                        last = *next;
+                        last = last.max(*next);
                         q.pop_front();
                     }
                     a = Answer::Ack(last);
                 }
+                self.queued.store(q.len(), Ordering::Release);
                 a
             };
             match answer {
@@ -307,16 +344,6 @@ fn writable(q: &VecDeque<Answer>) -> bool {
         Some(Answer::Kept(_)) => q.iter().any(|a| matches!(a, Answer::Goodbye | Answer::Finish)),
         Some(_) => true,
     }
-}
-
-/// Queues an answer. An acknowledgement behind another one replaces it: they are cumulative,
-/// and would merge into one frame anyway (`write_answers`).
-fn queue_answer(q: &mut VecDeque<Answer>, a: Answer) {
-    if let (Answer::Ack(seq), Some(Answer::Ack(last))) = (&a, q.back_mut()) {
-        *last = (*last).max(*seq);
-        return;
-    }
-    q.push_back(a);
 }
 
 /// Whether every queued answer is an acknowledgement: those may wait for a request to ride on
@@ -416,13 +443,19 @@ impl TcpLink {
     /// or the reader thread's next look sends them if none came. A reader thread waiting on
     /// the socket is called to stand by, for the next ones.
     fn answer_soon(&self) {
-        let (held, standing_by) = {
-            let q = self.answers.lock();
-            if q.is_empty() {
+        let owed = self.ack_owed.load(Ordering::Relaxed) != 0;
+        let (held, standing_by) = if self.queued.load(Ordering::Acquire) == 0 {
+            if !owed {
                 return; // the usual poll: nothing to answer
             }
+            // The owed acknowledgement was written SeqCst, and `leave_standby` writes
+            // `standing_by` SeqCst before it looks for one: either it sees ours, or we see
+            // that it no longer stands by.
+            (true, self.standing_by.load(Ordering::SeqCst))
+        } else {
+            let q = self.answers.lock();
             // Read under the lock that `leave_standby` takes after it stops standing by:
-            // either it sees our acknowledgements, or we see that it no longer stands by.
+            // either it sees our answers, or we see that it no longer stands by.
             (only_acks(&q), self.standing_by.load(Ordering::Relaxed))
         };
         if held {
@@ -446,13 +479,26 @@ impl TcpLink {
     /// The reader thread stops standing by: acknowledgements held so far go out now (it looks
     /// under the answers' lock, see `answer_soon`).
     fn leave_standby(&self) {
-        self.standing_by.store(false, Ordering::Relaxed);
+        self.standing_by.store(false, Ordering::SeqCst);
         self.send_held_acks();
+    }
+
+    /// A consumer's poll acknowledges a request: owed ahead of the queue when the queue is
+    /// empty (no lock), else queued behind what waits there. Only the thread handling frames
+    /// (it holds the reader) acknowledges, so nothing that must precede it is queued meanwhile.
+    fn owe_ack(&self, seq: u64) {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            self.ack_owed.store(seq, Ordering::SeqCst);
+        } else {
+            self.answer(Answer::Ack(seq), false);
+        }
     }
 
     /// Whether acknowledgements are held, by either thread.
     fn acks_held(&self) -> bool {
-        self.ack_due.load(Ordering::Relaxed) != 0 || self.held_since_poll.load(Ordering::Relaxed) != 0
+        self.ack_due.load(Ordering::Relaxed) != 0
+            || self.held_since_poll.load(Ordering::Relaxed) != 0
+            || self.ack_owed.load(Ordering::Relaxed) != 0
     }
 
     /// Held acknowledgements were taken (to be written, or to ride on a request).
@@ -465,7 +511,7 @@ impl TcpLink {
     /// acknowledgements, merged into one frame, or a request of the consumer's to ride on),
     /// then the reader thread has the responder send it.
     fn hold_ack(&self, seq: u64) {
-        queue_answer(&mut self.answers.lock(), Answer::Ack(seq));
+        self.queue(&mut self.answers.lock(), Answer::Ack(seq));
         if self.ack_due.load(Ordering::Relaxed) == 0 {
             self.ack_due.store(sys::monotonic_micros() + ACK_HOLD_US, Ordering::Relaxed);
         }
@@ -473,10 +519,17 @@ impl TcpLink {
 
     /// Takes the queued answers when they are all acknowledgements: the last sequence number
     /// they acknowledge (acknowledgements are cumulative).
+    /// With the owed one, which comes before them all.
     fn take_acks(&self) -> Option<u64> {
+        let owed = self.take_owed();
+        if self.queued.load(Ordering::Acquire) == 0 {
+            // The usual case: only the owed one, or none.
+            self.held_since_poll.store(0, Ordering::Relaxed);
+            return owed;
+        }
         let mut q = self.answers.lock();
         let last = match q.front() {
-            // The usual case: acknowledgements merge as they queue (`queue_answer`).
+            // Acknowledgements merge as they queue (`queue`).
             Some(Answer::Ack(seq)) if q.len() == 1 => {
                 let seq = *seq;
                 q.pop_front();
@@ -485,10 +538,14 @@ impl TcpLink {
             Some(_) if only_acks(&q) => {
                 q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m })
             }
-            _ => return None,
+            _ => {
+                self.held_since_poll.store(0, Ordering::Relaxed);
+                return owed;
+            }
         };
+        self.queued.store(q.len(), Ordering::Release);
         self.acks_gone();
-        Some(last)
+        Some(owed.map_or(last, |o| o.max(last)))
     }
 
     /// How long the reader thread may wait before held acknowledgements are due.
@@ -502,7 +559,9 @@ impl TcpLink {
     /// Has the responder send what is queued (the reader thread never writes itself).
     fn send_held_acks(&self) {
         self.acks_gone();
-        if !self.answers.lock().is_empty() {
+        // The lock is taken either way: the responder looks at both under it.
+        let queued = !self.answers.lock().is_empty();
+        if queued || self.ack_owed.load(Ordering::SeqCst) != 0 {
             self.answer_ready.notify_one();
         }
     }
@@ -517,13 +576,16 @@ impl TcpLink {
 
     /// Writes the queued answers if the socket is free, else leaves them to the responder.
     fn write_pending(&self) {
-        if self.answers.lock().is_empty() {
+        let pending = || self.queued.load(Ordering::Acquire) != 0 || self.ack_owed.load(Ordering::Acquire) != 0;
+        if !pending() {
             return;
         }
         if let Some(mut w) = self.writer.try_lock() {
             let _ = self.write_answers(&mut w);
         }
-        if !self.answers.lock().is_empty() {
+        // The lock is taken either way: the responder looks under it.
+        let queued = !self.answers.lock().is_empty();
+        if queued || pending() {
             self.answer_ready.notify_one();
         }
     }
@@ -996,7 +1058,7 @@ fn acknowledged(ep: &Ep, last: u64) -> Option<Stop> {
 /// progress; the reader thread holds it a moment.
 fn acknowledge(link: &TcpLink, seq: u64, in_caller: bool) {
     if in_caller {
-        link.answer(Answer::Ack(seq), false);
+        link.owe_ack(seq);
     } else {
         link.hold_ack(seq);
     }
