@@ -103,19 +103,24 @@ impl WriterGuard<'_> {
         I::IntoIter: Clone,
     {
         let parts = parts.into_iter();
-        let lead = lead.map(Header::encode);
-        let head = header.encode();
-        let pieces = lead.as_ref().map(|l| &l[..]).into_iter().chain([&head[..]]).chain(parts.map(|p| -> &[u8] { p }));
-        let total: usize = pieces.clone().map(<[u8]>::len).sum();
+        let heads = HEADER_LEN * (1 + usize::from(lead.is_some()));
+        let total = heads + parts.clone().map(<[u8]>::len).sum::<usize>();
         if total <= SMALL_FRAME {
             let mut frame = [0u8; SMALL_FRAME];
-            let mut at = 0;
-            for p in pieces {
+            if let Some(lead) = lead {
+                frame[..HEADER_LEN].copy_from_slice(&lead.encode());
+            }
+            frame[heads - HEADER_LEN..heads].copy_from_slice(&header.encode());
+            let mut at = heads;
+            for p in parts {
                 frame[at..at + p.len()].copy_from_slice(p);
                 at += p.len();
             }
             return send_all(&mut self.0, &frame[..total]);
         }
+        let lead = lead.map(Header::encode);
+        let head = header.encode();
+        let pieces = lead.as_ref().map(|l| &l[..]).into_iter().chain([&head[..]]).chain(parts.map(|p| -> &[u8] { p }));
         // The gather list lives on the stack: the data path allocates nothing.
         let mut slices = [IoSlice::new(&[]); MAX_PARTS + 2];
         let mut n = 0;
