@@ -937,15 +937,14 @@ fn step(
             }
         }
         Op::Send => {
-            if h.flags & flags::ACK != 0 {
-                if let Some(stop) = acknowledged(ep, h.remote_addr) {
-                    reader.skip(h.payload_len as usize)?;
-                    return Ok(Some(stop));
+            let ack = (h.flags & flags::ACK != 0).then_some(h.remote_addr);
+            match deliver(ep, link, reader, &h, ack, in_caller)? {
+                Delivery::Done => {}
+                Delivery::Refused(status) => {
+                    answer(Answer::Refuse { seq: h.id, status });
+                    return Ok(Some(Stop::Broken));
                 }
-            }
-            if let Some(status) = deliver(ep, link, reader, &h, in_caller)? {
-                answer(Answer::Refuse { seq: h.id, status });
-                return Ok(Some(Stop::Broken));
+                Delivery::Stop(stop) => return Ok(Some(stop)),
             }
         }
         Op::RdmaWrite => match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
@@ -1030,28 +1029,25 @@ fn step(
 /// The peer carried out every request of ours up to `last`: they complete. Some(stop) when
 /// the acknowledgement covers a read, which only its data may answer.
 fn acknowledged(ep: &Ep, last: u64) -> Option<Stop> {
-    let covered = |r: &Request| r.seq <= last;
-    loop {
-        // Whether the next request is covered too is seen under the same lock: the usual
-        // acknowledgement, of one request, locks once.
-        let (r, more) = {
-            let mut inner = ep.inner.lock();
-            match inner.outstanding.front() {
-                Some(r) if covered(r) => {
-                    if r.operation == dat_dtos::DAT_DTO_RDMA_READ {
-                        return Some(Stop::Lost);
-                    }
-                    let r = inner.outstanding.pop_front()?;
-                    (r, inner.outstanding.front().is_some_and(covered))
-                }
-                _ => return None,
+    settle(ep, &mut ep.inner.lock(), last).err()
+}
+
+/// [`acknowledged`], under the EP's lock the caller holds: the covered requests leave the
+/// queue, and those signalled complete on the request EVD the EP holds.
+fn settle(ep: &Ep, inner: &mut EpInner, last: u64) -> Result<(), Stop> {
+    while let Some(r) = inner.outstanding.front().filter(|r| r.seq <= last) {
+        if r.operation == dat_dtos::DAT_DTO_RDMA_READ {
+            return Err(Stop::Lost);
+        }
+        let Some(r) = inner.outstanding.pop_front() else { break };
+        if r.signalled {
+            if let Some(evd) = inner.request_evd.as_deref() {
+                let cookie = DAT_DTO_COOKIE { as_64: r.cookie };
+                ep.complete(evd, cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, r.operation, r.length);
             }
-        };
-        ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
-        if !more {
-            return None;
         }
     }
+    Ok(())
 }
 
 /// Acknowledges a request: the consumer's thread writes it (or holds it) as it finishes its
@@ -1067,25 +1063,42 @@ fn acknowledge(link: &TcpLink, seq: u64, in_caller: bool) {
 /// The most bytes of early messages one EP keeps before the sender sees "receiver not ready".
 const MAX_UNEXPECTED_BYTES: usize = 64 << 20;
 
-/// An incoming message: into the next posted receive, or kept until one is posted. Returns
-/// the status the sender gets when it cannot land (the connection then breaks, as a verbs QP
-/// would).
+/// What became of an incoming message.
+enum Delivery {
+    /// It landed, or waits for a receive.
+    Done,
+    /// It cannot land: the sender gets this status and the connection breaks, as a verbs QP's
+    /// would.
+    Refused(dat_dto_completion_status),
+    /// The acknowledgement it carried breaks the protocol.
+    Stop(Stop),
+}
+
+/// An incoming message: the acknowledgement it carries (`ack`: our requests it covers
+/// complete first), then its payload into the next posted receive, or kept until one is
+/// posted.
 ///
-/// The acknowledgement is queued before the receive completes: a consumer that reacts to the
-/// message by disconnecting must not overtake it.
+/// The acknowledgement of the message is queued before the receive completes: a consumer
+/// that reacts to the message by disconnecting must not overtake it.
 fn deliver(
     ep: &Arc<Ep>,
     link: &TcpLink,
     reader: &mut Reader,
     h: &Header,
+    mut ack: Option<u64>,
     in_caller: bool,
-) -> Result<Option<dat_dto_completion_status>, ConnError> {
+) -> Result<Delivery, ConnError> {
     let len = h.payload_len;
     let in_order = ep.receiving.lock();
     // A payload already read ahead (a small message, the usual one) lands under one lock of
-    // the EP, which holds its zone and receive EVD: nothing on the way blocks.
+    // the EP, which holds its zone and EVDs: nothing on the way blocks.
     if reader.buffered() >= len as usize {
         let mut inner = ep.inner.lock();
+        if let Some(Err(stop)) = ack.take().map(|last| settle(ep, &mut inner, last)) {
+            drop(inner);
+            reader.skip(len as usize)?;
+            return Ok(Delivery::Stop(stop));
+        }
         // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of
         // this EP waits for one (a message must not overtake those); else it waits too.
         let recv = if inner.unexpected.is_empty() { next_receive(&mut inner) } else { None };
@@ -1094,6 +1107,10 @@ fn deliver(
             let evd = inner.recv_evd.as_deref();
             return land(ep, link, reader, h, &recv, pz, evd, in_caller);
         }
+    }
+    if let Some(stop) = ack.and_then(|last| acknowledged(ep, last)) {
+        reader.skip(len as usize)?;
+        return Ok(Delivery::Stop(stop));
     }
     // What the delivery needs of the EP, in one look, taken along: the payload may have to
     // be waited for.
@@ -1107,7 +1124,7 @@ fn deliver(
         Some(r) => r,
         None if ep.inner.lock().unexpected_bytes + len as usize > MAX_UNEXPECTED_BYTES => {
             reader.skip(len as usize)?;
-            return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
+            return Ok(Delivery::Refused(dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY));
         }
         None => {
             // The slow path: the consumer has not posted a receive yet. Nothing is delivered
@@ -1131,7 +1148,7 @@ fn deliver(
             if !in_caller {
                 link.answer_ready.notify_one();
             }
-            return Ok(None);
+            return Ok(Delivery::Done);
         }
     };
     land(ep, link, reader, h, &recv, pz.as_ref(), evd.as_deref(), in_caller)
@@ -1150,7 +1167,7 @@ fn land(
     pz: Option<&Arc<crate::objects::pz::Pz>>,
     evd: Option<&Evd>,
     in_caller: bool,
-) -> Result<Option<dat_dto_completion_status>, ConnError> {
+) -> Result<Delivery, ConnError> {
     let len = h.payload_len;
     let complete = |status, len| {
         if let Some(evd) = evd {
@@ -1160,17 +1177,17 @@ fn land(
     if u64::from(len) > room(&recv.segments) {
         reader.skip(len as usize)?;
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
-        return Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER));
+        return Ok(Delivery::Refused(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER));
     }
     match scatter(pz, reader, &recv.segments, len)? {
         None => {
             acknowledge(link, h.id, in_caller);
             complete(dat_dto_completion_status::DAT_DTO_SUCCESS, len);
-            Ok(None)
+            Ok(Delivery::Done)
         }
         Some(status) => {
             complete(status, 0);
-            Ok(Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER))
+            Ok(Delivery::Refused(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER))
         }
     }
 }
