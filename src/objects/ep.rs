@@ -140,13 +140,14 @@ impl Object for Ep {
     /// A freed EP (or one of an IA closed abruptly) drops its connection at once, flushes what
     /// was posted, and lets go of what it held, so the consumer can free those next.
     fn on_release(&self) {
-        let link = {
+        let (link, evds) = {
             let mut inner = self.inner.lock();
             inner.closing = true;
             inner.released = true;
-            inner.link.take()
+            (inner.link.take(), dto_evds(&inner))
         };
         if let Some(link) = link {
+            detach(&link, &evds);
             link.close(Close::Released);
         }
         self.flush_all();
@@ -159,11 +160,24 @@ impl Object for Ep {
     }
 }
 
-/// The EP's DTO EVDs learn of its link, so polling or waiting on them makes progress.
+/// The EP's DTO EVDs learn of its link, so polling or waiting on them makes progress. They
+/// hold it until it ends ([`detach`]).
 fn attach(inner: &EpInner, link: &Arc<dyn Link>) {
-    let as_source: Arc<dyn Progress> = link.clone();
     for evd in [&inner.recv_evd, &inner.request_evd].into_iter().flatten() {
-        evd.attach(Arc::downgrade(&as_source));
+        evd.attach(link.clone());
+    }
+}
+
+/// The EP's DTO EVDs, taken along to [`detach`] its link from them outside the EP's lock (a
+/// poll holds an EVD's sources while it takes the EP's lock).
+fn dto_evds(inner: &EpInner) -> [Option<Arc<Evd>>; 2] {
+    [&inner.recv_evd, &inner.request_evd].map(|e| e.as_ref().map(|e| e.arc().clone()))
+}
+
+/// The link ended: the EVDs it fed let go of it.
+fn detach(link: &Arc<dyn Link>, evds: &[Option<Arc<Evd>>; 2]) {
+    for evd in evds.iter().flatten() {
+        evd.detach(link);
     }
 }
 
@@ -393,7 +407,7 @@ impl Ep {
     /// and the event: `failure` for a pending attempt, else DISCONNECTED when orderly and
     /// BROKEN when not.
     pub fn ended(&self, end: End, failure: dat_event_number, private_data: &[u8]) {
-        let event = {
+        let (event, gone) = {
             let mut inner = self.inner.lock();
             let pending = matches!(
                 inner.state,
@@ -408,9 +422,12 @@ impl Ep {
                 dat_event_number::DAT_CONNECTION_EVENT_BROKEN
             };
             inner.state = dat_ep_state::DAT_EP_STATE_DISCONNECTED;
-            inner.link = None;
-            event
+            let gone = inner.link.take().map(|link| (link, dto_evds(&inner)));
+            (event, gone)
         };
+        if let Some((link, evds)) = gone {
+            detach(&link, &evds);
+        }
         self.flush_all();
         self.connection_event(event, private_data);
     }

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -231,8 +231,9 @@ pub struct Evd {
     users: Users,
     queue: Mutex<Queue>,
     ready: Condvar,
-    /// The connections that feed this EVD, progressed by whoever dequeues or waits.
-    sources: Mutex<Vec<Weak<dyn Progress>>>,
+    /// The connections that feed this EVD, progressed by whoever dequeues or waits. Held
+    /// until they end (`detach`): a poll calls them without taking a reference.
+    sources: Mutex<Vec<Arc<dyn Progress>>>,
     /// How long a wait spins before it sleeps, in microseconds (adapted by `next_spin`).
     spin_us: AtomicU64,
     /// Copies of the queue's length and `waiter`, kept under its lock: a poll that finds the
@@ -390,20 +391,27 @@ impl Evd {
         }
     }
 
-    /// A connection now feeds this EVD (sources that are gone are dropped here).
-    pub fn attach(&self, source: Weak<dyn Progress>) {
-        let mut sources = self.sources.lock();
-        sources.retain(|s| s.strong_count() > 0);
-        sources.push(source);
+    /// A connection now feeds this EVD.
+    pub fn attach(&self, source: Arc<dyn Progress>) {
+        self.sources.lock().push(source);
+    }
+
+    /// A connection no longer feeds this EVD. The caller holds no lock a poll takes.
+    pub fn detach<S: Progress + ?Sized>(&self, source: &Arc<S>) {
+        let gone = Arc::as_ptr(source) as *const u8;
+        let left = {
+            let mut sources = self.sources.lock();
+            let at = sources.iter().position(|s| Arc::as_ptr(s) as *const u8 == gone);
+            at.map(|i| sources.remove(i))
+        };
+        drop(left); // outside the lock: it may be the last reference
     }
 
     /// Lets every source send what it left for later; its own threads take over.
     fn flush_sources(&self) {
         let Some(sources) = self.sources.try_lock() else { return };
         for s in sources.iter() {
-            if let Some(s) = s.upgrade() {
-                s.flush();
-            }
+            s.flush();
         }
     }
 
@@ -414,9 +422,7 @@ impl Evd {
             return;
         };
         for s in sources.iter() {
-            if let Some(s) = s.upgrade() {
-                s.progress();
-            }
+            s.progress();
         }
     }
 
