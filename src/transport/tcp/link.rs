@@ -14,7 +14,8 @@
 //!   on full sockets.
 //!
 //! Answers come back in request order, so completions are too. Acknowledgements are
-//! cumulative: a run of them goes out as one frame.
+//! cumulative: a run of them goes out as one frame. One a consumer's poll makes while nothing
+//! else is queued is owed beside the queue (`ack_owed`, no lock), and goes before it.
 
 use std::collections::VecDeque;
 use std::net::{SocketAddrV4, TcpStream};
@@ -517,9 +518,9 @@ impl TcpLink {
         }
     }
 
-    /// Takes the queued answers when they are all acknowledgements: the last sequence number
-    /// they acknowledge (acknowledgements are cumulative).
-    /// With the owed one, which comes before them all.
+    /// Takes the acknowledgements waiting to go: the owed one, and the queued answers when
+    /// they are all acknowledgements. Returns the last sequence number they acknowledge
+    /// (acknowledgements are cumulative).
     fn take_acks(&self) -> Option<u64> {
         let owed = self.take_owed();
         if self.queued.load(Ordering::Acquire) == 0 {
