@@ -126,9 +126,9 @@ pub struct Ep {
     pub ia: Arc<Ia>,
     handle: SelfHandle,
     pub inner: Mutex<EpInner>,
-    /// Held from the choice of a receive for a message until its completion is posted (taken
-    /// before `inner`), so receives complete in the order their messages arrived even when
-    /// the consumer's thread and the connection's reader both deliver.
+    /// Held from the choice of a receive for a message until its completion is posted, where
+    /// the EP's lock cannot be held throughout (a payload still coming in, a flush), taken
+    /// before `inner`: receives complete in the order their messages arrived.
     pub receiving: Mutex<()>,
 }
 

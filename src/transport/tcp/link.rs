@@ -1090,9 +1090,9 @@ fn deliver(
     in_caller: bool,
 ) -> Result<Delivery, ConnError> {
     let len = h.payload_len;
-    let in_order = ep.receiving.lock();
     // A payload already read ahead (a small message, the usual one) lands under one lock of
-    // the EP, which holds its zone and EVDs: nothing on the way blocks.
+    // the EP, which holds its zone and EVDs: nothing on the way blocks. The receive is chosen
+    // and completed under that lock, as `land_early` does, so this needs no `receiving`.
     if reader.buffered() >= len as usize {
         let mut inner = ep.inner.lock();
         if let Some(Err(stop)) = ack.take().map(|last| settle(ep, &mut inner, last)) {
@@ -1113,8 +1113,10 @@ fn deliver(
         reader.skip(len as usize)?;
         return Ok(Delivery::Stop(stop));
     }
-    // What the delivery needs of the EP, in one look, taken along: the payload may have to
-    // be waited for.
+    // The payload may have to be waited for: the EP's lock goes meanwhile, and `receiving`
+    // keeps the completion in order.
+    let in_order = ep.receiving.lock();
+    // What the delivery needs of the EP, in one look, taken along.
     let (recv, pz, evd) = {
         let mut inner = ep.inner.lock();
         let recv = if inner.unexpected.is_empty() { next_receive(&mut inner) } else { None };
@@ -1195,35 +1197,28 @@ fn land(
 
 /// Pairs messages that arrived early with receives posted since, in order, and tells the
 /// sender they landed (the caller writes or wakes the answers). Called by the reader as it
-/// keeps one and as the consumer posts a receive; `receiving` keeps the completions in order
-/// with the reader's direct deliveries.
+/// keeps one and as the consumer posts a receive. Each receive is chosen and completed under
+/// the EP's lock, as a direct delivery's is, and `receiving` orders these with a delivery
+/// whose payload is still coming in: the completions keep the order of the messages.
 fn land_early(ep: &Ep, link: &TcpLink) {
-    let Some(pz) = ep.pz() else { return };
     let _in_order = ep.receiving.lock();
-    let mut done: Vec<(u64, u64, dat_dto_completion_status, u32)> = Vec::new();
-    {
-        let mut inner = ep.inner.lock();
-        while !inner.unexpected.is_empty() {
-            let Some(recv) = next_receive(&mut inner) else { break };
-            let message = inner.unexpected.pop_front().expect("not empty");
-            inner.unexpected_bytes -= message.data.len();
-            done.push((
-                message.seq,
-                recv.cookie,
-                place(&recv.segments, &message.data, &pz),
-                message.data.len() as u32,
-            ));
-        }
-    }
-    for (seq, cookie, status, len) in done {
+    let mut inner = ep.inner.lock();
+    let Some(pz) = inner.pz.as_ref().map(|p| p.arc().clone()) else { return };
+    while !inner.unexpected.is_empty() {
+        let Some(recv) = next_receive(&mut inner) else { break };
+        let message = inner.unexpected.pop_front().expect("not empty");
+        inner.unexpected_bytes -= message.data.len();
+        let status = place(&recv.segments, &message.data, &pz);
         // The sender hears first: a consumer that answers the message must not overtake it.
-        link.landed(seq, status);
+        link.landed(message.seq, status);
         let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
-            len
+            message.data.len() as u32
         } else {
             0
         };
-        ep.complete_recv(cookie, status, len);
+        if let Some(evd) = inner.recv_evd.as_deref() {
+            ep.complete(evd, DAT_DTO_COOKIE { as_64: recv.cookie }, status, dat_dtos::DAT_DTO_RECEIVE, len);
+        }
     }
 }
 
