@@ -160,6 +160,11 @@ impl Object for Ep {
     }
 }
 
+/// Whether a finished request is reported: errors always, success only when signalled.
+fn reported(request: &Request, status: dat_dto_completion_status) -> bool {
+    status != dat_dto_completion_status::DAT_DTO_SUCCESS || request.signalled
+}
+
 /// The EP's DTO EVDs learn of its link, so polling or waiting on them makes progress. They
 /// hold it until it ends ([`detach`]).
 fn attach(inner: &EpInner, link: &Arc<dyn Link>) {
@@ -444,25 +449,25 @@ impl Ep {
         status: dat_dto_completion_status,
         length: u32,
     ) {
-        if status == dat_dto_completion_status::DAT_DTO_SUCCESS && !request.signalled {
+        if !reported(request, status) {
             return;
         }
-        let evd = self
-            .inner
-            .lock()
-            .request_evd
-            .as_ref()
-            .map(|e| e.arc().clone());
-        if let Some(evd) = evd {
-            self.complete(
-                &evd,
-                DAT_DTO_COOKIE {
-                    as_64: request.cookie,
-                },
-                status,
-                request.operation,
-                length,
-            );
+        let evd = self.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
+        self.complete_request_on(evd.as_deref(), request, status, length);
+    }
+
+    /// [`Ep::complete_request`] on the request EVD the caller took from the EP (under its
+    /// lock, where the caller holds it).
+    pub fn complete_request_on(
+        &self,
+        evd: Option<&Evd>,
+        request: &Request,
+        status: dat_dto_completion_status,
+        length: u32,
+    ) {
+        if let Some(evd) = evd.filter(|_| reported(request, status)) {
+            let cookie = DAT_DTO_COOKIE { as_64: request.cookie };
+            self.complete(evd, cookie, status, request.operation, length);
         }
     }
 

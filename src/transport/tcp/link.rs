@@ -1041,12 +1041,7 @@ fn settle(ep: &Ep, inner: &mut EpInner, last: u64) -> Result<(), Stop> {
             return Err(Stop::Lost);
         }
         let Some(r) = inner.outstanding.pop_front() else { break };
-        if r.signalled {
-            if let Some(evd) = inner.request_evd.as_deref() {
-                let cookie = DAT_DTO_COOKIE { as_64: r.cookie };
-                ep.complete(evd, cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, r.operation, r.length);
-            }
-        }
+        ep.complete_request_on(inner.request_evd.as_deref(), &r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
     }
     Ok(())
 }
