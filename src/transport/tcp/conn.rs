@@ -176,14 +176,12 @@ fn send_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
 
 /// What a sending system call returned: the bytes it wrote, or None when it was interrupted
 /// before writing any (try again).
-fn written(n: isize) -> io::Result<Option<usize>> {
+fn written(n: sys::SysResult) -> io::Result<Option<usize>> {
     match n {
-        0 => Err(io::ErrorKind::WriteZero.into()),
-        n if n > 0 => Ok(Some(n as usize)),
-        _ => match sys::errno() {
-            libc::EINTR => Ok(None),
-            e => Err(io::Error::from_raw_os_error(e)),
-        },
+        Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+        Ok(n) => Ok(Some(n)),
+        Err(libc::EINTR) => Ok(None),
+        Err(e) => Err(io::Error::from_raw_os_error(e)),
     }
 }
 
@@ -251,18 +249,15 @@ impl Reader {
         let flags = if block { 0 } else { libc::MSG_DONTWAIT };
         loop {
             // SAFETY: `room` is a writable buffer of its length for the duration of the call.
-            let n = unsafe { sys::recv(self.stream.as_raw_fd(), room.as_mut_ptr(), room.len(), flags) };
-            if n > 0 {
-                self.end += n as usize;
-                return Ok(n as usize);
-            }
-            if n == 0 {
-                return Err(ConnError::Closed);
-            }
-            match sys::errno() {
-                libc::EINTR => continue,
-                libc::EAGAIN if !block => return Ok(0),
-                e => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
+            match unsafe { sys::recv(self.stream.as_raw_fd(), room.as_mut_ptr(), room.len(), flags) } {
+                Ok(0) => return Err(ConnError::Closed),
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(n);
+                }
+                Err(libc::EINTR) => continue,
+                Err(libc::EAGAIN) if !block => return Ok(0),
+                Err(e) => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
             }
         }
     }
@@ -348,7 +343,7 @@ impl Reader {
         let mut b = [0u8; 1];
         // SAFETY: `b` is a writable one-byte buffer for the duration of the call.
         let n = unsafe { sys::recv(self.stream.as_raw_fd(), b.as_mut_ptr(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
-        n >= 0 || sys::errno() != libc::EAGAIN
+        n != Err(libc::EAGAIN)
     }
 
     /// Bounds how long a read waits (None: forever); a read that waits longer fails.
@@ -369,12 +364,10 @@ impl Reader {
             // SAFETY: `rest` is a writable buffer of its length for the duration of the call.
             let got = unsafe { sys::recv(self.stream.as_raw_fd(), rest.as_mut_ptr(), rest.len(), libc::MSG_WAITALL) };
             match got {
-                0 => return Err(ConnError::Closed),
-                n if n > 0 => rest = &mut rest[n as usize..],
-                _ => match sys::errno() {
-                    libc::EINTR => {}
-                    e => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
-                },
+                Ok(0) => return Err(ConnError::Closed),
+                Ok(n) => rest = &mut rest[n..],
+                Err(libc::EINTR) => {}
+                Err(e) => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
             }
         }
         Ok(())

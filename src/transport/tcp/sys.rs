@@ -5,42 +5,118 @@
 //! cancelled, and a consumer's thread must not be cancelled inside the library at all (the
 //! unwinding would cross Rust frames): these calls are no cancellation points.
 //!
-//! Each returns what the system call returned: a count, or -1 with `errno` set. The clock the
-//! data path reads is here too.
+//! On x86-64 and AArch64 the system call is made directly, and its error comes back as the
+//! value it returned: no variadic `syscall()` and no `errno` (a thread-local) on a path that
+//! runs at every poll. Elsewhere libc's `syscall()` makes it.
+//!
+//! Each returns the count the system call returned, or its error number. The clock the data
+//! path reads is here too.
 
 use std::os::fd::RawFd;
+
+/// A count, or the error number of the failed call.
+pub type SysResult = Result<usize, i32>;
 
 /// `recv(2)`.
 ///
 /// # Safety
 /// `buf` must be writable for `len` bytes for the duration of the call.
-pub unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize, flags: i32) -> isize {
+pub unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize, flags: i32) -> SysResult {
     // SAFETY: recvfrom with no source address is recv; the caller vouches for the buffer.
-    unsafe {
-        libc::syscall(libc::SYS_recvfrom, fd, buf, len, flags, std::ptr::null_mut::<libc::sockaddr>(), std::ptr::null_mut::<libc::socklen_t>()) as isize
-    }
+    unsafe { syscall6(libc::SYS_recvfrom, fd as usize, buf as usize, len, flags as usize, 0, 0) }
 }
 
 /// `send(2)`.
 ///
 /// # Safety
 /// `buf` must be readable for `len` bytes for the duration of the call.
-pub unsafe fn send(fd: RawFd, buf: *const u8, len: usize, flags: i32) -> isize {
+pub unsafe fn send(fd: RawFd, buf: *const u8, len: usize, flags: i32) -> SysResult {
     // SAFETY: sendto with no destination address is send; the caller vouches for the buffer.
-    unsafe { libc::syscall(libc::SYS_sendto, fd, buf, len, flags, std::ptr::null::<libc::sockaddr>(), 0 as libc::socklen_t) as isize }
+    unsafe { syscall6(libc::SYS_sendto, fd as usize, buf as usize, len, flags as usize, 0, 0) }
 }
 
 /// `sendmsg(2)`.
 ///
 /// # Safety
 /// `msg` must describe buffers readable for their lengths for the duration of the call.
-pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> isize {
+pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> SysResult {
     // SAFETY: forwarded from the caller.
-    unsafe { libc::syscall(libc::SYS_sendmsg, fd, msg, flags) as isize }
+    unsafe { syscall6(libc::SYS_sendmsg, fd as usize, msg as usize, flags as usize, 0, 0, 0) }
+}
+
+/// What the kernel returned: a count, or minus an error number.
+fn sys_result(ret: isize) -> SysResult {
+    if ret < 0 {
+        Err(-ret as i32)
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// A system call of up to six arguments (integers or addresses; the unused ones 0).
+///
+/// # Safety
+/// The arguments must be valid for system call `nr`, as for libc's `syscall()`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> SysResult {
+    let ret: isize;
+    // SAFETY: the x86-64 Linux system call convention: number and result in rax, arguments
+    // in rdi, rsi, rdx, r10, r8, r9; the kernel clobbers rcx and r11. Memory the call reads
+    // or writes is the caller's to vouch for (asm! assumes memory may be touched).
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") nr as isize => ret,
+            in("rdi") a1, in("rsi") a2, in("rdx") a3, in("r10") a4, in("r8") a5, in("r9") a6,
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack),
+        );
+    }
+    sys_result(ret)
+}
+
+/// See the x86-64 version.
+///
+/// # Safety
+/// The arguments must be valid for system call `nr`, as for libc's `syscall()`.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> SysResult {
+    let ret: isize;
+    // SAFETY: the AArch64 Linux system call convention: number in x8, arguments in x0..x5,
+    // result in x0. Memory the call reads or writes is the caller's to vouch for.
+    unsafe {
+        std::arch::asm!(
+            "svc 0",
+            in("x8") nr,
+            inlateout("x0") a1 as isize => ret,
+            in("x1") a2, in("x2") a3, in("x3") a4, in("x4") a5, in("x5") a6,
+            options(nostack),
+        );
+    }
+    sys_result(ret)
+}
+
+/// See the x86-64 version.
+///
+/// # Safety
+/// The arguments must be valid for system call `nr`, as for libc's `syscall()`.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> SysResult {
+    // SAFETY: forwarded from the caller.
+    let ret = unsafe { libc::syscall(nr, a1, a2, a3, a4, a5, a6) };
+    if ret < 0 {
+        // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
+        Err(unsafe { *libc::__errno_location() })
+    } else {
+        Ok(ret as usize)
+    }
 }
 
 /// Microseconds of the monotonic clock: never 0 (it counts from boot), and read without the
-/// 128-bit arithmetic of `Instant::elapsed`, since a poll that holds acknowledgements reads it.
+/// 128-bit arithmetic of `Instant::elapsed` (the reader thread reads it as it holds
+/// acknowledgements).
 pub fn monotonic_micros() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes one timespec to the pointer we pass.
@@ -48,8 +124,34 @@ pub fn monotonic_micros() -> u64 {
     t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1000
 }
 
-/// The `errno` of the call that just failed.
-pub fn errno() -> i32 {
-    // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
-    unsafe { *libc::__errno_location() }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn calls_return_their_counts_and_error_numbers() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (b, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 16];
+        // SAFETY (each call below): the buffers and the msghdr's iovecs live across the call.
+        let empty = unsafe { recv(b.as_raw_fd(), buf.as_mut_ptr(), buf.len(), libc::MSG_DONTWAIT) };
+        assert_eq!(empty, Err(libc::EAGAIN));
+        assert_eq!(unsafe { send(a.as_raw_fd(), b"ping".as_ptr(), 4, libc::MSG_NOSIGNAL) }, Ok(4));
+        let mut parts = [
+            libc::iovec { iov_base: b"po".as_ptr() as *mut _, iov_len: 2 },
+            libc::iovec { iov_base: b"ng".as_ptr() as *mut _, iov_len: 2 },
+        ];
+        // SAFETY: msghdr is plain data for which all-zero bytes are a valid value.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = parts.as_mut_ptr();
+        msg.msg_iovlen = 2;
+        assert_eq!(unsafe { sendmsg(a.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) }, Ok(4));
+        assert_eq!(unsafe { recv(b.as_raw_fd(), buf.as_mut_ptr(), 8, libc::MSG_WAITALL) }, Ok(8));
+        assert_eq!(&buf[..8], b"pingpong");
+        assert_eq!(unsafe { recv(-1, buf.as_mut_ptr(), 1, 0) }, Err(libc::EBADF));
+        assert_eq!(unsafe { send(-1, buf.as_ptr(), 1, 0) }, Err(libc::EBADF));
+    }
 }
