@@ -35,11 +35,27 @@ stats() {  # numbers on stdin -> "median (min..max)"
 declare -A results
 add() { results[$1]+="$2"$'\n'; }
 
+# One latency pair: ours and the raw socket's, in the order given (rounds alternate it, so
+# neither always runs first, right after the previous round's bandwidth runs).
+latency() {  # key suffix, first (dat|raw), datperf/rawtcp flags...
+    local key=$1 first=$2
+    shift 2
+    local order=(dat raw)
+    [ "$first" = raw ] && order=(raw dat)
+    for who in "${order[@]}"; do
+        if [ "$who" = dat ]; then
+            add "lat_dat_$key" "$(timeout 120 $datperf -q -m pingpong -s 8 -n 20000 "$@")"
+        else
+            add "lat_raw_$key" "$(timeout 120 $rawtcp -q -m pingpong -s 8 -n 20000 "$@")"
+        fi
+    done
+}
+
 for r in $(seq "$rounds"); do
-    add lat_dat_poll  "$(timeout 120 $datperf -q -m pingpong -s 8 -n 20000 -p)"
-    add lat_raw_poll  "$(timeout 120 $rawtcp -q -m pingpong -s 8 -n 20000 -p)"
-    add lat_dat_wait  "$(timeout 120 $datperf -q -m pingpong -s 8 -n 20000)"
-    add lat_raw_wait  "$(timeout 120 $rawtcp -q -m pingpong -s 8 -n 20000)"
+    first=dat
+    [ $((r % 2)) -eq 0 ] && first=raw
+    latency poll "$first" -p
+    latency wait "$first"
     add lat_fabric    "$(fabric)"
     for s in 65536 1048576; do
         n=$((2000000000 / s / 2))
