@@ -59,6 +59,7 @@ latency() {  # key suffix, first (dat|raw), datperf/rawtcp flags...
 # machine's speed modes, so each round measures several.
 pairs=${LATENCY_PAIRS:-3}
 pair=0
+last_dat_poll=""
 for r in $(seq "$rounds"); do
     for _ in $(seq "$pairs"); do
         first=dat
