@@ -22,6 +22,8 @@ macro_rules! entry {
 }
 pub(crate) use entry;
 
+// Inlined: one frame fewer above a poll's system call (see `transport::tcp::sys`).
+#[inline(always)]
 pub fn run(body: impl FnOnce() -> DatResult) -> DAT_RETURN {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(result) => to_return(result),

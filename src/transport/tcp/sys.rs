@@ -9,6 +9,12 @@
 //! value it returned: no variadic `syscall()` and no `errno` (a thread-local) on a path that
 //! runs at every poll. Elsewhere libc's `syscall()` makes it.
 //!
+//! A poll's `recv` is made as few calls deep as the code allows: the API's entry,
+//! `Evd::dequeue`, and the reader's `whole_frame_ready` and `fill` are inlined into their
+//! callers. The kernel overwrites the CPU's return-address predictor, so every frame a system
+//! call returns through costs a mispredicted return (about 6 ns each, measured on a raw
+//! socket), on the path from a message's arrival to the consumer's reply.
+//!
 //! Each returns the count the system call returned, or its error number. The clock the data
 //! path reads is here too.
 
