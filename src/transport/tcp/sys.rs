@@ -51,6 +51,7 @@ pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> SysRes
 }
 
 /// What the kernel returned: a count, or minus an error number.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn sys_result(ret: isize) -> SysResult {
     if ret < 0 {
         Err(-ret as i32)
@@ -63,60 +64,51 @@ fn sys_result(ret: isize) -> SysResult {
 ///
 /// # Safety
 /// The arguments must be valid for system call `nr`, as for libc's `syscall()`.
-#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> SysResult {
-    let ret: isize;
-    // SAFETY: the x86-64 Linux system call convention: number and result in rax, arguments
-    // in rdi, rsi, rdx, r10, r8, r9; the kernel clobbers rcx and r11. Memory the call reads
-    // or writes is the caller's to vouch for (asm! assumes memory may be touched).
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") nr as isize => ret,
-            in("rdi") a1, in("rsi") a2, in("rdx") a3, in("r10") a4, in("r8") a5, in("r9") a6,
-            lateout("rcx") _, lateout("r11") _,
-            options(nostack),
-        );
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ret: isize;
+        // SAFETY: the x86-64 Linux system call convention: number and result in rax,
+        // arguments in rdi, rsi, rdx, r10, r8, r9; the kernel clobbers rcx and r11. Memory the
+        // call reads or writes is the caller's to vouch for (asm! assumes memory may be touched).
+        unsafe {
+            std::arch::asm!(
+                "syscall",
+                inlateout("rax") nr as isize => ret,
+                in("rdi") a1, in("rsi") a2, in("rdx") a3, in("r10") a4, in("r8") a5, in("r9") a6,
+                lateout("rcx") _, lateout("r11") _,
+                options(nostack),
+            );
+        }
+        sys_result(ret)
     }
-    sys_result(ret)
-}
-
-/// See the x86-64 version.
-///
-/// # Safety
-/// The arguments must be valid for system call `nr`, as for libc's `syscall()`.
-#[cfg(target_arch = "aarch64")]
-#[inline(always)]
-unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> SysResult {
-    let ret: isize;
-    // SAFETY: the AArch64 Linux system call convention: number in x8, arguments in x0..x5,
-    // result in x0. Memory the call reads or writes is the caller's to vouch for.
-    unsafe {
-        std::arch::asm!(
-            "svc 0",
-            in("x8") nr,
-            inlateout("x0") a1 as isize => ret,
-            in("x1") a2, in("x2") a3, in("x3") a4, in("x4") a5, in("x5") a6,
-            options(nostack),
-        );
+    #[cfg(target_arch = "aarch64")]
+    {
+        let ret: isize;
+        // SAFETY: the AArch64 Linux system call convention: number in x8, arguments in x0..x5,
+        // result in x0. Memory the call reads or writes is the caller's to vouch for.
+        unsafe {
+            std::arch::asm!(
+                "svc 0",
+                in("x8") nr,
+                inlateout("x0") a1 as isize => ret,
+                in("x1") a2, in("x2") a3, in("x3") a4, in("x4") a5, in("x5") a6,
+                options(nostack),
+            );
+        }
+        sys_result(ret)
     }
-    sys_result(ret)
-}
-
-/// See the x86-64 version.
-///
-/// # Safety
-/// The arguments must be valid for system call `nr`, as for libc's `syscall()`.
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> SysResult {
-    // SAFETY: forwarded from the caller.
-    let ret = unsafe { libc::syscall(nr, a1, a2, a3, a4, a5, a6) };
-    if ret < 0 {
-        // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
-        Err(unsafe { *libc::__errno_location() })
-    } else {
-        Ok(ret as usize)
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        // SAFETY: forwarded from the caller.
+        let ret = unsafe { libc::syscall(nr, a1, a2, a3, a4, a5, a6) };
+        if ret < 0 {
+            // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
+            Err(unsafe { *libc::__errno_location() })
+        } else {
+            Ok(ret as usize)
+        }
     }
 }
 
