@@ -154,23 +154,24 @@ impl Catching<'_> {
     }
 
     fn take(self) -> Option<DAT_EVENT> {
-        let caught = POLLED.with(|p| {
-            p.catching.set(0);
-            p.has_caught.replace(false).then(|| p.caught.take()).flatten().map(|e| e.0)
-        });
+        let caught = Catching::end();
         std::mem::forget(self); // its drop would only do the same again
-        caught
+        caught.map(|e| e.0)
+    }
+
+    /// The thread catches no more; the event it caught, if any (looked for without copying
+    /// an empty one out).
+    fn end() -> Option<Event> {
+        POLLED.with(|p| {
+            p.catching.set(0);
+            p.has_caught.replace(false).then(|| p.caught.take()).flatten()
+        })
     }
 }
 
 impl Drop for Catching<'_> {
     fn drop(&mut self) {
-        let left = POLLED.with(|p| {
-            p.catching.set(0);
-            p.has_caught.set(false);
-            p.caught.take()
-        });
-        if let Some(e) = left {
+        if let Some(e) = Catching::end() {
             let _ = self.0.post(e.0);
         }
     }

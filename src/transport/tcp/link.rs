@@ -529,21 +529,11 @@ impl TcpLink {
             return owed;
         }
         let mut q = self.answers.lock();
-        let last = match q.front() {
-            // Acknowledgements merge as they queue (`queue`).
-            Some(Answer::Ack(seq)) if q.len() == 1 => {
-                let seq = *seq;
-                q.pop_front();
-                seq
-            }
-            Some(_) if only_acks(&q) => {
-                q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m })
-            }
-            _ => {
-                self.held_since_poll.store(0, Ordering::Relaxed);
-                return owed;
-            }
-        };
+        if q.is_empty() || !only_acks(&q) {
+            self.held_since_poll.store(0, Ordering::Relaxed);
+            return owed;
+        }
+        let last = q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m });
         self.queued.store(q.len(), Ordering::Release);
         self.acks_gone();
         Some(owed.map_or(last, |o| o.max(last)))
