@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 use std::ffi::CStr;
+use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -103,6 +104,12 @@ impl<T> Out<T> {
         // SAFETY: the pointer is non-NULL, and the C caller promises, as the DAT API requires,
         // that an out-parameter points to writable storage of its type.
         unsafe { self.0.as_ptr().write(value) }
+    }
+
+    /// The storage, to be written in place.
+    pub fn storage(&mut self) -> &mut MaybeUninit<T> {
+        // SAFETY: as in `set`; MaybeUninit asks nothing of what the storage holds now.
+        unsafe { &mut *(self.0.as_ptr() as *mut MaybeUninit<T>) }
     }
 }
 

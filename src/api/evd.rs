@@ -131,9 +131,8 @@ pub unsafe extern "C" fn dat_evd_post_se(evd_handle: DAT_EVD_HANDLE, event: *con
 pub unsafe extern "C" fn dat_evd_dequeue(evd_handle: DAT_EVD_HANDLE, event: *mut DAT_EVENT) -> DAT_RETURN {
     entry! {
         edge::with_object(&RECENT, evd_handle, EVD_SUB, |evd| {
-            let out = edge::out(event, 2)?;
-            out.set(evd.dequeue()?);
-            Ok(())
+            let mut out = edge::out(event, 2)?;
+            evd.dequeue(out.storage())
         })
     }
 }

@@ -3,6 +3,8 @@
 
 use std::cell::Cell;
 use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,9 +83,10 @@ struct Polled {
     polls: Cell<u32>,
     /// The EVD (its address) this thread dequeues from while it makes progress, 0 when none.
     catching: Cell<usize>,
-    /// The first event that progress completed for it while its queue was empty.
-    caught: Cell<Option<Event>>,
-    /// Whether `caught` holds one (looked at without copying the event out).
+    /// Where that dequeue returns its event (its caller's out-parameter): the first event
+    /// progress completes for the EVD while its queue is empty is written there at once.
+    into: Cell<*mut DAT_EVENT>,
+    /// Whether `into` holds that event.
     has_caught: Cell<bool>,
 }
 
@@ -112,20 +115,22 @@ thread_local! {
             len: Cell::new(0),
             polls: Cell::new(0),
             catching: Cell::new(0),
-            caught: Cell::new(None),
+            into: Cell::new(std::ptr::null_mut()),
             has_caught: Cell::new(false),
         }
     };
 }
 
 /// Notes that this thread polls `evd`; now and then (`OTHERS_EVERY`) it makes progress on the
-/// other EVDs it polled too. `catching`: the EVD a dequeue catches for, see [`Catching`].
-fn polling(evd: DAT_EVD_HANDLE, catching: usize) {
+/// other EVDs it polled too. `catching`: the EVD a dequeue catches for, into `into`, see
+/// [`Catching`]. Returns this thread's `POLLED`.
+fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const Polled {
     let key = evd as usize;
     // The closure answers only "time for the others?": the list is copied out just then, not
     // moved through every poll.
-    let others_due = POLLED.with(|p| {
+    let (others_due, polled) = POLLED.with(|p| {
         p.catching.set(catching);
+        p.into.set(into);
         let len = p.len.get();
         let known = |e: &Cell<usize>| e.get() == key;
         if len < POLLED_MAX && !p.evds[..len].iter().rev().any(known) {
@@ -134,45 +139,60 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize) {
         }
         let polls = p.polls.get().wrapping_add(1);
         p.polls.set(polls);
-        polls % OTHERS_EVERY == 0 && p.len.get() > 1
+        (polls % OTHERS_EVERY == 0 && p.len.get() > 1, p as *const Polled)
     });
     if others_due {
         progress_others(key);
     }
+    polled
 }
 
 /// A dequeue making progress: the first event that progress completes for its EVD while the
-/// EVD's queue is empty comes straight back to it (`Evd::post` hands it over), not through the
-/// queue, which is where any later ones go. Ends when dropped: an event caught and not taken
-/// (a panic on the way) goes into the queue after all.
-struct Catching<'a>(&'a Evd);
+/// EVD's queue is empty goes straight into the dequeue's out-parameter (`Evd::post` hands it
+/// over), not through the queue, which is where any later ones go. Ends when dropped: an event
+/// caught and not taken (a panic on the way) goes into the queue after all.
+struct Catching<'a> {
+    evd: &'a Evd,
+    /// The out-parameter, lent for the catch: written only through this pointer (by
+    /// `hand_over`), so no reference to it is held meanwhile.
+    into: *mut DAT_EVENT,
+    lent: PhantomData<&'a mut MaybeUninit<DAT_EVENT>>,
+    /// This thread's `POLLED`, kept from the start: the end needs no second look-up.
+    polled: *const Polled,
+}
 
-impl Catching<'_> {
-    fn start(evd: &Evd) -> Catching<'_> {
-        polling(evd.handle(), evd as *const Evd as usize);
-        Catching(evd)
+impl<'a> Catching<'a> {
+    fn start(evd: &'a Evd, out: &'a mut MaybeUninit<DAT_EVENT>) -> Catching<'a> {
+        let into = out.as_mut_ptr();
+        let polled = polling(evd.handle(), evd as *const Evd as usize, into);
+        Catching { evd, into, lent: PhantomData, polled }
     }
 
-    fn take(self) -> Option<DAT_EVENT> {
-        let caught = Catching::end();
+    /// Whether an event was caught (it is in the out-parameter).
+    fn take(self) -> bool {
+        let caught = self.end();
         std::mem::forget(self); // its drop would only do the same again
-        caught.map(|e| e.0)
+        caught
     }
 
-    /// The thread catches no more; the event it caught, if any (looked for without copying
-    /// an empty one out).
-    fn end() -> Option<Event> {
-        POLLED.with(|p| {
-            p.catching.set(0);
-            p.has_caught.replace(false).then(|| p.caught.take()).flatten()
-        })
+    /// The thread catches no more; whether it caught an event.
+    fn end(&self) -> bool {
+        // SAFETY: this thread's POLLED, which has no destructor and so lives as long as the
+        // thread; a Catching never leaves the thread that started it (it holds raw pointers,
+        // so it is neither Send nor Sync).
+        let p = unsafe { &*self.polled };
+        p.catching.set(0);
+        p.into.set(std::ptr::null_mut());
+        p.has_caught.replace(false)
     }
 }
 
 impl Drop for Catching<'_> {
     fn drop(&mut self) {
-        if let Some(e) = Catching::end() {
-            let _ = self.0.post(e.0);
+        if self.end() {
+            // SAFETY: `hand_over` wrote a whole event there, and the storage is still lent.
+            let e = unsafe { self.into.read() };
+            let _ = self.evd.post(e);
         }
     }
 }
@@ -336,7 +356,7 @@ impl Evd {
     /// Queues an event; a full queue loses it and reports the overflow on the IA's async EVD.
     pub fn post(&self, mut event: DAT_EVENT) -> DatResult {
         event.evd_handle = self.handle();
-        if self.hand_over(event) {
+        if self.hand_over(&event) {
             return Ok(());
         }
         let cno = {
@@ -363,7 +383,7 @@ impl Evd {
     /// Hands `event` to this thread's dequeue of this EVD (see [`Catching`]) when that is the
     /// same as queueing it and taking it back: the queue is empty, no CNO is to hear of it,
     /// and the dequeue has no event yet (the first caught stays first: later ones queue).
-    fn hand_over(&self, event: DAT_EVENT) -> bool {
+    fn hand_over(&self, event: &DAT_EVENT) -> bool {
         POLLED.with(|p| {
             if p.catching.get() != self as *const Evd as usize
                 || p.has_caught.get()
@@ -372,7 +392,9 @@ impl Evd {
             {
                 return false;
             }
-            p.caught.set(Some(Event(event)));
+            // SAFETY: `into` is the out-parameter of this thread's dequeue of this EVD, which
+            // set `catching` and lends it until it ends the catch (`Catching`).
+            unsafe { p.into.get().write(*event) };
             p.has_caught.set(true);
             true
         })
@@ -427,20 +449,20 @@ impl Evd {
         }
     }
 
-    /// `dat_evd_dequeue`: the oldest event, or `DAT_QUEUE_EMPTY`.
+    /// `dat_evd_dequeue`: the oldest event, into `out`, or `DAT_QUEUE_EMPTY`.
     // Inlined: one frame fewer above a poll's system call (see `transport::tcp::sys`).
     #[inline(always)]
-    pub fn dequeue(&self) -> DatResult<DAT_EVENT> {
+    pub fn dequeue(&self, out: &mut MaybeUninit<DAT_EVENT>) -> DatResult {
         let waiter = || Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
         // Most polls find nothing, before and after progress: they look without the lock.
         if self.queued.load(Ordering::Acquire) == 0 {
             if self.waiting.load(Ordering::Acquire) {
                 return waiter();
             }
-            let catching = Catching::start(self);
+            let catching = Catching::start(self, out);
             self.progress();
-            if let Some(e) = catching.take() {
-                return Ok(e);
+            if catching.take() {
+                return Ok(());
             }
             if self.queued.load(Ordering::Acquire) == 0 {
                 return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
@@ -453,7 +475,8 @@ impl Evd {
         match q.events.pop_front() {
             Some(e) => {
                 self.queued.store(q.events.len(), Ordering::Relaxed);
-                Ok(e.0)
+                out.write(e.0);
+                Ok(())
             }
             None => Err(DatError::bare(Type::DAT_QUEUE_EMPTY)),
         }
@@ -496,7 +519,7 @@ impl Evd {
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
-                polling(self.handle(), 0);
+                polling(self.handle(), 0, std::ptr::null_mut());
                 self.progress();
                 std::hint::spin_loop();
             });
