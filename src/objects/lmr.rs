@@ -85,7 +85,7 @@ unsafe impl Sync for Entry {}
 static CONTEXTS: LazyLock<RwLock<IntMap<u32, Entry>>> = LazyLock::new(Default::default);
 /// The same regions where a segment check finds them without a lock (most of them: those whose
 /// slot was free). Written only under the write lock of `CONTEXTS`.
-static REGIONS: LazyLock<RegionTable> = LazyLock::new(Default::default);
+static REGIONS: RegionTable = RegionTable::new();
 static NEXT_KEY: AtomicU32 = AtomicU32::new(1);
 static KEY_SEED: LazyLock<u32> = LazyLock::new(|| {
     let mut seed = [0u8; 4];

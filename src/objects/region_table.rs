@@ -22,7 +22,6 @@ pub struct Region {
 /// Slots in the table. Contexts are scattered keys, so their low bits spread them.
 const SLOTS: usize = 1024;
 
-#[derive(Default)]
 struct Slot {
     /// Odd while a writer changes the slot.
     seq: AtomicU32,
@@ -34,13 +33,34 @@ struct Slot {
     privileges: AtomicU32,
 }
 
+impl Slot {
+    const fn empty() -> Slot {
+        Slot {
+            seq: AtomicU32::new(0),
+            context: AtomicU32::new(0),
+            pz: AtomicUsize::new(0),
+            address: AtomicU64::new(0),
+            length: AtomicU64::new(0),
+            privileges: AtomicU32::new(0),
+        }
+    }
+}
+
+/// Built at compile time, so a static table needs no lazy initialisation (checked on every
+/// look).
 pub struct RegionTable {
-    slots: Box<[Slot]>,
+    slots: [Slot; SLOTS],
+}
+
+impl RegionTable {
+    pub const fn new() -> RegionTable {
+        RegionTable { slots: [const { Slot::empty() }; SLOTS] }
+    }
 }
 
 impl Default for RegionTable {
     fn default() -> Self {
-        RegionTable { slots: (0..SLOTS).map(|_| Slot::default()).collect() }
+        RegionTable::new()
     }
 }
 
