@@ -35,6 +35,9 @@ pub struct EpInner {
     pub link: Option<Arc<dyn Link>>,
     /// Requests handed to the transport and not yet completed, in posting order.
     pub outstanding: VecDeque<Request>,
+    /// Where the data of each RDMA read in `outstanding` goes, in the same order (kept apart:
+    /// every other request would carry the room for them).
+    pub read_targets: VecDeque<Segments>,
     /// Private data of the last connection event (its pointer is in the event).
     pub event_private_data: Vec<u8>,
     /// Set when this side ends the connection, so the end is DISCONNECTED, not BROKEN.
@@ -63,8 +66,6 @@ pub struct Request {
     pub length: u32,
     /// Whether a successful completion is reported (not suppressed or unsignalled).
     pub signalled: bool,
-    /// For an RDMA read: where the data goes.
-    pub read_into: Segments,
 }
 
 /// How this side ends a connection.
@@ -294,6 +295,7 @@ impl Ep {
                 remote_addr: None,
                 link: None,
                 outstanding: VecDeque::new(),
+                read_targets: VecDeque::new(),
                 event_private_data: vec![0; limits::MAX_PRIVATE_DATA_SIZE as usize],
                 closing: false,
                 released: false,
@@ -437,9 +439,16 @@ impl Ep {
         self.connection_event(event, private_data);
     }
 
-    /// The oldest request in flight, as its answer arrives.
-    pub fn pop_request(&self) -> Option<Request> {
-        self.inner.lock().outstanding.pop_front()
+    /// The oldest request in flight, as its answer arrives, and where its data goes (an RDMA
+    /// read's; none for the others).
+    pub fn pop_request(&self) -> Option<(Request, Segments)> {
+        let mut inner = self.inner.lock();
+        let r = inner.outstanding.pop_front()?;
+        let targets = match r.operation {
+            dat_dtos::DAT_DTO_RDMA_READ => inner.read_targets.pop_front().unwrap_or_default(),
+            _ => Segments::new(),
+        };
+        Some((r, targets))
     }
 
     /// Reports a finished request: errors always, success only when signalled.
@@ -498,6 +507,7 @@ impl Ep {
             let mut inner = self.inner.lock();
             inner.unexpected.clear();
             inner.unexpected_bytes = 0;
+            inner.read_targets.clear();
             (std::mem::take(&mut inner.outstanding), std::mem::take(&mut inner.recvs))
         };
         for r in &requests {

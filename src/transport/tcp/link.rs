@@ -644,8 +644,10 @@ impl Link for TcpLink {
             operation: out.operation,
             length: total as u32,
             signalled: out.signalled,
-            read_into: if op == Op::RdmaReadRequest { Segments::from_slice(out.segments) } else { Segments::new() },
         });
+        if op == Op::RdmaReadRequest {
+            inner.read_targets.push_back(Segments::from_slice(out.segments));
+        }
         drop(inner);
         let mut h = Header::new(op);
         h.id = seq;
@@ -980,7 +982,7 @@ fn step(
             }
         }
         Op::RdmaReadResponse => {
-            let Some(r) = ep.pop_request() else {
+            let Some((r, read_into)) = ep.pop_request() else {
                 return Ok(Some(Stop::Lost));
             };
             if r.seq != h.id
@@ -990,7 +992,7 @@ fn step(
                 ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
                 return Ok(Some(Stop::Lost));
             }
-            match scatter(ep.pz().as_ref(), reader, &r.read_into, h.payload_len)? {
+            match scatter(ep.pz().as_ref(), reader, &read_into, h.payload_len)? {
                 None => {
                     ep.complete_request(&r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length)
                 }
@@ -1001,7 +1003,7 @@ fn step(
             }
         }
         Op::RemoteAccessError => {
-            if let Some(r) = ep.pop_request() {
+            if let Some((r, _)) = ep.pop_request() {
                 let status = u32::try_from(h.remote_addr)
                     .ok()
                     .and_then(|s| dat_dto_completion_status::try_from(s).ok())
