@@ -265,6 +265,8 @@ impl Reader {
     }
 
     /// The header at the front of the buffer, checked, when a whole one is buffered.
+    // Inlined: a poll asks two or three times, and mostly the answer is "not yet".
+    #[inline(always)]
     fn buffered_header(&self) -> Option<Result<Header, WireError>> {
         if self.buffered() < HEADER_LEN {
             return None;
