@@ -23,14 +23,58 @@ SONAME  := libdat2.so.2
 NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 RUST_SRC := $(shell find src -name '*.rs' -o -name '*.c') Cargo.toml build.rs
 
-.PHONY: all lib datinfo tools headers check-headers install test demo bench ctest ctest-asan ctest-openfabrics clean
+# Profile-guided optimisation (PGO=0 leaves it out): when the toolchain has llvm-profdata
+# (`rustup component add llvm-tools`), the library is first built instrumented and trained on
+# datperf's transfers over tcp-lo (bench/pgo-train.sh), then built again with that profile.
+# Without llvm-profdata the release build is a plain one.
+PGO ?= 1
+RUST_HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+PROFDATA := $(wildcard $(shell rustc --print sysroot 2>/dev/null)/lib/rustlib/$(RUST_HOST)/bin/llvm-profdata)
+PGO_DIR := $(BUILD)/pgo
+ifeq ($(PGO)$(if $(PROFDATA),yes),1yes)
+RELEASE_DIR := $(TARGET_DIR)/pgo-use/release
+else
+RELEASE_DIR := $(TARGET_DIR)/release
+endif
+
+.PHONY: FORCE all lib datinfo tools headers check-headers install test demo bench ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
 lib: $(LIBDIR)/$(SONAME)
 
-$(TARGET_DIR)/release/libdat.a $(TARGET_DIR)/release/datinfo: $(RUST_SRC)
+# The shared library from a static archive of the crate: exactly the DAT functions exported.
+define link_library
+	@mkdir -p $(dir $(2))
+	$(CC) -shared -o $(2) -Wl,-soname,$(SONAME) -Wl,--version-script=$(BUILD)/dat.map \
+	  -Wl,--whole-archive $(1) -Wl,--no-whole-archive \
+	  -Wl,--gc-sections -Wl,-z,defs $(NATIVE_LIBS)
+	ln -sf $(SONAME) $(dir $(2))libdat2.so
+	ln -sf $(SONAME) $(dir $(2))libdat.so
+endef
+
+ifeq ($(RELEASE_DIR),$(TARGET_DIR)/release)
+$(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo: $(RUST_SRC)
 	$(CARGO) build --release
+else
+# Instrumented (its own target directory: the flags differ), linked, trained, merged.
+$(TARGET_DIR)/pgo-generate/release/libdat.a: $(RUST_SRC)
+	CARGO_TARGET_DIR=$(TARGET_DIR)/pgo-generate RUSTFLAGS="-Cprofile-generate=$(abspath $(PGO_DIR))/raw" \
+	  $(CARGO) build --release --lib
+
+$(PGO_DIR)/lib/$(SONAME): $(TARGET_DIR)/pgo-generate/release/libdat.a $(BUILD)/dat.map
+	$(call link_library,$<,$@)
+
+$(PGO_DIR)/libdat.profdata: $(PGO_DIR)/lib/$(SONAME) bench/datperf.c bench/pgo-train.sh
+	$(CC) -O2 -Iinclude bench/datperf.c -L$(PGO_DIR)/lib -ldat2 -o $(PGO_DIR)/datperf
+	rm -rf $(PGO_DIR)/raw
+	bench/pgo-train.sh $(PGO_DIR)/lib $(PGO_DIR)/datperf
+	$(PROFDATA) merge -o $@ $(PGO_DIR)/raw
+
+$(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo: $(RUST_SRC) $(PGO_DIR)/libdat.profdata
+	CARGO_TARGET_DIR=$(TARGET_DIR)/pgo-use RUSTFLAGS="-Cprofile-use=$(abspath $(PGO_DIR))/libdat.profdata" \
+	  $(CARGO) build --release
+endif
 
 # Exactly the DAT functions, in version node DAT_2.0; everything else stays local.
 $(BUILD)/dat.map: $(RUST_SRC)
@@ -39,17 +83,20 @@ $(BUILD)/dat.map: $(RUST_SRC)
 	  grep -rhoE 'extern "C" fn dat_[a-z0-9_]+' src/api | sed 's/.*fn /    /; s/$$/;/' | sort -u; \
 	  echo '    dat_extension_op;'; echo '  local: *;'; echo '};'; } > $@
 
-$(LIBDIR)/$(SONAME): $(TARGET_DIR)/release/libdat.a $(BUILD)/dat.map
-	@mkdir -p $(LIBDIR)
-	$(CC) -shared -o $@ -Wl,-soname,$(SONAME) -Wl,--version-script=$(BUILD)/dat.map \
-	  -Wl,--whole-archive $(TARGET_DIR)/release/libdat.a -Wl,--no-whole-archive \
-	  -Wl,--gc-sections -Wl,-z,defs $(NATIVE_LIBS)
-	ln -sf $(SONAME) $(LIBDIR)/libdat2.so
-	ln -sf $(SONAME) $(LIBDIR)/libdat.so
+$(LIBDIR)/$(SONAME): $(RELEASE_DIR)/libdat.a $(BUILD)/dat.map $(BUILD)/release-kind
+	$(call link_library,$<,$@)
+
+# Which release build the library and datinfo come from: rewritten only when it changes (PGO
+# on or off), which relinks them.
+$(BUILD)/release-kind: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(RELEASE_DIR)' | cmp -s - $@ || echo '$(RELEASE_DIR)' > $@
+
+FORCE:
 
 datinfo: $(BUILD)/bin/datinfo
 
-$(BUILD)/bin/datinfo: $(TARGET_DIR)/release/datinfo
+$(BUILD)/bin/datinfo: $(RELEASE_DIR)/datinfo $(BUILD)/release-kind
 	@mkdir -p $(BUILD)/bin
 	cp $< $@
 
