@@ -1,6 +1,7 @@
 # libdat: build the DAT 2.0 shared library, its headers and tools; install; test.
 #
-#   make                 release library build/lib/libdat2.so.2 (+ libdat2.so, libdat.so) and datinfo
+#   make                 release library build/lib/libdat2.so.2 (+ libdat2.so, libdat.so) and datinfo,
+#                        profile-guided when the toolchain can (PGO below)
 #   make headers         regenerate include/dat2 from the Rust ABI types (cbindgen)
 #   make check-headers   fail if include/dat2 differs from what the Rust source generates
 #   make install         PREFIX=/usr/local DESTDIR=
@@ -59,7 +60,7 @@ $(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo: $(RUST_SRC)
 else
 # Instrumented (its own target directory: the flags differ), linked, trained, merged.
 $(TARGET_DIR)/pgo-generate/release/libdat.a: $(RUST_SRC)
-	CARGO_TARGET_DIR=$(TARGET_DIR)/pgo-generate RUSTFLAGS="-Cprofile-generate=$(abspath $(PGO_DIR))/raw" \
+	CARGO_TARGET_DIR=$(TARGET_DIR)/pgo-generate RUSTFLAGS="$(RUSTFLAGS) -Cprofile-generate=$(abspath $(PGO_DIR))/raw" \
 	  $(CARGO) build --release --lib
 
 $(PGO_DIR)/lib/$(SONAME): $(TARGET_DIR)/pgo-generate/release/libdat.a $(BUILD)/dat.map
@@ -72,7 +73,7 @@ $(PGO_DIR)/libdat.profdata: $(PGO_DIR)/lib/$(SONAME) bench/datperf.c bench/pgo-t
 	$(PROFDATA) merge -o $@ $(PGO_DIR)/raw
 
 $(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo: $(RUST_SRC) $(PGO_DIR)/libdat.profdata
-	CARGO_TARGET_DIR=$(TARGET_DIR)/pgo-use RUSTFLAGS="-Cprofile-use=$(abspath $(PGO_DIR))/libdat.profdata" \
+	CARGO_TARGET_DIR=$(TARGET_DIR)/pgo-use RUSTFLAGS="$(RUSTFLAGS) -Cprofile-use=$(abspath $(PGO_DIR))/libdat.profdata" \
 	  $(CARGO) build --release
 endif
 

@@ -4,9 +4,10 @@
 # the built-in tcp-lo IA. Each run checks every byte it moves; a failed run fails the build.
 #
 #   bench/pgo-train.sh LIBDIR DATPERF
-set -euo pipefail
+set -eEuo pipefail
 lib=$1
 datperf=$2
+trap 'echo "pgo: a training run failed; make PGO=0 builds without profile guidance" >&2' ERR
 run() {
     LD_LIBRARY_PATH=$lib DAT_OVERRIDE=/dev/null timeout 120 "$datperf" -q "$@" >/dev/null
 }
