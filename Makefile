@@ -55,7 +55,7 @@ define link_library
 endef
 
 ifeq ($(RELEASE_DIR),$(TARGET_DIR)/release)
-$(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo: $(RUST_SRC)
+$(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo &: $(RUST_SRC)
 	$(CARGO) build --release
 else
 # Instrumented (its own target directory: the flags differ), linked, trained, merged.
@@ -72,7 +72,7 @@ $(PGO_DIR)/libdat.profdata: $(PGO_DIR)/lib/$(SONAME) bench/datperf.c bench/pgo-t
 	bench/pgo-train.sh $(PGO_DIR)/lib $(PGO_DIR)/datperf
 	$(PROFDATA) merge -o $@ $(PGO_DIR)/raw
 
-$(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo: $(RUST_SRC) $(PGO_DIR)/libdat.profdata
+$(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo &: $(RUST_SRC) $(PGO_DIR)/libdat.profdata
 	CARGO_TARGET_DIR=$(TARGET_DIR)/pgo-use RUSTFLAGS="$(RUSTFLAGS) -Cprofile-use=$(abspath $(PGO_DIR))/libdat.profdata" \
 	  $(CARGO) build --release
 endif
