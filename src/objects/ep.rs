@@ -483,14 +483,14 @@ impl Ep {
     /// Reports a finished receive.
     pub fn complete_recv(&self, cookie: u64, status: dat_dto_completion_status, length: u32) {
         let evd = self.inner.lock().recv_evd.as_ref().map(|e| e.arc().clone());
+        self.complete_recv_on(evd.as_deref(), cookie, status, length);
+    }
+
+    /// [`Ep::complete_recv`] on the receive EVD the caller took from the EP (under its lock,
+    /// where the caller holds it).
+    pub fn complete_recv_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32) {
         if let Some(evd) = evd {
-            self.complete(
-                &evd,
-                DAT_DTO_COOKIE { as_64: cookie },
-                status,
-                dat_dtos::DAT_DTO_RECEIVE,
-                length,
-            );
+            self.complete(evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
         }
     }
 

@@ -1159,11 +1159,7 @@ fn land(
     in_caller: bool,
 ) -> Result<Delivery, ConnError> {
     let len = h.payload_len;
-    let complete = |status, len| {
-        if let Some(evd) = evd {
-            ep.complete(evd, DAT_DTO_COOKIE { as_64: recv.cookie }, status, dat_dtos::DAT_DTO_RECEIVE, len);
-        }
-    };
+    let complete = |status, len| ep.complete_recv_on(evd, recv.cookie, status, len);
     if u64::from(len) > room(&recv.segments) {
         reader.skip(len as usize)?;
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
@@ -1203,9 +1199,7 @@ fn land_early(ep: &Ep, link: &TcpLink) {
         } else {
             0
         };
-        if let Some(evd) = inner.recv_evd.as_deref() {
-            ep.complete(evd, DAT_DTO_COOKIE { as_64: recv.cookie }, status, dat_dtos::DAT_DTO_RECEIVE, len);
-        }
+        ep.complete_recv_on(inner.recv_evd.as_deref(), recv.cookie, status, len);
     }
 }
 
