@@ -189,12 +189,12 @@ typedef enum dat_pz_param_mask {
 
 #define DAT_IA_FIELD_IA_MAX_EVDS 2048
 
-typedef enum {
+typedef enum dat_close_flags {
   DAT_CLOSE_ABRUPT_FLAG = 0,
   DAT_CLOSE_GRACEFUL_FLAG = 1,
 } DAT_CLOSE_FLAGS;
 
-typedef enum {
+typedef enum dat_dto_completion_status {
   DAT_DTO_SUCCESS = 0,
   DAT_DTO_ERR_FLUSHED = 1,
   DAT_DTO_ERR_LOCAL_LENGTH = 2,
@@ -210,7 +210,7 @@ typedef enum {
   DAT_DTO_ERR_LOCAL_MM_ERROR = 12,
 } DAT_DTO_COMPLETION_STATUS;
 
-typedef enum {
+typedef enum dat_ep_state {
   DAT_EP_STATE_UNCONNECTED = 0,
   DAT_EP_STATE_UNCONFIGURED_UNCONNECTED = 1,
   DAT_EP_STATE_RESERVED = 2,
@@ -228,18 +228,18 @@ typedef enum {
   DAT_EP_STATE_CONNECTED_MULTI_PATH = 14,
 } DAT_EP_STATE;
 
-typedef enum {
+typedef enum dat_connect_flags {
   DAT_CONNECT_DEFAULT_FLAG = 0,
   DAT_CONNECT_MULTIPATH_FLAG = 1,
   DAT_CONNECT_MULTIPATH_REQUIRED_FLAG = 2,
 } DAT_CONNECT_FLAGS;
 
-typedef enum {
+typedef enum dat_boolean {
   DAT_FALSE = 0,
   DAT_TRUE = 1,
 } DAT_BOOLEAN;
 
-typedef enum {
+typedef enum dat_completion_flags {
   DAT_COMPLETION_DEFAULT_FLAG = 0,
   DAT_COMPLETION_SUPPRESS_FLAG = 1,
   DAT_COMPLETION_SOLICITED_WAIT_FLAG = 2,
@@ -249,7 +249,7 @@ typedef enum {
   DAT_COMPLETION_LMR_INVALIDATE_FENCE_FLAG = 32,
 } DAT_COMPLETION_FLAGS;
 
-typedef enum {
+typedef enum dat_dtos {
   DAT_DTO_SEND = 0,
   DAT_DTO_RDMA_WRITE = 1,
   DAT_DTO_RDMA_READ = 2,
@@ -261,7 +261,7 @@ typedef enum {
   DAT_DTO_EXTENSION_BASE = 8,
 } DAT_DTOS;
 
-typedef enum {
+typedef enum dat_qos {
   DAT_QOS_BEST_EFFORT = 0,
   DAT_QOS_HIGH_THROUGHPUT = 1,
   DAT_QOS_LOW_LATENCY = 2,
@@ -269,7 +269,7 @@ typedef enum {
   DAT_QOS_PREMIUM = 8,
 } DAT_QOS;
 
-typedef enum {
+typedef enum dat_evd_flags {
   DAT_EVD_SOFTWARE_FLAG = 1,
   DAT_EVD_CR_FLAG = 16,
   DAT_EVD_DTO_FLAG = 32,
@@ -280,12 +280,12 @@ typedef enum {
   DAT_EVD_EXTENSION_BASE = 512,
 } DAT_EVD_FLAGS;
 
-typedef enum {
+typedef enum dat_psp_flags {
   DAT_PSP_CONSUMER_FLAG = 0,
   DAT_PSP_PROVIDER_FLAG = 1,
 } DAT_PSP_FLAGS;
 
-typedef enum {
+typedef enum dat_mem_priv_flags {
   DAT_MEM_PRIV_NONE_FLAG = 0,
   DAT_MEM_PRIV_LOCAL_READ_FLAG = 1,
   DAT_MEM_PRIV_REMOTE_READ_FLAG = 2,
@@ -295,18 +295,18 @@ typedef enum {
   DAT_MEM_PRIV_EXTENSION_BASE = 64,
 } DAT_MEM_PRIV_FLAGS;
 
-typedef enum {
+typedef enum dat_va_type {
   DAT_VA_TYPE_VA = 0,
   DAT_VA_TYPE_ZB = 1,
 } DAT_VA_TYPE;
 
-typedef enum {
+typedef enum dat_rmr_scope {
   DAT_RMR_SCOPE_EP = 0,
   DAT_RMR_SCOPE_PZ = 1,
   DAT_RMR_SCOPE_ANY = 2,
 } DAT_RMR_SCOPE;
 
-typedef enum {
+typedef enum dat_rmr_param_mask {
   DAT_RMR_FIELD_IA_HANDLE = 1,
   DAT_RMR_FIELD_PZ_HANDLE = 2,
   DAT_RMR_FIELD_LMR_TRIPLET = 4,
@@ -317,36 +317,36 @@ typedef enum {
   DAT_RMR_FIELD_ALL = 127,
 } DAT_RMR_PARAM_MASK;
 
-typedef enum {
+typedef enum dat_iov_ownership {
   DAT_IOV_CONSUMER = 0,
   DAT_IOV_PROVIDER_NOMOD = 1,
   DAT_IOV_PROVIDER_MOD = 2,
 } DAT_IOV_OWNERSHIP;
 
-typedef enum {
+typedef enum dat_ep_creator_for_psp {
   DAT_PSP_CREATES_EP_NEVER = 0,
   DAT_PSP_CREATES_EP_IFASKED = 1,
   DAT_PSP_CREATES_EP_ALWAYS = 2,
 } DAT_EP_CREATOR_FOR_PSP;
 
-typedef enum {
+typedef enum dat_extension {
   DAT_EXTENSION_NONE = 0,
   DAT_EXTENSION_IB = 1,
   DAT_EXTENSION_IW = 2,
 } DAT_EXTENSION;
 
-typedef enum {
+typedef enum dat_service_type {
   DAT_SERVICE_TYPE_RC = 0,
   DAT_SERVICE_TYPE_EXTENSION_BASE = 1,
 } DAT_SERVICE_TYPE;
 
-typedef enum {
+typedef enum dat_srq_state {
   DAT_SRQ_STATE_ERROR = 0,
   DAT_SRQ_STATE_OPERATIONAL = 1,
   DAT_SRQ_STATE_SHUTDOWN = 2,
 } DAT_SRQ_STATE;
 
-typedef enum {
+typedef enum dat_srq_param_mask {
   DAT_SRQ_FIELD_IA_HANDLE = 1,
   DAT_SRQ_FIELD_SRQ_STATE = 2,
   DAT_SRQ_FIELD_PZ_HANDLE = 4,
@@ -358,7 +358,7 @@ typedef enum {
   DAT_SRQ_FIELD_ALL = 255,
 } DAT_SRQ_PARAM_MASK;
 
-typedef enum {
+typedef enum dat_psp_param_mask {
   DAT_PSP_FIELD_IA_HANDLE = 1,
   DAT_PSP_FIELD_CONN_QUAL = 2,
   DAT_PSP_FIELD_EVD_HANDLE = 4,
@@ -366,7 +366,7 @@ typedef enum {
   DAT_PSP_FIELD_ALL = 15,
 } DAT_PSP_PARAM_MASK;
 
-typedef enum {
+typedef enum dat_rsp_param_mask {
   DAT_RSP_FIELD_IA_HANDLE = 1,
   DAT_RSP_FIELD_CONN_QUAL = 2,
   DAT_RSP_FIELD_EVD_HANDLE = 4,
@@ -374,7 +374,7 @@ typedef enum {
   DAT_RSP_FIELD_ALL = 15,
 } DAT_RSP_PARAM_MASK;
 
-typedef enum {
+typedef enum dat_csp_param_mask {
   DAT_CSP_FIELD_IA_HANDLE = 1,
   DAT_CSP_FIELD_COMM = 2,
   DAT_CSP_FIELD_IA_ADDRESS = 4,
@@ -382,7 +382,7 @@ typedef enum {
   DAT_CSP_FIELD_ALL = 15,
 } DAT_CSP_PARAM_MASK;
 
-typedef enum {
+typedef enum dat_cr_param_mask {
   DAT_CR_FIELD_REMOTE_IA_ADDRESS_PTR = 1,
   DAT_CR_FIELD_REMOTE_PORT_QUAL = 2,
   DAT_CR_FIELD_PRIVATE_DATA_SIZE = 4,
@@ -391,41 +391,41 @@ typedef enum {
   DAT_CR_FIELD_ALL = 31,
 } DAT_CR_PARAM_MASK;
 
-typedef enum {
+typedef enum ia_async_error_reason {
   DAT_IA_CATASTROPHIC_ERROR = 0,
   DAT_IA_OTHER_ERROR = 1,
 } DAT_IA_ASYNC_ERROR_REASON;
 
-typedef enum {
+typedef enum ep_async_error_reason {
   DAT_EP_TRANSFER_TO_ERROR = 0,
   DAT_EP_OTHER_ERROR = 1,
   DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT = 2,
 } DAT_EP_ASYNC_ERROR_REASON;
 
-typedef enum {
+typedef enum evd_async_error_reason {
   DAT_EVD_OVERFLOW_ERROR = 0,
   DAT_EVD_OTHER_ERROR = 1,
 } DAT_EVD_ASYNC_ERROR_REASON;
 
-typedef enum {
+typedef enum srq_async_error_reason {
   DAT_SRQ_TRANSFER_TO_ERROR = 0,
   DAT_SRQ_OTHER_ERROR = 1,
   DAT_SRQ_LOW_WATERMARK_EVENT = 2,
 } DAT_SRQ_ASYNC_ERROR_REASON;
 
-typedef enum {
+typedef enum lmr_async_error_reason {
   DAT_LMR_OTHER_ERROR = 0,
 } DAT_LMR_ASYNC_ERROR_REASON;
 
-typedef enum {
+typedef enum rmr_async_error_reason {
   DAT_RMR_OTHER_ERROR = 0,
 } DAT_RMR_ASYNC_ERROR_REASON;
 
-typedef enum {
+typedef enum pz_async_error_reason {
   DAT_PZ_OTHER_ERROR = 0,
 } DAT_PZ_ASYNC_ERROR_REASON;
 
-typedef enum {
+typedef enum dat_event_number {
   DAT_DTO_COMPLETION_EVENT = 1,
   DAT_RMR_BIND_COMPLETION_EVENT = 4097,
   DAT_CONNECTION_REQUEST_EVENT = 8193,
@@ -452,14 +452,14 @@ typedef enum {
 
 typedef char *DAT_NAME_PTR;
 
-typedef struct {
+typedef struct dat_named_attr {
   const char *name;
   const char *value;
 } DAT_NAMED_ATTR;
 
 typedef DAT_UINT32 DAT_HA_LB;
 
-typedef union {
+typedef union dat_context {
   DAT_PVOID as_ptr;
   DAT_UINT64 as_64;
   DAT_UVERYLONG as_index;
@@ -511,19 +511,19 @@ typedef DAT_UINT64 DAT_VADDR;
 
 typedef DAT_UINT32 DAT_SEG_LENGTH;
 
-typedef struct {
+typedef struct dat_lmr_triplet {
   DAT_VADDR virtual_address;
   DAT_SEG_LENGTH segment_length;
   DAT_LMR_CONTEXT lmr_context;
 } DAT_LMR_TRIPLET;
 
-typedef struct {
+typedef struct dat_rmr_triplet {
   DAT_VADDR virtual_address;
   DAT_SEG_LENGTH segment_length;
   DAT_RMR_CONTEXT rmr_context;
 } DAT_RMR_TRIPLET;
 
-typedef struct {
+typedef struct dat_rmr_param {
   DAT_IA_HANDLE ia_handle;
   DAT_PZ_HANDLE pz_handle;
   DAT_LMR_TRIPLET lmr_triplet;
@@ -535,7 +535,7 @@ typedef struct {
 
 typedef DAT_UINT64 DAT_IA_ATTR_MASK;
 
-typedef struct {
+typedef struct dat_ep_attr {
   DAT_SERVICE_TYPE service_type;
   DAT_SEG_LENGTH max_message_size;
   DAT_SEG_LENGTH max_rdma_size;
@@ -557,7 +557,7 @@ typedef struct {
   DAT_NAMED_ATTR *ep_provider_specific;
 } DAT_EP_ATTR;
 
-typedef struct {
+typedef struct dat_ep_param {
   DAT_IA_HANDLE ia_handle;
   DAT_EP_STATE ep_state;
   DAT_COMM comm;
@@ -575,13 +575,13 @@ typedef struct {
 
 typedef DAT_UINT64 DAT_EP_PARAM_MASK;
 
-typedef struct {
+typedef struct dat_srq_attr {
   DAT_COUNT max_recv_dtos;
   DAT_COUNT max_recv_iov;
   DAT_COUNT low_watermark;
 } DAT_SRQ_ATTR;
 
-typedef struct {
+typedef struct dat_srq_param {
   DAT_IA_HANDLE ia_handle;
   DAT_SRQ_STATE srq_state;
   DAT_PZ_HANDLE pz_handle;
@@ -592,32 +592,32 @@ typedef struct {
   DAT_COUNT outstanding_dto_count;
 } DAT_SRQ_PARAM;
 
-typedef struct {
+typedef struct dat_pz_param {
   DAT_IA_HANDLE ia_handle;
 } DAT_PZ_PARAM;
 
-typedef struct {
+typedef struct dat_psp_param {
   DAT_IA_HANDLE ia_handle;
   DAT_CONN_QUAL conn_qual;
   DAT_EVD_HANDLE evd_handle;
   DAT_PSP_FLAGS psp_flags;
 } DAT_PSP_PARAM;
 
-typedef struct {
+typedef struct dat_rsp_param {
   DAT_IA_HANDLE ia_handle;
   DAT_CONN_QUAL conn_qual;
   DAT_EVD_HANDLE evd_handle;
   DAT_EP_HANDLE ep_handle;
 } DAT_RSP_PARAM;
 
-typedef struct {
+typedef struct dat_csp_param {
   DAT_IA_HANDLE ia_handle;
   DAT_COMM *comm;
   DAT_IA_ADDRESS_PTR address_ptr;
   DAT_EVD_HANDLE evd_handle;
 } DAT_CSP_PARAM;
 
-typedef struct {
+typedef struct dat_cr_param {
   DAT_IA_ADDRESS_PTR remote_ia_address_ptr;
   DAT_PORT_QUAL remote_port_qual;
   DAT_COUNT private_data_size;
@@ -625,7 +625,7 @@ typedef struct {
   DAT_EP_HANDLE local_ep_handle;
 } DAT_CR_PARAM;
 
-typedef struct {
+typedef struct dat_dto_completion_event_data {
   DAT_EP_HANDLE ep_handle;
   DAT_DTO_COOKIE user_cookie;
   DAT_DTO_COMPLETION_STATUS status;
@@ -634,19 +634,19 @@ typedef struct {
   DAT_RMR_CONTEXT rmr_context;
 } DAT_DTO_COMPLETION_EVENT_DATA;
 
-typedef struct {
+typedef struct dat_rmr_bind_completion_event_data {
   DAT_RMR_HANDLE rmr_handle;
   DAT_RMR_COOKIE user_cookie;
   DAT_DTO_COMPLETION_STATUS status;
 } DAT_RMR_BIND_COMPLETION_EVENT_DATA;
 
-typedef union {
+typedef union dat_sp_handle {
   DAT_RSP_HANDLE rsp_handle;
   DAT_PSP_HANDLE psp_handle;
   DAT_CSP_HANDLE csp_handle;
 } DAT_SP_HANDLE;
 
-typedef struct {
+typedef struct dat_cr_arrival_event_data {
   DAT_SP_HANDLE sp_handle;
   DAT_IA_ADDRESS_PTR local_ia_address_ptr;
   DAT_CONN_QUAL conn_qual;
@@ -654,22 +654,22 @@ typedef struct {
   DAT_BOOLEAN truncate_flag;
 } DAT_CR_ARRIVAL_EVENT_DATA;
 
-typedef struct {
+typedef struct dat_connection_event_data {
   DAT_EP_HANDLE ep_handle;
   DAT_COUNT private_data_size;
   DAT_PVOID private_data;
 } DAT_CONNECTION_EVENT_DATA;
 
-typedef struct {
+typedef struct dat_asynch_error_event_data {
   DAT_HANDLE dat_handle;
   DAT_COUNT reason;
 } DAT_ASYNCH_ERROR_EVENT_DATA;
 
-typedef struct {
+typedef struct dat_software_event_data {
   DAT_PVOID pointer;
 } DAT_SOFTWARE_EVENT_DATA;
 
-typedef union {
+typedef union dat_event_data {
   DAT_DTO_COMPLETION_EVENT_DATA dto_completion_event_data;
   DAT_RMR_BIND_COMPLETION_EVENT_DATA rmr_completion_event_data;
   DAT_CR_ARRIVAL_EVENT_DATA cr_arrival_event_data;
@@ -678,14 +678,14 @@ typedef union {
   DAT_SOFTWARE_EVENT_DATA software_event_data;
 } DAT_EVENT_DATA;
 
-typedef struct {
+typedef struct dat_event {
   DAT_EVENT_NUMBER event_number;
   DAT_EVD_HANDLE evd_handle;
   DAT_EVENT_DATA event_data;
   DAT_UINT64 event_extension_data[8];
 } DAT_EVENT;
 
-typedef struct {
+typedef struct dat_provider_info {
   char ia_name[256];
   DAT_UINT32 dapl_version_major;
   DAT_UINT32 dapl_version_minor;
@@ -709,5 +709,6 @@ typedef int DAT_EXTENDED_OP;
 #define DAT_DTO_LENGTH_ERROR DAT_DTO_ERR_LOCAL_LENGTH
 
 #define DAT_THREADSAFE DAT_FALSE
+
 
 #endif  /* _DAT_H_ */

@@ -19,7 +19,7 @@
 
 #define DAT_TYPE_MASK 1073676288
 
-typedef enum {
+typedef enum dat_return_type {
   DAT_SUCCESS = 0,
   DAT_ABORT = 65536,
   DAT_CONN_QUAL_IN_USE = 131072,
@@ -48,7 +48,7 @@ typedef enum {
   DAT_NOT_IMPLEMENTED = 1073676288,
 } DAT_RETURN_TYPE;
 
-typedef enum {
+typedef enum dat_return_subtype {
   DAT_NO_SUBTYPE = 0,
   DAT_SUB_INTERRUPTED = 1,
   DAT_RESOURCE_MEMORY = 2,
@@ -158,5 +158,6 @@ typedef enum {
 typedef DAT_UINT32 DAT_RETURN;
 
 #define DAT_NAME_NOT_FOUND DAT_PROVIDER_NOT_FOUND
+
 
 #endif  /* _DAT_ERROR_H_ */

@@ -30,7 +30,7 @@
 
 #define DAT_IB_EXTENSION_VERSION 209
 
-typedef enum {
+typedef enum dat_ib_op {
   DAT_IB_FETCH_AND_ADD_OP = 0,
   DAT_IB_CMP_AND_SWAP_OP = 1,
   DAT_IB_RDMA_WRITE_IMMED_OP = 2,
@@ -65,7 +65,7 @@ typedef enum {
   DAT_IB_CLOSE_QUERY_OP = 8192,
 } DAT_IB_OP;
 
-typedef enum {
+typedef enum dat_ib_event_number {
   DAT_IB_DTO_EVENT = 262144,
   DAT_IB_UD_CONNECTION_REQUEST_EVENT = 262145,
   DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED = 262146,
@@ -74,7 +74,7 @@ typedef enum {
   DAT_IB_COLLECTIVE_EVENT = 262149,
 } DAT_IB_EVENT_NUMBER;
 
-typedef enum {
+typedef enum dat_ib_ext_type {
   DAT_IB_FETCH_AND_ADD = 0,
   DAT_IB_CMP_AND_SWAP = 1,
   DAT_IB_RDMA_WRITE_IMMED = 2,
@@ -106,18 +106,18 @@ typedef enum {
   DAT_IB_COLLECTIVE_BARRIER_STATUS = 28,
 } DAT_IB_EXT_TYPE;
 
-typedef enum {
+typedef enum dat_ib_status {
   DAT_OP_SUCCESS = 0,
   DAT_IB_OP_ERR = 1,
   DAT_IB_COLL_COMP_ERR = 2,
 } DAT_IB_STATUS;
 
-typedef enum {
+typedef enum dat_ib_return {
   DAT_IB_ERR = 268435456,
   DAT_IB_COLLECTIVE_ERR = 268435457,
 } DAT_IB_RETURN;
 
-typedef enum {
+typedef enum dat_ib_dtos {
   DAT_IB_DTO_RDMA_WRITE_IMMED = 8,
   DAT_IB_DTO_RECV_IMMED = 9,
   DAT_IB_DTO_FETCH_ADD = 10,
@@ -129,24 +129,24 @@ typedef enum {
   DAT_IB_DTO_COLLECTIVES = 16,
 } DAT_IB_DTOS;
 
-typedef enum {
+typedef enum dat_ib_handle_type {
   DAT_IB_HANDLE_TYPE_EXT = 12,
   DAT_IB_HANDLE_TYPE_COLLECTIVE = 13,
 } DAT_IB_HANDLE_TYPE;
 
-typedef enum {
+typedef enum dat_ib_evd_extension_flags {
   DAT_IB_EVD_EXTENSION_FLAG = 512,
 } DAT_IB_EVD_EXTENSION_FLAGS;
 
-typedef enum {
+typedef enum dat_ib_mem_priv_flags {
   DAT_IB_MEM_PRIV_REMOTE_ATOMIC = 64,
 } DAT_IB_MEM_PRIV_FLAGS;
 
-typedef enum {
+typedef enum dat_ib_service_type {
   DAT_IB_SERVICE_TYPE_UD = 1,
 } DAT_IB_SERVICE_TYPE;
 
-typedef enum {
+typedef enum dat_ia_counters {
   DCNT_IA_PZ_CREATE = 0,
   DCNT_IA_PZ_FREE = 1,
   DCNT_IA_LMR_CREATE = 2,
@@ -235,7 +235,7 @@ typedef enum {
   DCNT_IA_ALL_COUNTERS = 85,
 } DAT_IA_COUNTERS;
 
-typedef enum {
+typedef enum dat_ep_counters {
   DCNT_EP_CONNECT = 0,
   DCNT_EP_DISCONNECT = 1,
   DCNT_EP_POST_SEND = 2,
@@ -263,7 +263,7 @@ typedef enum {
   DCNT_EP_ALL_COUNTERS = 24,
 } DAT_EP_COUNTERS;
 
-typedef enum {
+typedef enum dat_evd_counters {
   DCNT_EVD_WAIT = 0,
   DCNT_EVD_WAIT_BLOCKED = 1,
   DCNT_EVD_WAIT_NOTIFY = 2,
@@ -277,13 +277,13 @@ typedef enum {
   DCNT_EVD_ALL_COUNTERS = 10,
 } DAT_EVD_COUNTERS;
 
-typedef enum {
+typedef enum dat_ia_counter_type {
   DCNT_IA_CM = 0,
   DCNT_IA_LNK = 1,
   DCNT_IA_DIAG = 2,
 } DAT_IA_COUNTER_TYPE;
 
-typedef enum {
+typedef enum dat_ib_collective_data_type {
   DAT_IB_COLLECTIVE_TYPE_INT8 = 0,
   DAT_IB_COLLECTIVE_TYPE_UINT8 = 1,
   DAT_IB_COLLECTIVE_TYPE_INT16 = 2,
@@ -302,7 +302,7 @@ typedef enum {
   DAT_IB_COLLECTIVE_TYPE_DOUBLE_INT = 15,
 } DAT_IB_COLLECTIVE_DATA_TYPE;
 
-typedef enum {
+typedef enum dat_ib_collective_reduce_data_op {
   DAT_IB_COLLECTIVE_REDUCE_OP_MAX = 0,
   DAT_IB_COLLECTIVE_REDUCE_OP_MIN = 1,
   DAT_IB_COLLECTIVE_REDUCE_OP_SUM = 2,
@@ -319,17 +319,17 @@ typedef enum {
 
 typedef DAT_HANDLE DAT_IB_COLLECTIVE_HANDLE;
 
-typedef struct {
+typedef struct dat_ib_addr_handle {
   struct ibv_ah *ah;
   DAT_UINT32 qpn;
   DAT_SOCK_ADDR6 ia_addr;
 } DAT_IB_ADDR_HANDLE;
 
-typedef struct {
+typedef struct dat_ib_immed_data {
   DAT_UINT32 data;
 } DAT_IB_IMMED_DATA;
 
-typedef struct {
+typedef struct dat_ib_collective_event_data {
   DAT_HANDLE handle;
   DAT_CONTEXT context;
 } DAT_IB_COLLECTIVE_EVENT_DATA;
@@ -340,7 +340,7 @@ typedef unsigned int DAT_IB_COLLECTIVE_ID;
 
 typedef void *DAT_IB_COLLECTIVE_MEMBER;
 
-typedef struct {
+typedef struct dat_ib_collective_group {
   int local_size;
   int local_rank;
   int *local_ranks;
@@ -356,9 +356,7 @@ typedef struct {
 
 #define DAT_PRINT_COUNTERS_OP DAT_IB_PRINT_COUNTERS_OP
 
-#endif  /* _DAT_IB_EXTENSIONS_H_ */
-
-typedef struct DAT_IB_EXTENSION_EVENT_DATA {
+typedef struct dat_ib_extension_event_data {
     DAT_IB_EXT_TYPE type;
     DAT_IB_STATUS status;
     union {
@@ -511,3 +509,5 @@ static inline DAT_RETURN dat_strerror_ext_status(DAT_IB_STATUS value, const char
     default: *message = "unknown extension status"; return DAT_INVALID_PARAMETER;
     }
 }
+
+#endif  /* _DAT_IB_EXTENSIONS_H_ */

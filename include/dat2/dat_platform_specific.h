@@ -37,7 +37,7 @@ typedef int DAT_COUNT;
 
 typedef DAT_UINT64 DAT_PADDR;
 
-typedef struct {
+typedef struct dat_comm {
   int domain;
   int type;
   int protocol;
@@ -48,5 +48,6 @@ typedef int DAT_FD;
 typedef struct sockaddr DAT_SOCK_ADDR;
 
 typedef struct sockaddr_in6 DAT_SOCK_ADDR6;
+
 
 #endif  /* _DAT_PLATFORM_SPECIFIC_H_ */

@@ -289,7 +289,7 @@ typedef DAT_RETURN (*DAT_IA_HA_RELATED_FUNC)(DAT_IA_HANDLE, DAT_NAME_PTR, DAT_BO
 
 typedef DAT_RETURN (*DAT_HANDLE_EXTENDEDOP_FUNC)(DAT_HANDLE, DAT_EXTENDED_OP, va_list);
 
-typedef struct {
+typedef struct dat_provider {
   const char *device_name;
   DAT_PVOID extension;
   DAT_IA_OPEN_FUNC ia_open_func;
@@ -373,8 +373,6 @@ typedef struct {
   DAT_HANDLE_EXTENDEDOP_FUNC handle_extendedop_func;
 } DAT_PROVIDER;
 
-#endif  /* _DAT_REDIRECTION_H_ */
-
 
 /* Dispatch through the provider of a handle (for providers; consumers call dat_*). */
 #define DAT_IA_QUERY(a0, a1, a2, a3, a4, a5) (*DAT_HANDLE_TO_PROVIDER(a0)->ia_query_func)((a0), (a1), (a2), (a3), (a4), (a5))
@@ -453,3 +451,5 @@ typedef struct {
 #define DAT_CNO_FD_CREATE(a0, a1, a2) (*DAT_HANDLE_TO_PROVIDER(a0)->cno_fd_create_func)((a0), (a1), (a2))
 #define DAT_CNO_TRIGGER(a0, a1) (*DAT_HANDLE_TO_PROVIDER(a0)->cno_trigger_func)((a0), (a1))
 #define DAT_HANDLE_EXTENDEDOP(a0, a1, a2) (*DAT_HANDLE_TO_PROVIDER(a0)->handle_extendedop_func)((a0), (a1), (a2))
+
+#endif  /* _DAT_REDIRECTION_H_ */

@@ -11,7 +11,7 @@
 #define DAT_PROVIDER_FINI_FUNC_STR "dat_provider_fini"
 
 
-typedef enum {
+typedef enum dat_ha_relationship {
   DAT_HA_FALSE = 0,
   DAT_HA_TRUE = 1,
   DAT_HA_UNKNOWN = 2,
@@ -50,5 +50,6 @@ DAT_RETURN dat_registry_providers_related(DAT_NAME_PTR ia_name1,
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
+
 
 #endif  /* _DAT_REGISTRY_H_ */

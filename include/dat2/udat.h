@@ -94,13 +94,13 @@
 
 #define DAT_PROVIDER_FIELD_DAT_QOS_SUPPORTED 128
 
-typedef enum {
+typedef enum dat_mem_type {
   DAT_MEM_TYPE_VIRTUAL = 0,
   DAT_MEM_TYPE_LMR = 1,
   DAT_MEM_TYPE_SHARED_VIRTUAL = 2,
 } DAT_MEM_TYPE;
 
-typedef enum {
+typedef enum dat_handle_type {
   DAT_HANDLE_TYPE_CR = 0,
   DAT_HANDLE_TYPE_EP = 1,
   DAT_HANDLE_TYPE_EVD = 2,
@@ -116,7 +116,7 @@ typedef enum {
   DAT_HANDLE_TYPE_EXTENSION_BASE = 12,
 } DAT_HANDLE_TYPE;
 
-typedef enum {
+typedef enum dat_evd_state {
   DAT_EVD_STATE_ENABLED = 1,
   DAT_EVD_STATE_DISABLED = 2,
   DAT_EVD_STATE_WAITABLE = 4,
@@ -126,7 +126,7 @@ typedef enum {
   DAT_EVD_STATE_CONFIG_THRESHOLD = 48,
 } DAT_EVD_STATE;
 
-typedef enum {
+typedef enum dat_evd_param_mask {
   DAT_EVD_FIELD_IA_HANDLE = 1,
   DAT_EVD_FIELD_EVD_QLEN = 2,
   DAT_EVD_FIELD_EVD_STATE = 4,
@@ -135,7 +135,7 @@ typedef enum {
   DAT_EVD_FIELD_ALL = 31,
 } DAT_EVD_PARAM_MASK;
 
-typedef enum {
+typedef enum dat_lmr_param_mask {
   DAT_LMR_FIELD_IA_HANDLE = 1,
   DAT_LMR_FIELD_MEM_TYPE = 2,
   DAT_LMR_FIELD_REGION_DESC = 4,
@@ -150,27 +150,27 @@ typedef enum {
   DAT_LMR_FIELD_ALL = 2047,
 } DAT_LMR_PARAM_MASK;
 
-typedef enum {
+typedef enum dat_proxy_type {
   DAT_PROXY_TYPE_NONE = 0,
   DAT_PROXY_TYPE_AGENT = 1,
   DAT_PROXY_TYPE_FD = 2,
 } DAT_PROXY_TYPE;
 
-typedef enum {
+typedef enum dat_cno_param_mask {
   DAT_CNO_FIELD_IA_HANDLE = 1,
   DAT_CNO_FIELD_PROXY_TYPE = 2,
   DAT_CNO_FIELD_PROXY = 3,
   DAT_CNO_FIELD_ALL = 4,
 } DAT_CNO_PARAM_MASK;
 
-typedef enum {
+typedef enum dat_pz_support {
   DAT_PZ_UNIQUE = 0,
   DAT_PZ_SHAREABLE = 1,
 } DAT_PZ_SUPPORT;
 
 typedef void (*DAT_AGENT_FUNC)(DAT_PVOID, DAT_EVD_HANDLE);
 
-typedef struct {
+typedef struct dat_os_wait_proxy_agent {
   DAT_PVOID instance_data;
   DAT_AGENT_FUNC proxy_agent_func;
 } DAT_OS_WAIT_PROXY_AGENT;
@@ -183,13 +183,13 @@ typedef union {
   DAT_PVOID none;
 } libdat_DAT_CNO_PARAM_proxy;
 
-typedef struct {
+typedef struct dat_cno_param {
   DAT_IA_HANDLE ia_handle;
   DAT_PROXY_TYPE proxy_type;
   libdat_DAT_CNO_PARAM_proxy proxy;
 } DAT_CNO_PARAM;
 
-typedef struct {
+typedef struct dat_evd_param {
   DAT_IA_HANDLE ia_handle;
   DAT_COUNT evd_qlen;
   DAT_EVD_STATE evd_state;
@@ -197,7 +197,7 @@ typedef struct {
   DAT_EVD_FLAGS evd_flags;
 } DAT_EVD_PARAM;
 
-typedef struct {
+typedef struct dat_ia_attr {
   char adapter_name[256];
   char vendor_name[256];
   DAT_UINT32 hardware_version_major;
@@ -240,7 +240,7 @@ typedef struct {
 
 typedef DAT_UINT64 DAT_PROVIDER_ATTR_MASK;
 
-typedef struct {
+typedef struct dat_provider_attr {
   char provider_name[256];
   DAT_UINT32 provider_version_major;
   DAT_UINT32 provider_version_minor;
@@ -276,18 +276,18 @@ typedef struct {
 
 typedef char (*DAT_LMR_COOKIE)[40];
 
-typedef struct {
+typedef struct dat_shared_memory {
   DAT_PVOID virtual_address;
   DAT_LMR_COOKIE shared_memory_id;
 } DAT_SHARED_MEMORY;
 
-typedef union {
+typedef union dat_region_description {
   DAT_PVOID for_va;
   DAT_LMR_HANDLE for_lmr_handle;
   DAT_SHARED_MEMORY for_shared_memory;
 } DAT_REGION_DESCRIPTION;
 
-typedef struct {
+typedef struct dat_lmr_param {
   DAT_IA_HANDLE ia_handle;
   DAT_MEM_TYPE mem_type;
   DAT_REGION_DESCRIPTION region_desc;
@@ -951,7 +951,13 @@ DAT_RETURN dat_srq_set_lw(DAT_SRQ_HANDLE srq_handle, DAT_COUNT low_watermark);
 }  // extern "C"
 #endif  // __cplusplus
 
-#endif  /* _UDAT_H_ */
-
 /* C-variadic: implemented by a C shim in the library. */
+#ifdef __cplusplus
+extern "C" {
+#endif
 extern DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...);
+#ifdef __cplusplus
+}
+#endif
+
+#endif  /* _UDAT_H_ */

@@ -9,4 +9,5 @@
 
 #define DAT_VERSION_MAJOR 2
 
+
 #endif  /* _UDAT_CONFIG_H_ */

@@ -5,4 +5,5 @@
 
 #include "dat2/dat_redirection.h"
 
+
 #endif  /* _UDAT_REDIRECTION_H_ */

@@ -5,4 +5,5 @@
 
 #include "dat2/dat_vendor_specific.h"
 
+
 #endif  /* _UDAT_VENDOR_SPECIFIC_H_ */

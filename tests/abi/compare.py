@@ -7,8 +7,12 @@ Every item is enumerated from the headers themselves (clang's AST, gcc -dM), nev
 hand-written list: every struct and union (size, alignment, offset and size of every member),
 every enumerator's value, every typedef (size, signedness, kind), every integer object-like
 macro's value, the existence and parameter count of every other macro, and every function
-prototype. Run once with <dat2/udat.h> alone and once with <dat2/dat_ib_extensions.h> too.
-Prints each difference; exits 1 if there is any.
+prototype (and that a C++ program calls each by its C name), the tag behind every typedef of a struct, union or enum (`typedef struct dat_event
+{...} DAT_EVENT;` lets C spell `struct dat_event`), and the C++ linkage name of a probe
+function taking a pointer to each typedef (`void f(DAT_EVENT *)` is `_Z1fP9dat_event` only when
+the tag is there; an integer typedef mangles by its underlying type, `unsigned long` or
+`unsigned long long`). Run once with <dat2/udat.h> alone and once with
+<dat2/dat_ib_extensions.h> too. Prints each difference; exits 1 if there is any.
 """
 import json
 import os
@@ -43,7 +47,7 @@ def scan(inc, headers, tmp):
     src = tu(tmp, headers)
     ast = json.loads(run(["clang", "-I", inc, "-Xclang", "-ast-dump=json", "-fsyntax-only", src]))
     tag_name = {}  # record id -> the name we compare it by
-    records, enumerators, typedefs, functions = {}, set(), {}, {}
+    records, enumerators, typedefs, functions, tags, static = {}, set(), {}, {}, {}, set()
     cur = None
     decls = []
     for d in ast["inner"]:
@@ -75,15 +79,54 @@ def scan(inc, headers, tmp):
             enumerators |= {c["name"] for c in d.get("inner", []) if c["kind"] == "EnumConstantDecl"}
         elif k == "TypedefDecl":
             typedefs[d["name"]] = d["type"].get("desugaredQualType", d["type"]["qualType"])
+            tag = tag_of(d)
+            if tag:
+                tags[d["name"]] = tag
         elif k == "FunctionDecl":
             functions[d["name"]] = norm_proto(d)
+            if d.get("storageClass") == "static":
+                static.add(d["name"])
     macros = {}
     base = set(m.split()[1].split("(")[0] for m in run(["gcc", "-dM", "-E", base_tu(tmp)]).splitlines())
     for line in run(["gcc", "-I", inc, "-dM", "-E", src]).splitlines():
         m = re.match(r"#define (\w+)(\(([^)]*)\))?", line)
         if m and m.group(1) not in base and not m.group(1).startswith("_"):
             macros[m.group(1)] = None if m.group(2) is None else len([a for a in m.group(3).split(",") if a.strip()])
-    return records, enumerators, typedefs, functions, macros
+    return records, enumerators, typedefs, functions, macros, tags, static
+
+
+def tag_of(typedef):
+    """`struct dat_event` for a typedef of a tagged struct (through other typedefs too),
+    `struct (anonymous)` for an untagged one, None when the typedef is no struct, union or enum."""
+    node, word = typedef["inner"][0], None
+    while True:
+        kind = node["kind"]
+        if kind in ("RecordType", "EnumType"):
+            return f"{word or 'enum'} {node['decl'].get('name') or '(anonymous)'}"
+        if kind == "ElaboratedType":
+            first = node["type"]["qualType"].split()[0]
+            word = first if first in ("struct", "union", "enum") else word
+        elif kind != "TypedefType":
+            return None
+        node = node["inner"][0]
+
+
+def cxx_names(inc, headers, tmp, names):
+    """The C++ linkage name of `void libdat_probe_T(T *)` for each typedef T, compiled by g++."""
+    src = os.path.join(tmp, "probe.cc")
+    with open(src, "w") as f:
+        f.write(PRELUDE + "".join(f"#include <{h}>\n" for h in headers))
+        f.writelines(f"void libdat_probe_{n}({n} *) {{}}\n" for n in sorted(names))
+    obj = os.path.join(tmp, "probe.o")
+    run(["g++", "-w", "-c", "-I", inc, "-o", obj, src])
+    out = {}
+    for line in run(["nm", "--defined-only", obj]).splitlines():
+        sym = line.split()[-1]
+        m = re.match(r"_Z(\d+)", sym)
+        if m:
+            fn = sym[m.end():m.end() + int(m.group(1))]
+            out[fn[len("libdat_probe_"):]] = sym
+    return out
 
 
 def base_tu(tmp):
@@ -169,6 +212,17 @@ def probe(inc, headers, tmp, records, enumerators, typedefs, int_macros, typedef
     return set(run([exe]).splitlines())
 
 
+def cxx_function_symbols(inc, headers, tmp, names):
+    """The symbols a C++ program references to call each function (unmangled under extern "C")."""
+    src = os.path.join(tmp, "calls.cc")
+    with open(src, "w") as f:
+        f.write(PRELUDE + "".join(f"#include <{h}>\n" for h in headers))
+        f.write("extern void *const libdat_fns[] = {\n" + "".join(f"(void *)&{n},\n" for n in sorted(names)) + "};\n")
+    obj = os.path.join(tmp, "calls.o")
+    run(["g++", "-w", "-c", "-I", inc, "-o", obj, src])
+    return set(run(["nm", "--undefined-only", obj]).split()) - {"U"}
+
+
 def integer_macros(inc, headers, tmp, names):
     """The object-like macros that are integer constant expressions."""
     good = []
@@ -188,8 +242,8 @@ def compare(ref, ours, headers, label):
     with tempfile.TemporaryDirectory() as tmp:
         r = scan(ref, headers, tmp)
         o = scan(ours, headers, tmp)
-        names = ["record", "enumerator", "typedef", "function", "macro"]
-        for i, what in enumerate(names):
+        names = ["record", "enumerator", "typedef", "function", "macro", "tag"]
+        for i, what in enumerate(names[:5]):
             for missing in sorted(set(r[i]) - set(o[i])):
                 diffs.append(f"{label}: {what} {missing}: in the reference only")
             for extra in sorted(set(o[i]) - set(r[i])):
@@ -209,6 +263,21 @@ def compare(ref, ours, headers, label):
             facts += 1
             if r[4][m] != o[4][m]:
                 diffs.append(f"{label}: macro {m}: parameters {r[4][m]} vs {o[4][m]}")
+        called = {f for f in set(r[3]) & set(o[3]) if f not in r[6]}
+        rs, os_ = cxx_function_symbols(ref, headers, tmp, called), cxx_function_symbols(ours, headers, tmp, called)
+        facts += len(called)
+        for sym in sorted(rs ^ os_):
+            diffs.append(f"{label}: a C++ call references {sym} with {'the reference' if sym in rs else 'ours'} only")
+        both = set(r[2]) & set(o[2])
+        for t in sorted(both & (set(r[5]) | set(o[5]))):
+            facts += 1
+            if r[5].get(t) != o[5].get(t):
+                diffs.append(f"{label}: tag of {t}: reference `{r[5].get(t)}`, ours `{o[5].get(t)}`")
+        rc, oc = cxx_names(ref, headers, tmp, both), cxx_names(ours, headers, tmp, both)
+        for t in sorted(both):
+            facts += 1
+            if rc.get(t) != oc.get(t):
+                diffs.append(f"{label}: C++ name of a `{t} *` parameter: reference {rc.get(t)}, ours {oc.get(t)}")
         common_records = {k: [m for m in v if m in o[0][k]] for k, v in r[0].items() if k in o[0]}
         common_enums = r[1] & o[1]
         common_typedefs = {k: v for k, v in r[2].items()

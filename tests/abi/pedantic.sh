@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Our headers compile warning-free with -Wall -Wextra -Werror -pedantic as C99, C11 and C++17.
+# Our headers compile warning-free with -Wall -Wextra -Werror -pedantic as C99, C11 and C++17,
+# each header included twice (the include guards cover everything in them).
 # usage: pedantic.sh INCLUDE_DIR
 set -euo pipefail
 inc=${1:?usage: pedantic.sh INCLUDE_DIR}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat > "$tmp/probe.c" <<'C'
-#include <dat2/udat.h>
-#include <dat2/dat_ib_extensions.h>
-#include <dat2/dat_registry.h>
+for pass in 1 2; do
+    for h in "$inc"/dat2/*.h; do echo "#include <dat2/$(basename "$h")>"; done
+done > "$tmp/probe.c"
+cat >> "$tmp/probe.c" <<'C'
 
 /* Uses the macros and types a program uses; compiled, not linked. */
 DAT_RETURN probe(DAT_IA_HANDLE *ia, DAT_EVD_HANDLE *evd);

@@ -25,4 +25,6 @@ mutate "enum value" dat.h 's/DAT_EP_STATE_UNCONNECTED,/DAT_EP_STATE_UNCONNECTED 
 mutate "macro value" dat.h 's/#define DAT_TIMEOUT_INFINITE    ((DAT_TIMEOUT) ~0)/#define DAT_TIMEOUT_INFINITE 7/'
 mutate "prototype" dat.h 's/IN      DAT_CLOSE_FLAGS );	\/\* close_flags          \*\//IN DAT_COUNT);/'
 mutate "typedef changed" dat.h "s/^typedef DAT_UINT64      DAT_PORT_QUAL;/typedef DAT_UINT32 DAT_PORT_QUAL;/"
+mutate "tag removed" dat.h 's/^typedef struct dat_event$/typedef struct/'
+mutate "C++ name only (same size and sign)" dat_platform_specific.h 's/^typedef u_int64_t               DAT_UINT64;/typedef unsigned long long DAT_UINT64;/'
 exit $fail

@@ -2,6 +2,13 @@
 //! functions, with cbindgen; cbindgen.toml holds the shared settings and, under `[headergen]`,
 //! what cbindgen cannot derive (function-like macros, pointer and string macros) per file.
 //!
+//! Every struct, union and enum carries the tag OpenFabrics gives it (`typedef struct dat_event
+//! {...} DAT_EVENT;`), so C can spell `struct dat_event` and C++ mangles a `DAT_EVENT *`
+//! parameter as `P9dat_event`. cbindgen names either the tag or the typedef, not both, so the
+//! tags are added here, by one rule that matches the DAT headers: an enum's tag is its Rust
+//! name (`dat_boolean` behind `DAT_BOOLEAN`), a struct's or union's is its Rust name in lower
+//! case (`DAT_EVENT` -> `dat_event`). tests/abi/compare.py checks every tag against them.
+//!
 //! usage: headergen OUTPUT_DIR   (run from the repository root)
 
 use std::collections::BTreeMap;
@@ -234,6 +241,8 @@ fn main() {
     }
     let functions = exported_functions(root);
     let sources = rust_sources(root);
+    let enum_tags: BTreeMap<String, String> =
+        modules.values().flat_map(|m| m.enums.iter().map(|(tag, raw)| (raw.clone(), tag.clone()))).collect();
     fs::create_dir_all(out).expect("output dir");
 
     for h in HEADERS {
@@ -244,10 +253,12 @@ fn main() {
             verbatim.get(h.file).and_then(|t| t.get(key)).and_then(|v| v.as_str()).map(str::to_string)
         };
         cfg.after_includes = text_of("after_includes");
-        cfg.trailer = text_of("trailer");
+        // The trailer goes inside the include guard (cbindgen's would follow it, and a header
+        // included twice would define its trailer's types twice): see `inside_guard`.
+        let mut trailer = text_of("trailer").unwrap_or_default();
         if h.file == "dat_redirection.h" {
             let redirection = fs::read_to_string(root.join("src/abi/redirection.rs")).expect("redirection.rs");
-            cfg.trailer = Some(format!("{}{}", cfg.trailer.unwrap_or_default(), dispatch_macros(&redirection)));
+            trailer += &dispatch_macros(&redirection);
         }
         if let Some(sys) = verbatim.get(h.file).and_then(|t| t.get("sys_includes")).and_then(|v| v.as_array()) {
             cfg.sys_includes = sys.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
@@ -296,6 +307,50 @@ fn main() {
             builder = builder.with_src(s);
         }
         let bindings = builder.generate().unwrap_or_else(|e| panic!("{}: {e}", h.file));
-        bindings.write_to_file(out.join(h.file));
+        let mut text = Vec::new();
+        bindings.write(&mut text);
+        let text = String::from_utf8(text).expect("cbindgen writes UTF-8");
+        let text = inside_guard(&with_tags(&text, &enum_tags), h.guard, &trailer);
+        fs::write(out.join(h.file), text).expect("write header");
     }
+}
+
+/// Places `trailer` just before the include guard's `#endif`.
+fn inside_guard(text: &str, guard: &str, trailer: &str) -> String {
+    let end = format!("#endif  /* {guard} */");
+    let at = text.rfind(&end).unwrap_or_else(|| panic!("no `{end}`"));
+    format!("{}{trailer}\n{}", &text[..at], &text[at..])
+}
+
+/// Names the tag of every `typedef struct|union|enum { ... } NAME;` cbindgen wrote anonymous.
+/// `enum_tags` maps an enum's C typedef name to its tag; structs and unions take their
+/// typedef name in lower case. Our own helper types (`libdat_*`, the anonymous members
+/// OpenFabrics declares inline) stay anonymous: they add no tag to a program's namespace.
+fn with_tags(text: &str, enum_tags: &BTreeMap<String, String>) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::with_capacity(text.len() + 4096);
+    for (i, line) in lines.iter().enumerate() {
+        let kind = ["struct", "union", "enum"].into_iter().find(|k| *line == format!("typedef {k} {{"));
+        let Some(kind) = kind else {
+            out += line;
+            out.push('\n');
+            continue;
+        };
+        // The typedef's name closes the definition: the next line at column 0 that starts `} `.
+        let name = lines[i + 1..]
+            .iter()
+            .find_map(|l| l.strip_prefix("} ").and_then(|rest| rest.strip_suffix(';')))
+            .unwrap_or_else(|| panic!("no typedef name after line {}: {line}", i + 1));
+        if name.starts_with("libdat_") {
+            out += line;
+            out.push('\n');
+            continue;
+        }
+        let tag = match kind {
+            "enum" => enum_tags.get(name).cloned().unwrap_or_else(|| panic!("enum {name}: no Rust enum names its tag")),
+            _ => name.to_lowercase(),
+        };
+        out += &format!("typedef {kind} {tag} {{\n");
+    }
+    out
 }
