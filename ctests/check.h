@@ -29,8 +29,8 @@
 
 static int check_failures;
 
-/* DAT 2.0 functions that udat.h declares but not every library exports (OpenFabrics' libdat2
- * lacks these ten): weak, so the suite links against any library; a case calling one that is
+/* DAT 2.0 functions that the headers declare but not every library exports (OpenFabrics' libdat2
+ * lacks these ten, and defines the last two inline in its dat_ib_extensions.h): weak, so the suite links against any library; a case calling one that is
  * absent fails as "not exported" instead of the program failing to link. */
 #pragma weak dat_cno_fd_create
 #pragma weak dat_cno_trigger
@@ -42,6 +42,8 @@ static int check_failures;
 #pragma weak dat_ep_post_send_with_invalidate
 #pragma weak dat_registry_providers_related
 #pragma weak dat_rmr_create_for_ep
+#pragma weak dat_strerror_extension
+#pragma weak dat_strerror_ext_status
 
 /* "TYPE SUBTYPE" as the library renders them, with the code in hex. */
 static inline const char *render(DAT_RETURN r, char *buf, size_t len)

@@ -1,9 +1,10 @@
 /*
  * The registry and the handle-free calls: dat_registry_add_provider,
  * dat_registry_remove_provider, dat_registry_list_providers, dat_registry_providers_related,
- * dat_strerror, dat_extension_op. The registry calls and dat_strerror take no handle; for
- * them, the invalid parameters their man pages name and a success. dat_extension_op takes a
- * handle: a garbage one, and an operation no provider defines.
+ * dat_strerror, dat_strerror_extension, dat_strerror_ext_status, dat_extension_op. The
+ * registry calls and the strerror functions take no handle; for them, the invalid parameters
+ * their man pages name and a success. dat_extension_op takes a handle: a garbage one, and an
+ * operation no provider defines.
  */
 #include "check.h"
 
@@ -104,6 +105,38 @@ int main(void)
 		   DAT_SUCCESS);
 	expect_true("registry/strerror-strings", major && minor && strstr(major, "INVALID_HANDLE") &&
 		    strstr(minor, "HANDLE_EP"), "the type's and the subtype's names");
+
+	/* dat_strerror_extension and dat_strerror_ext_status (dat_ib_extensions.h, no man page;
+	 * OpenFabrics defines them inline there): the extension's return type by its name, any other
+	 * code as dat_strerror names it; a known completion status by its name, success as a blank,
+	 * an unknown status DAT_INVALID_PARAMETER. A NULL message pointer is an invalid parameter,
+	 * as for dat_strerror. */
+	major = NULL;
+	expect_ret("registry/strerror_extension-ib-err", dat_strerror_extension(DAT_IB_ERR, &major), DAT_SUCCESS);
+	expect_true("registry/strerror_extension-ib-err-string", major && !strcmp(major, "DAT_IB_ERR"),
+		    "DAT_IB_ERR");
+	major = NULL;
+	expect_ret("registry/strerror_extension-standard",
+		   dat_strerror_extension((DAT_IB_RETURN)DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP), &major),
+		   DAT_SUCCESS);
+	expect_true("registry/strerror_extension-standard-string", major && strstr(major, "INVALID_HANDLE"),
+		    "the standard type's name");
+	expect_type("registry/strerror_extension-undefined",
+		    dat_strerror_extension((DAT_IB_RETURN)DAT_ERROR(0x3ff00000, 0), &major), DAT_INVALID_PARAMETER);
+	expect_type("registry/strerror_extension-null-message", dat_strerror_extension(DAT_IB_ERR, NULL),
+		    DAT_INVALID_PARAMETER);
+	major = NULL;
+	expect_ret("registry/strerror_ext_status-op-err", dat_strerror_ext_status(DAT_IB_OP_ERR, &major), DAT_SUCCESS);
+	expect_true("registry/strerror_ext_status-op-err-string", major && !strcmp(major, "DAT_IB_OP_ERR"),
+		    "DAT_IB_OP_ERR");
+	major = NULL;
+	expect_ret("registry/strerror_ext_status-success", dat_strerror_ext_status(DAT_OP_SUCCESS, &major),
+		   DAT_SUCCESS);
+	expect_true("registry/strerror_ext_status-success-string", major && !strcmp(major, " "), "a blank");
+	expect_type("registry/strerror_ext_status-unknown", dat_strerror_ext_status((DAT_IB_STATUS)0x7fff, &major),
+		    DAT_INVALID_PARAMETER);
+	expect_type("registry/strerror_ext_status-null-message", dat_strerror_ext_status(DAT_IB_OP_ERR, NULL),
+		    DAT_INVALID_PARAMETER);
 
 	/* dat_extension_op (DAT 2.0, no man page): a garbage handle; an operation no extension
 	 * defines. */

@@ -356,6 +356,18 @@ typedef struct dat_ib_collective_group {
 
 #define DAT_PRINT_COUNTERS_OP DAT_IB_PRINT_COUNTERS_OP
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+DAT_RETURN dat_strerror_extension(DAT_IB_RETURN value, const char **message);
+
+DAT_RETURN dat_strerror_ext_status(DAT_IB_STATUS value, const char **message);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 typedef struct dat_ib_extension_event_data {
     DAT_IB_EXT_TYPE type;
     DAT_IB_STATUS status;
@@ -490,24 +502,5 @@ typedef struct dat_ib_extension_event_data {
     dat_extension_op((DAT_IB_COLLECTIVE_HANDLE)(coll_handle), (DAT_IB_OP)DAT_IB_COLLECTIVE_BARRIER_OP, \
         (DAT_CONTEXT)(user_context), (DAT_COMPLETION_FLAGS)(flags))
 
-/* Extension return and status codes as strings. */
-static inline DAT_RETURN dat_strerror_extension(DAT_IB_RETURN value, const char **message)
-{
-    if (DAT_GET_TYPE(value) == DAT_IB_ERR) {
-        *message = "DAT_IB_ERR";
-        return DAT_SUCCESS;
-    }
-    return dat_strerror(value, message, NULL);
-}
-
-static inline DAT_RETURN dat_strerror_ext_status(DAT_IB_STATUS value, const char **message)
-{
-    switch (value) {
-    case DAT_OP_SUCCESS: *message = " "; return DAT_SUCCESS;
-    case DAT_IB_OP_ERR: *message = "DAT_IB_OP_ERR"; return DAT_SUCCESS;
-    case DAT_IB_COLL_COMP_ERR: *message = "DAT_IB_COLL_COMP_ERR"; return DAT_SUCCESS;
-    default: *message = "unknown extension status"; return DAT_INVALID_PARAMETER;
-    }
-}
 
 #endif  /* _DAT_IB_EXTENSIONS_H_ */

@@ -37,16 +37,6 @@ DAT_RETURN dat_registry_providers_related(DAT_NAME_PTR ia_name1,
                                           DAT_NAME_PTR ia_name2,
                                           DAT_HA_RELATIONSHIP *relationship);
 
-DAT_RETURN dat_registry_add_provider(const DAT_PROVIDER *provider,
-                                     const DAT_PROVIDER_INFO *provider_info);
-
-DAT_RETURN dat_registry_remove_provider(const DAT_PROVIDER *provider,
-                                        const DAT_PROVIDER_INFO *provider_info);
-
-DAT_RETURN dat_registry_providers_related(DAT_NAME_PTR ia_name1,
-                                          DAT_NAME_PTR ia_name2,
-                                          DAT_HA_RELATIONSHIP *relationship);
-
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

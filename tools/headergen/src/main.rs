@@ -34,6 +34,8 @@ enum Functions {
 const REGISTRY_FUNCTIONS: &[&str] =
     &["dat_registry_add_provider", "dat_registry_remove_provider", "dat_registry_providers_related"];
 
+const IB_EXTENSION_FUNCTIONS: &[&str] = &["dat_strerror_extension", "dat_strerror_ext_status"];
+
 const HEADERS: &[Header] = &[
     Header { file: "udat_config.h", guard: "_UDAT_CONFIG_H_", modules: &["config"], includes: &[], functions: Functions::None },
     Header {
@@ -98,7 +100,7 @@ const HEADERS: &[Header] = &[
         guard: "_DAT_IB_EXTENSIONS_H_",
         modules: &["ib_extensions"],
         includes: &["dat2/udat.h"],
-        functions: Functions::None,
+        functions: Functions::Only(IB_EXTENSION_FUNCTIONS),
     },
 ];
 
@@ -206,18 +208,10 @@ fn exported_functions(root: &Path) -> Vec<String> {
     names
 }
 
+/// The module roots: cbindgen follows their `mod` declarations to the other files (naming
+/// those too would declare every function twice).
 fn rust_sources(root: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for dir in ["src/abi", "src/api"] {
-        for entry in fs::read_dir(root.join(dir)).expect("source dir") {
-            let path = entry.expect("entry").path();
-            if path.extension().is_some_and(|e| e == "rs") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
+    ["src/abi/mod.rs", "src/api/mod.rs"].iter().map(|p| root.join(p)).collect()
 }
 
 fn main() {
@@ -288,7 +282,7 @@ fn main() {
             let here = match h.functions {
                 Functions::None => false,
                 Functions::Only(list) => list.contains(&f.as_str()),
-                Functions::Rest => !REGISTRY_FUNCTIONS.contains(&f.as_str()),
+                Functions::Rest => ![REGISTRY_FUNCTIONS, IB_EXTENSION_FUNCTIONS].concat().contains(&f.as_str()),
             };
             if !here {
                 exclude.push(f.clone());
