@@ -319,6 +319,86 @@ static void broken_case(void)
 	close_side(&p);
 }
 
+/* Programs we did not write: a qualifier above 0xffff (dapltest's 0xAffab1e; others use
+ * getpid() or rank << 35), and EVDs of another IA. dat_ep_create's and dat_psp_create's pages
+ * make a foreign EVD invalid only as "the ... handle is invalid" and leave the rest to the
+ * provider; OpenFabrics accepts an EVD of another IA of its provider (dapltest -T L -w 4 passes
+ * one), so compatibility decides: the EP and PSP take them and their events arrive there. */
+static void large_qual_and_shared_evd_cases(void)
+{
+	struct side a, p;
+	DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+	DAT_EP_HANDLE ep_x = DAT_HANDLE_NULL;
+	DAT_CONN_QUAL q = 0;
+	DAT_RETURN r = DAT_CONN_QUAL_IN_USE;
+	DAT_LMR_TRIPLET l;
+	DAT_DTO_COOKIE c;
+	DAT_EVENT e, e2;
+
+	open_side(&a);
+	open_side(&p);
+	/* p's PSP delivers its requests to a's CR EVD. Several qualifiers are tried, in case
+	 * another program holds the port one folds into. */
+	for (int i = 0; i < 16 && DAT_GET_TYPE(r) == DAT_CONN_QUAL_IN_USE; i++) {
+		q = ((DAT_CONN_QUAL)(getpid() + i) << 35) | 0xAffab1e;
+		r = dat_psp_create(p.ia, q, a.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp);
+	}
+	expect_ret("psp_create/cr-evd-of-another-ia", r, DAT_SUCCESS);
+	/* An EP of a's IA whose three EVDs are p's. */
+	expect_ret("ep_create/evds-of-another-ia",
+		   dat_ep_create(a.ia, a.pz, p.recv_evd, p.req_evd, p.conn_evd, NULL, &ep_x), DAT_SUCCESS);
+	if (r != DAT_SUCCESS || ep_x == DAT_HANDLE_NULL) {
+		close_side(&a);
+		close_side(&p);
+		return;
+	}
+	{
+		struct sockaddr_in sin;
+		ia_own_address(p.ia, &sin);
+		expect_ret("ep_connect/large-qual", dat_ep_connect(ep_x, (DAT_IA_ADDRESS_PTR)&sin, q, WAIT_US, 0, NULL,
+								  DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+			   DAT_SUCCESS);
+	}
+	e = next(a.cr_evd);
+	expect_true("ep_connect/large-qual-request",
+		    e.event_number == DAT_CONNECTION_REQUEST_EVENT && e.event_data.cr_arrival_event_data.conn_qual == q &&
+			    e.event_data.cr_arrival_event_data.sp_handle.psp_handle == psp,
+		    "a request for the whole qualifier, on the other IA's CR EVD");
+	if (e.event_number == DAT_CONNECTION_REQUEST_EVENT)
+		dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL);
+	e = next(p.conn_evd);
+	e2 = next(p.conn_evd);
+	expect_true("ep_connect/large-qual-established",
+		    e.event_number == DAT_CONNECTION_EVENT_ESTABLISHED && e2.event_number == DAT_CONNECTION_EVENT_ESTABLISHED &&
+			    ((e.event_data.connect_event_data.ep_handle == ep_x && e2.event_data.connect_event_data.ep_handle == p.ep) ||
+			     (e.event_data.connect_event_data.ep_handle == p.ep && e2.event_data.connect_event_data.ep_handle == ep_x)),
+		    "ESTABLISHED for both EPs on the one connection EVD");
+	/* A send from the EP of a's IA completes on p's request EVD and lands in p's receive. */
+	l = iov(&p, 0, 64);
+	c.as_64 = 12;
+	dat_ep_post_recv(p.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG);
+	memcpy(a.buf, "shared", 6);
+	l = iov(&a, 0, 6);
+	c.as_64 = 11;
+	expect_ret("ep_post_send/evds-of-another-ia", dat_ep_post_send(ep_x, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG),
+		   DAT_SUCCESS);
+	e = next(p.req_evd);
+	expect_true("ep_post_send/evds-of-another-ia-completes",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT && e.event_data.dto_completion_event_data.ep_handle == ep_x &&
+			    e.event_data.dto_completion_event_data.user_cookie.as_64 == 11 &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS,
+		    "the send's completion on the other IA's request EVD");
+	e = next(p.recv_evd);
+	expect_true("ep_post_send/evds-of-another-ia-received",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT && e.event_data.dto_completion_event_data.user_cookie.as_64 == 12 &&
+			    e.event_data.dto_completion_event_data.transfered_length == 6 && !memcmp(p.buf, "shared", 6),
+		    "the message in p's receive");
+	dat_ep_disconnect(ep_x, DAT_CLOSE_ABRUPT_FLAG);
+	dat_psp_free(psp);
+	close_side(&a);
+	close_side(&p);
+}
+
 int main(void)
 {
 	watchdog(120);
@@ -327,5 +407,6 @@ int main(void)
 	ep_connect_cases();
 	disconnect_cases();
 	post_send_cases();
+	large_qual_and_shared_evd_cases();
 	return check_failures ? 1 : 0;
 }

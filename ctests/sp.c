@@ -15,8 +15,11 @@
 
 #define H(name, call, sub) expect_ret("sp/" name, (call), DAT_ERROR(DAT_INVALID_HANDLE, (sub)))
 
-/* A connection qualifier no TCP port can be. */
-#define HUGE_QUAL ((DAT_CONN_QUAL)1 << 40)
+/* Qualifiers above 0xffff, as uDAPL programs use them (dapltest's 0xAffab1e, rank << 35): they
+ * fold into a port as OpenFabrics folds them (qual % 32001 + 33534), so FOLD_PORTS apart share
+ * one. Several are tried, in case another program holds a port. */
+#define LARGE_QUAL ((DAT_CONN_QUAL)0xAffab1e)
+#define FOLD_PORTS 32001
 
 int main(void)
 {
@@ -68,14 +71,36 @@ int main(void)
 	H("rsp_create-garbage-ia", dat_rsp_create(g, port, ep, cr_evd, &tmp), DAT_INVALID_HANDLE_IA);
 	H("rsp_create-garbage-ep", dat_rsp_create(ia, port, g, cr_evd, &tmp), DAT_INVALID_HANDLE_EP);
 	H("rsp_create-garbage-evd", dat_rsp_create(ia, port, ep, g, &tmp), DAT_INVALID_HANDLE_EVD_CR);
-	/* "DAT_INVALID_PARAMETER: The conn_qual parameter is invalid.": not a TCP port. */
-	tmp = DAT_HANDLE_NULL;
-	expect_type("sp/rsp_create-conn-qual-out-of-range", dat_rsp_create(ia, HUGE_QUAL, ep, cr_evd, &tmp),
-		    DAT_INVALID_PARAMETER);
-	if (tmp != DAT_HANDLE_NULL) {
-		/* A library made an RSP of it after all: gone again, so the cases below see the
-		 * EP as they would have. */
-		dat_rsp_free(tmp);
+	/* "DAT_INVALID_PARAMETER: The conn_qual parameter is invalid.": no qualifier is, here. The
+	 * page leaves the valid ones to the provider, and OpenFabrics takes every 64-bit value
+	 * (dapltest's limit tests listen on 0xAffab1e + n): compatibility decides. A large
+	 * qualifier listens; one that folds into the same port is "in use". */
+	{
+		DAT_CONN_QUAL q = 0;
+		DAT_PSP_HANDLE big = DAT_HANDLE_NULL, clash = DAT_HANDLE_NULL;
+		r = DAT_CONN_QUAL_IN_USE;
+		for (int i = 0; i < 16 && DAT_GET_TYPE(r) == DAT_CONN_QUAL_IN_USE; i++) {
+			q = LARGE_QUAL + (DAT_CONN_QUAL)i * 7919;
+			r = dat_psp_create(ia, q, cr_evd, DAT_PSP_CONSUMER_FLAG, &big);
+		}
+		expect_ret("sp/psp_create-large-qual", r, DAT_SUCCESS);
+		memset(&pp, 0, sizeof(pp));
+		if (r == DAT_SUCCESS)
+			dat_psp_query(big, DAT_PSP_FIELD_ALL, &pp);
+		expect_true("sp/psp_query-large-qual", r == DAT_SUCCESS && pp.conn_qual == q, "the whole qualifier");
+		expect_type("sp/psp_create-folded-qual-in-use",
+			    dat_psp_create(ia, q + FOLD_PORTS, cr_evd, DAT_PSP_CONSUMER_FLAG, &clash), DAT_CONN_QUAL_IN_USE);
+		expect_type("sp/rsp_create-folded-qual-in-use", dat_rsp_create(ia, q + FOLD_PORTS, ep, cr_evd, &tmp),
+			    DAT_CONN_QUAL_IN_USE);
+		if (r == DAT_SUCCESS)
+			dat_psp_free(big);
+		tmp = DAT_HANDLE_NULL;
+		r = DAT_CONN_QUAL_IN_USE;
+		for (int i = 0; i < 16 && DAT_GET_TYPE(r) == DAT_CONN_QUAL_IN_USE; i++)
+			r = dat_rsp_create(ia, ((DAT_CONN_QUAL)(i + 3) << 35) + 1, ep, cr_evd, &tmp);
+		expect_ret("sp/rsp_create-large-qual", r, DAT_SUCCESS);
+		if (r == DAT_SUCCESS)
+			dat_rsp_free(tmp);
 		tmp = DAT_HANDLE_NULL;
 	}
 	expect_type("sp/rsp_create-null-out", dat_rsp_create(ia, port, ep, cr_evd, NULL), DAT_INVALID_PARAMETER);
@@ -107,7 +132,8 @@ int main(void)
 	H("cr_handoff-garbage", dat_cr_handoff(g, port), DAT_INVALID_HANDLE_CR);
 	H("cr_handoff-null", dat_cr_handoff(DAT_HANDLE_NULL, port), DAT_INVALID_HANDLE_CR);
 	/* "DAT_INVALID_PARAMETER: The handoff parameter is invalid.": a request to hand off,
-	 * from the client EP to a fresh PSP, and a qualifier no TCP port can be. */
+	 * from the client EP to a fresh PSP, and qualifier 0, which names no service point (a PSP
+	 * created with it listens on any port; every other 64-bit value can be one). */
 	port = 0;
 	must(dat_psp_create_any(ia, &port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create_any");
 	must(dat_ep_connect(client, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
@@ -117,7 +143,7 @@ int main(void)
 		cr = e.event_data.cr_arrival_event_data.cr_handle;
 	expect_true("sp/cr_handoff-request-arrives", cr != DAT_HANDLE_NULL, "a DAT_CONNECTION_REQUEST_EVENT");
 	if (cr != DAT_HANDLE_NULL) {
-		expect_type("sp/cr_handoff-conn-qual-out-of-range", dat_cr_handoff(cr, HUGE_QUAL), DAT_INVALID_PARAMETER);
+		expect_type("sp/cr_handoff-conn-qual-zero", dat_cr_handoff(cr, 0), DAT_INVALID_PARAMETER);
 		dat_cr_reject(cr, 0, NULL);
 		/* The client learns of the rejection; the EP is freed after. */
 		dat_evd_wait(conn_evd, WAIT_US, 1, &e, &n);

@@ -263,7 +263,8 @@ fn connect_checks_its_parameters() {
             dat_ep_connect(ep, null_mut(), 1, 0, 0, null_mut(), 0, 0),
             DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_MALFORMED).code()
         );
-        assert_eq!(dat_ep_connect(ep, addr, 70000, 0, 0, null_mut(), 0, 0), arg(3));
+        // Qualifier 0 names no listener; any other 64-bit value does.
+        assert_eq!(dat_ep_connect(ep, addr, 0, 0, 0, null_mut(), 0, 0), arg(3));
         assert_eq!(dat_ep_connect(ep, addr, 1, 0, 57, pd.as_ptr() as _, 0, 0), arg(5));
         assert_eq!(dat_ep_connect(ep, addr, 1, 0, -1, pd.as_ptr() as _, 0, 0), arg(5));
         assert_eq!(dat_ep_connect(ep, addr, 1, 0, 4, null_mut(), 0, 0), arg(5));
@@ -287,7 +288,16 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
         assert!(port > 0);
         let mut second = null_mut();
         assert_eq!(dat_psp_create(ia.0, port, cr_evd, 0, &mut second), DatError::bare(Type::DAT_CONN_QUAL_IN_USE).code());
-        assert_eq!(dat_psp_create(ia.0, 1 << 20, cr_evd, 0, &mut second), arg(2));
+        // Any 64-bit qualifier listens, on the port it folds into; another that folds into the
+        // same port finds it in use.
+        let large: DAT_CONN_QUAL = (7 << 35) + 12345;
+        let mut large_psp = null_mut();
+        assert_eq!(dat_psp_create(ia.0, large, cr_evd, 0, &mut large_psp), OK);
+        assert_eq!(dat_psp_create(ia.0, large + 32001, cr_evd, 0, &mut second), DatError::bare(Type::DAT_CONN_QUAL_IN_USE).code());
+        let mut p: DAT_PSP_PARAM = zero();
+        assert_eq!(dat_psp_query(large_psp, dat_psp_param_mask::DAT_PSP_FIELD_ALL as u32, &mut p), OK);
+        assert_eq!(p.conn_qual, large);
+        assert_eq!(dat_psp_free(large_psp), OK);
         assert_eq!(dat_psp_create(ia.0, port, cr_evd, 5, &mut second), arg(4));
         let mut p: DAT_PSP_PARAM = zero();
         assert_eq!(dat_psp_query(psp, dat_psp_param_mask::DAT_PSP_FIELD_ALL as u32, &mut p), OK);
@@ -299,7 +309,7 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
     use dat::transport::tcp::{cm, wire::Limits};
     let limits = Limits { max_private_data: 56, max_message: 1 << 20 };
     let target = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port as u16);
-    let client = std::thread::spawn(move || cm::connect(target, b"hello", Some(Duration::from_secs(10)), limits));
+    let client = std::thread::spawn(move || cm::connect(target, port, b"hello", Some(Duration::from_secs(10)), limits));
     let mut e: DAT_EVENT = zero();
     unsafe {
         assert_eq!(dat_evd_wait(cr_evd, 10_000_000, 1, &mut e, null_mut()), OK);

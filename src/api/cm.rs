@@ -1,5 +1,5 @@
-//! Connection management functions: PSP, RSP, CSP and CR. Service points listen on their
-//! TCP port; `dat_cr_accept` hands the request to the transport. Common service points and
+//! Connection management functions: PSP, RSP, CSP and CR. Service points listen on the port
+//! their conn_qual maps to (any 64-bit qualifier, `objects::conn_qual`); `dat_cr_accept` hands the request to the transport. Common service points and
 //! hand-off return `DAT_NOT_IMPLEMENTED`.
 
 use std::sync::Arc;
@@ -15,21 +15,20 @@ use crate::objects::ia::Ia;
 use crate::objects::limits;
 use crate::objects::sp::{Cr, Psp, Rsp, ServicePoint, SpKind};
 
+/// A service point's EVD: one with the CR stream that the IA can feed (see `Ia::feeds_evds_of`).
 fn cr_evd(ia: &Arc<Ia>, h: DAT_EVD_HANDLE) -> DatResult<Arc<Evd>> {
     let evd = edge::object::<Evd>(h, Sub::DAT_INVALID_HANDLE_EVD_CR)?;
-    if !Arc::ptr_eq(&evd.ia, ia) || !evd.has_stream(dat_evd_flags::DAT_EVD_CR_FLAG) {
+    if !ia.feeds_evds_of(&evd.ia) || !evd.has_stream(dat_evd_flags::DAT_EVD_CR_FLAG) {
         return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EVD_CR));
     }
     Ok(evd)
 }
 
-fn port(conn_qual: DAT_CONN_QUAL, position: u8) -> DatResult<u16> {
-    u16::try_from(conn_qual).map_err(|_| DatError::invalid_arg(position))
-}
-
-/// Binds a service point; a port in use is `DAT_CONN_QUAL_IN_USE`.
-fn listen(sp: &Arc<ServicePoint>, port: u16) -> DatResult<u16> {
-    sp.listen(port).map_err(|e| match e.kind() {
+/// Binds a service point (qualifier 0: any free port) and returns its qualifier; a port in
+/// use, by another program or by a qualifier that maps to the same one, is
+/// `DAT_CONN_QUAL_IN_USE`.
+fn listen(sp: &Arc<ServicePoint>, conn_qual: DAT_CONN_QUAL) -> DatResult<DAT_CONN_QUAL> {
+    sp.listen(conn_qual).map_err(|e| match e.kind() {
         std::io::ErrorKind::AddrInUse => DatError::bare(Type::DAT_CONN_QUAL_IN_USE),
         _ => DatError::bare(Type::DAT_CONN_QUAL_UNAVAILABLE),
     })
@@ -53,12 +52,11 @@ pub unsafe extern "C" fn dat_psp_create(
 ) -> DAT_RETURN {
     entry! {
         let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
-        let port = port(conn_qual, 2)?;
         let evd = cr_evd(&ia, evd_handle)?;
         self::psp_flags(psp_flags, 4)?;
         let out = edge::out(psp_handle, 5)?;
         let sp = ServicePoint::new(ia.clone(), evd, SpKind::Public { flags: psp_flags });
-        listen(&sp, port)?;
+        listen(&sp, conn_qual)?;
         out.set(ia.adopt(Arc::new(Psp(sp)))?);
         Ok(())
     }
@@ -79,9 +77,9 @@ pub unsafe extern "C" fn dat_psp_create_any(
         self::psp_flags(psp_flags, 4)?;
         let out = edge::out(psp_handle, 5)?;
         let sp = ServicePoint::new(ia.clone(), evd, SpKind::Public { flags: psp_flags });
-        let port = listen(&sp, 0)?;
+        let qual = listen(&sp, 0)?;
         out.set(ia.adopt(Arc::new(Psp(sp)))?);
-        qual_out.set(u64::from(port));
+        qual_out.set(qual);
         Ok(())
     }
 }
@@ -125,7 +123,6 @@ pub unsafe extern "C" fn dat_rsp_create(
 ) -> DAT_RETURN {
     entry! {
         let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
-        let port = port(conn_qual, 2)?;
         let ep = edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?;
         let evd = cr_evd(&ia, evd_handle)?;
         let out = edge::out(rsp_handle, 5)?;
@@ -134,7 +131,7 @@ pub unsafe extern "C" fn dat_rsp_create(
             return Err(DatError::invalid_state(ep_state::subtype(inner.state)));
         }
         let sp = ServicePoint::new(ia.clone(), evd, SpKind::Reserved { ep: ep.clone() });
-        listen(&sp, port)?;
+        listen(&sp, conn_qual)?;
         inner.state = dat_ep_state::DAT_EP_STATE_RESERVED;
         drop(inner);
         out.set(ia.adopt(Arc::new(Rsp(sp)))?);
@@ -308,7 +305,10 @@ pub unsafe extern "C" fn dat_cr_reject(cr_handle: DAT_CR_HANDLE, private_data_si
 pub unsafe extern "C" fn dat_cr_handoff(cr_handle: DAT_CR_HANDLE, handoff: DAT_CONN_QUAL) -> DAT_RETURN {
     entry! {
         cr(cr_handle)?;
-        port(handoff, 2)?;
+        // Qualifier 0 names no service point (a PSP created with it listens on any port).
+        if handoff == 0 {
+            return Err(DatError::invalid_arg(2));
+        }
         // Handing a request to another service point needs the transport's accept path.
         Err(DatError::not_implemented())
     }

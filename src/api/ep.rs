@@ -10,6 +10,7 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{self, Close, End, Ep, Outgoing, Parts, Posted};
 use crate::transport::tcp::link;
+use crate::objects::conn_qual;
 use crate::objects::ep_state::{self, Post};
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
@@ -32,11 +33,12 @@ fn with_ep<R>(h: DAT_EP_HANDLE, body: impl FnOnce(&Ep) -> DatResult<R>) -> DatRe
     edge::with_object(&RECENT, h, Sub::DAT_INVALID_HANDLE_EP, body)
 }
 
-/// An EVD the EP will feed: NULL, or one of the IA's EVDs with the right stream.
+/// An EVD the EP will feed: NULL, or an EVD with the right stream that the IA's connections
+/// can feed (its own, or another TCP IA's).
 fn stream_evd(h: DAT_EVD_HANDLE, ia: &Arc<Ia>, stream: dat_evd_flags, sub: Sub) -> DatResult<Option<Arc<Evd>>> {
     let evd = edge::optional_object::<Evd>(h, sub)?;
     if let Some(e) = &evd {
-        if !Arc::ptr_eq(&e.ia, ia) || !e.has_stream(stream) {
+        if !ia.feeds_evds_of(&e.ia) || !e.has_stream(stream) {
             return Err(DatError::invalid_handle(sub));
         }
     }
@@ -303,17 +305,18 @@ unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr>
     Ok(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
 }
 
-/// Moves an UNCONNECTED EP to ACTIVE_CONNECTION_PENDING and starts the connect.
-fn start_connect(ep: Arc<Ep>, ip: std::net::Ipv4Addr, port: u16, timeout: DAT_TIMEOUT, private_data: &[u8]) -> DatResult {
+/// Moves an UNCONNECTED EP to ACTIVE_CONNECTION_PENDING and starts the connect to qualifier
+/// `conn_qual` at `ip`.
+fn start_connect(ep: Arc<Ep>, ip: std::net::Ipv4Addr, conn_qual: DAT_CONN_QUAL, timeout: DAT_TIMEOUT, private_data: &[u8]) -> DatResult {
     {
         let mut inner = ep.inner.lock();
         inner.state = ep_state::connect(inner.state)?;
-        inner.remote_port = u64::from(port);
+        inner.remote_port = conn_qual;
         inner.closing = false;
     }
     let timeout = (timeout != DAT_TIMEOUT_INFINITE).then(|| std::time::Duration::from_micros(u64::from(timeout)));
-    let remote = std::net::SocketAddrV4::new(ip, port);
-    let started = link::connect(ep.clone(), remote, private_data.to_vec(), timeout);
+    let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
+    let started = link::connect(ep.clone(), remote, conn_qual, private_data.to_vec(), timeout);
     if started.is_err() {
         ep.inner.lock().state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
     }
@@ -336,7 +339,9 @@ pub unsafe extern "C" fn dat_ep_connect(
         let ep = ep(ep_handle)?;
         // SAFETY: forwarded from our caller.
         let ip = unsafe { remote_address(remote_ia_address)? };
-        if remote_conn_qual == 0 || remote_conn_qual > u64::from(u16::MAX) {
+        // Qualifier 0 names no listener (it listens on any port); every other 64-bit value
+        // does, on the port it maps to.
+        if remote_conn_qual == 0 {
             return Err(DatError::invalid_arg(3));
         }
         // SAFETY: forwarded from our caller.
@@ -344,7 +349,7 @@ pub unsafe extern "C" fn dat_ep_connect(
         best_effort_only(quality_of_service, 7)?;
         edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
         check_connectable(&ep)?;
-        start_connect(ep, ip, remote_conn_qual as u16, timeout, pd)
+        start_connect(ep, ip, remote_conn_qual, timeout, pd)
     }
 }
 
@@ -370,7 +375,7 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
                 return Err(DatError::invalid_state(ep_state::subtype(inner.state)));
             }
             let sin = inner.remote_addr.as_ref().ok_or(DatError::invalid_state(ep_state::subtype(inner.state)))?;
-            (std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), inner.remote_port as u16)
+            (std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), inner.remote_port)
         };
         check_connectable(&ep)?;
         start_connect(ep, ip, port, timeout, pd)

@@ -87,6 +87,14 @@ impl Ia {
         *self.async_evd.lock() = evd.map(Held::new);
     }
 
+    /// Whether this IA's connections can deliver events to an EVD of `owner`. Every TCP IA of
+    /// the process can feed every TCP IA's EVDs, as OpenFabrics lets an EP use the EVDs of
+    /// another IA of its provider (dapltest's limit tests pass one); later transports feed
+    /// their own device's IAs.
+    pub fn feeds_evds_of(&self, owner: &Ia) -> bool {
+        std::ptr::eq(self, owner) || (self.entry.transport == Transport::Tcp && owner.entry.transport == Transport::Tcp)
+    }
+
     /// Registers a new object of this IA and returns its handle.
     pub fn adopt<T: Object>(&self, object: Arc<T>) -> DatResult<DAT_HANDLE> {
         let h = handle::insert(object).ok_or(DatError::resources(Sub::DAT_RESOURCE_MEMORY))?;

@@ -1,6 +1,7 @@
 //! Transport-independent DAT objects and their rules (states, in-use counts, limits).
 
 pub mod cno;
+pub mod conn_qual;
 pub mod ep;
 pub mod ep_state;
 pub mod evd;

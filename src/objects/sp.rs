@@ -1,5 +1,5 @@
-//! Service points and connection requests. A PSP or RSP listens on its conn_qual (the TCP
-//! port); each request that arrives becomes a CR and a connection request event on the
+//! Service points and connection requests. A PSP or RSP listens on the port its conn_qual
+//! maps to (`conn_qual::port`); each request that arrives becomes a CR and a connection request event on the
 //! service point's EVD.
 
 use std::sync::Arc;
@@ -81,22 +81,24 @@ impl ServicePoint {
         self.conn_qual.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Binds the listener: port `conn_qual` (0: any). The service point learns of requests
-    /// through a weak reference, so a freed one stops at once.
-    pub fn listen(self: &Arc<Self>, conn_qual: u16) -> std::io::Result<u16> {
-        self.conn_qual.store(u64::from(conn_qual), std::sync::atomic::Ordering::Release);
+    /// Binds the listener for `conn_qual` (0: any free port, which becomes the qualifier) and
+    /// returns the qualifier. The service point learns of requests through a weak reference,
+    /// so a freed one stops at once.
+    pub fn listen(self: &Arc<Self>, conn_qual: u64) -> std::io::Result<u64> {
+        self.conn_qual.store(conn_qual, std::sync::atomic::Ordering::Release);
         let weak = Arc::downgrade(self);
-        let listener = Listener::bind(self.ia.ipv4(), conn_qual, wire_limits(), move |request| {
+        let port = super::conn_qual::port(conn_qual);
+        let listener = Listener::bind(self.ia.ipv4(), port, conn_qual, wire_limits(), move |request| {
             if let Some(sp) = weak.upgrade() {
                 sp.arrive(request);
             } else {
                 request.reject(&[]);
             }
         })?;
-        let port = listener.port();
-        self.conn_qual.store(u64::from(port), std::sync::atomic::Ordering::Release);
+        let conn_qual = if conn_qual == 0 { u64::from(listener.port()) } else { conn_qual };
+        self.conn_qual.store(conn_qual, std::sync::atomic::Ordering::Release);
         *self.listener.lock() = Some(listener);
-        Ok(port)
+        Ok(conn_qual)
     }
 
     /// A request arrived: a CR and a connection request event.

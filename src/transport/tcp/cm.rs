@@ -1,9 +1,9 @@
-//! Connection management over TCP: a listener per service point (its conn_qual is the TCP
-//! port), and the four-way handshake
+//! Connection management over TCP: a listener per service point (on the port its conn_qual
+//! maps to, `objects::conn_qual`), and the four-way handshake
 //!
 //! ```text
 //! active                      passive
-//! ConnectRequest(pdata) --->           (a connection request event)
+//! ConnectRequest(qual, pdata) --->     (a connection request event)
 //!                   <--- Accept(pdata) or Reject(pdata)
 //! Ready              --->              (the passive side is established)
 //!                   <--- Ready            (the active side is established)
@@ -12,6 +12,9 @@
 //! The last confirmation makes the active side established only after the passive side is,
 //! so a peer that disconnects as soon as it is connected cannot overtake the passive side's
 //! ESTABLISHED event with its DISCONNECTED one.
+//!
+//! The request names the whole 64-bit qualifier; a listener refuses one for another qualifier
+//! that maps to its port, as if nobody listened.
 //!
 //! Every wait is bounded, so a silent or vanished peer becomes a timeout, never a hang.
 
@@ -148,10 +151,11 @@ fn connect_patiently(remote: SocketAddrV4, budget: Duration, start: Instant) -> 
     }
 }
 
-/// Connects to `remote`, offers `private_data`, and waits at most `timeout` (None: the
-/// handshake bound only) for the peer's answer.
+/// Connects to qualifier `conn_qual` at `remote` (its port), offers `private_data`, and waits
+/// at most `timeout` (None: the handshake bound only) for the peer's answer.
 pub fn connect(
     remote: SocketAddrV4,
+    conn_qual: u64,
     private_data: &[u8],
     timeout: Option<Duration>,
     limits: Limits,
@@ -184,7 +188,7 @@ pub fn connect(
         let writer = Writer::new(stream.try_clone().map_err(|_| ConnectFailure::Refused)?);
         let mut h = Header::new(Op::ConnectRequest);
         h.payload_len = private_data.len() as u32;
-        h.id = u64::from(remote.port());
+        h.id = conn_qual;
         writer.send(&h, &[private_data]).map_err(|_| ConnectFailure::Refused)?;
         let left = budget.saturating_sub(start.elapsed()).max(Duration::from_millis(1));
         stream.set_read_timeout(Some(left)).map_err(|_| ConnectFailure::Refused)?;
@@ -221,22 +225,25 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Binds `ip:port` (port 0: any free port). A port in use is `ErrorKind::AddrInUse`.
+    /// Binds `ip:port` (port 0: any free port) for requests to `conn_qual` (0: the port bound).
+    /// A port in use is `ErrorKind::AddrInUse`.
     pub fn bind(
         ip: Ipv4Addr,
         port: u16,
+        conn_qual: u64,
         limits: Limits,
         on_request: impl Fn(IncomingRequest) + Send + Sync + 'static,
     ) -> io::Result<Listener> {
         let listener = TcpListener::bind(SocketAddrV4::new(ip, port))?;
         let port = listener.local_addr()?.port();
+        let conn_qual = if conn_qual == 0 { u64::from(port) } else { conn_qual };
         let stop = Arc::new(AtomicBool::new(false));
         let fd = listener.as_raw_fd();
         let on_request = Arc::new(on_request);
         let stop_flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name(format!("dat-listen-{port}"))
-            .spawn(move || accept_loop(listener, limits, stop_flag, on_request))?;
+            .spawn(move || accept_loop(listener, conn_qual, limits, stop_flag, on_request))?;
         Ok(Listener { port, stop, fd, thread: Some(thread) })
     }
 
@@ -247,6 +254,7 @@ impl Listener {
 
 fn accept_loop(
     listener: TcpListener,
+    conn_qual: u64,
     limits: Limits,
     stop: Arc<AtomicBool>,
     on_request: Arc<dyn Fn(IncomingRequest) + Send + Sync>,
@@ -259,19 +267,20 @@ fn accept_loop(
         let on_request = on_request.clone();
         // Each handshake is read apart, so a silent client cannot stall the others.
         let _ = std::thread::Builder::new().name("dat-handshake".into()).stack_size(64 * 1024).spawn(move || {
-            if let Some(request) = read_request(stream, limits) {
+            if let Some(request) = read_request(stream, conn_qual, limits) {
                 on_request(request);
             }
         });
     }
 }
 
-fn read_request(stream: TcpStream, limits: Limits) -> Option<IncomingRequest> {
+/// The request on a new connection, if it is one for `conn_qual`.
+fn read_request(stream: TcpStream, conn_qual: u64, limits: Limits) -> Option<IncomingRequest> {
     stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok()?;
     let _ = stream.set_nodelay(true);
     let mut reader = Reader::new(stream.try_clone().ok()?, limits);
     let header = reader.next_header().ok()?;
-    if header.op != Op::ConnectRequest {
+    if header.op != Op::ConnectRequest || header.id != conn_qual {
         return None;
     }
     let private_data = read_private_data(&mut reader, &header).ok()?;
@@ -301,7 +310,7 @@ mod tests {
     fn listener() -> (Listener, mpsc::Receiver<IncomingRequest>) {
         let (tx, rx) = mpsc::channel();
         let tx = parking_lot::Mutex::new(tx);
-        let l = Listener::bind(Ipv4Addr::LOCALHOST, 0, LIMITS, move |r| {
+        let l = Listener::bind(Ipv4Addr::LOCALHOST, 0, 0, LIMITS, move |r| {
             let _ = tx.lock().send(r);
         })
         .unwrap();
@@ -312,7 +321,7 @@ mod tests {
     fn accept_establishes_both_sides_with_private_data() {
         let (l, rx) = listener();
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
-        let client = std::thread::spawn(move || connect(addr, b"hello", Some(Duration::from_secs(5)), LIMITS));
+        let client = std::thread::spawn(move || connect(addr, u64::from(addr.port()), b"hello", Some(Duration::from_secs(5)), LIMITS));
         let request = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(request.private_data, b"hello");
         let server = request.accept(b"welcome", LIMITS).unwrap();
@@ -327,7 +336,7 @@ mod tests {
     fn reject_reaches_the_active_side_with_its_private_data() {
         let (l, rx) = listener();
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
-        let client = std::thread::spawn(move || connect(addr, b"", Some(Duration::from_secs(5)), LIMITS));
+        let client = std::thread::spawn(move || connect(addr, u64::from(addr.port()), b"", Some(Duration::from_secs(5)), LIMITS));
         rx.recv_timeout(Duration::from_secs(5)).unwrap().reject(b"no");
         match client.join().unwrap() {
             Err(ConnectFailure::Rejected(pd)) => assert_eq!(pd, b"no"),
@@ -341,7 +350,7 @@ mod tests {
             let (l, _rx) = listener();
             l.port()
         };
-        let r = connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port), b"", Some(Duration::from_secs(5)), LIMITS);
+        let r = connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port), u64::from(port), b"", Some(Duration::from_secs(5)), LIMITS);
         assert!(matches!(r, Err(ConnectFailure::Refused)), "{:?}", r.map(|e| e.remote));
     }
 
@@ -349,7 +358,7 @@ mod tests {
     fn a_request_nobody_answers_times_out() {
         let (l, rx) = listener();
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
-        let r = connect(addr, b"", Some(Duration::from_millis(200)), LIMITS);
+        let r = connect(addr, u64::from(addr.port()), b"", Some(Duration::from_millis(200)), LIMITS);
         assert!(matches!(r, Err(ConnectFailure::TimedOut)), "{:?}", r.map(|e| e.remote));
         drop(rx);
     }
@@ -357,8 +366,25 @@ mod tests {
     #[test]
     fn a_port_in_use_is_refused() {
         let (l, _rx) = listener();
-        let e = Listener::bind(Ipv4Addr::LOCALHOST, l.port(), LIMITS, |_| {}).err().unwrap();
+        let e = Listener::bind(Ipv4Addr::LOCALHOST, l.port(), 0, LIMITS, |_| {}).err().unwrap();
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
+    }
+
+    #[test]
+    fn a_request_for_another_qualifier_of_the_port_is_refused() {
+        let (tx, rx) = mpsc::channel();
+        let tx = parking_lot::Mutex::new(tx);
+        let l = Listener::bind(Ipv4Addr::LOCALHOST, 0, 0x1_0000_0001, LIMITS, move |r| {
+            let _ = tx.lock().send(r);
+        })
+        .unwrap();
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
+        let r = connect(addr, 0x2_0000_0001, b"", Some(Duration::from_secs(5)), LIMITS);
+        assert!(matches!(r, Err(ConnectFailure::Refused)), "{:?}", r.map(|e| e.remote));
+        assert!(rx.try_recv().is_err());
+        let client = std::thread::spawn(move || connect(addr, 0x1_0000_0001, b"", Some(Duration::from_secs(5)), LIMITS));
+        rx.recv_timeout(Duration::from_secs(5)).unwrap().accept(b"", LIMITS).unwrap();
+        client.join().unwrap().unwrap();
     }
 
     #[test]

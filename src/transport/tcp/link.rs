@@ -694,6 +694,7 @@ impl Link for TcpLink {
 pub fn connect(
     ep: Arc<Ep>,
     remote: SocketAddrV4,
+    conn_qual: u64,
     private_data: Vec<u8>,
     timeout: Option<Duration>,
 ) -> DatResult {
@@ -702,7 +703,7 @@ pub fn connect(
         .stack_size(256 * 1024)
         .spawn(move || {
             let failure = |event: dat_event_number, pd: &[u8]| ep.ended(End::Broken, event, pd);
-            let est = match cm::connect(remote, &private_data, timeout, wire_limits()) {
+            let est = match cm::connect(remote, conn_qual, &private_data, timeout, wire_limits()) {
                 Ok(est) => est,
                 Err(ConnectFailure::Rejected(pd)) => {
                     return failure(dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, &pd)

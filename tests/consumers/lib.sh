@@ -1,0 +1,71 @@
+# Shared by the consumer tests (run.sh, source.sh): a server started first and awaited by its
+# ready line, never slept on, then its client; both time-bounded. The caller sets `work` (a
+# scratch directory), `fail` and `passed`, and defines `loader MODE`, which prints the
+# environment assignments that load our library.
+
+wait_ready() {  # log file, pattern, pid: until the server says it is ready (or dies)
+    for _ in $(seq 400); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$3" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+pair() {  # name, mode, ready pattern, server command, client command (both quoted strings)
+    local name=$1 mode=$2 ready=$3 server=$4 client=$5
+    local env; env=$(loader "$mode")
+    # shellcheck disable=SC2086
+    env $env timeout 120 $server > "$work/server.log" 2>&1 &
+    local spid=$!
+    if ! wait_ready "$work/server.log" "$ready" $spid; then
+        echo "consumers: $name ($mode): the server did not get ready"; tail -5 "$work/server.log"
+        kill $spid 2>/dev/null; wait $spid 2>/dev/null; fail=1; return
+    fi
+    # shellcheck disable=SC2086
+    env $env timeout 120 $client > "$work/client.log" 2>&1
+    local crc=$?
+    wait $spid
+    local src=$?
+    if [ $crc != 0 ] || [ $src != 0 ] || grep -q "FAILED\|Error\|ERR" "$work/client.log" "$work/server.log"; then
+        echo "consumers: $name ($mode): client exit $crc, server exit $src"
+        grep -h "FAILED\|Error\|ERR" "$work/client.log" "$work/server.log" | head -5
+        fail=1
+    else
+        local summary
+        summary=$(grep -h "PASSED\|CPS\|raw:\|MB/sec\|Total WQE" "$work/client.log" | tail -1 | tr -s ' ')
+        echo "consumers: $name ($mode): ok ${summary:+- $summary}"
+        passed=$((passed + 1))
+    fi
+}
+
+dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each client's arguments
+    # One server serves every client run, then a quit command stops it.
+    local label=$1 mode=$2 bin=$3 ia=$4 args rc dpid local_t; shift 4
+    # shellcheck disable=SC2046
+    env $(loader "$mode") timeout 300 "$bin" -T S -D "$ia" > "$work/dapltest-server.log" 2>&1 &
+    dpid=$!
+    if ! wait_ready "$work/dapltest-server.log" "Service Point Ready" $dpid; then
+        echo "consumers: $label server ($mode) did not get ready"; fail=1
+        kill $dpid 2>/dev/null
+        return
+    fi
+    for args in "$@"; do
+        # dapltest reads -T first: the options after it depend on the test.
+        # shellcheck disable=SC2086
+        set -- $args
+        local_t="$1 $2"; shift 2
+        # shellcheck disable=SC2046,SC2086
+        env $(loader "$mode") timeout 120 "$bin" $local_t -s 127.0.0.1 -D "$ia" "$@" > "$work/client.log" 2>&1
+        rc=$?
+        if [ $rc != 0 ] || grep -q "Error\|FAIL" "$work/client.log"; then
+            echo "consumers: $label $args ($mode): exit $rc"; grep -h "Error\|FAIL" "$work/client.log" | head -3; fail=1
+        else
+            echo "consumers: $label $args ($mode): ok - $(grep -h "raw:\|Total WQE" "$work/client.log" | tail -1 | tr -s ' ')"
+            passed=$((passed + 1))
+        fi
+    done
+    # shellcheck disable=SC2046
+    env $(loader "$mode") timeout 30 "$bin" -T Q -s 127.0.0.1 -D "$ia" > /dev/null 2>&1
+    wait $dpid || { echo "consumers: $label server ($mode) did not exit cleanly"; fail=1; }
+}
