@@ -309,7 +309,12 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
     use dat::transport::tcp::{cm, wire::Limits};
     let limits = Limits { max_private_data: 56, max_message: 1 << 20 };
     let target = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port as u16);
-    let client = std::thread::spawn(move || cm::connect(target, port, b"hello", Some(Duration::from_secs(10)), limits));
+    let (tx, client) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    cm::connect(target, port, b"hello".to_vec(), Some(Duration::from_secs(10)), limits, move |r| {
+        let _ = tx.lock().unwrap().send(r);
+    })
+    .unwrap();
     let mut e: DAT_EVENT = zero();
     unsafe {
         assert_eq!(dat_evd_wait(cr_evd, 10_000_000, 1, &mut e, null_mut()), OK);
@@ -329,7 +334,7 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
         assert_eq!(dat_cr_reject(cr, 2, b"no".as_ptr() as _), OK);
         assert_eq!(dat_cr_reject(cr, 0, null_mut()), DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR).code());
     }
-    match client.join().unwrap() {
+    match client.recv_timeout(Duration::from_secs(10)).unwrap() {
         Err(cm::ConnectFailure::Rejected(pd)) => assert_eq!(pd, b"no"),
         Err(other) => panic!("expected a reject, got {other:?}"),
         Ok(_) => panic!("expected a reject, got a connection"),

@@ -104,11 +104,11 @@ impl Polled {
 }
 
 thread_local! {
-    /// A connection's own thread stands back while a consumer's thread polls it (it would only
-    /// fight that thread for the CPU), and takes over when the polls stop. A thread that polls
-    /// several EVDs in turn keeps all of them moving: held acknowledgements and frames of the
-    /// ones it is not polling now do not wait for their connection's thread to notice. When it
-    /// goes to sleep, whatever it waits for, they are handed back at once.
+    /// The progress engine leaves a connection to a consumer's thread that polls it
+    /// (`transport::lease`). A thread that polls several EVDs in turn keeps all of them moving:
+    /// held acknowledgements and frames of the ones it is not polling now do not wait for the
+    /// engine to take them back. When it goes to sleep, whatever it waits for, they are handed
+    /// back at once.
     static POLLED: Polled = const {
         Polled {
             evds: [const { Cell::new(0) }; POLLED_MAX],
@@ -139,12 +139,22 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const
         }
         let polls = p.polls.get().wrapping_add(1);
         p.polls.set(polls);
-        (polls % OTHERS_EVERY == 0 && p.len.get() > 1, p as *const Polled)
+        (polls % OTHERS_EVERY == 0, p as *const Polled)
     });
     if others_due {
-        progress_others(key);
+        every_few_polls(key);
     }
     polled
+}
+
+/// Every `OTHERS_EVERY` polls: the connections this thread holds on lease stay its own (it
+/// still polls), and the other EVDs it polled move on too.
+#[cold]
+fn every_few_polls(key: usize) {
+    crate::transport::lease::keep_alive();
+    if POLLED.with(|p| p.len.get() > 1) {
+        progress_others(key);
+    }
 }
 
 /// A dequeue making progress: the first event that progress completes for its EVD while the
@@ -212,9 +222,10 @@ fn progress_others(key: usize) {
     }
 }
 
-/// This thread is about to sleep: the EVDs it polled hand their sources back to their own
-/// threads (`Progress::flush`).
+/// This thread is about to sleep: the EVDs it polled send what their sources held for a ride
+/// (`Progress::flush`), and the connections it holds on lease go back to the engine.
 pub fn before_sleep() {
+    crate::transport::lease::return_all();
     let polled = POLLED.with(|p| {
         let list = p.list();
         p.len.set(0);

@@ -1,5 +1,5 @@
-//! Connection management over TCP: a listener per service point (on the port its conn_qual
-//! maps to, `objects::conn_qual`), and the four-way handshake
+//! Connection management over TCP, on the progress engine: a listener per service point (on
+//! the port its conn_qual maps to, `objects::conn_qual`), and the four-way handshake
 //!
 //! ```text
 //! active                      passive
@@ -11,30 +11,37 @@
 //!
 //! The last confirmation makes the active side established only after the passive side is,
 //! so a peer that disconnects as soon as it is connected cannot overtake the passive side's
-//! ESTABLISHED event with its DISCONNECTED one.
+//! ESTABLISHED event with its DISCONNECTED one. The request names the whole 64-bit qualifier;
+//! a listener refuses one for another qualifier that maps to its port, as if nobody listened.
 //!
-//! The request names the whole 64-bit qualifier; a listener refuses one for another qualifier
-//! that maps to its port, as if nobody listened.
-//!
-//! Every wait is bounded, so a silent or vanished peer becomes a timeout, never a hang.
+//! Nothing here has a thread of its own: sockets are non-blocking where they wait (connecting,
+//! listening, reading a handshake frame) and the engine reports them. Every wait has a
+//! deadline, so a silent or vanished peer becomes a timeout, never a hang.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use super::conn::{ConnError, Reader, Writer};
 use super::wire::{Header, Limits, Op};
+use crate::transport::engine::{Engine, Source, Token};
+use crate::transport::sys;
 
 /// How long a peer may take to send its side of the handshake once connected.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a refused connect is retried: a listener that is being created as the peer
+/// connects (a server that tells its client where to connect, then listens) is found.
+const REFUSED_GRACE: Duration = Duration::from_millis(500);
+
 /// A connection request that arrived on a listener, waiting for accept or reject.
 pub struct IncomingRequest {
     stream: TcpStream,
+    reader: Reader,
     pub private_data: Vec<u8>,
     pub remote: SocketAddrV4,
 }
@@ -52,13 +59,11 @@ pub enum ConnectFailure {
     TimedOut,
 }
 
-/// An established connection: its two halves and the peer's address.
+/// An established connection: the socket, a reader that may hold the peer's first frames, the
+/// peer's address and private data.
 pub struct Established {
-    pub writer: Writer,
-    /// Another handle on the socket, for whoever takes the connection over.
-    pub control: TcpStream,
+    pub stream: TcpStream,
     pub reader: Reader,
-    pub local: SocketAddrV4,
     pub remote: SocketAddrV4,
     pub private_data: Vec<u8>,
 }
@@ -70,158 +75,340 @@ fn v4(addr: SocketAddr) -> SocketAddrV4 {
     }
 }
 
-/// The connection after its handshake; `reader` is the handshake's, which may already hold
-/// the peer's first frames.
-fn established(stream: TcpStream, reader: Reader, private_data: Vec<u8>) -> io::Result<Established> {
-    stream.set_read_timeout(None)?;
-    stream.set_nodelay(true)?;
-    let local = v4(stream.local_addr()?);
-    let remote = v4(stream.peer_addr()?);
-    Ok(Established {
-        writer: Writer::new(stream.try_clone()?),
-        control: stream,
-        reader,
-        local,
-        remote,
-        private_data,
-    })
+fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u64::MAX as u128) as u64
 }
 
-fn read_private_data(reader: &mut Reader, header: &Header) -> Result<Vec<u8>, ConnError> {
-    let mut pd = vec![0u8; header.payload_len as usize];
-    reader.read_payload(&mut pd)?;
-    Ok(pd)
+/// Reads one handshake frame without blocking: Ok(None) until it is all there.
+fn handshake_frame(reader: &mut Reader) -> Result<Option<(Header, Vec<u8>)>, ConnError> {
+    loop {
+        if let Some(h) = reader.peek() {
+            let h = h.map_err(ConnError::Protocol)?;
+            if reader.whole(&h) {
+                reader.take_header(&h);
+                let mut pd = vec![0u8; h.payload_len as usize];
+                reader.take_buffered(&mut pd);
+                return Ok(Some((h, pd)));
+            }
+        }
+        // Handshake frames are small: the buffer takes them whole.
+        if reader.fill(usize::MAX)? == 0 {
+            return Ok(None);
+        }
+    }
 }
 
 impl IncomingRequest {
-    /// Accepts: sends our private data and waits for the active side's Ready. A peer that
-    /// vanished or never confirms is an accept completion error (`Err`).
-    pub fn accept(self, private_data: &[u8], limits: Limits) -> Result<Established, ConnError> {
-        let private = self.private_data.clone();
-        let (stream, mut reader) = self.accept_start(private_data, limits)?;
-        let ready = reader.next_header()?;
-        if ready.op != Op::Ready {
-            return Err(ConnError::Closed);
-        }
-        Writer::new(stream.try_clone()?).send(&Header::new(Op::Ready), &[])?;
-        Ok(established(stream, reader, private)?)
-    }
-
-    /// Sends the accept and hands back the stream and a reader whose next frame should be the
-    /// active side's Ready (reads time out after the handshake bound until the caller lifts it).
-    pub fn accept_start(self, private_data: &[u8], limits: Limits) -> Result<(TcpStream, Reader), ConnError> {
-        let stream = self.stream;
-        let writer = Writer::new(stream.try_clone()?);
+    /// Sends the accept and hands back the socket and a reader whose next frame should be the
+    /// active side's Ready.
+    pub fn accept_start(self, private_data: &[u8], _limits: Limits) -> Result<(TcpStream, Reader), ConnError> {
         let mut h = Header::new(Op::Accept);
         h.payload_len = private_data.len() as u32;
-        writer.send(&h, &[private_data])?;
-        stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
-        let reader = Reader::new(stream.try_clone()?, limits);
-        Ok((stream, reader))
+        Writer::new(self.stream.try_clone()?).send(&h, &[private_data])?;
+        Ok((self.stream, self.reader))
     }
 
     /// Rejects with our private data and closes.
     pub fn reject(self, private_data: &[u8]) {
         if let Ok(s) = self.stream.try_clone() {
-            let writer = Writer::new(s);
             let mut h = Header::new(Op::Reject);
             h.payload_len = private_data.len() as u32;
-            let _ = writer.send(&h, &[private_data]);
-            writer.shutdown();
+            let _ = Writer::new(s).send(&h, &[private_data]);
         }
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 }
 
-/// How long a refused connect is retried: a listener that is being created as the peer
-/// connects (a server that tells its client where to connect, then listens) is found.
-const REFUSED_GRACE: Duration = Duration::from_millis(500);
+/// A socket that connects without blocking.
+fn nonblocking_socket() -> io::Result<RawFd> {
+    // SAFETY: socket takes integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
 
-/// A TCP connect within `budget` that retries a refusal for [`REFUSED_GRACE`].
-fn connect_patiently(remote: SocketAddrV4, budget: Duration, start: Instant) -> io::Result<TcpStream> {
-    let mut pause = Duration::from_millis(2);
-    loop {
-        let left = budget.saturating_sub(start.elapsed()).max(Duration::from_millis(1));
-        match TcpStream::connect_timeout(&SocketAddr::V4(remote), left) {
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && start.elapsed() + pause < REFUSED_GRACE.min(budget) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            other => return other,
-        }
+/// Starts connecting `fd` to `remote`: Ok(true) connected at once, Ok(false) in progress.
+fn start_connect(fd: RawFd, remote: SocketAddrV4) -> io::Result<bool> {
+    // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
+    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sin.sin_family = libc::AF_INET as libc::sa_family_t;
+    sin.sin_port = remote.port().to_be();
+    sin.sin_addr.s_addr = u32::from(*remote.ip()).to_be();
+    // SAFETY: a live sockaddr_in of its size, on our socket.
+    let r = unsafe {
+        libc::connect(fd, (&sin as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t)
+    };
+    if r == 0 {
+        return Ok(true);
+    }
+    match io::Error::last_os_error() {
+        e if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
+        e => Err(e),
     }
 }
 
-/// Connects to qualifier `conn_qual` at `remote` (its port), offers `private_data`, and waits
-/// at most `timeout` (None: the handshake bound only) for the peer's answer.
+/// The error a non-blocking connect ended with (None: connected).
+fn connect_error(fd: RawFd) -> Option<i32> {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: SO_ERROR writes one int to the pointer we pass.
+    let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, (&mut err as *mut libc::c_int).cast(), &mut len) };
+    if r < 0 {
+        return io::Error::last_os_error().raw_os_error();
+    }
+    (err != 0).then_some(err)
+}
+
+fn failure_of(errno: i32) -> ConnectFailure {
+    match errno {
+        libc::ETIMEDOUT => ConnectFailure::TimedOut,
+        libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EADDRNOTAVAIL => ConnectFailure::Unreachable,
+        _ => ConnectFailure::Refused,
+    }
+}
+
+type OnConnected = Box<dyn FnOnce(Result<Established, ConnectFailure>) + Send>;
+
+/// An active connect in progress, reported by the engine.
+struct Connector {
+    engine: Arc<Engine>,
+    remote: SocketAddrV4,
+    conn_qual: u64,
+    private_data: Vec<u8>,
+    limits: Limits,
+    started: u64,
+    /// When the whole connect times out (monotonic microseconds).
+    deadline: u64,
+    state: Mutex<Attempt>,
+    done: Mutex<Option<OnConnected>>,
+}
+
+enum Attempt {
+    /// Waiting for the TCP connect of this socket.
+    Connecting { stream: TcpStream, token: Token, pause: u64 },
+    /// Waiting for the peer's answer, then its confirmation.
+    Handshaking { stream: TcpStream, token: Token, reader: Box<Reader>, accepted: Option<Vec<u8>> },
+    /// Refused: trying again at `at`.
+    Waiting { at: u64, pause: u64, token: Token },
+    Done,
+}
+
+/// Connects to qualifier `conn_qual` at `remote` (its port), offers `private_data`, and
+/// reports the outcome to `done` on the engine's thread, at most `timeout` later (None: a
+/// minute).
 pub fn connect(
     remote: SocketAddrV4,
     conn_qual: u64,
-    private_data: &[u8],
+    private_data: Vec<u8>,
     timeout: Option<Duration>,
     limits: Limits,
-) -> Result<Established, ConnectFailure> {
-    let start = Instant::now();
+    done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
+) -> io::Result<()> {
+    let now = sys::monotonic_micros();
     let budget = timeout.unwrap_or(HANDSHAKE_TIMEOUT.saturating_mul(6));
-    let stream = match connect_patiently(remote, budget, start) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(match e.kind() {
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ConnectFailure::TimedOut,
-                io::ErrorKind::ConnectionRefused => ConnectFailure::Refused,
-                _ => match e.raw_os_error() {
-                    Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) | Some(libc::EADDRNOTAVAIL) => {
-                        ConnectFailure::Unreachable
-                    }
-                    _ => ConnectFailure::Refused,
-                },
-            })
-        }
-    };
-    let _ = stream.set_nodelay(true);
-    let fail = |e: ConnError| match e {
-        ConnError::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-            ConnectFailure::TimedOut
-        }
-        _ => ConnectFailure::Refused,
-    };
-    let setup = || -> Result<Established, ConnectFailure> {
-        let writer = Writer::new(stream.try_clone().map_err(|_| ConnectFailure::Refused)?);
-        let mut h = Header::new(Op::ConnectRequest);
-        h.payload_len = private_data.len() as u32;
-        h.id = conn_qual;
-        writer.send(&h, &[private_data]).map_err(|_| ConnectFailure::Refused)?;
-        let left = budget.saturating_sub(start.elapsed()).max(Duration::from_millis(1));
-        stream.set_read_timeout(Some(left)).map_err(|_| ConnectFailure::Refused)?;
-        let mut reader = Reader::new(stream.try_clone().map_err(|_| ConnectFailure::Refused)?, limits);
-        let answer = reader.next_header().map_err(fail)?;
-        let pd = read_private_data(&mut reader, &answer).map_err(fail)?;
-        match answer.op {
-            Op::Accept => {
-                writer.send(&Header::new(Op::Ready), &[]).map_err(|_| ConnectFailure::Refused)?;
-                let confirm = reader.next_header().map_err(fail)?;
-                if confirm.op != Op::Ready {
-                    return Err(ConnectFailure::Refused);
-                }
-                established(stream.try_clone().map_err(|_| ConnectFailure::Refused)?, reader, pd)
-                    .map_err(|_| ConnectFailure::Refused)
-            }
-            Op::Reject => Err(ConnectFailure::Rejected(pd)),
-            _ => Err(ConnectFailure::Refused),
-        }
-    };
-    let result = setup();
-    if result.is_err() {
-        let _ = stream.shutdown(std::net::Shutdown::Both);
-    }
-    result
+    let c = Arc::new(Connector {
+        engine: Engine::get(),
+        remote,
+        conn_qual,
+        private_data,
+        limits,
+        started: now,
+        deadline: now + micros(budget).max(1),
+        state: Mutex::new(Attempt::Done),
+        done: Mutex::new(Some(Box::new(done))),
+    });
+    c.attempt(2_000);
+    Ok(())
 }
 
-/// A bound service point: an accept thread hands each valid request to `on_request`.
+impl Connector {
+    /// One TCP connect; `pause` is how long to wait before the next one if it is refused.
+    fn attempt(self: &Arc<Self>, pause: u64) {
+        let fd = match nonblocking_socket() {
+            Ok(fd) => fd,
+            Err(_) => return self.finish(Err(ConnectFailure::Refused)),
+        };
+        // SAFETY: a fresh descriptor nobody else owns.
+        let stream = unsafe { TcpStream::from_raw_fd(fd) };
+        let token = match self.engine.register(fd, self.clone()) {
+            Ok(t) => t,
+            Err(_) => return self.finish(Err(ConnectFailure::Refused)),
+        };
+        *self.state.lock() = Attempt::Connecting { stream, token, pause };
+        self.engine.set_timer(token, self.deadline);
+        match start_connect(fd, self.remote) {
+            Ok(true) => self.connected(),
+            Ok(false) => self.engine.arm(token, fd, libc::EPOLLOUT as u32),
+            Err(e) => self.refused_or_failed(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+        }
+    }
+
+    /// The TCP connect failed with `errno`: a refusal within the grace is tried again.
+    fn refused_or_failed(self: &Arc<Self>, errno: i32) {
+        let (token, fd, pause) = match &*self.state.lock() {
+            Attempt::Connecting { token, stream, pause } => (*token, stream.as_raw_fd(), *pause),
+            _ => return,
+        };
+        let now = sys::monotonic_micros();
+        let grace_end = self.started + micros(REFUSED_GRACE).min(self.deadline - self.started);
+        if errno == libc::ECONNREFUSED && now + pause < grace_end {
+            self.engine.deregister(token, Some(fd));
+            let retry = self.engine.register_timer_only(self.clone());
+            *self.state.lock() = Attempt::Waiting { at: now + pause, pause: (pause * 2).min(50_000), token: retry };
+            self.engine.set_timer(retry, now + pause);
+            return;
+        }
+        self.finish(Err(failure_of(errno)));
+    }
+
+    /// Connected: the request goes out, the answer is awaited.
+    fn connected(self: &Arc<Self>) {
+        let mut state = self.state.lock();
+        let Attempt::Connecting { stream, token, .. } = std::mem::replace(&mut *state, Attempt::Done) else { return };
+        let sent = (|| -> io::Result<Reader> {
+            // Blocking from here on: only the consumer's own requests block, and reads never do.
+            stream.set_nonblocking(false)?;
+            stream.set_nodelay(true)?;
+            let mut h = Header::new(Op::ConnectRequest);
+            h.payload_len = self.private_data.len() as u32;
+            h.id = self.conn_qual;
+            Writer::new(stream.try_clone()?).send(&h, &[&self.private_data])?;
+            Ok(Reader::new(stream.try_clone()?, self.limits))
+        })();
+        match sent {
+            Ok(reader) => {
+                let fd = stream.as_raw_fd();
+                *state = Attempt::Handshaking { stream, token, reader: Box::new(reader), accepted: None };
+                drop(state);
+                self.engine.arm(token, fd, libc::EPOLLIN as u32);
+            }
+            Err(_) => {
+                *state = Attempt::Connecting { stream, token, pause: 0 };
+                drop(state);
+                self.finish(Err(ConnectFailure::Refused));
+            }
+        }
+    }
+
+    /// The peer's answer, then its confirmation.
+    fn answered(self: &Arc<Self>) {
+        let mut state = self.state.lock();
+        let Attempt::Handshaking { stream, token, reader, accepted } = &mut *state else { return };
+        loop {
+            let frame = match handshake_frame(reader) {
+                Ok(Some(f)) => f,
+                Ok(None) => {
+                    self.engine.arm(*token, stream.as_raw_fd(), libc::EPOLLIN as u32);
+                    return;
+                }
+                Err(_) => {
+                    drop(state);
+                    return self.finish(Err(ConnectFailure::Refused));
+                }
+            };
+            match (frame.0.op, accepted.is_some()) {
+                (Op::Accept, false) => {
+                    if Writer::new(match stream.try_clone() {
+                        Ok(s) => s,
+                        Err(_) => break,
+                    })
+                    .send(&Header::new(Op::Ready), &[])
+                    .is_err()
+                    {
+                        break;
+                    }
+                    *accepted = Some(frame.1);
+                }
+                (Op::Ready, true) => {
+                    let Attempt::Handshaking { stream, token, reader, accepted } = std::mem::replace(&mut *state, Attempt::Done) else {
+                        unreachable!()
+                    };
+                    drop(state);
+                    self.engine.deregister(token, Some(stream.as_raw_fd()));
+                    let remote = stream.peer_addr().map(v4).unwrap_or(self.remote);
+                    let est = Established { stream, reader: *reader, remote, private_data: accepted.unwrap_or_default() };
+                    return self.report(Ok(est));
+                }
+                (Op::Reject, false) => {
+                    drop(state);
+                    return self.finish(Err(ConnectFailure::Rejected(frame.1)));
+                }
+                _ => break,
+            }
+        }
+        drop(state);
+        self.finish(Err(ConnectFailure::Refused))
+    }
+
+    /// Ends the attempt with a failure: its socket goes.
+    fn finish(self: &Arc<Self>, outcome: Result<Established, ConnectFailure>) {
+        match std::mem::replace(&mut *self.state.lock(), Attempt::Done) {
+            Attempt::Connecting { stream, token, .. } | Attempt::Handshaking { stream, token, .. } => {
+                self.engine.deregister(token, Some(stream.as_raw_fd()));
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+            Attempt::Waiting { token, .. } => self.engine.deregister(token, None),
+            Attempt::Done => {}
+        }
+        self.report(outcome);
+    }
+
+    fn report(&self, outcome: Result<Established, ConnectFailure>) {
+        if let Some(done) = self.done.lock().take() {
+            done(outcome);
+        }
+    }
+}
+
+impl Source for Connector {
+    fn on_event(self: Arc<Self>, events: u32) {
+        let now = sys::monotonic_micros();
+        if events == 0 {
+            if now >= self.deadline {
+                return self.finish(Err(ConnectFailure::TimedOut));
+            }
+            let retry = match &*self.state.lock() {
+                Attempt::Waiting { at, pause, token } if now >= *at => Some((*pause, *token)),
+                _ => None,
+            };
+            if let Some((pause, token)) = retry {
+                self.engine.deregister(token, None);
+                self.attempt(pause);
+            }
+            return;
+        }
+        let connecting = match &*self.state.lock() {
+            Attempt::Connecting { stream, .. } => Some(stream.as_raw_fd()),
+            _ => None,
+        };
+        match connecting {
+            Some(fd) => match connect_error(fd) {
+                None => self.connected(),
+                Some(errno) => self.refused_or_failed(errno),
+            },
+            None => self.answered(),
+        }
+    }
+}
+
+/// A bound service point: the engine reports each connection; its request is read (without a
+/// thread, within `HANDSHAKE_TIMEOUT`) and handed to `on_request`. Dropping it stops listening.
 pub struct Listener {
     port: u16,
-    stop: Arc<AtomicBool>,
-    fd: i32,
-    thread: Option<JoinHandle<()>>,
+    source: Arc<ListenSource>,
+}
+
+type OnRequest = Arc<dyn Fn(IncomingRequest) + Send + Sync>;
+
+struct ListenSource {
+    engine: Arc<Engine>,
+    token: OnceLock<Token>,
+    listener: TcpListener,
+    conn_qual: u64,
+    limits: Limits,
+    on_request: OnRequest,
 }
 
 impl Listener {
@@ -235,16 +422,22 @@ impl Listener {
         on_request: impl Fn(IncomingRequest) + Send + Sync + 'static,
     ) -> io::Result<Listener> {
         let listener = TcpListener::bind(SocketAddrV4::new(ip, port))?;
+        listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
         let conn_qual = if conn_qual == 0 { u64::from(port) } else { conn_qual };
-        let stop = Arc::new(AtomicBool::new(false));
-        let fd = listener.as_raw_fd();
-        let on_request = Arc::new(on_request);
-        let stop_flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("dat-listen-{port}"))
-            .spawn(move || accept_loop(listener, conn_qual, limits, stop_flag, on_request))?;
-        Ok(Listener { port, stop, fd, thread: Some(thread) })
+        let source = Arc::new(ListenSource {
+            engine: Engine::get(),
+            token: OnceLock::new(),
+            listener,
+            conn_qual,
+            limits,
+            on_request: Arc::new(on_request),
+        });
+        let fd = source.listener.as_raw_fd();
+        let token = source.engine.register(fd, source.clone())?;
+        let _ = source.token.set(token);
+        source.engine.arm(token, fd, libc::EPOLLIN as u32);
+        Ok(Listener { port, source })
     }
 
     pub fn port(&self) -> u16 {
@@ -252,50 +445,97 @@ impl Listener {
     }
 }
 
-fn accept_loop(
-    listener: TcpListener,
-    conn_qual: u64,
-    limits: Limits,
-    stop: Arc<AtomicBool>,
-    on_request: Arc<dyn Fn(IncomingRequest) + Send + Sync>,
-) {
-    for stream in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        let Ok(stream) = stream else { continue };
-        let on_request = on_request.clone();
-        // Each handshake is read apart, so a silent client cannot stall the others.
-        let _ = std::thread::Builder::new().name("dat-handshake".into()).stack_size(64 * 1024).spawn(move || {
-            if let Some(request) = read_request(stream, conn_qual, limits) {
-                on_request(request);
-            }
-        });
-    }
-}
-
-/// The request on a new connection, if it is one for `conn_qual`.
-fn read_request(stream: TcpStream, conn_qual: u64, limits: Limits) -> Option<IncomingRequest> {
-    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok()?;
-    let _ = stream.set_nodelay(true);
-    let mut reader = Reader::new(stream.try_clone().ok()?, limits);
-    let header = reader.next_header().ok()?;
-    if header.op != Op::ConnectRequest || header.id != conn_qual {
-        return None;
-    }
-    let private_data = read_private_data(&mut reader, &header).ok()?;
-    let remote = v4(stream.peer_addr().ok()?);
-    Some(IncomingRequest { stream, private_data, remote })
-}
-
 impl Drop for Listener {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // SAFETY: fd is the listening socket the accept thread still owns; shutting it down
-        // (not closing it) makes the blocked accept() return so the thread can end.
-        unsafe { libc::shutdown(self.fd, libc::SHUT_RDWR) };
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(token) = self.source.token.get() {
+            self.source.engine.deregister(*token, Some(self.source.listener.as_raw_fd()));
+        }
+    }
+}
+
+impl Source for ListenSource {
+    fn on_event(self: Arc<Self>, _events: u32) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => Handshake::start(stream, &self),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // Out of descriptors, or a connection reset before we took it: the next one.
+                Err(_) => break,
+            }
+        }
+        if let Some(token) = self.token.get() {
+            self.engine.arm(*token, self.listener.as_raw_fd(), libc::EPOLLIN as u32);
+        }
+    }
+}
+
+/// A connection on a listener whose request has not arrived whole yet.
+struct Handshake {
+    engine: Arc<Engine>,
+    token: OnceLock<Token>,
+    conn_qual: u64,
+    on_request: OnRequest,
+    state: Mutex<Option<(TcpStream, Reader)>>,
+}
+
+impl Handshake {
+    fn start(stream: TcpStream, listener: &ListenSource) {
+        let _ = stream.set_nodelay(true);
+        let Ok(reader_half) = stream.try_clone() else { return };
+        let h = Arc::new(Handshake {
+            engine: listener.engine.clone(),
+            token: OnceLock::new(),
+            conn_qual: listener.conn_qual,
+            on_request: listener.on_request.clone(),
+            state: Mutex::new(Some((stream, Reader::new(reader_half, listener.limits)))),
+        });
+        let fd = match &*h.state.lock() {
+            Some((s, _)) => s.as_raw_fd(),
+            None => return,
+        };
+        let Ok(token) = h.engine.register(fd, h.clone()) else { return };
+        let _ = h.token.set(token);
+        h.engine.set_timer(token, sys::monotonic_micros() + micros(HANDSHAKE_TIMEOUT));
+        h.engine.arm(token, fd, libc::EPOLLIN as u32);
+    }
+
+    /// Done with the connection: it leaves the engine (and closes, unless handed on).
+    fn leave(&self) -> Option<(TcpStream, Reader)> {
+        let taken = self.state.lock().take();
+        if let (Some(token), Some((s, _))) = (self.token.get(), taken.as_ref()) {
+            self.engine.deregister(*token, Some(s.as_raw_fd()));
+        }
+        taken
+    }
+}
+
+impl Source for Handshake {
+    fn on_event(self: Arc<Self>, events: u32) {
+        if events == 0 {
+            self.leave(); // too slow: dropped
+            return;
+        }
+        let frame = {
+            let mut state = self.state.lock();
+            let Some((_, reader)) = state.as_mut() else { return };
+            handshake_frame(reader)
+        };
+        match frame {
+            Ok(None) => {
+                if let (Some(token), Some((s, _))) = (self.token.get(), self.state.lock().as_ref()) {
+                    self.engine.arm(*token, s.as_raw_fd(), libc::EPOLLIN as u32);
+                }
+            }
+            Ok(Some((h, private_data))) if h.op == Op::ConnectRequest && h.id == self.conn_qual => {
+                let Some((stream, reader)) = self.leave() else { return };
+                let Ok(remote) = stream.peer_addr().map(v4) else { return };
+                (self.on_request)(IncomingRequest { stream, reader, private_data, remote });
+            }
+            // Not a request for us, or not a frame: as if nobody listened.
+            _ => {
+                self.leave();
+            }
         }
     }
 }
@@ -307,38 +547,66 @@ mod tests {
 
     const LIMITS: Limits = Limits { max_private_data: 56, max_message: 1 << 20 };
 
-    fn listener() -> (Listener, mpsc::Receiver<IncomingRequest>) {
+    fn listener(qual: u64) -> (Listener, mpsc::Receiver<IncomingRequest>) {
         let (tx, rx) = mpsc::channel();
         let tx = parking_lot::Mutex::new(tx);
-        let l = Listener::bind(Ipv4Addr::LOCALHOST, 0, 0, LIMITS, move |r| {
+        let l = Listener::bind(Ipv4Addr::LOCALHOST, 0, qual, LIMITS, move |r| {
             let _ = tx.lock().send(r);
         })
         .unwrap();
         (l, rx)
     }
 
+    fn connect_now(addr: SocketAddrV4, qual: u64, pd: &[u8], timeout: Duration) -> mpsc::Receiver<Result<Established, ConnectFailure>> {
+        let (tx, rx) = mpsc::channel();
+        let tx = parking_lot::Mutex::new(tx);
+        connect(addr, qual, pd.to_vec(), Some(timeout), LIMITS, move |r| {
+            let _ = tx.lock().send(r);
+        })
+        .unwrap();
+        rx
+    }
+
+    /// The passive side's half of the handshake, done by hand: the accept, then the Ready
+    /// exchange.
+    fn accept_by_hand(request: IncomingRequest, pd: &[u8]) -> (TcpStream, Vec<u8>) {
+        let private = request.private_data.clone();
+        let (stream, mut reader) = request.accept_start(pd, LIMITS).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some((h, _)) = handshake_frame(&mut reader).unwrap() {
+                assert_eq!(h.op, Op::Ready);
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Writer::new(stream.try_clone().unwrap()).send(&Header::new(Op::Ready), &[]).unwrap();
+        (stream, private)
+    }
+
     #[test]
     fn accept_establishes_both_sides_with_private_data() {
-        let (l, rx) = listener();
+        let (l, rx) = listener(0);
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
-        let client = std::thread::spawn(move || connect(addr, u64::from(addr.port()), b"hello", Some(Duration::from_secs(5)), LIMITS));
+        let client = connect_now(addr, u64::from(l.port()), b"hello", Duration::from_secs(5));
         let request = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(request.private_data, b"hello");
-        let server = request.accept(b"welcome", LIMITS).unwrap();
-        let client = client.join().unwrap().unwrap();
+        let (server, private) = accept_by_hand(request, b"welcome");
+        assert_eq!(private, b"hello");
+        let client = client.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
         assert_eq!(client.private_data, b"welcome");
-        assert_eq!(server.private_data, b"hello");
         assert_eq!(client.remote.port(), l.port());
-        assert_eq!(server.remote, client.local);
+        assert_eq!(v4(server.peer_addr().unwrap()), v4(client.stream.local_addr().unwrap()));
     }
 
     #[test]
     fn reject_reaches_the_active_side_with_its_private_data() {
-        let (l, rx) = listener();
+        let (l, rx) = listener(0);
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
-        let client = std::thread::spawn(move || connect(addr, u64::from(addr.port()), b"", Some(Duration::from_secs(5)), LIMITS));
+        let client = connect_now(addr, u64::from(l.port()), b"", Duration::from_secs(5));
         rx.recv_timeout(Duration::from_secs(5)).unwrap().reject(b"no");
-        match client.join().unwrap() {
+        match client.recv_timeout(Duration::from_secs(5)).unwrap() {
             Err(ConnectFailure::Rejected(pd)) => assert_eq!(pd, b"no"),
             other => panic!("{:?}", other.map(|e| e.remote)),
         }
@@ -347,53 +615,69 @@ mod tests {
     #[test]
     fn nobody_listening_is_refused() {
         let port = {
-            let (l, _rx) = listener();
+            let (l, _rx) = listener(0);
             l.port()
         };
-        let r = connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port), u64::from(port), b"", Some(Duration::from_secs(5)), LIMITS);
+        let r = connect_now(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port), u64::from(port), b"", Duration::from_secs(5));
+        let r = r.recv_timeout(Duration::from_secs(5)).unwrap();
         assert!(matches!(r, Err(ConnectFailure::Refused)), "{:?}", r.map(|e| e.remote));
     }
 
     #[test]
     fn a_request_nobody_answers_times_out() {
-        let (l, rx) = listener();
+        let (l, rx) = listener(0);
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
-        let r = connect(addr, u64::from(addr.port()), b"", Some(Duration::from_millis(200)), LIMITS);
+        let r = connect_now(addr, u64::from(l.port()), b"", Duration::from_millis(200));
+        let r = r.recv_timeout(Duration::from_secs(5)).unwrap();
         assert!(matches!(r, Err(ConnectFailure::TimedOut)), "{:?}", r.map(|e| e.remote));
         drop(rx);
     }
 
     #[test]
     fn a_port_in_use_is_refused() {
-        let (l, _rx) = listener();
+        let (l, _rx) = listener(0);
         let e = Listener::bind(Ipv4Addr::LOCALHOST, l.port(), 0, LIMITS, |_| {}).err().unwrap();
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
     }
 
     #[test]
     fn a_request_for_another_qualifier_of_the_port_is_refused() {
-        let (tx, rx) = mpsc::channel();
-        let tx = parking_lot::Mutex::new(tx);
-        let l = Listener::bind(Ipv4Addr::LOCALHOST, 0, 0x1_0000_0001, LIMITS, move |r| {
-            let _ = tx.lock().send(r);
-        })
-        .unwrap();
+        let (l, rx) = listener(0x1_0000_0001);
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
-        let r = connect(addr, 0x2_0000_0001, b"", Some(Duration::from_secs(5)), LIMITS);
+        let r = connect_now(addr, 0x2_0000_0001, b"", Duration::from_secs(5)).recv_timeout(Duration::from_secs(5)).unwrap();
         assert!(matches!(r, Err(ConnectFailure::Refused)), "{:?}", r.map(|e| e.remote));
         assert!(rx.try_recv().is_err());
-        let client = std::thread::spawn(move || connect(addr, 0x1_0000_0001, b"", Some(Duration::from_secs(5)), LIMITS));
-        rx.recv_timeout(Duration::from_secs(5)).unwrap().accept(b"", LIMITS).unwrap();
-        client.join().unwrap().unwrap();
+        let client = connect_now(addr, 0x1_0000_0001, b"", Duration::from_secs(5));
+        accept_by_hand(rx.recv_timeout(Duration::from_secs(5)).unwrap(), b"");
+        client.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
     }
 
     #[test]
     fn garbage_instead_of_a_request_is_dropped() {
         use std::io::Write;
-        let (l, rx) = listener();
+        let (l, rx) = listener(0);
         let mut s = TcpStream::connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port())).unwrap();
         s.write_all(&[0u8; 64]).unwrap();
         drop(s);
         assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    }
+
+    #[test]
+    fn a_listener_that_appears_within_the_grace_is_found() {
+        let port = {
+            let (l, _rx) = listener(0);
+            l.port()
+        };
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
+        let client = connect_now(addr, u64::from(port), b"", Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(50));
+        let (tx, rx) = mpsc::channel();
+        let tx = parking_lot::Mutex::new(tx);
+        let _l = Listener::bind(Ipv4Addr::LOCALHOST, port, 0, LIMITS, move |r| {
+            let _ = tx.lock().send(r);
+        })
+        .unwrap();
+        accept_by_hand(rx.recv_timeout(Duration::from_secs(5)).unwrap(), b"");
+        client.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
     }
 }

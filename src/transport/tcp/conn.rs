@@ -1,17 +1,23 @@
-//! One TCP connection carrying frames: a writer half shared by posting threads (a frame goes
-//! out whole under the writer lock: a small one copied into one buffer, a larger one gathered
-//! from the caller's buffers with `sendmsg`) and a reader half owned by whoever progresses the
-//! connection.
+//! One TCP connection carrying frames: a writer half shared by the threads that send, and a
+//! reader half held by whoever handles the connection's incoming frames.
+//!
+//! Reading never blocks: whoever holds the reader takes what the socket has (`MSG_DONTWAIT`),
+//! and a frame that has only partly arrived is continued by the next holder. Writing blocks
+//! only for the consumer's own requests (`dat_ep_post_*`, on the consumer's thread); the
+//! answers the connection owes its peer are written without blocking, and one the socket had
+//! no room for stays here, partly written, until the socket drains. So two peers that both
+//! fill their sockets never wait on each other: each one's reader keeps draining.
 
 use std::io::{self, IoSlice};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::time::Duration;
+use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
-use super::sys;
 use super::wire::{Header, Limits, WireError, HEADER_LEN};
+use crate::objects::lmr::Lmr;
+use crate::transport::sys;
 
 /// Why a connection stopped.
 #[derive(Debug)]
@@ -38,70 +44,89 @@ pub const MAX_PARTS: usize = 65;
 
 /// The sending half.
 pub struct Writer {
-    stream: Mutex<TcpStream>,
+    half: Mutex<WriteHalf>,
+}
+
+/// The sending half, with what remains of a frame written only in part.
+pub struct WriteHalf {
+    stream: TcpStream,
+    rest: Option<Rest>,
+}
+
+/// The unwritten end of a frame the socket had no room for: header bytes, then payload bytes
+/// from memory that stays valid until it is written (the registered region `region`, checked
+/// again before each write).
+struct Rest {
+    head: [u8; HEADER_LEN],
+    head_from: usize,
+    payload: *const u8,
+    payload_len: usize,
+    payload_from: usize,
+    region: Option<Arc<Lmr>>,
+}
+
+/// Whether `lmr` is still registered for remote access (as the region an RDMA read's answer
+/// comes from).
+pub fn live(lmr: &Arc<Lmr>) -> bool {
+    Lmr::lookup_rmr_context(lmr.context).is_some_and(|l| Arc::ptr_eq(&l, lmr))
+}
+
+// SAFETY: the payload pointer names memory of a live registered region (see `Rest`); it is
+// only read, under the writer's lock.
+unsafe impl Send for Rest {}
+
+/// What a write that must not block achieved.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Wrote {
+    /// The whole frame is out.
+    All,
+    /// Part of it: the rest waits here (`WriteHalf::has_rest`) until the socket drains.
+    Part,
+    /// Nothing: an earlier frame's rest is still waiting.
+    Nothing,
 }
 
 impl Writer {
     pub fn new(stream: TcpStream) -> Writer {
-        Writer {
-            stream: Mutex::new(stream),
-        }
-    }
-
-    /// Sends one frame: the header, then the payload gathered from `parts` (whose lengths
-    /// must add up to `header.payload_len`).
-    pub fn send(&self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
-        self.lock().send(header, parts)
-    }
-
-    /// Like [`Writer::send`], running `before` under the writer lock first, so whatever it
-    /// records is in the same order as the frames on the wire. When `before` returns false,
-    /// nothing is sent.
-    pub fn send_ordered(
-        &self,
-        header: &Header,
-        parts: &[&[u8]],
-        before: impl FnOnce() -> bool,
-    ) -> io::Result<()> {
-        let mut w = self.lock();
-        if !before() {
-            return Ok(());
-        }
-        w.send(header, parts)
+        Writer { half: Mutex::new(WriteHalf { stream, rest: None }) }
     }
 
     /// Holds the sending half for several frames in a row.
     pub fn lock(&self) -> WriterGuard<'_> {
-        WriterGuard(self.stream.lock())
+        WriterGuard(self.half.lock())
     }
 
     /// The sending half, if nobody is sending.
     pub fn try_lock(&self) -> Option<WriterGuard<'_>> {
-        self.stream.try_lock().map(WriterGuard)
+        self.half.try_lock().map(WriterGuard)
     }
 
-    /// Closes both directions; a blocked reader wakes with end of stream.
-    pub fn shutdown(&self) {
-        let _ = self.stream.lock().shutdown(std::net::Shutdown::Both);
+    /// Sends one frame, blocking until it is out (the consumer's thread, or a handshake's
+    /// first frames on a fresh socket).
+    pub fn send(&self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
+        self.lock().send(header, parts)
     }
 }
 
 /// The sending half, held.
-pub struct WriterGuard<'a>(parking_lot::MutexGuard<'a, TcpStream>);
+pub struct WriterGuard<'a>(MutexGuard<'a, WriteHalf>);
 
 impl WriterGuard<'_> {
-    /// Sends one frame (at most [`MAX_PARTS`] payload parts).
+    /// Sends one frame (at most [`MAX_PARTS`] payload parts), blocking.
     pub fn send(&mut self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
         self.send_after(None, header, parts.iter().copied())
     }
 
-    /// Sends `lead` (a header-only frame) if there is one, then a frame, in one system call.
-    /// The payload parts come as an iterator: the data path builds no list of them.
+    /// Sends `lead` (a header-only frame) if there is one, then a frame, in one system call,
+    /// blocking until both are out (after what remained of an earlier frame). The payload
+    /// parts come as an iterator: the data path builds no list of them.
     pub fn send_after<'p, I>(&mut self, lead: Option<&Header>, header: &Header, parts: I) -> io::Result<()>
     where
         I: IntoIterator<Item = &'p [u8]>,
         I::IntoIter: Clone,
     {
+        self.finish_rest()?;
+        let stream = &self.0.stream;
         let parts = parts.into_iter();
         let heads = HEADER_LEN * (1 + usize::from(lead.is_some()));
         let total = heads + parts.clone().map(<[u8]>::len).sum::<usize>();
@@ -116,7 +141,7 @@ impl WriterGuard<'_> {
                 frame[at..at + p.len()].copy_from_slice(p);
                 at += p.len();
             }
-            return send_all(&mut self.0, &frame[..total]);
+            return send_all(stream, &frame[..total]);
         }
         let lead = lead.map(Header::encode);
         let head = header.encode();
@@ -131,12 +156,81 @@ impl WriterGuard<'_> {
             slices[n] = IoSlice::new(p);
             n += 1;
         }
-        write_all_vectored(&mut self.0, &mut slices[..n])
+        write_all_vectored(stream, &mut slices[..n], 0).map(|_| ())
+    }
+
+    /// Writes what remained of an earlier frame, blocking.
+    fn finish_rest(&mut self) -> io::Result<()> {
+        while self.0.rest.is_some() {
+            self.continue_rest(0)?;
+        }
+        Ok(())
+    }
+
+    /// Whether part of a frame waits for room in the socket.
+    pub fn has_rest(&self) -> bool {
+        self.0.rest.is_some()
+    }
+
+    /// Writes what it can of the frame left in part, without blocking. True when it is out.
+    pub fn continue_rest_now(&mut self) -> io::Result<bool> {
+        self.continue_rest(libc::MSG_DONTWAIT)?;
+        Ok(self.0.rest.is_none())
+    }
+
+    fn continue_rest(&mut self, flags: i32) -> io::Result<()> {
+        let half = &mut *self.0;
+        let Some(rest) = half.rest.as_mut() else { return Ok(()) };
+        if rest.region.as_ref().is_some_and(|r| !live(r)) {
+            // The region went away under the read's data: the peer cannot get a consistent
+            // answer, and a frame cannot be cut short. The connection ends.
+            half.rest = None;
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        // SAFETY: the payload names live registered memory (checked just above).
+        let payload = unsafe { std::slice::from_raw_parts(rest.payload, rest.payload_len) };
+        let mut slices = [IoSlice::new(&rest.head[rest.head_from..]), IoSlice::new(&payload[rest.payload_from..])];
+        let start = usize::from(slices[0].is_empty());
+        let end = if slices[1].is_empty() { 1 } else { 2 };
+        let n = write_all_vectored(&half.stream, &mut slices[start..end.max(start)], flags)?;
+        let from_head = n.min(HEADER_LEN - rest.head_from);
+        rest.head_from += from_head;
+        rest.payload_from += n - from_head;
+        if rest.head_from == HEADER_LEN && rest.payload_from == rest.payload_len {
+            half.rest = None;
+        }
+        Ok(())
+    }
+
+    /// Writes an answer (a header, and a payload from the registered region `region`, still
+    /// registered) without blocking. What the socket has no room for stays for
+    /// [`WriterGuard::continue_rest_now`]; nothing is written while an earlier frame's rest waits.
+    pub fn answer_now(&mut self, header: &Header, payload: &[u8], region: Option<Arc<Lmr>>) -> io::Result<Wrote> {
+        if self.0.rest.is_some() && !self.continue_rest_now()? {
+            return Ok(Wrote::Nothing);
+        }
+        let head = header.encode();
+        let mut slices = [IoSlice::new(&head), IoSlice::new(payload)];
+        let n = if payload.is_empty() { 1 } else { 2 };
+        let sent = write_all_vectored(&self.0.stream, &mut slices[..n], libc::MSG_DONTWAIT)?;
+        if sent == HEADER_LEN + payload.len() {
+            return Ok(Wrote::All);
+        }
+        let from_head = sent.min(HEADER_LEN);
+        self.0.rest = Some(Rest {
+            head,
+            head_from: from_head,
+            payload: payload.as_ptr(),
+            payload_len: payload.len(),
+            payload_from: sent - from_head,
+            region,
+        });
+        Ok(Wrote::Part)
     }
 
     /// Closes our sending direction: the peer reads end of stream after what was sent.
     pub fn shutdown_write(&mut self) {
-        let _ = self.0.shutdown(std::net::Shutdown::Write);
+        let _ = self.0.stream.shutdown(std::net::Shutdown::Write);
     }
 }
 
@@ -144,9 +238,11 @@ impl WriterGuard<'_> {
 /// kernel less than `sendmsg` gathering its pieces (a ping-pong's frames are all this small).
 const SMALL_FRAME: usize = 256;
 
-/// Writes every slice, with `MSG_NOSIGNAL`: a peer that went away is an error here, never a
-/// SIGPIPE that kills the consumer's process.
-fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+/// Writes the slices with `MSG_NOSIGNAL` (a peer that went away is an error here, never a
+/// SIGPIPE that kills the consumer's process) and `flags`. Returns how much was written: all
+/// of it, unless `flags` has `MSG_DONTWAIT` and the socket filled up.
+fn write_all_vectored(stream: &TcpStream, mut slices: &mut [IoSlice<'_>], flags: i32) -> io::Result<usize> {
+    let mut total = 0;
     while !slices.is_empty() {
         // SAFETY: msghdr is plain data for which all-zero bytes are a valid value.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -154,16 +250,21 @@ fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) ->
         msg.msg_iovlen = slices.len().min(libc::UIO_MAXIOV as usize) as _;
         // SAFETY: IoSlice is ABI-compatible with iovec (std guarantees it on Unix); the
         // slices and the socket outlive the call.
-        let n = unsafe { sys::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-        if let Some(n) = written(n)? {
-            IoSlice::advance_slices(&mut slices, n);
+        let n = unsafe { sys::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL | flags) };
+        match written(n)? {
+            Some(n) => {
+                total += n;
+                IoSlice::advance_slices(&mut slices, n);
+            }
+            None if flags & libc::MSG_DONTWAIT != 0 => return Ok(total),
+            None => {}
         }
     }
-    Ok(())
+    Ok(total)
 }
 
-/// Writes `bytes` with `send` and `MSG_NOSIGNAL`.
-fn send_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+/// Writes `bytes` with `send` and `MSG_NOSIGNAL`, blocking.
+fn send_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
     while !bytes.is_empty() {
         // SAFETY: `bytes` is readable for its length for the duration of the call.
         let n = unsafe { sys::send(stream.as_raw_fd(), bytes.as_ptr(), bytes.len(), libc::MSG_NOSIGNAL) };
@@ -174,13 +275,13 @@ fn send_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// What a sending system call returned: the bytes it wrote, or None when it was interrupted
-/// before writing any (try again).
+/// What a sending system call returned: the bytes it wrote, or None when it wrote none and
+/// may be tried again (interrupted, or a socket without room for a call that must not block).
 fn written(n: sys::SysResult) -> io::Result<Option<usize>> {
     match n {
         Ok(0) => Err(io::ErrorKind::WriteZero.into()),
         Ok(n) => Ok(Some(n)),
-        Err(libc::EINTR) => Ok(None),
+        Err(libc::EINTR) | Err(libc::EAGAIN) => Ok(None),
         Err(e) => Err(io::Error::from_raw_os_error(e)),
     }
 }
@@ -189,8 +290,11 @@ fn written(n: sys::SysResult) -> io::Result<Option<usize>> {
 /// system call, several at a time when they queue up.
 const READ_AHEAD: usize = 64 * 1024;
 
+/// A payload at least this large is read straight into place, not through the buffer.
+pub const LARGE_PAYLOAD: usize = 16 * 1024;
+
 /// The receiving half, with a read-ahead buffer. Large payloads bypass the buffer and go
-/// straight to their destination.
+/// straight to their destination. Nothing here blocks.
 pub struct Reader {
     stream: TcpStream,
     limits: Limits,
@@ -202,9 +306,6 @@ pub struct Reader {
     /// behind it goes straight to its destination instead of through the buffer.
     large_frames: bool,
 }
-
-/// A payload at least this large is better read straight into place than read ahead.
-const LARGE_PAYLOAD: usize = 16 * 1024;
 
 impl Reader {
     pub fn new(stream: TcpStream, limits: Limits) -> Reader {
@@ -218,23 +319,30 @@ impl Reader {
         }
     }
 
+    /// Bytes of the stream already read ahead, as a reader of another kind took them over
+    /// (the handshake's reader hands the connection's first frames to the link's).
+    pub fn with_buffered(stream: TcpStream, limits: Limits, ahead: &[u8]) -> Reader {
+        let mut r = Reader::new(stream, limits);
+        r.buffer[..ahead.len()].copy_from_slice(ahead);
+        r.end = ahead.len();
+        r
+    }
+
+    /// The bytes read ahead and not yet consumed.
+    pub fn ahead(&self) -> &[u8] {
+        &self.buffer[self.start..self.end]
+    }
+
     /// How many bytes of the stream wait in the read-ahead buffer.
     pub fn buffered(&self) -> usize {
         self.end - self.start
     }
 
-    /// Whether bytes already read from the socket wait here (polling the socket would not
-    /// show them).
-    pub fn has_buffered(&self) -> bool {
-        self.buffered() > 0
-    }
-
-    /// Reads more into the buffer, at most `most` bytes: waits for at least one byte when
-    /// `block`, else takes only what is there. Ok(0) from a non-blocking read means nothing
-    /// was waiting.
-    // Inlined, as is `whole_frame_ready`: fewer frames above a poll's system call (see `sys`).
+    /// Reads what the socket has into the buffer, at most `most` bytes. Ok(0): nothing was
+    /// waiting (or the buffer is full of one large frame's start).
+    // Inlined, as is `peek`: fewer frames above a poll's system call (see `sys`).
     #[inline(always)]
-    fn fill(&mut self, block: bool, most: usize) -> Result<usize, ConnError> {
+    pub fn fill(&mut self, most: usize) -> Result<usize, ConnError> {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -246,28 +354,35 @@ impl Reader {
         let room_end = self.buffer.len().min(self.end.saturating_add(most));
         let room = &mut self.buffer[self.end..room_end];
         if room.is_empty() {
-            return Ok(0); // full of one large frame's start: its payload is read directly
+            return Ok(0);
         }
-        let flags = if block { 0 } else { libc::MSG_DONTWAIT };
         loop {
             // SAFETY: `room` is a writable buffer of its length for the duration of the call.
-            match unsafe { sys::recv(self.stream.as_raw_fd(), room.as_mut_ptr(), room.len(), flags) } {
+            match unsafe { sys::recv(self.stream.as_raw_fd(), room.as_mut_ptr(), room.len(), libc::MSG_DONTWAIT) } {
                 Ok(0) => return Err(ConnError::Closed),
                 Ok(n) => {
                     self.end += n;
                     return Ok(n);
                 }
                 Err(libc::EINTR) => continue,
-                Err(libc::EAGAIN) if !block => return Ok(0),
+                Err(libc::EAGAIN) => return Ok(0),
                 Err(e) => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
             }
         }
     }
 
+    /// Reads for the next header: all there is, unless payloads are large (then the header
+    /// alone, so the payload behind it can go straight into place).
+    #[inline(always)]
+    pub fn fill_for_header(&mut self) -> Result<usize, ConnError> {
+        let most = if self.large_frames { HEADER_LEN.saturating_sub(self.buffered()).max(1) } else { usize::MAX };
+        self.fill(most)
+    }
+
     /// The header at the front of the buffer, checked, when a whole one is buffered.
     // Inlined: a poll asks two or three times, and mostly the answer is "not yet".
     #[inline(always)]
-    fn buffered_header(&self) -> Option<Result<Header, WireError>> {
+    pub fn peek(&self) -> Option<Result<Header, WireError>> {
         if self.buffered() < HEADER_LEN {
             return None;
         }
@@ -276,145 +391,69 @@ impl Reader {
         Some(Header::decode(&b, self.limits))
     }
 
-    /// The next frame's checked header; its payload must then be consumed with
-    /// [`Reader::read_payload`] or [`Reader::skip`].
-    pub fn next_header(&mut self) -> Result<Header, ConnError> {
-        loop {
-            if let Some(h) = self.buffered_header() {
-                let h = h.map_err(ConnError::Protocol)?;
-                self.take_header(&h);
-                return Ok(h);
-            }
-            self.fill(true, self.header_read())?;
-        }
+    /// Whether the frame of header `h` (at the front of the buffer) is buffered whole.
+    #[inline(always)]
+    pub fn whole(&self, h: &Header) -> bool {
+        self.buffered() >= HEADER_LEN + payload_len(h)
     }
 
-    /// Consumes the checked header at the front of the buffer (the one
-    /// [`Reader::whole_frame_ready`] or [`Reader::next_header`] found); its payload follows.
+    /// Consumes the checked header at the front of the buffer; its payload follows.
     pub fn take_header(&mut self, h: &Header) {
         debug_assert!(self.buffered() >= HEADER_LEN);
         self.start += HEADER_LEN;
         self.large_frames = payload_len(h) >= LARGE_PAYLOAD;
     }
 
-    /// Whether a whole frame is waiting (in the buffer, or in the socket behind it), so
-    /// handling it cannot block. Never blocks, and asks the socket once when nothing is
-    /// buffered.
-    ///
-    /// Without `look`, only the buffer counts (Nothing unless a whole frame is buffered): a
-    /// poller that just asked the socket need not ask again until its next round.
-    #[inline(always)]
-    pub fn whole_frame_ready(&mut self, look: bool) -> Waiting {
-        let whole = |r: &Self, h: &Header| r.buffered() >= HEADER_LEN + payload_len(h);
-        if let Some(Ok(h)) = self.buffered_header() {
-            if whole(self, &h) {
-                return Waiting::Whole(h);
-            }
-        }
-        if !look {
-            return Waiting::Nothing;
-        }
-        match self.fill(false, self.header_read()) {
-            Ok(0) if self.buffered() == 0 => return Waiting::Nothing,
-            Ok(_) => {}
-            Err(_) => return Waiting::Part, // the end or an error: for the blocking reader
-        }
-        let h = match self.buffered_header() {
-            Some(Ok(h)) => h,
-            _ => return Waiting::Part,
-        };
-        if whole(self, &h) {
-            return Waiting::Whole(h);
-        }
-        // A payload larger than the buffer: count what waits in the socket too.
-        let mut available: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one int to the pointer we pass, on our own socket.
-        if unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::FIONREAD, &mut available) } < 0 {
-            return Waiting::Part;
-        }
-        if self.buffered() + available.max(0) as usize >= HEADER_LEN + payload_len(&h) {
-            Waiting::Whole(h)
-        } else {
-            Waiting::Part
-        }
-    }
-
-    /// Whether a read would not block: buffered bytes, or data, end of stream or an error
-    /// waiting in the socket.
-    pub fn readable_now(&self) -> bool {
-        if self.buffered() > 0 {
-            return true;
-        }
-        let mut b = [0u8; 1];
-        // SAFETY: `b` is a writable one-byte buffer for the duration of the call.
-        let n = unsafe { sys::recv(self.stream.as_raw_fd(), b.as_mut_ptr(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
-        n != Err(libc::EAGAIN)
-    }
-
-    /// Bounds how long a read waits (None: forever); a read that waits longer fails.
-    pub fn set_timeout(&self, timeout: Option<Duration>) {
-        let _ = self.stream.set_read_timeout(timeout);
-    }
-
-    /// Reads exactly `dst.len()` payload bytes into `dst`: what is buffered first, the rest
-    /// straight from the socket.
-    pub fn read_payload(&mut self, dst: &mut [u8]) -> Result<(), ConnError> {
-        let n = self.buffered().min(dst.len());
-        dst[..n].copy_from_slice(&self.buffer[self.start..self.start + n]);
+    /// Drops `n` payload bytes that are buffered.
+    pub fn skip_buffered(&mut self, n: usize) {
+        debug_assert!(self.buffered() >= n);
         self.start += n;
-        let mut rest = &mut dst[n..];
-        while !rest.is_empty() {
-            // MSG_WAITALL: the kernel wakes us once the whole payload is there, not at every
-            // segment that arrives.
-            // SAFETY: `rest` is a writable buffer of its length for the duration of the call.
-            let got = unsafe { sys::recv(self.stream.as_raw_fd(), rest.as_mut_ptr(), rest.len(), libc::MSG_WAITALL) };
-            match got {
+    }
+
+    /// Copies payload bytes that are buffered into `dst` (all of it must be buffered).
+    pub fn take_buffered(&mut self, dst: &mut [u8]) {
+        dst.copy_from_slice(&self.buffer[self.start..self.start + dst.len()]);
+        self.start += dst.len();
+    }
+
+    /// Reads payload bytes into `dst` without blocking: what is buffered first, then what the
+    /// socket has, straight into place. Returns how many arrived (0: none yet).
+    pub fn read_some(&mut self, dst: &mut [u8]) -> Result<usize, ConnError> {
+        let n = self.buffered().min(dst.len());
+        if n > 0 {
+            self.take_buffered(&mut dst[..n]);
+            return Ok(n);
+        }
+        if dst.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            // SAFETY: `dst` is a writable buffer of its length for the duration of the call.
+            match unsafe { sys::recv(self.stream.as_raw_fd(), dst.as_mut_ptr(), dst.len(), libc::MSG_DONTWAIT) } {
                 Ok(0) => return Err(ConnError::Closed),
-                Ok(n) => rest = &mut rest[n..],
-                Err(libc::EINTR) => {}
+                Ok(n) => return Ok(n),
+                Err(libc::EINTR) => continue,
+                Err(libc::EAGAIN) => return Ok(0),
                 Err(e) => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
             }
         }
-        Ok(())
     }
 
-    /// Reads and drops `len` payload bytes; what follows them stays buffered.
-    pub fn skip(&mut self, len: usize) -> Result<(), ConnError> {
-        let mut left = len;
-        loop {
-            let n = self.buffered().min(left);
+    /// Drops up to `len` payload bytes without blocking; returns how many went.
+    pub fn skip_some(&mut self, len: usize) -> Result<usize, ConnError> {
+        let n = self.buffered().min(len);
+        if n > 0 || len == 0 {
             self.start += n;
-            left -= n;
-            if left == 0 {
-                return Ok(());
-            }
-            self.fill(true, usize::MAX)?;
+            return Ok(n);
         }
+        let mut sink = [0u8; 4096];
+        let want = len.min(sink.len());
+        self.read_some(&mut sink[..want])
     }
-
-    /// How much to read when a header is due: all there is, unless payloads are large.
-    fn header_read(&self) -> usize {
-        if self.large_frames {
-            HEADER_LEN.saturating_sub(self.buffered()).max(1)
-        } else {
-            usize::MAX
-        }
-    }
-}
-
-/// What waits to be read, as far as a look that never blocks can tell.
-pub enum Waiting {
-    /// A whole frame, with its checked header: handling it cannot block.
-    Whole(Header),
-    /// Part of a frame, a malformed header, the end of the stream or an error: for a thread
-    /// that may block.
-    Part,
-    /// Nothing at all.
-    Nothing,
 }
 
 /// The payload bytes that follow a header on the wire (a read request carries none).
-fn payload_len(h: &Header) -> usize {
+pub fn payload_len(h: &Header) -> usize {
     if h.op == super::wire::Op::RdmaReadRequest {
         0
     } else {
@@ -441,6 +480,23 @@ mod tests {
         (a, b)
     }
 
+    /// The next frame, read without blocking in a loop (as the engine would, woken each time).
+    fn next(r: &mut Reader) -> Result<(Header, Vec<u8>), ConnError> {
+        let h = loop {
+            if let Some(h) = r.peek() {
+                break h.map_err(ConnError::Protocol)?;
+            }
+            r.fill_for_header()?;
+        };
+        r.take_header(&h);
+        let mut payload = vec![0u8; payload_len(&h)];
+        let mut got = 0;
+        while got < payload.len() {
+            got += r.read_some(&mut payload[got..])?;
+        }
+        Ok((h, payload))
+    }
+
     #[test]
     fn frames_with_gathered_payloads_arrive_whole() {
         let (a, b) = pair();
@@ -450,14 +506,12 @@ mod tests {
         h.payload_len = 11;
         w.send(&h, &[b"hello", b"", b" world"]).unwrap();
         w.send(&Header::new(Op::Disconnect), &[]).unwrap();
-        let got = r.next_header().unwrap();
+        let (got, payload) = next(&mut r).unwrap();
         assert_eq!(got, h);
-        let mut buf = vec![0u8; 11];
-        r.read_payload(&mut buf).unwrap();
-        assert_eq!(&buf, b"hello world");
-        assert_eq!(r.next_header().unwrap().op, Op::Disconnect);
+        assert_eq!(&payload, b"hello world");
+        assert_eq!(next(&mut r).unwrap().0.op, Op::Disconnect);
         drop(w);
-        assert!(matches!(r.next_header(), Err(ConnError::Closed)));
+        assert!(matches!(next(&mut r), Err(ConnError::Closed)));
     }
 
     #[test]
@@ -465,14 +519,11 @@ mod tests {
         let (mut a, b) = pair();
         let mut r = Reader::new(b, LIMITS);
         a.write_all(&[0xffu8; HEADER_LEN]).unwrap();
-        assert!(matches!(
-            r.next_header(),
-            Err(ConnError::Protocol(WireError::BadMagic(_)))
-        ));
+        assert!(matches!(next(&mut r), Err(ConnError::Protocol(WireError::BadMagic(_)))));
     }
 
     #[test]
-    fn headers_in_pieces_after_large_and_small_payloads_are_read_whole() {
+    fn frames_in_pieces_are_put_together_after_large_and_small_payloads() {
         let (mut a, b) = pair();
         let mut r = Reader::new(b, LIMITS);
         let frame = |len: usize, fill: u8| {
@@ -482,18 +533,14 @@ mod tests {
             bytes.extend(std::iter::repeat_n(fill, len));
             bytes
         };
-        // A large payload (its header is read alone, the payload straight into place), then
-        // small ones (read ahead), each next header sent in two pieces.
         for (len, fill) in [(LARGE_PAYLOAD + 5, 1u8), (3, 2), (LARGE_PAYLOAD, 3), (0, 4), (7, 5)] {
             let bytes = frame(len, fill);
             a.write_all(&bytes[..10]).unwrap();
-            // The piece is there (or on its way): the reader may see it alone.
-            let _ = r.whole_frame_ready(true);
+            let _ = r.fill_for_header();
+            assert!(r.peek().is_none() || len == 0 || !r.whole(&r.peek().unwrap().unwrap()));
             a.write_all(&bytes[10..]).unwrap();
-            let h = r.next_header().unwrap();
+            let (h, payload) = next(&mut r).unwrap();
             assert_eq!(h.payload_len as usize, len);
-            let mut payload = vec![0u8; len];
-            r.read_payload(&mut payload).unwrap();
             assert!(payload.iter().all(|b| *b == fill));
         }
     }
@@ -508,8 +555,59 @@ mod tests {
         h.payload_len = big.len() as u32;
         w.send(&h, &[&big]).unwrap();
         w.send(&Header::new(Op::Ready), &[]).unwrap();
-        let got = r.next_header().unwrap();
-        r.skip(got.payload_len as usize).unwrap();
-        assert_eq!(r.next_header().unwrap().op, Op::Ready);
+        let h = loop {
+            if let Some(h) = r.peek() {
+                break h.unwrap();
+            }
+            r.fill_for_header().unwrap();
+        };
+        r.take_header(&h);
+        let mut left = h.payload_len as usize;
+        while left > 0 {
+            left -= r.skip_some(left).unwrap();
+        }
+        assert_eq!(next(&mut r).unwrap().0.op, Op::Ready);
+    }
+
+    #[test]
+    fn an_answer_the_socket_has_no_room_for_waits_and_goes_out_whole_before_the_next_frame() {
+        let (a, b) = pair();
+        let w = Writer::new(a);
+        let mut r = Reader::new(b, Limits { max_private_data: 56, max_message: 16 << 20 });
+        // More than the socket buffers hold while nobody reads.
+        let data: Vec<u8> = (0..(8 << 20)).map(|i| (i % 251) as u8).collect();
+        let mut h = Header::new(Op::RdmaReadResponse);
+        h.payload_len = data.len() as u32;
+        let mut g = w.lock();
+        assert_eq!(g.answer_now(&h, &data, None).unwrap(), Wrote::Part);
+        assert!(g.has_rest());
+        // Nothing else goes out meanwhile.
+        assert_eq!(g.answer_now(&Header::new(Op::Ack), &[], None).unwrap(), Wrote::Nothing);
+        drop(g);
+        let reader = std::thread::spawn(move || {
+            let (h1, p1) = {
+                let h = loop {
+                    if let Some(h) = r.peek() {
+                        break h.unwrap();
+                    }
+                    r.fill_for_header().unwrap();
+                };
+                r.take_header(&h);
+                let mut p = vec![0u8; h.payload_len as usize];
+                let mut got = 0;
+                while got < p.len() {
+                    got += r.read_some(&mut p[got..]).unwrap();
+                }
+                (h, p)
+            };
+            let (h2, _) = next(&mut r).unwrap();
+            (h1, p1, h2)
+        });
+        // The consumer's next frame waits for the rest (blocking, on its thread).
+        w.send(&Header::new(Op::Disconnect), &[]).unwrap();
+        let (h1, p1, h2) = reader.join().unwrap();
+        assert_eq!(h1.op, Op::RdmaReadResponse);
+        assert!(p1 == data);
+        assert_eq!(h2.op, Op::Disconnect);
     }
 }

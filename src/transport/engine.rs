@@ -1,0 +1,407 @@
+//! The progress engine: one thread per process that the kernel wakes when a descriptor a
+//! transport registered is ready, or when a timer falls due. It is what makes a connection
+//! move while no thread of the program calls the library: an RDMA write lands while the
+//! target computes or polls memory, as it would on RDMA hardware.
+//!
+//! A source registers its descriptor once and arms it for one report at a time
+//! (`EPOLLONESHOT`): a report disarms it until the source arms it again, so the engine never
+//! handles one source twice at once, and a source whose frames a consumer's polling thread
+//! handles (see `lease`) stays disarmed and costs the engine nothing.
+//!
+//! Each source may also keep one timer (an acknowledgement held for a ride, a handshake's
+//! deadline). The engine sleeps until the earliest one (`epoll_pwait2`, to the microsecond).
+
+use std::cell::Cell;
+use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+use slab::Slab;
+
+use super::sys;
+
+/// Something the engine reports to.
+pub trait Source: Send + Sync {
+    /// Called on the engine's thread with the `EPOLL*` bits the kernel reported; the source is
+    /// disarmed until it arms itself again. `events` is 0 when the source's timer fell due.
+    fn on_event(self: Arc<Self>, events: u32);
+}
+
+/// A source's place in the engine: what the kernel's reports carry (slot and generation, so a
+/// report for a source that left and whose slot was reused reaches nobody).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Token(u64);
+
+impl Token {
+    fn new(slot: usize, generation: u32) -> Token {
+        Token(((generation as u64) << 32) | slot as u64)
+    }
+    fn slot(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+struct Entry {
+    generation: u32,
+    /// Held until the source deregisters: a connection lives on in the engine while it ends.
+    source: Arc<dyn Source>,
+    /// The deadline of the source's timer (monotonic microseconds), 0 when none.
+    deadline: u64,
+}
+
+struct Sources {
+    slab: Slab<Entry>,
+    /// Bumped for every slot that is vacated, so each registration has its own generation.
+    generation: u32,
+}
+
+pub struct Engine {
+    epoll: OwnedFd,
+    /// Rung to make the engine look at its timers again (one became earlier).
+    waker: OwnedFd,
+    sources: Mutex<Sources>,
+    timers: Mutex<BinaryHeap<Reverse<(u64, Token)>>>,
+    /// The deadline the engine sleeps until (0: none): a new timer rings only if earlier.
+    sleeping_until: AtomicU64,
+}
+
+thread_local! {
+    /// Set on the engine's thread.
+    static ON_ENGINE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is the engine's.
+pub fn on_engine() -> bool {
+    ON_ENGINE.with(Cell::get)
+}
+
+/// The report that means "the waker rang" (no source has slot `u32::MAX`).
+const WAKER: u64 = u32::MAX as u64;
+
+/// The most reports one wait takes.
+const BATCH: usize = 64;
+
+impl Engine {
+    /// The process's engine, started on first use (and again in a child after `fork`, whose
+    /// copy of the parent's has no thread).
+    pub fn get() -> Arc<Engine> {
+        static ENGINE: OnceLock<Mutex<Option<(u32, Arc<Engine>)>>> = OnceLock::new();
+        let cell = ENGINE.get_or_init(|| Mutex::new(None));
+        let mut engine = cell.lock();
+        // SAFETY: getpid has no arguments and cannot fail.
+        let pid = unsafe { libc::getpid() } as u32;
+        if let Some((owner, e)) = engine.as_ref() {
+            if *owner == pid {
+                return e.clone();
+            }
+        }
+        let e = Engine::start().expect("the progress engine needs an epoll and a thread");
+        *engine = Some((pid, e.clone()));
+        e
+    }
+
+    fn start() -> std::io::Result<Arc<Engine>> {
+        // SAFETY: epoll_create1 and eventfd take flags and return a new descriptor or -1.
+        let (ep, ev) = unsafe {
+            (libc::epoll_create1(libc::EPOLL_CLOEXEC), libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC))
+        };
+        if ep < 0 || ev < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptors nobody else owns.
+        let (epoll, waker) = unsafe { (OwnedFd::from_raw_fd(ep), OwnedFd::from_raw_fd(ev)) };
+        let mut e = libc::epoll_event { events: libc::EPOLLIN as u32, u64: WAKER };
+        // SAFETY: both descriptors are ours and `e` is a valid event for the call.
+        if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, ev, &mut e) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let engine = Arc::new(Engine {
+            epoll,
+            waker,
+            sources: Mutex::new(Sources { slab: Slab::new(), generation: 1 }),
+            timers: Mutex::new(BinaryHeap::new()),
+            sleeping_until: AtomicU64::new(0),
+        });
+        let runner = engine.clone();
+        std::thread::Builder::new().name("dat-progress".into()).stack_size(256 * 1024).spawn(move || runner.run())?;
+        Ok(engine)
+    }
+
+    /// Registers `fd` for `source`, disarmed; the source arms it when it wants reports. The
+    /// engine holds the source until it deregisters.
+    pub fn register(&self, fd: RawFd, source: Arc<dyn Source>) -> std::io::Result<Token> {
+        let token = {
+            let mut s = self.sources.lock();
+            let generation = s.generation;
+            let slot = s.slab.insert(Entry { generation, source, deadline: 0 });
+            Token::new(slot, generation)
+        };
+        let mut e = libc::epoll_event { events: libc::EPOLLONESHOT as u32, u64: token.0 };
+        // SAFETY: our epoll, the caller's open descriptor, a valid event.
+        if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut e) } < 0 {
+            let err = std::io::Error::last_os_error();
+            self.forget(token);
+            return Err(err);
+        }
+        Ok(token)
+    }
+
+    /// Registers a source that has no descriptor, only a timer.
+    pub fn register_timer_only(&self, source: Arc<dyn Source>) -> Token {
+        let mut s = self.sources.lock();
+        let generation = s.generation;
+        let slot = s.slab.insert(Entry { generation, source, deadline: 0 });
+        Token::new(slot, generation)
+    }
+
+    /// Arms `fd` for one report of `events` (`EPOLLIN`, `EPOLLOUT`...; errors and hang-ups are
+    /// always reported). A condition already true is reported at once.
+    pub fn arm(&self, token: Token, fd: RawFd, events: u32) {
+        let mut e = libc::epoll_event { events: events | libc::EPOLLONESHOT as u32, u64: token.0 };
+        // SAFETY: our epoll, a descriptor registered under `token`, a valid event. A failure
+        // (the descriptor was closed) leaves nothing armed, which is what the caller wants then.
+        unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, &mut e) };
+    }
+
+    /// Removes `fd` and the source: no report or timer reaches it afterwards.
+    pub fn deregister(&self, token: Token, fd: Option<RawFd>) {
+        if let Some(fd) = fd {
+            // SAFETY: our epoll; the event argument is ignored for DEL but must be non-NULL on
+            // old kernels.
+            unsafe {
+                let mut e = libc::epoll_event { events: 0, u64: 0 };
+                libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut e);
+            }
+        }
+        self.forget(token);
+    }
+
+    fn forget(&self, token: Token) {
+        let mut s = self.sources.lock();
+        if s.slab.get(token.slot()).is_some_and(|e| e.generation == token.generation()) {
+            s.slab.remove(token.slot());
+            s.generation = s.generation.wrapping_add(1).max(1);
+        }
+    }
+
+    /// Sets the source's timer to `deadline` (monotonic microseconds; 0 cancels it). A later
+    /// call replaces an earlier one.
+    pub fn set_timer(&self, token: Token, deadline: u64) {
+        {
+            let mut s = self.sources.lock();
+            match s.slab.get_mut(token.slot()) {
+                Some(e) if e.generation == token.generation() => e.deadline = deadline,
+                _ => return,
+            }
+        }
+        if deadline == 0 {
+            return; // the stale heap entry is dropped when it falls due
+        }
+        self.timers.lock().push(Reverse((deadline, token)));
+        let until = self.sleeping_until.load(Ordering::Acquire);
+        if until == 0 || deadline < until {
+            self.wake();
+        }
+    }
+
+    fn wake(&self) {
+        // The engine's own thread looks at its timers before it sleeps again.
+        if ON_ENGINE.with(Cell::get) {
+            return;
+        }
+        let one: u64 = 1;
+        // SAFETY: 8 bytes from a live u64 to our own eventfd (a full counter means a wake is
+        // already pending).
+        unsafe { libc::write(self.waker.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    fn source(&self, token: Token) -> Option<Arc<dyn Source>> {
+        let s = self.sources.lock();
+        s.slab.get(token.slot()).filter(|e| e.generation == token.generation()).map(|e| e.source.clone())
+    }
+
+    /// The timers due by `now`, taken; and the next deadline.
+    fn due_timers(&self, now: u64, due: &mut Vec<Token>) -> u64 {
+        let mut heap = self.timers.lock();
+        while let Some(Reverse((deadline, token))) = heap.peek().copied() {
+            if deadline > now {
+                return deadline;
+            }
+            heap.pop();
+            // A timer replaced or cancelled since leaves a stale entry: only the current one
+            // fires.
+            let current = {
+                let mut s = self.sources.lock();
+                match s.slab.get_mut(token.slot()) {
+                    Some(e) if e.generation == token.generation() && e.deadline == deadline => {
+                        e.deadline = 0;
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if current {
+                due.push(token);
+            }
+        }
+        0
+    }
+
+    fn run(self: Arc<Self>) {
+        ON_ENGINE.with(|c| c.set(true));
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; BATCH];
+        let mut due = Vec::new();
+        loop {
+            let next = self.due_timers(sys::monotonic_micros(), &mut due);
+            for token in due.drain(..) {
+                if let Some(source) = self.source(token) {
+                    source.on_event(0);
+                }
+            }
+            self.sleeping_until.store(next, Ordering::Release);
+            // A timer set between the look above and the store would not have rung: look again.
+            let next = {
+                let heap = self.timers.lock();
+                heap.peek().map_or(0, |Reverse((d, _))| *d)
+            };
+            let n = self.wait(&mut events, next);
+            self.sleeping_until.store(0, Ordering::Release);
+            for e in &events[..n] {
+                let (bits, data) = (e.events, e.u64);
+                if data == WAKER {
+                    let mut count: u64 = 0;
+                    // SAFETY: 8 bytes into a live u64 from our own non-blocking eventfd.
+                    unsafe { libc::read(self.waker.as_raw_fd(), (&mut count as *mut u64).cast(), 8) };
+                    continue;
+                }
+                if let Some(source) = self.source(Token(data)) {
+                    source.on_event(bits);
+                }
+            }
+        }
+    }
+
+    /// Waits for reports until `deadline` (monotonic microseconds; 0: no deadline).
+    fn wait(&self, events: &mut [libc::epoll_event; BATCH], deadline: u64) -> usize {
+        let ts;
+        let timeout = if deadline == 0 {
+            std::ptr::null()
+        } else {
+            let us = deadline.saturating_sub(sys::monotonic_micros());
+            ts = libc::timespec { tv_sec: (us / 1_000_000) as libc::time_t, tv_nsec: ((us % 1_000_000) * 1000) as libc::c_long };
+            &ts as *const libc::timespec
+        };
+        // SAFETY: our epoll, a buffer of BATCH events, a timespec that outlives the call (or
+        // NULL: no timeout) and no signal mask.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                self.epoll.as_raw_fd(),
+                events.as_mut_ptr(),
+                BATCH as libc::c_int,
+                timeout,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        if n >= 0 {
+            return n as usize;
+        }
+        // SAFETY: errno of this thread.
+        match unsafe { *libc::__errno_location() } {
+            libc::ENOSYS => {
+                // A kernel before 5.11: milliseconds, rounded up so a timer is never early.
+                let ms = if deadline == 0 {
+                    -1
+                } else {
+                    deadline.saturating_sub(sys::monotonic_micros()).div_ceil(1000).min(i32::MAX as u64) as i32
+                };
+                // SAFETY: as above.
+                let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), BATCH as i32, ms) };
+                n.max(0) as usize
+            }
+            _ => 0, // interrupted: look at the timers and wait again
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    struct Probe {
+        tx: Mutex<mpsc::Sender<u32>>,
+    }
+
+    impl Source for Probe {
+        fn on_event(self: Arc<Self>, events: u32) {
+            let _ = self.tx.lock().send(events);
+        }
+    }
+
+    fn probe() -> (Arc<Probe>, mpsc::Receiver<u32>) {
+        let (tx, rx) = mpsc::channel();
+        (Arc::new(Probe { tx: Mutex::new(tx) }), rx)
+    }
+
+    #[test]
+    fn a_readable_descriptor_is_reported_once_per_arming() {
+        let engine = Engine::get();
+        let (p, rx) = probe();
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let token = engine.register(b.as_raw_fd(), p.clone()).unwrap();
+        use std::io::Write;
+        (&a).write_all(b"x").unwrap();
+        // Disarmed until armed: nothing yet.
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+        engine.arm(token, b.as_raw_fd(), libc::EPOLLIN as u32);
+        let bits = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_ne!(bits & libc::EPOLLIN as u32, 0);
+        // One report per arming, although the byte is still unread.
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+        engine.arm(token, b.as_raw_fd(), libc::EPOLLIN as u32);
+        assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok());
+        engine.deregister(token, Some(b.as_raw_fd()));
+    }
+
+    #[test]
+    fn timers_fire_in_order_and_a_replaced_one_does_not() {
+        let engine = Engine::get();
+        let (p, rx) = probe();
+        let (q, rq) = probe();
+        let tp = engine.register_timer_only(p.clone());
+        let tq = engine.register_timer_only(q.clone());
+        let now = sys::monotonic_micros();
+        engine.set_timer(tp, now + 50_000);
+        engine.set_timer(tp, now + 2_000); // replaces the first
+        engine.set_timer(tq, now + 20_000);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
+        assert!(sys::monotonic_micros() >= now + 2_000);
+        assert_eq!(rq.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
+        assert!(sys::monotonic_micros() >= now + 20_000);
+        // The replaced deadline never fires.
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
+        engine.set_timer(tq, now + 10_000_000);
+        engine.set_timer(tq, 0); // cancelled
+        engine.deregister(tp, None);
+        engine.deregister(tq, None);
+    }
+
+    #[test]
+    fn a_source_that_left_hears_nothing() {
+        let engine = Engine::get();
+        let (p, rx) = probe();
+        let t = engine.register_timer_only(p.clone());
+        engine.set_timer(t, sys::monotonic_micros() + 1_000);
+        engine.deregister(t, None);
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+    }
+}

@@ -1,0 +1,190 @@
+//! Leases: who handles a connection while a consumer's thread polls it.
+//!
+//! A thread that polls an EVD in a loop handles the frames of the connections that feed it
+//! itself, faster than a hand-off to the engine would, and the engine's thread, woken for the
+//! same data, would only take a CPU from the threads that are running (on a two-core machine,
+//! a wake-up per message made a polling ping-pong three to five times slower). So when the
+//! engine is woken for a connection that a thread has been polling, it offers that thread the
+//! connection; the thread takes it on its next poll, and from then on the engine is not woken
+//! for it at all.
+//!
+//! The thread does not say when it stops polling: it may go off to compute, or to poll memory
+//! an RDMA write changes. So its lease runs out unless kept alive: a timer (a `timerfd` in
+//! the engine's poll) that the thread pushes back as it polls, now and then, without waking
+//! anybody. When the thread stops, the timer fires within `LEASE_US` and the engine takes its
+//! connections back. A thread that goes to sleep in the library returns them at once, and so
+//! does one that exits.
+
+use std::cell::RefCell;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use super::engine::{Engine, Source, Token};
+use super::sys;
+
+/// Something a thread may hold on lease.
+pub trait Lent: Send + Sync {
+    /// The lease ended: the engine watches it again.
+    fn take_back(&self);
+}
+
+/// How long a lease lasts without being pushed back (`LIBDAT_LEASE_US` changes it): the
+/// longest a connection waits for the engine after its polling thread went elsewhere.
+fn lease_us() -> u64 {
+    static US: OnceLock<u64> = OnceLock::new();
+    *US.get_or_init(|| std::env::var("LIBDAT_LEASE_US").ok().and_then(|v| v.parse().ok()).unwrap_or(500).max(20))
+}
+
+/// One polling thread's lease.
+pub struct Lease {
+    engine: Arc<Engine>,
+    token: OnceLock<Token>,
+    timer: OwnedFd,
+    lent: Mutex<Vec<Arc<dyn Lent>>>,
+    has_lent: AtomicBool,
+    /// When the lease runs out (monotonic microseconds), as last pushed back.
+    deadline: AtomicU64,
+}
+
+impl Lease {
+    fn new() -> std::io::Result<Arc<Lease>> {
+        // SAFETY: timerfd_create takes a clock and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor nobody else owns.
+        let timer = unsafe { OwnedFd::from_raw_fd(fd) };
+        let lease = Arc::new(Lease {
+            engine: Engine::get(),
+            token: OnceLock::new(),
+            timer,
+            lent: Mutex::new(Vec::new()),
+            has_lent: AtomicBool::new(false),
+            deadline: AtomicU64::new(0),
+        });
+        let token = lease.engine.register(fd, lease.clone())?;
+        let _ = lease.token.set(token);
+        lease.engine.arm(token, fd, libc::EPOLLIN as u32);
+        Ok(lease)
+    }
+
+    /// Sets the timer to fire at `deadline` (0: disarmed).
+    fn set(&self, deadline: u64) {
+        self.deadline.store(deadline, Ordering::Release);
+        let value = if deadline == 0 {
+            libc::timespec { tv_sec: 0, tv_nsec: 0 }
+        } else {
+            libc::timespec { tv_sec: (deadline / 1_000_000) as libc::time_t, tv_nsec: ((deadline % 1_000_000) * 1000) as libc::c_long }
+        };
+        let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
+        // SAFETY: our timerfd, a valid itimerspec, no old value wanted. The monotonic clock
+        // the deadline was read from is the timer's.
+        unsafe { libc::timerfd_settime(self.timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+    }
+
+    fn lend(&self, what: Arc<dyn Lent>) {
+        let mut lent = self.lent.lock();
+        lent.push(what);
+        if !self.has_lent.swap(true, Ordering::AcqRel) {
+            self.set(sys::monotonic_micros() + lease_us());
+        }
+    }
+
+    /// Everything lent goes back; the timer stops.
+    fn end(&self) {
+        let lent = {
+            let mut lent = self.lent.lock();
+            if !self.has_lent.swap(false, Ordering::AcqRel) && lent.is_empty() {
+                return;
+            }
+            self.set(0);
+            std::mem::take(&mut *lent)
+        };
+        for l in lent {
+            l.take_back();
+        }
+    }
+
+    /// The thread still polls: the lease goes on, the timer pushed back once half of it ran.
+    fn keep_alive(&self) {
+        if !self.has_lent.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = sys::monotonic_micros();
+        let deadline = self.deadline.load(Ordering::Relaxed);
+        if deadline.saturating_sub(now) < lease_us() / 2 {
+            let lent = self.lent.lock();
+            if !lent.is_empty() && self.has_lent.load(Ordering::Acquire) {
+                self.set(now + lease_us());
+            }
+        }
+    }
+}
+
+impl Source for Lease {
+    fn on_event(self: Arc<Self>, _events: u32) {
+        let mut expirations: u64 = 0;
+        // SAFETY: 8 bytes into a live u64 from our own non-blocking timerfd.
+        unsafe { libc::read(self.timer.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
+        // Pushed back after the timer fired: the thread still polls.
+        let deadline = self.deadline.load(Ordering::Acquire);
+        if deadline == 0 || sys::monotonic_micros() >= deadline {
+            self.end();
+        }
+        if let Some(token) = self.token.get() {
+            self.engine.arm(*token, self.timer.as_raw_fd(), libc::EPOLLIN as u32);
+        }
+    }
+}
+
+/// The calling thread's lease, made on first use; it ends as the thread does.
+struct Held(Arc<Lease>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.end();
+        if let Some(token) = self.0.token.get() {
+            self.0.engine.deregister(*token, Some(self.0.timer.as_raw_fd()));
+        }
+    }
+}
+
+thread_local! {
+    static LEASE: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+/// The calling thread takes `what` on lease (it accepted the engine's offer).
+pub fn lend(what: Arc<dyn Lent>) {
+    let lease = LEASE.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.is_none() {
+            *l = Lease::new().ok().map(Held);
+        }
+        l.as_ref().map(|h| h.0.clone())
+    });
+    match lease {
+        Some(lease) => lease.lend(what),
+        None => what.take_back(), // no timer to be had: the engine keeps it
+    }
+}
+
+/// The calling thread polls on: its lease goes on (called every few dozen polls).
+pub fn keep_alive() {
+    let _ = LEASE.try_with(|l| {
+        if let Some(h) = l.borrow().as_ref() {
+            h.0.keep_alive();
+        }
+    });
+}
+
+/// The calling thread stops polling (it is about to sleep): what it holds goes back.
+pub fn return_all() {
+    let lease = LEASE.try_with(|l| l.borrow().as_ref().map(|h| h.0.clone())).ok().flatten();
+    if let Some(lease) = lease {
+        lease.end();
+    }
+}

@@ -1,0 +1,541 @@
+//! The peer's frames, handled by whoever holds the link's inbound half: the consumer's thread
+//! as it polls, or the progress engine. Nothing here blocks: a frame whose payload has only
+//! partly arrived is kept (`Partial`) with where its bytes go, and the next holder continues
+//! it with what the socket has then.
+//!
+//! Handling delivers messages into posted receives, carries out the peer's RDMA writes and
+//! reads after checking them against our registered regions, and completes our requests as
+//! their answers come back. Answers come back in request order, so completions are too.
+
+use std::sync::Arc;
+
+use super::answers::Answer;
+use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
+use super::link::TcpLink;
+use super::wire::{flags, Header, Op};
+use crate::abi::*;
+use crate::objects::ep::{EarlyMessage, Ep, EpInner, Request};
+use crate::objects::evd::Evd;
+use crate::objects::lmr::{self, Lmr};
+use crate::objects::pz::Pz;
+use crate::objects::srq::{PostedRecv, Segments};
+
+/// Why a connection ends, as its frames tell.
+#[derive(Debug)]
+pub enum Stop {
+    /// The peer said goodbye.
+    Goodbye,
+    /// The stream ended or failed, or the peer broke the protocol.
+    Lost,
+    /// An access failed: the connection is broken (the peer is told when it was theirs).
+    Broken,
+}
+
+/// The most bytes of early messages one EP keeps before the sender sees "receiver not ready".
+const MAX_UNEXPECTED_BYTES: usize = 64 << 20;
+
+/// The receiving half of a link and the frame it is in the middle of.
+pub struct Inbound {
+    pub reader: Reader,
+    partial: Option<Partial>,
+}
+
+/// A frame whose payload is still arriving.
+struct Partial {
+    h: Header,
+    /// Payload bytes not yet read.
+    left: usize,
+    sink: Sink,
+}
+
+/// Where a payload's bytes go.
+enum Sink {
+    /// An RDMA write, into registered memory already checked.
+    Memory { at: u64 },
+    /// A message, into a posted receive (its segments checked one by one as they fill).
+    Receive { recv: PostedRecv, pz: Arc<Pz>, evd: Option<Arc<Evd>>, walk: Walk },
+    /// A message nobody posted a receive for yet: kept until one is (`filled` of its bytes
+    /// are in).
+    Early { data: Vec<u8>, filled: usize },
+    /// The data of one of our RDMA reads.
+    Read { request: Request, targets: Segments, pz: Option<Arc<Pz>>, walk: Walk },
+    /// Bytes to drop, then the end of the connection (the cause was answered already).
+    Drop { then: Option<Stop> },
+}
+
+/// How far a payload has filled a list of segments.
+#[derive(Default)]
+struct Walk {
+    segment: usize,
+    within: usize,
+    /// The local status of a segment that failed its check: the rest is dropped.
+    failed: Option<dat_dto_completion_status>,
+}
+
+impl Inbound {
+    pub fn new(reader: Reader) -> Inbound {
+        Inbound { reader, partial: None }
+    }
+
+    /// The connection ended with a frame half in: what it was filling completes as flushed.
+    pub fn abandon(&mut self, ep: &Ep) {
+        match self.partial.take().map(|p| p.sink) {
+            Some(Sink::Receive { recv, evd, .. }) => {
+                ep.complete_recv_on(evd.as_deref(), recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0)
+            }
+            Some(Sink::Read { request, .. }) => ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0),
+            _ => {}
+        }
+    }
+
+}
+
+/// Handles the frames the socket has, without blocking: all of them for the engine (until the
+/// socket is empty), those of one look at the socket for a consumer's poll (`in_caller`, so a
+/// poll stays short). Returns whether any frame was handled, and Some(stop) or an error when
+/// the connection ends.
+pub fn advance(
+    ep: &Arc<Ep>,
+    link: &TcpLink,
+    inb: &mut Inbound,
+    in_caller: bool,
+) -> Result<(bool, Option<Stop>), ConnError> {
+    let mut handled = false;
+    let mut looked = false;
+    loop {
+        if let Some(p) = inb.partial.as_mut() {
+            if !feed(&mut inb.reader, p)? {
+                return Ok((handled, None));
+            }
+            let p = inb.partial.take().expect("a partial frame");
+            handled = true;
+            if let Some(stop) = finish(ep, link, p, in_caller) {
+                return Ok((handled, Some(stop)));
+            }
+            continue;
+        }
+        let h = match inb.reader.peek() {
+            Some(Ok(h)) => h,
+            Some(Err(e)) => return Err(ConnError::Protocol(e)),
+            None => {
+                if looked && in_caller {
+                    return Ok((handled, None));
+                }
+                looked = true;
+                if inb.reader.fill_for_header()? == 0 {
+                    return Ok((handled, None));
+                }
+                continue;
+            }
+        };
+        // A small frame only begun in the buffer may be complete in the socket: one more look.
+        if !inb.reader.whole(&h) && payload_len(&h) < LARGE_PAYLOAD && !looked {
+            looked = true;
+            if inb.reader.fill(usize::MAX)? > 0 {
+                continue;
+            }
+        }
+        inb.reader.take_header(&h);
+        handled = true;
+        if let Some(stop) = step(ep, link, inb, h, in_caller)? {
+            return Ok((handled, Some(stop)));
+        }
+    }
+}
+
+/// Handles one frame whose header was taken: at once when it carries no payload, or when its
+/// payload is buffered and it is a message (the usual one, landed under one lock of the EP);
+/// else its payload starts filling its sink.
+fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: bool) -> Result<Option<Stop>, ConnError> {
+    match h.op {
+        Op::Ready => {
+            return Ok((!link.confirm_established()).then_some(Stop::Lost));
+        }
+        Op::Send => {
+            let ack = (h.flags & flags::ACK != 0).then_some(h.remote_addr);
+            if inb.reader.buffered() >= h.payload_len as usize {
+                if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller) {
+                    return Ok(done);
+                }
+            } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, last)) {
+                return Ok(start(inb, h, Sink::Drop { then: Some(stop) }));
+            }
+            let sink = message_sink(ep, link, &h);
+            return Ok(start(inb, h, sink));
+        }
+        Op::RdmaWrite => {
+            let sink = match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
+                Some((_, at)) => Sink::Memory { at },
+                None => {
+                    refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+                    Sink::Drop { then: Some(Stop::Broken) }
+                }
+            };
+            return Ok(start(inb, h, sink));
+        }
+        Op::RdmaReadRequest => match remote_access(ep, &h, lmr::PRIV_REMOTE_READ) {
+            Some((lmr, address)) => link.answer(Answer::ReadData { seq: h.id, lmr, address, length: h.payload_len }),
+            None => {
+                refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+                return Ok(Some(Stop::Broken));
+            }
+        },
+        Op::Ack => {
+            if let Some(stop) = acknowledged(ep, h.id) {
+                return Ok(Some(stop));
+            }
+        }
+        Op::RdmaReadResponse => {
+            let Some((request, targets)) = ep.pop_request() else {
+                return Ok(Some(Stop::Lost));
+            };
+            if request.seq != h.id || request.operation != dat_dtos::DAT_DTO_RDMA_READ || h.payload_len != request.length {
+                ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
+                return Ok(Some(Stop::Lost));
+            }
+            let sink = Sink::Read { request, targets, pz: ep.pz(), walk: Walk::default() };
+            return Ok(start(inb, h, sink));
+        }
+        Op::RemoteAccessError => {
+            if let Some((r, _)) = ep.pop_request() {
+                let status = u32::try_from(h.remote_addr)
+                    .ok()
+                    .and_then(|s| dat_dto_completion_status::try_from(s).ok())
+                    .filter(|s| *s != dat_dto_completion_status::DAT_DTO_SUCCESS)
+                    .unwrap_or(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+                ep.complete_request(&r, status, 0);
+            }
+            return Ok(Some(Stop::Broken));
+        }
+        Op::Disconnect => return Ok(Some(Stop::Goodbye)),
+        Op::ConnectRequest | Op::Accept | Op::Reject => return Ok(Some(Stop::Lost)),
+    }
+    Ok(None)
+}
+
+/// Starts a frame's payload into `sink`; a payload of nothing finishes at once.
+fn start(inb: &mut Inbound, h: Header, sink: Sink) -> Option<Stop> {
+    inb.partial = Some(Partial { left: h.payload_len as usize, h, sink });
+    None
+}
+
+/// Reads what the socket has of a partial frame's payload into its sink. True when the
+/// payload is complete.
+fn feed(reader: &mut Reader, p: &mut Partial) -> Result<bool, ConnError> {
+    while p.left > 0 {
+        let got = match &mut p.sink {
+            Sink::Memory { at } => {
+                // SAFETY: checked when the frame began (`remote_access`): inside a live region
+                // registered with remote write privilege in the EP's zone.
+                let dst = unsafe { std::slice::from_raw_parts_mut(*at as *mut u8, p.left) };
+                let n = reader.read_some(dst)?;
+                *at += n as u64;
+                n
+            }
+            Sink::Early { data, filled } => {
+                let n = reader.read_some(&mut data[*filled..])?;
+                *filled += n;
+                n
+            }
+            Sink::Receive { recv, pz, walk, .. } => walk.fill(&recv.segments, p.left, Some(pz), reader)?,
+            Sink::Read { targets, pz, walk, .. } => walk.fill(targets, p.left, pz.as_ref(), reader)?,
+            Sink::Drop { .. } => reader.skip_some(p.left)?,
+        };
+        if got == 0 {
+            return Ok(false);
+        }
+        p.left -= got;
+    }
+    Ok(true)
+}
+
+impl Walk {
+    /// Reads up to `left` payload bytes into `segments` from where the walk stands: each
+    /// segment is checked against its live region (local write privilege, the EP's zone) as
+    /// it begins to fill; after a failed check the rest is dropped. Returns the bytes taken
+    /// (0: none were there).
+    fn fill(&mut self, segments: &[DAT_LMR_TRIPLET], left: usize, pz: Option<&Arc<Pz>>, reader: &mut Reader) -> Result<usize, ConnError> {
+        while self.failed.is_none() {
+            let (Some(s), Some(pz)) = (segments.get(self.segment), pz) else {
+                // No zone to check against (the caller checked the room).
+                self.failed = Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION);
+                break;
+            };
+            let length = s.segment_length as usize;
+            if self.within == length {
+                // Full (or empty): the next one.
+                self.segment += 1;
+                self.within = 0;
+                continue;
+            }
+            let n = (length - self.within).min(left);
+            if self.within == 0
+                && Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err()
+            {
+                self.failed = Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION);
+                break;
+            }
+            // SAFETY: checked as the segment began to fill: inside a live region with local
+            // write privilege in the EP's zone, which the consumer keeps until the receive (or
+            // read) completes.
+            let dst = unsafe { std::slice::from_raw_parts_mut((s.virtual_address as usize + self.within) as *mut u8, n) };
+            let got = reader.read_some(dst)?;
+            self.within += got;
+            return Ok(got);
+        }
+        reader.skip_some(left)
+    }
+}
+
+/// A whole frame's payload is in: what it was for is done.
+fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<Stop> {
+    let h = p.h;
+    match p.sink {
+        Sink::Memory { .. } => {
+            link.acknowledge(h.id, in_caller);
+            None
+        }
+        Sink::Receive { recv, evd, walk, .. } => match walk.failed {
+            None => {
+                link.acknowledge(h.id, in_caller);
+                ep.complete_recv_on(evd.as_deref(), recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, h.payload_len);
+                None
+            }
+            Some(status) => {
+                ep.complete_recv_on(evd.as_deref(), recv.cookie, status, 0);
+                refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+                Some(Stop::Broken)
+            }
+        },
+        Sink::Early { data, .. } => {
+            keep(ep, link, h.id, data);
+            None
+        }
+        Sink::Read { request, walk, .. } => match walk.failed {
+            None => {
+                ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_SUCCESS, request.length);
+                None
+            }
+            Some(status) => {
+                ep.complete_request(&request, status, 0);
+                Some(Stop::Broken)
+            }
+        },
+        Sink::Drop { then } => then,
+    }
+}
+
+/// The peer's request `seq` failed here with `status`: it hears so, and the connection ends.
+fn refuse(link: &TcpLink, seq: u64, status: dat_dto_completion_status) {
+    link.answer(Answer::Refuse { seq, status });
+}
+
+/// The peer carried out every request of ours up to `last`: they complete. Some(stop) when
+/// the acknowledgement covers a read, which only its data may answer.
+fn acknowledged(ep: &Ep, last: u64) -> Option<Stop> {
+    settle(ep, &mut ep.inner.lock(), last).err()
+}
+
+/// [`acknowledged`], under the EP's lock the caller holds: the covered requests leave the
+/// queue, and those signalled complete on the request EVD the EP holds.
+fn settle(ep: &Ep, inner: &mut EpInner, last: u64) -> Result<(), Stop> {
+    while let Some(r) = inner.outstanding.front().filter(|r| r.seq <= last) {
+        if r.operation == dat_dtos::DAT_DTO_RDMA_READ {
+            return Err(Stop::Lost);
+        }
+        let Some(r) = inner.outstanding.pop_front() else { break };
+        ep.complete_request_on(inner.request_evd.as_deref(), &r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
+    }
+    Ok(())
+}
+
+/// A message whose payload is buffered whole: the acknowledgement it carries (`ack`: our
+/// requests it covers complete first), then its payload into the next posted receive, all
+/// under one lock of the EP, which holds its zone and EVDs: nothing on the way blocks. The
+/// receive is chosen and completed under that lock, as `land_early` does. None when no
+/// receive can take it now (the caller keeps it, or refuses it).
+///
+/// The acknowledgement of the message is owed before the receive completes: a consumer that
+/// reacts to the message by disconnecting must not overtake it.
+#[inline(always)]
+fn deliver_buffered(
+    ep: &Ep,
+    link: &TcpLink,
+    reader: &mut Reader,
+    h: &Header,
+    ack: Option<u64>,
+    in_caller: bool,
+) -> Option<Option<Stop>> {
+    let len = h.payload_len as usize;
+    let mut inner = ep.inner.lock();
+    if let Some(last) = ack {
+        if let Err(stop) = settle(ep, &mut inner, last) {
+            drop(inner);
+            reader.skip_buffered(len);
+            return Some(Some(stop));
+        }
+    }
+    // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of this EP
+    // waits for one (a message must not overtake those); else it waits too.
+    let recv = if inner.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+    let Some(recv) = recv else {
+        // No receive yet: the message is kept (its acknowledgement is settled).
+        return None;
+    };
+    let evd = inner.recv_evd.as_deref();
+    let complete = |status, n| ep.complete_recv_on(evd, recv.cookie, status, n);
+    if len as u64 > room(&recv.segments) {
+        reader.skip_buffered(len);
+        complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
+        refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+        return Some(Some(Stop::Broken));
+    }
+    let Some(pz) = inner.pz.as_ref().map(|p| p.arc()) else {
+        reader.skip_buffered(len);
+        complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0);
+        refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+        return Some(Some(Stop::Broken));
+    };
+    let mut rest = len;
+    for s in &recv.segments {
+        if rest == 0 {
+            break;
+        }
+        let n = rest.min(s.segment_length as usize);
+        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err() {
+            reader.skip_buffered(rest);
+            complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0);
+            refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+            return Some(Some(Stop::Broken));
+        }
+        // SAFETY: just checked: inside a live region with local write privilege in the EP's
+        // zone, which the consumer keeps until the receive completes.
+        let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
+        reader.take_buffered(dst);
+        rest -= n;
+    }
+    link.acknowledge(h.id, in_caller);
+    complete(dat_dto_completion_status::DAT_DTO_SUCCESS, len as u32);
+    Some(None)
+}
+
+/// Where a message's payload goes when it cannot land at once: a posted receive (the payload
+/// still coming in), or kept for a receive posted later, or refused.
+fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
+    let len = h.payload_len as usize;
+    let mut inner = ep.inner.lock();
+    let recv = if inner.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+    match recv {
+        Some(recv) => {
+            let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone());
+            let pz = inner.pz.as_ref().map(|p| p.arc().clone());
+            drop(inner);
+            if len as u64 > room(&recv.segments) || pz.is_none() {
+                let status = if pz.is_none() {
+                    dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION
+                } else {
+                    dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH
+                };
+                ep.complete_recv_on(evd.as_deref(), recv.cookie, status, 0);
+                refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+                return Sink::Drop { then: Some(Stop::Broken) };
+            }
+            Sink::Receive { recv, pz: pz.expect("checked"), evd, walk: Walk::default() }
+        }
+        None if inner.unexpected_bytes + len > MAX_UNEXPECTED_BYTES => {
+            drop(inner);
+            refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY);
+            Sink::Drop { then: Some(Stop::Broken) }
+        }
+        None => {
+            // Counted now, so several arriving at once stay under the bound.
+            inner.unexpected_bytes += len;
+            Sink::Early { data: vec![0u8; len], filled: 0 }
+        }
+    }
+}
+
+/// A message that arrived before a receive: kept (its bytes were counted as it began), and
+/// the sender hears of it only once it lands.
+fn keep(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: Vec<u8>) {
+    link.answer(Answer::Kept(seq));
+    let srq = {
+        let mut inner = ep.inner.lock();
+        inner.unexpected.push_back(EarlyMessage { seq, data });
+        inner.srq.as_ref().map(|s| s.arc().clone())
+    };
+    if let Some(srq) = srq {
+        srq.wait_for_receive(ep); // its next receive lands this EP's kept messages
+    }
+    // A receive may have been posted while the payload came in.
+    land_early(ep, link);
+}
+
+/// Pairs messages that arrived early with receives posted since, in order, and tells the
+/// sender they landed (the caller writes the answers). Called as a message is kept and as the
+/// consumer posts a receive. Each receive is chosen and completed under the EP's lock, as a
+/// direct delivery's is, and `receiving` orders these with a flush: the completions keep the
+/// order of the messages.
+pub fn land_early(ep: &Ep, link: &TcpLink) {
+    let _in_order = ep.receiving.lock();
+    let mut inner = ep.inner.lock();
+    let Some(pz) = inner.pz.as_ref().map(|p| p.arc().clone()) else { return };
+    while !inner.unexpected.is_empty() {
+        let Some(recv) = next_receive(&mut inner) else { break };
+        let message = inner.unexpected.pop_front().expect("not empty");
+        inner.unexpected_bytes -= message.data.len();
+        let status = place(&recv.segments, &message.data, &pz);
+        // The sender hears first: a consumer that answers the message must not overtake it.
+        link.landed(message.seq, status);
+        let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS { message.data.len() as u32 } else { 0 };
+        ep.complete_recv_on(inner.recv_evd.as_deref(), recv.cookie, status, len);
+    }
+}
+
+/// The next receive a message of this EP lands in: its SRQ's, or its own.
+fn next_receive(inner: &mut EpInner) -> Option<PostedRecv> {
+    match &inner.srq {
+        Some(srq) => srq.take(),
+        None => inner.recvs.pop_front(),
+    }
+}
+
+/// Copies a kept message into a receive's segments, each checked against its live region.
+fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) -> dat_dto_completion_status {
+    if message.len() as u64 > room(segments) {
+        return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH;
+    }
+    let mut rest = message;
+    for s in segments {
+        if rest.is_empty() {
+            break;
+        }
+        let n = rest.len().min(s.segment_length as usize);
+        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err() {
+            return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION;
+        }
+        // SAFETY: just checked: inside a live region with local write privilege in the EP's
+        // zone, which the consumer keeps until the receive completes.
+        let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
+        dst.copy_from_slice(&rest[..n]);
+        rest = &rest[n..];
+    }
+    dat_dto_completion_status::DAT_DTO_SUCCESS
+}
+
+/// How many bytes a receive's segments hold.
+fn room(segments: &[DAT_LMR_TRIPLET]) -> u64 {
+    segments.iter().map(|s| u64::from(s.segment_length)).sum()
+}
+
+/// The region a peer's RDMA names, if the access is allowed: its key, bounds, privilege and
+/// our EP's protection zone. A zero-length access needs no region.
+fn remote_access(ep: &Arc<Ep>, h: &Header, privilege: u32) -> Option<(Option<Arc<Lmr>>, u64)> {
+    if h.payload_len == 0 {
+        return Some((None, h.remote_addr));
+    }
+    let lmr = Lmr::lookup_rmr_context(h.rkey)?;
+    let pz = ep.pz()?;
+    lmr.check_remote(h.remote_addr, u64::from(h.payload_len), privilege, &pz).ok()?;
+    Some((Some(lmr), h.remote_addr))
+}
