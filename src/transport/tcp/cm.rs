@@ -40,7 +40,7 @@ const REFUSED_GRACE: Duration = Duration::from_millis(500);
 
 /// A connection request that arrived on a listener, waiting for accept or reject.
 pub struct IncomingRequest {
-    stream: TcpStream,
+    stream: Arc<TcpStream>,
     reader: Reader,
     pub private_data: Vec<u8>,
     pub remote: SocketAddrV4,
@@ -62,7 +62,7 @@ pub enum ConnectFailure {
 /// An established connection: the socket, a reader that may hold the peer's first frames, the
 /// peer's address and private data.
 pub struct Established {
-    pub stream: TcpStream,
+    pub stream: Arc<TcpStream>,
     pub reader: Reader,
     pub remote: SocketAddrV4,
     pub private_data: Vec<u8>,
@@ -101,20 +101,18 @@ fn handshake_frame(reader: &mut Reader) -> Result<Option<(Header, Vec<u8>)>, Con
 impl IncomingRequest {
     /// Sends the accept and hands back the socket and a reader whose next frame should be the
     /// active side's Ready.
-    pub fn accept_start(self, private_data: &[u8], _limits: Limits) -> Result<(TcpStream, Reader), ConnError> {
+    pub fn accept_start(self, private_data: &[u8], _limits: Limits) -> Result<(Arc<TcpStream>, Reader), ConnError> {
         let mut h = Header::new(Op::Accept);
         h.payload_len = private_data.len() as u32;
-        Writer::new(self.stream.try_clone()?).send(&h, &[private_data])?;
+        Writer::new(self.stream.clone()).send(&h, &[private_data])?;
         Ok((self.stream, self.reader))
     }
 
     /// Rejects with our private data and closes.
     pub fn reject(self, private_data: &[u8]) {
-        if let Ok(s) = self.stream.try_clone() {
-            let mut h = Header::new(Op::Reject);
-            h.payload_len = private_data.len() as u32;
-            let _ = Writer::new(s).send(&h, &[private_data]);
-        }
+        let mut h = Header::new(Op::Reject);
+        h.payload_len = private_data.len() as u32;
+        let _ = Writer::new(self.stream.clone()).send(&h, &[private_data]);
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 }
@@ -187,9 +185,9 @@ struct Connector {
 
 enum Attempt {
     /// Waiting for the TCP connect of this socket.
-    Connecting { stream: TcpStream, token: Token, pause: u64 },
+    Connecting { stream: Arc<TcpStream>, token: Token, pause: u64 },
     /// Waiting for the peer's answer, then its confirmation.
-    Handshaking { stream: TcpStream, token: Token, reader: Box<Reader>, accepted: Option<Vec<u8>> },
+    Handshaking { stream: Arc<TcpStream>, token: Token, reader: Box<Reader>, accepted: Option<Vec<u8>> },
     /// Refused: trying again at `at`.
     Waiting { at: u64, pause: u64, token: Token },
     Done,
@@ -231,7 +229,7 @@ impl Connector {
             Err(_) => return self.finish(Err(ConnectFailure::Refused)),
         };
         // SAFETY: a fresh descriptor nobody else owns.
-        let stream = unsafe { TcpStream::from_raw_fd(fd) };
+        let stream = Arc::new(unsafe { TcpStream::from_raw_fd(fd) });
         let token = match self.engine.register(fd, self.clone()) {
             Ok(t) => t,
             Err(_) => return self.finish(Err(ConnectFailure::Refused)),
@@ -274,8 +272,8 @@ impl Connector {
             let mut h = Header::new(Op::ConnectRequest);
             h.payload_len = self.private_data.len() as u32;
             h.id = self.conn_qual;
-            Writer::new(stream.try_clone()?).send(&h, &[&self.private_data])?;
-            Ok(Reader::new(stream.try_clone()?, self.limits))
+            Writer::new(stream.clone()).send(&h, &[&self.private_data])?;
+            Ok(Reader::new(stream.clone(), self.limits))
         })();
         match sent {
             Ok(reader) => {
@@ -310,13 +308,7 @@ impl Connector {
             };
             match (frame.0.op, accepted.is_some()) {
                 (Op::Accept, false) => {
-                    if Writer::new(match stream.try_clone() {
-                        Ok(s) => s,
-                        Err(_) => break,
-                    })
-                    .send(&Header::new(Op::Ready), &[])
-                    .is_err()
-                    {
+                    if Writer::new(stream.clone()).send(&Header::new(Op::Ready), &[]).is_err() {
                         break;
                     }
                     *accepted = Some(frame.1);
@@ -476,13 +468,14 @@ struct Handshake {
     token: OnceLock<Token>,
     conn_qual: u64,
     on_request: OnRequest,
-    state: Mutex<Option<(TcpStream, Reader)>>,
+    state: Mutex<Option<(Arc<TcpStream>, Reader)>>,
 }
 
 impl Handshake {
     fn start(stream: TcpStream, listener: &ListenSource) {
         let _ = stream.set_nodelay(true);
-        let Ok(reader_half) = stream.try_clone() else { return };
+        let stream = Arc::new(stream);
+        let reader_half = stream.clone();
         let h = Arc::new(Handshake {
             engine: listener.engine.clone(),
             token: OnceLock::new(),
@@ -501,7 +494,7 @@ impl Handshake {
     }
 
     /// Done with the connection: it leaves the engine (and closes, unless handed on).
-    fn leave(&self) -> Option<(TcpStream, Reader)> {
+    fn leave(&self) -> Option<(Arc<TcpStream>, Reader)> {
         let taken = self.state.lock().take();
         if let (Some(token), Some((s, _))) = (self.token.get(), taken.as_ref()) {
             self.engine.deregister(*token, Some(s.as_raw_fd()));
@@ -569,7 +562,7 @@ mod tests {
 
     /// The passive side's half of the handshake, done by hand: the accept, then the Ready
     /// exchange.
-    fn accept_by_hand(request: IncomingRequest, pd: &[u8]) -> (TcpStream, Vec<u8>) {
+    fn accept_by_hand(request: IncomingRequest, pd: &[u8]) -> (Arc<TcpStream>, Vec<u8>) {
         let private = request.private_data.clone();
         let (stream, mut reader) = request.accept_start(pd, LIMITS).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -581,7 +574,7 @@ mod tests {
             assert!(std::time::Instant::now() < deadline);
             std::thread::sleep(Duration::from_millis(1));
         }
-        Writer::new(stream.try_clone().unwrap()).send(&Header::new(Op::Ready), &[]).unwrap();
+        Writer::new(stream.clone()).send(&Header::new(Op::Ready), &[]).unwrap();
         (stream, private)
     }
 

@@ -1,5 +1,6 @@
 //! One TCP connection carrying frames: a writer half shared by the threads that send, and a
-//! reader half held by whoever handles the connection's incoming frames.
+//! reader half held by whoever handles the connection's incoming frames. Both use the one
+//! socket (no duplicated descriptor: a thousand connections are a thousand descriptors).
 //!
 //! Reading never blocks: whoever holds the reader takes what the socket has (`MSG_DONTWAIT`),
 //! and a frame that has only partly arrived is continued by the next holder. Writing blocks
@@ -49,7 +50,7 @@ pub struct Writer {
 
 /// The sending half, with what remains of a frame written only in part.
 pub struct WriteHalf {
-    stream: TcpStream,
+    stream: Arc<TcpStream>,
     rest: Option<Rest>,
 }
 
@@ -87,7 +88,7 @@ pub enum Wrote {
 }
 
 impl Writer {
-    pub fn new(stream: TcpStream) -> Writer {
+    pub fn new(stream: Arc<TcpStream>) -> Writer {
         Writer { half: Mutex::new(WriteHalf { stream, rest: None }) }
     }
 
@@ -296,7 +297,7 @@ pub const LARGE_PAYLOAD: usize = 16 * 1024;
 /// The receiving half, with a read-ahead buffer. Large payloads bypass the buffer and go
 /// straight to their destination. Nothing here blocks.
 pub struct Reader {
-    stream: TcpStream,
+    stream: Arc<TcpStream>,
     limits: Limits,
     buffer: Box<[u8]>,
     /// The unread bytes are `buffer[start..end]`.
@@ -308,7 +309,7 @@ pub struct Reader {
 }
 
 impl Reader {
-    pub fn new(stream: TcpStream, limits: Limits) -> Reader {
+    pub fn new(stream: Arc<TcpStream>, limits: Limits) -> Reader {
         Reader {
             stream,
             limits,
@@ -317,20 +318,6 @@ impl Reader {
             end: 0,
             large_frames: false,
         }
-    }
-
-    /// Bytes of the stream already read ahead, as a reader of another kind took them over
-    /// (the handshake's reader hands the connection's first frames to the link's).
-    pub fn with_buffered(stream: TcpStream, limits: Limits, ahead: &[u8]) -> Reader {
-        let mut r = Reader::new(stream, limits);
-        r.buffer[..ahead.len()].copy_from_slice(ahead);
-        r.end = ahead.len();
-        r
-    }
-
-    /// The bytes read ahead and not yet consumed.
-    pub fn ahead(&self) -> &[u8] {
-        &self.buffer[self.start..self.end]
     }
 
     /// How many bytes of the stream wait in the read-ahead buffer.
@@ -473,11 +460,11 @@ mod tests {
         max_message: 1 << 20,
     };
 
-    fn pair() -> (TcpStream, TcpStream) {
+    fn pair() -> (Arc<TcpStream>, Arc<TcpStream>) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (b, _) = l.accept().unwrap();
-        (a, b)
+        (Arc::new(a), Arc::new(b))
     }
 
     /// The next frame, read without blocking in a loop (as the engine would, woken each time).
@@ -516,15 +503,16 @@ mod tests {
 
     #[test]
     fn garbage_is_a_protocol_error() {
-        let (mut a, b) = pair();
+        let (a, b) = pair();
         let mut r = Reader::new(b, LIMITS);
-        a.write_all(&[0xffu8; HEADER_LEN]).unwrap();
+        (&*a).write_all(&[0xffu8; HEADER_LEN]).unwrap();
         assert!(matches!(next(&mut r), Err(ConnError::Protocol(WireError::BadMagic(_)))));
     }
 
     #[test]
     fn frames_in_pieces_are_put_together_after_large_and_small_payloads() {
-        let (mut a, b) = pair();
+        let (a, b) = pair();
+        let mut a = &*a;
         let mut r = Reader::new(b, LIMITS);
         let frame = |len: usize, fill: u8| {
             let mut h = Header::new(Op::Send);

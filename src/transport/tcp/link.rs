@@ -52,9 +52,17 @@ const ACK_HOLD_POLLS: u64 = 32;
 /// now and then between other work makes a few.
 const LEND_AFTER_POLLS: u64 = 16;
 
-/// How long the engine waits for a polling thread to take the connection it offers
-/// (microseconds): a thread in a loop takes it within a poll or two.
-const OFFER_SPIN_US: u64 = 3;
+/// How many more polls take an offer (see `offer_lease`).
+const ACCEPT_AFTER_POLLS: u64 = 4;
+
+/// How long the engine's offer of the connection stands (microseconds): a thread in a polling
+/// loop takes it within a poll or two of running again (the engine's own wake-up may have put
+/// it off its CPU for a moment). Meanwhile that thread handles the data that woke the engine.
+const OFFER_US: u64 = 100;
+
+/// How soon the engine looks again when it found a consumer's poll handling the connection
+/// (microseconds): that poll handles what woke the engine; this catches what came after it.
+const BUSY_RETRY_US: u64 = 20;
 
 /// How long an ending connection waits for the peer's last frames before it lets go.
 const LINGER: Duration = Duration::from_secs(1);
@@ -79,8 +87,7 @@ pub struct TcpLink {
     engine: Arc<Engine>,
     token: OnceLock<Token>,
     fd: RawFd,
-    /// The socket (the writer and the reader hold handles of their own).
-    _socket: TcpStream,
+
     writer: Writer,
     next_seq: AtomicU64,
     answers: Answers,
@@ -95,8 +102,15 @@ pub struct TcpLink {
     /// `polls` as the engine last saw it (the engine's own).
     polls_seen: AtomicU64,
     /// The engine's offer of the connection to a polling thread: the poll count from which a
-    /// poll may take it (0: no offer). See `try_lend`.
+    /// poll may take it (0: no offer). See `offer_lease`.
     offer: AtomicU64,
+    /// The offer the engine made and has not settled yet (the engine's own; 0: none), and
+    /// when it runs out (monotonic microseconds).
+    offered: AtomicU64,
+    offer_deadline: AtomicU64,
+    /// When the engine looks again at a connection a consumer's poll was handling (monotonic
+    /// microseconds, 0: no such look due).
+    retry_at: AtomicU64,
     /// Set while a polling thread holds the connection on lease: the engine is not woken for
     /// its data.
     lent: AtomicBool,
@@ -112,20 +126,36 @@ pub struct TcpLink {
     closed_at: AtomicU64,
     /// Set when a frame was handled since the engine last looked at a close's deadline.
     active: AtomicBool,
+    /// What happened to the connection, for `LIBDAT_DEBUG`.
+    stats: Stats,
+}
+
+/// Counts of how a connection was moved, printed as it ends when `LIBDAT_DEBUG` is set.
+#[derive(Default, Debug)]
+struct Stats {
+    /// Reports of the engine's (data, room, timer).
+    engine_events: AtomicU64,
+    /// Times the engine handled frames itself.
+    engine_reads: AtomicU64,
+    offers: AtomicU64,
+    leases: AtomicU64,
+    taken_back: AtomicU64,
+}
+
+fn count(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
 }
 
 impl TcpLink {
     /// A link for `ep` over an established socket; `reader` may hold the peer's first frames.
-    fn start(stream: TcpStream, reader: Reader, ep: &Arc<Ep>, phase: Phase) -> std::io::Result<Arc<TcpLink>> {
-        let write_half = stream.try_clone()?;
+    fn start(stream: Arc<TcpStream>, reader: Reader, ep: &Arc<Ep>, phase: Phase) -> std::io::Result<Arc<TcpLink>> {
         let link = Arc::new_cyclic(|me| TcpLink {
             me: me.clone(),
             ep: ep.clone(),
             engine: Engine::get(),
             token: OnceLock::new(),
             fd: stream.as_raw_fd(),
-            _socket: stream,
-            writer: Writer::new(write_half),
+            writer: Writer::new(stream),
             next_seq: AtomicU64::new(1),
             answers: Answers::default(),
             write_wanted: AtomicBool::new(false),
@@ -134,6 +164,9 @@ impl TcpLink {
             polls: AtomicU64::new(0),
             polls_seen: AtomicU64::new(0),
             offer: AtomicU64::new(0),
+            offered: AtomicU64::new(0),
+            offer_deadline: AtomicU64::new(0),
+            retry_at: AtomicU64::new(0),
             lent: AtomicBool::new(false),
             phase: Mutex::new(phase),
             watch: Mutex::new(()),
@@ -141,6 +174,7 @@ impl TcpLink {
             ending: AtomicBool::new(false),
             closed_at: AtomicU64::new(0),
             active: AtomicBool::new(false),
+            stats: Stats::default(),
         });
         let token = link.engine.register(link.fd, link.clone())?;
         let _ = link.token.set(token);
@@ -203,6 +237,7 @@ impl TcpLink {
             return false;
         }
         *self.phase.lock() = Phase::Open;
+        self.set_timer(); // the handshake's deadline is gone
         match w.answer_now(&Header::new(Op::Ready), &[], None) {
             Ok(super::conn::Wrote::All) => {}
             Ok(_) => self.out_blocked.store(true, Ordering::Release),
@@ -273,6 +308,19 @@ impl TcpLink {
         }
     }
 
+    /// Arms the socket again, unless the engine waits on its timer to look (an offer stands,
+    /// or a consumer's poll was handling the connection): then the timer re-arms it.
+    fn rearm_unless_waiting(&self) {
+        if self.offered.load(Ordering::Acquire) != 0 || self.retry_at.load(Ordering::Acquire) != 0 {
+            if self.out_blocked.load(Ordering::Acquire) {
+                let _w = self.watch.lock();
+                self.engine.arm(self.token(), self.fd, libc::EPOLLOUT as u32);
+            }
+            return;
+        }
+        self.rearm();
+    }
+
     /// Sets the engine's timer for this connection to its earliest deadline.
     fn set_timer(&self) {
         let mut next = self.answers.ack_due();
@@ -281,6 +329,11 @@ impl TcpLink {
                 next = d;
             }
         };
+        due(self.retry_at.load(Ordering::Acquire));
+        let offered = self.offered.load(Ordering::Acquire);
+        if offered != 0 {
+            due(self.offer_deadline.load(Ordering::Acquire));
+        }
         match self.phase() {
             Phase::Handshake { deadline } | Phase::Lingering { deadline } => due(deadline),
             Phase::Open => {}
@@ -297,6 +350,7 @@ impl TcpLink {
     #[cold]
     fn accept_offer(&self, offer: u64) {
         if self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            count(&self.stats.leases);
             self.lent.store(true, Ordering::Release);
             if let Some(me) = self.me.upgrade() {
                 lease::lend(me);
@@ -304,39 +358,74 @@ impl TcpLink {
         }
     }
 
-    /// The engine, woken for data, offers the connection to the thread polling it (if one
-    /// polled often since the engine last looked). True when the thread took it.
-    fn try_lend(&self) -> bool {
+    /// The engine, woken for data, offers the connection to the thread polling it, if one
+    /// polled often since the engine last looked. The offer stands for `OFFER_US`, and the
+    /// connection stays disarmed meanwhile: that thread handles the data that woke us. True
+    /// when an offer was made.
+    fn offer_lease(&self, polling_now: bool) -> bool {
         let polls = self.polls.load(Ordering::Relaxed);
         let seen = self.polls_seen.swap(polls, Ordering::Relaxed);
-        if polls.wrapping_sub(seen) < LEND_AFTER_POLLS || self.phase() != Phase::Open {
+        let often = polling_now || polls.wrapping_sub(seen) >= LEND_AFTER_POLLS;
+        if !often || self.phase() != Phase::Open || self.offered.load(Ordering::Relaxed) != 0 {
             return false;
         }
-        // Taken by a poll at least two polls on: a thread that goes on polling, not one that
-        // happened to be in its last poll.
-        let offer = polls.wrapping_add(2).max(1);
-        self.offer.store(offer, Ordering::SeqCst);
-        let until = sys::monotonic_micros() + OFFER_SPIN_US;
-        while sys::monotonic_micros() < until {
-            if self.offer.load(Ordering::Acquire) != offer {
-                return true;
-            }
-            std::hint::spin_loop();
+        // Taken by a poll a few polls on: a thread that goes on polling, not one that
+        // happened to be in its last poll (a program that reaps now and then between other
+        // work drains its EVD in a poll or two).
+        let offer = polls.wrapping_add(ACCEPT_AFTER_POLLS).max(1);
+        count(&self.stats.offers);
+        self.offer_deadline.store(sys::monotonic_micros() + OFFER_US, Ordering::Release);
+        self.offered.store(offer, Ordering::Release);
+        self.offer.store(offer, Ordering::Release);
+        self.set_timer();
+        true
+    }
+
+    /// The engine settles its offer when it runs out: taken, the connection is the thread's;
+    /// not taken, the engine withdraws it.
+    fn settle_offer(&self) {
+        let offered = self.offered.swap(0, Ordering::AcqRel);
+        if offered != 0 {
+            let _ = self.offer.compare_exchange(offered, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
-        self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed).is_err()
+    }
+
+    /// Data arrived for a connection the engine watches: a thread that polls it is offered
+    /// it (and handles what came meanwhile); else the engine handles it.
+    fn incoming(&self) {
+        match self.inbound.try_lock() {
+            Some(inb) => {
+                if !self.offer_lease(false) {
+                    self.engine_reads_with(inb);
+                }
+            }
+            // A consumer's poll is at it, and handles what woke us.
+            None => {
+                if !self.offer_lease(true) {
+                    self.busy_retry();
+                }
+            }
+        }
+    }
+
+    /// A consumer's poll was handling the connection: the engine looks again in a moment for
+    /// what came after that poll (armed again now, the socket would report at once, over and
+    /// over, while the poll runs).
+    fn busy_retry(&self) {
+        self.retry_at.store(sys::monotonic_micros() + BUSY_RETRY_US, Ordering::Release);
+        self.set_timer();
     }
 
     /// Handles what the socket has, on the engine's thread.
     fn engine_reads(&self) {
-        let mut inb = match self.inbound.try_lock() {
-            Some(g) => g,
-            // A consumer's poll is at it: it handles what woke us. Wait a moment for it to let
-            // go; if it does not, the socket (armed again) reports what is left.
-            None => match self.inbound.try_lock_for(Duration::from_micros(50)) {
-                Some(g) => g,
-                None => return,
-            },
-        };
+        match self.inbound.try_lock() {
+            Some(inb) => self.engine_reads_with(inb),
+            None => self.busy_retry(),
+        }
+    }
+
+    fn engine_reads_with(&self, mut inb: MutexGuard<'_, Inbound>) {
+        count(&self.stats.engine_reads);
         if self.ending.load(Ordering::Acquire) {
             return;
         }
@@ -385,7 +474,17 @@ impl TcpLink {
         self.lent.store(false, Ordering::Release);
         let outcome = self.stopped.lock().take().unwrap_or(Err(ConnError::Closed));
         if debug() {
-            eprintln!("libdat: connection of EP {:p} ends: {outcome:?}", self.ep.handle());
+            let s = &self.stats;
+            eprintln!(
+                "libdat: connection of EP {:p} ends: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back)",
+                self.ep.handle(),
+                self.polls.load(Ordering::Relaxed),
+                s.engine_events.load(Ordering::Relaxed),
+                s.engine_reads.load(Ordering::Relaxed),
+                s.offers.load(Ordering::Relaxed),
+                s.leases.load(Ordering::Relaxed),
+                s.taken_back.load(Ordering::Relaxed),
+            );
         }
         self.inbound.lock().abandon(&self.ep);
         let end = match outcome {
@@ -460,10 +559,28 @@ impl TcpLink {
             self.answers.acks_gone();
             self.flush_answers();
         }
+        let mut rearm = false;
+        if self.offered.load(Ordering::Acquire) != 0 && now >= self.offer_deadline.load(Ordering::Acquire) {
+            // Taken, or withdrawn now: either way the engine watches the connection again
+            // unless a thread holds it.
+            self.settle_offer();
+            self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
+            rearm = true;
+        }
+        let retry = self.retry_at.load(Ordering::Acquire);
+        if retry != 0 && now >= retry {
+            self.retry_at.store(0, Ordering::Release);
+            rearm = true;
+        }
         // A kick (the first frames read ahead, or a consumer's late answers) looks at all.
-        self.engine_reads();
+        if !self.lent.load(Ordering::Acquire) && self.offered.load(Ordering::Acquire) == 0 {
+            self.engine_reads();
+        }
         if self.ending.load(Ordering::Acquire) {
             return self.end_now();
+        }
+        if rearm && !self.lent.load(Ordering::Acquire) {
+            self.rearm_unless_waiting();
         }
         self.set_timer();
     }
@@ -471,6 +588,7 @@ impl TcpLink {
 
 impl Source for TcpLink {
     fn on_event(self: Arc<Self>, events: u32) {
+        count(&self.stats.engine_events);
         if events == 0 {
             return self.on_timer();
         }
@@ -487,19 +605,20 @@ impl Source for TcpLink {
             self.flush_answers();
         }
         let incoming = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
-        if events & incoming != 0 && !self.lent.load(Ordering::Acquire) && !self.try_lend() {
-            self.engine_reads();
+        if events & incoming != 0 && !self.lent.load(Ordering::Acquire) {
+            self.incoming();
         }
         if self.ending.load(Ordering::Acquire) {
             return self.end_now();
         }
-        self.rearm();
+        self.rearm_unless_waiting();
     }
 }
 
 impl Lent for TcpLink {
     fn take_back(&self) {
         if self.lent.swap(false, Ordering::AcqRel) {
+            count(&self.stats.taken_back);
             self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             self.rearm();
         }
