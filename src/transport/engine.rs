@@ -253,6 +253,23 @@ impl Engine {
         0
     }
 
+    /// The earliest deadline of a timer still set (entries of timers replaced or cancelled
+    /// since are dropped, so the engine does not wake for them), 0 when none.
+    fn next_deadline(&self) -> u64 {
+        let mut heap = self.timers.lock();
+        while let Some(Reverse((deadline, token))) = heap.peek().copied() {
+            let current = {
+                let s = self.sources.lock();
+                s.slab.get(token.slot()).is_some_and(|e| e.generation == token.generation() && e.deadline == deadline)
+            };
+            if current {
+                return deadline;
+            }
+            heap.pop();
+        }
+        0
+    }
+
     fn run(self: Arc<Self>) {
         ON_ENGINE.with(|c| c.set(true));
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; BATCH];
@@ -266,10 +283,7 @@ impl Engine {
             }
             self.sleeping_until.store(next, Ordering::Release);
             // A timer set between the look above and the store would not have rung: look again.
-            let next = {
-                let heap = self.timers.lock();
-                heap.peek().map_or(0, |Reverse((d, _))| *d)
-            };
+            let next = self.next_deadline();
             let n = self.wait(&mut events, next);
             self.sleeping_until.store(0, Ordering::Release);
             for e in &events[..n] {
