@@ -1,0 +1,57 @@
+#!/bin/sh
+# Builds and runs the C API fuzz harness against a built libdat.
+#
+#   tests/fuzz/api_fuzz.sh LIBDIR [CALLS] [asan]
+#
+# LIBDIR holds libdat2.so.2. CALLS (default 1000000, about a minute here) is the total over
+# both worker processes. With `asan` the harness is built with AddressSanitizer and UBSan
+# (the default is then 100000 calls). Extra harness options (-s SEED, -v, -t HANG_MS) go in
+# $API_FUZZ_ARGS; the whole run is bounded by $API_FUZZ_TIMEOUT seconds (default 600).
+set -eu
+
+if [ $# -lt 1 ]; then
+	echo "usage: $0 LIBDIR [CALLS] [asan]" >&2
+	exit 2
+fi
+libdir=$(cd "$1" && pwd)
+asan=
+calls=
+for a in "${2-}" "${3-}"; do
+	case "$a" in
+	asan) asan=1 ;;
+	'') ;;
+	*) calls=$a ;;
+	esac
+done
+if [ -z "$calls" ]; then
+	if [ -n "$asan" ]; then calls=100000; else calls=1000000; fi
+fi
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${API_FUZZ_BUILD:-${TMPDIR:-/tmp}/api_fuzz.$$}
+mkdir -p "$out"
+bin=$out/api_fuzz
+cflags="-O1 -g -Wall -Wextra -Werror -I $root/include"
+if [ -n "$asan" ]; then
+	cflags="$cflags -fsanitize=address,undefined -fno-omit-frame-pointer"
+	bin=$out/api_fuzz_asan
+fi
+# shellcheck disable=SC2086
+gcc $cflags -o "$bin" "$here/api_fuzz.c" -L "$libdir" -l:libdat2.so.2 -Wl,-rpath,"$libdir"
+
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export DAT_OVERRIDE=${DAT_OVERRIDE:-/dev/null}
+if [ -n "$asan" ]; then
+	# The library's own threads run uninstrumented Rust: leaks at exit are not the point here.
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0:halt_on_error=1}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
+status=0
+# shellcheck disable=SC2086
+timeout -k 10 "${API_FUZZ_TIMEOUT:-600}" "$bin" -n "$calls" ${API_FUZZ_ARGS-} || status=$?
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+	echo "api_fuzz: the run did not finish within ${API_FUZZ_TIMEOUT:-600} s (a hang)" >&2
+fi
+[ -n "${API_FUZZ_BUILD-}" ] || rm -rf "$out"
+exit "$status"
