@@ -122,6 +122,7 @@ struct publmr {
 	uint64_t len;
 	uint32_t rmr_ctx;
 	uint32_t valid;
+	uint32_t core;
 };
 
 enum { DTO_OPS = 9, DTO_ST = 14 };
@@ -132,7 +133,7 @@ struct wshared {
 	struct publmr lmr[NPUBL];
 	uint64_t counts[NFUNC][NOUT];
 	uint64_t dto[DTO_OPS][DTO_ST]; /* completions by operation and status */
-	uint64_t events[8];            /* dto, rmr bind, cr, conn established, other conn, async, software, ext */
+	uint64_t events[32];           /* by event_names[] */
 	uint64_t invalid, hangs, bad_events, bad_success, wild, canary, agent, oddities;
 	uint64_t connects_established;
 	double seconds;
@@ -525,6 +526,7 @@ struct obj {
 	DAT_HANDLE h;
 	int live;
 	int sure;             /* we made it ourselves: its death is known to us */
+	int core;             /* part of the pool that keeps connections and DTOs going */
 	DAT_IA_HANDLE ia;     /* the IA it was made on */
 	/* EVD */
 	DAT_EVD_FLAGS flags;
@@ -614,6 +616,10 @@ static void forget(int k, struct obj *o, int freed)
 	}
 }
 
+/* Calls that destroy or disturb an object spare the core but now and then. */
+static int making_core; /* what is being made is part of the core */
+static int sparing;
+
 static struct obj *add_obj(int k, DAT_HANDLE h, DAT_IA_HANDLE ia, int sure)
 {
 	struct pool *p = &pools[k];
@@ -627,7 +633,11 @@ static struct obj *add_obj(int k, DAT_HANDLE h, DAT_IA_HANDLE ia, int sure)
 		if (!p->o[i].live)
 			break;
 	if (i == SLOTS) {
-		i = (int)rnd(SLOTS); /* lose track of one (it lives on until its IA closes) */
+		/* lose track of one, not of the core if we can (it lives on until its IA closes) */
+		int j;
+		i = (int)rnd(SLOTS);
+		for (j = 0; j < SLOTS && p->o[i].core; j++)
+			i = (i + 1) % SLOTS;
 		forget(k, &p->o[i], 0);
 	}
 	o = &p->o[i];
@@ -635,6 +645,7 @@ static struct obj *add_obj(int k, DAT_HANDLE h, DAT_IA_HANDLE ia, int sure)
 	o->h = h;
 	o->live = 1;
 	o->sure = sure;
+	o->core = making_core;
 	o->ia = ia;
 	o->fd = -1;
 	return o;
@@ -661,6 +672,7 @@ static void publish_lmr(struct obj *o, int on)
 		p->addr = o->zb ? 0 : o->base;
 		p->len = o->len;
 		p->rmr_ctx = o->rctx;
+		p->core = (uint32_t)o->core;
 		__atomic_store_n(&p->valid, 1, __ATOMIC_RELEASE);
 	} else if (p->rmr_ctx == o->rctx) {
 		__atomic_store_n(&p->valid, 0, __ATOMIC_RELEASE);
@@ -680,6 +692,18 @@ static void publish_qual(DAT_CONN_QUAL q)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Argument generators                                                                        */
+
+static DAT_HANDLE ph_primary(int k);
+
+/* The primary handle of a call that destroys or disturbs its object. */
+static DAT_HANDLE ph_destroy(int k)
+{
+	DAT_HANDLE h;
+	sparing = 1;
+	h = ph_primary(k);
+	sparing = 0;
+	return h;
+}
 
 static DAT_HANDLE garbage_handle(char *tag)
 {
@@ -709,13 +733,18 @@ static DAT_HANDLE garbage_handle(char *tag)
 	}
 }
 
+static int not_core(struct obj *o)
+{
+	return !o->core;
+}
+
 /* A handle for a parameter of kind k: live when the argument is to be good, else freed,
  * of another kind, NULL or garbage. */
 static DAT_HANDLE pick_handle_t(int k, char *tag)
 {
 	struct obj *o;
 	if (!bad()) {
-		o = pick_live(k);
+		o = sparing && !chance(3) ? pick_live_if(k, not_core) : pick_live(k);
 		*tag = o ? 'L' : 'N';
 		return o ? o->h : NULL;
 	}
@@ -894,7 +923,7 @@ static DAT_CONN_QUAL rqual(int for_listen)
 	for (i = 0, j = (int)rnd(NPUBQ); i < NPUBQ && !q; i++)
 		q = w->psp_qual[(j + i) % NPUBQ];
 	if (!bad())
-		return AV(q ? q : dead_port);
+		return AV(for_listen && chance(60) ? 0 : (q ? q : dead_port));
 	switch (rnd(5)) {
 	case 0:
 		return AV(0);
@@ -917,6 +946,11 @@ static DAT_CONN_QUAL rqual(int for_listen)
  * (in the EP's PZ when given); bad ones cross its end, name another region's context, point
  * at garbage or into the canary. */
 #define IOV_CAP 1024
+/* The shape of good segments: any length up to 8 KiB, small (sends: at most 256 bytes, so a
+ * good receive holds them), or large (receives: at least 4 KiB when the region has room). */
+enum { SHAPE_ANY, SHAPE_SMALL, SHAPE_LARGE };
+static int iov_shape;
+
 static DAT_LMR_TRIPLET *riov(DAT_COUNT *nseg, DAT_PZ_HANDLE pz, int max_good)
 {
 	DAT_COUNT n;
@@ -945,8 +979,18 @@ static DAT_LMR_TRIPLET *riov(DAT_COUNT *nseg, DAT_PZ_HANDLE pz, int max_good)
 		if (!o)
 			o = pick_live(K_LMR);
 		if (o && !bad()) {
-			DAT_VLEN off = rnd((uint32_t)o->len + 1), room = o->len - off;
-			DAT_VLEN len = chance(20) ? room : rnd((uint32_t)(room < 8192 ? room : 8192) + 1);
+			DAT_VLEN off, room, len;
+			if (iov_shape == SHAPE_LARGE && o->len > 8192)
+				off = rnd((uint32_t)(o->len - 8192) + 1);
+			else
+				off = rnd((uint32_t)o->len + 1);
+			room = o->len - off;
+			if (iov_shape == SHAPE_SMALL)
+				len = rnd((uint32_t)(room < 256 ? room : 256) + 1);
+			else if (iov_shape == SHAPE_LARGE)
+				len = room < 4096 ? room : 4096 + rnd((uint32_t)(room < 8192 ? room : 8192) - 4096 + 1);
+			else
+				len = chance(20) ? room : rnd((uint32_t)(room < 8192 ? room : 8192) + 1);
 			t[i].virtual_address = (o->zb ? 0 : o->base) + off;
 			t[i].segment_length = (DAT_SEG_LENGTH)len;
 			t[i].lmr_context = o->lctx;
@@ -1002,18 +1046,47 @@ static DAT_LMR_TRIPLET *riov(DAT_COUNT *nseg, DAT_PZ_HANDLE pz, int max_good)
 	return (DAT_LMR_TRIPLET *)AP(t);
 }
 
+static uint64_t iov_total(const DAT_LMR_TRIPLET *t, DAT_COUNT n)
+{
+	uint64_t sum = 0;
+	DAT_COUNT i;
+	if (!t || n <= 0 || n > 64)
+		return 0;
+	for (i = 0; i < n; i++)
+		sum += t[i].segment_length;
+	return sum;
+}
+
 /* A remote triplet: in one of the peer's published LMRs (or ours: the EP may be connected to
  * ourselves), or bad. */
-static DAT_RMR_TRIPLET *rriov(int slot)
+static DAT_RMR_TRIPLET *rriov(int slot, uint64_t want)
 {
 	DAT_RMR_TRIPLET *t = slot_ptr(slot, sizeof(*t));
 	struct wshared *w = chance(85) ? peer : me;
 	struct publmr *p = &w->lmr[rnd(NPUBL)];
-	uint64_t addr = p->addr, len = p->len;
+	uint64_t addr, len;
+	if (chance(90)) {
+		/* mostly the peer's stable regions */
+		int i, j = (int)rnd(NPUBL);
+		for (i = 0; i < NPUBL; i++) {
+			struct publmr *c = &w->lmr[(i + j) % NPUBL];
+			if (__atomic_load_n(&c->valid, __ATOMIC_ACQUIRE) && c->core) {
+				p = c;
+				break;
+			}
+		}
+	}
+	addr = p->addr;
+	len = p->len;
 	uint32_t ctx = p->rmr_ctx;
 	if (!__atomic_load_n(&p->valid, __ATOMIC_ACQUIRE))
 		len = 0;
-	if (!bad() && len) {
+	if (!bad() && len && want && want <= len && chance(80)) {
+		/* exactly what the local IOV holds */
+		t->virtual_address = addr + rnd((uint32_t)(len - want) + 1);
+		t->segment_length = (DAT_SEG_LENGTH)want;
+		t->rmr_context = ctx;
+	} else if (!bad() && len) {
 		uint64_t off = rnd((uint32_t)len + 1), room = len - off;
 		t->virtual_address = addr + off;
 		t->segment_length = (DAT_SEG_LENGTH)(chance(10) ? room : rnd((uint32_t)(room < 8192 ? room : 8192) + 1));
@@ -1178,8 +1251,40 @@ static DAT_OS_WAIT_PROXY_AGENT ragent(void)
 /* ------------------------------------------------------------------------------------------ */
 /* Events                                                                                     */
 
+static const struct {
+	int number;
+	const char *name;
+} event_names[] = {
+	{ DAT_DTO_COMPLETION_EVENT, "dto" },
+	{ DAT_RMR_BIND_COMPLETION_EVENT, "rmr_bind" },
+	{ DAT_CONNECTION_REQUEST_EVENT, "conn_request" },
+	{ DAT_CONNECTION_EVENT_ESTABLISHED, "established" },
+	{ DAT_CONNECTION_EVENT_PEER_REJECTED, "peer_rejected" },
+	{ DAT_CONNECTION_EVENT_NON_PEER_REJECTED, "non_peer_rejected" },
+	{ DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, "accept_completion_error" },
+	{ DAT_CONNECTION_EVENT_DISCONNECTED, "disconnected" },
+	{ DAT_CONNECTION_EVENT_BROKEN, "broken" },
+	{ DAT_CONNECTION_EVENT_TIMED_OUT, "timed_out" },
+	{ DAT_CONNECTION_EVENT_UNREACHABLE, "unreachable" },
+	{ DAT_ASYNC_ERROR_EVD_OVERFLOW, "evd_overflow" },
+	{ DAT_ASYNC_ERROR_IA_CATASTROPHIC, "ia_catastrophic" },
+	{ DAT_ASYNC_ERROR_EP_BROKEN, "ep_broken" },
+	{ DAT_ASYNC_ERROR_TIMED_OUT, "async_timed_out" },
+	{ DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR, "provider_internal_error" },
+	{ DAT_HA_DOWN_TO_1, "ha_down_to_1" },
+	{ DAT_HA_UP_TO_MULTI_PATH, "ha_up_to_multi_path" },
+	{ DAT_SOFTWARE_EVENT, "software" },
+};
+#define NEVENTS (sizeof(event_names) / sizeof(event_names[0]))
+
 static int known_event(DAT_EVENT_NUMBER n)
 {
+	unsigned i;
+	for (i = 0; i < NEVENTS; i++)
+		if (event_names[i].number == (int)n) {
+			me->events[i]++;
+			break;
+		}
 	switch ((int)n) {
 	case DAT_DTO_COMPLETION_EVENT:
 	case DAT_RMR_BIND_COMPLETION_EVENT:
@@ -1224,6 +1329,11 @@ static int ep_idle(struct obj *o)
 	return o->conn == 0;
 }
 
+static int ep_idle_core(struct obj *o)
+{
+	return o->core && o->conn == 0;
+}
+
 /* Checks an event dequeued from evd and acts on it. */
 static void on_event(const DAT_EVENT *e, DAT_EVD_HANDLE evd)
 {
@@ -1240,7 +1350,6 @@ static void on_event(const DAT_EVENT *e, DAT_EVD_HANDLE evd)
 	switch ((int)e->event_number) {
 	case DAT_DTO_COMPLETION_EVENT: {
 		const DAT_DTO_COMPLETION_EVENT_DATA *d = &e->event_data.dto_completion_event_data;
-		me->events[0]++;
 		if ((unsigned)d->status > DAT_DTO_ERR_LOCAL_MM_ERROR || (unsigned)d->operation > DAT_DTO_EXTENSION_BASE) {
 			bad_event(e, evd, "DTO completion with an unknown status or operation");
 			return;
@@ -1249,10 +1358,8 @@ static void on_event(const DAT_EVENT *e, DAT_EVD_HANDLE evd)
 		break;
 	}
 	case DAT_RMR_BIND_COMPLETION_EVENT:
-		me->events[1]++;
 		break;
 	case DAT_CONNECTION_REQUEST_EVENT:
-		me->events[2]++;
 		if (!e->event_data.cr_arrival_event_data.cr_handle) {
 			bad_event(e, evd, "connection request without a CR handle");
 			return;
@@ -1261,7 +1368,6 @@ static void on_event(const DAT_EVENT *e, DAT_EVD_HANDLE evd)
 		accept_or_reject(e->event_data.cr_arrival_event_data.cr_handle, ia);
 		break;
 	case DAT_CONNECTION_EVENT_ESTABLISHED:
-		me->events[3]++;
 		me->connects_established++;
 		if ((ep = find_obj(K_EP, e->event_data.connect_event_data.ep_handle)))
 			ep->conn = 2;
@@ -1273,15 +1379,12 @@ static void on_event(const DAT_EVENT *e, DAT_EVD_HANDLE evd)
 	case DAT_CONNECTION_EVENT_BROKEN:
 	case DAT_CONNECTION_EVENT_TIMED_OUT:
 	case DAT_CONNECTION_EVENT_UNREACHABLE:
-		me->events[4]++;
 		if ((ep = find_obj(K_EP, e->event_data.connect_event_data.ep_handle)))
 			ep->conn = 3;
 		break;
 	case DAT_SOFTWARE_EVENT:
-		me->events[6]++;
 		break;
 	default:
-		me->events[5]++;
 		break;
 	}
 }
@@ -1360,9 +1463,11 @@ static void accept_or_reject(DAT_CR_HANDLE cr, DAT_IA_HANDLE ia)
 			forget(K_CR, find_obj(K_CR, cr), 1);
 		return;
 	}
-	if (!setup_phase && chance(10))
+	if (!setup_phase && chance(25))
 		return; /* left for the random calls */
-	ep = pick_live_if(K_EP, ep_idle);
+	ep = pick_live_if(K_EP, ep_idle_core);
+	if (!ep)
+		ep = pick_live_if(K_EP, ep_idle);
 	if (!ep) {
 		/* the PSP may have made an EP (provider flag): ask the CR */
 		DAT_CR_PARAM *p = slot_ptr(S_OUT0 + 1, sizeof(*p));
@@ -1505,7 +1610,7 @@ static void do_ia_query(void)
 
 static void do_ia_close(void)
 {
-	DAT_IA_HANDLE ia = ph_primary(K_IA);
+	DAT_IA_HANDLE ia = ph_destroy(K_IA);
 	DAT_CLOSE_FLAGS f = (DAT_CLOSE_FLAGS)AV(bad() ? (uint32_t)r64() : rnd(2));
 	DAT_RETURN r = CALL(F_ia_close, dat_ia_close(ia, f));
 	if (r == DAT_SUCCESS)
@@ -1533,7 +1638,7 @@ static void do_pz_query(void)
 
 static void do_pz_free(void)
 {
-	DAT_PZ_HANDLE pz = ph_primary(K_PZ);
+	DAT_PZ_HANDLE pz = ph_destroy(K_PZ);
 	if (CALL(F_pz_free, dat_pz_free(pz)) == DAT_SUCCESS)
 		forget(K_PZ, find_obj(K_PZ, pz), 1);
 }
@@ -1578,14 +1683,14 @@ static void do_evd_query(void)
 
 static void do_evd_free(void)
 {
-	DAT_EVD_HANDLE evd = ph_primary(K_EVD);
+	DAT_EVD_HANDLE evd = ph_destroy(K_EVD);
 	if (CALL(F_evd_free, dat_evd_free(evd)) == DAT_SUCCESS)
 		forget(K_EVD, find_obj(K_EVD, evd), 1);
 }
 
 static void do_evd_resize(void)
 {
-	DAT_EVD_HANDLE evd = ph_primary(K_EVD);
+	DAT_EVD_HANDLE evd = ph_destroy(K_EVD);
 	DAT_COUNT q = AV(rcount(1, 128));
 	CALL(F_evd_resize, dat_evd_resize(evd, q));
 }
@@ -1618,20 +1723,20 @@ static void do_evd_wait(void)
 	}
 }
 
-#define SIMPLE_EVD(fn)                                                  \
+#define SIMPLE_EVD(fn, pick)                                            \
 	static void do_##fn(void)                                       \
 	{                                                               \
-		DAT_EVD_HANDLE evd = ph_primary(K_EVD);                 \
+		DAT_EVD_HANDLE evd = pick(K_EVD);                       \
 		CALL(F_##fn, dat_##fn(evd));                            \
 	}
-SIMPLE_EVD(evd_enable)
-SIMPLE_EVD(evd_disable)
-SIMPLE_EVD(evd_set_unwaitable)
-SIMPLE_EVD(evd_clear_unwaitable)
+SIMPLE_EVD(evd_enable, ph_primary)
+SIMPLE_EVD(evd_disable, ph_destroy)
+SIMPLE_EVD(evd_set_unwaitable, ph_destroy)
+SIMPLE_EVD(evd_clear_unwaitable, ph_primary)
 
 static void do_evd_modify_cno(void)
 {
-	DAT_EVD_HANDLE evd = ph_primary(K_EVD);
+	DAT_EVD_HANDLE evd = ph_destroy(K_EVD);
 	DAT_CNO_HANDLE cno = chance(30) ? AP(NULL) : ph(K_CNO);
 	CALL(F_evd_modify_cno, dat_evd_modify_cno(evd, cno));
 }
@@ -1678,7 +1783,7 @@ static void do_cno_query(void)
 
 static void do_cno_free(void)
 {
-	DAT_CNO_HANDLE cno = ph_primary(K_CNO);
+	DAT_CNO_HANDLE cno = ph_destroy(K_CNO);
 	if (CALL(F_cno_free, dat_cno_free(cno)) == DAT_SUCCESS)
 		forget(K_CNO, find_obj(K_CNO, cno), 1);
 }
@@ -1857,7 +1962,7 @@ static void do_lmr_query(void)
 
 static void do_lmr_free(void)
 {
-	DAT_LMR_HANDLE lmr = ph_primary(K_LMR);
+	DAT_LMR_HANDLE lmr = ph_destroy(K_LMR);
 	if (CALL(F_lmr_free, dat_lmr_free(lmr)) == DAT_SUCCESS)
 		forget(K_LMR, find_obj(K_LMR, lmr), 1);
 }
@@ -1903,15 +2008,31 @@ static void do_rmr_query(void)
 	CALL(F_rmr_query, dat_rmr_query(rmr, m, p));
 }
 
+static int ep_not_connected(struct obj *o)
+{
+	return o->conn != 2;
+}
+
 static void do_rmr_bind(void)
 {
 	DAT_RMR_HANDLE rmr = ph_primary(K_RMR);
-	DAT_LMR_HANDLE lmr = ph(K_LMR);
-	DAT_COUNT n;
-	DAT_LMR_TRIPLET *t = riov(&n, NULL, 1);
+	struct obj *lo = bad() ? NULL : pick_live(K_LMR), *eo;
+	DAT_LMR_HANDLE lmr = lo ? (arg_tag((uint64_t)(uintptr_t)lo->h, 'L'), lo->h) : ph(K_LMR);
+	DAT_COUNT n = 1;
+	DAT_LMR_TRIPLET *t;
+	if (lo) {
+		DAT_VLEN off = rnd((uint32_t)lo->len + 1);
+		t = slot_ptr(S_IOV, sizeof(*t));
+		t->virtual_address = (lo->zb ? 0 : lo->base) + off;
+		t->segment_length = (DAT_SEG_LENGTH)rnd((uint32_t)(lo->len - off) + 1);
+		t->lmr_context = lo->lctx;
+		AP(t);
+	} else {
+		t = riov(&n, NULL, 1);
+	}
 	DAT_MEM_PRIV_FLAGS priv = (DAT_MEM_PRIV_FLAGS)AV(rpriv());
 	DAT_VA_TYPE va = (DAT_VA_TYPE)AV(bad() ? (uint32_t)r64() : rnd(2));
-	DAT_EP_HANDLE ep = ph(K_EP);
+	DAT_EP_HANDLE ep = !bad() && (eo = pick_live_if(K_EP, ep_not_connected)) ? (arg_tag((uint64_t)(uintptr_t)eo->h, 'L'), eo->h) : ph(K_EP);
 	DAT_RMR_COOKIE ck = rcontext();
 	DAT_COMPLETION_FLAGS f = (DAT_COMPLETION_FLAGS)AV(rflags(0x3f));
 	DAT_RMR_CONTEXT *ctx = OUTP(0, DAT_RMR_CONTEXT);
@@ -1953,7 +2074,7 @@ static void do_srq_create(void)
 
 static void do_srq_free(void)
 {
-	DAT_SRQ_HANDLE srq = ph_primary(K_SRQ);
+	DAT_SRQ_HANDLE srq = ph_destroy(K_SRQ);
 	if (CALL(F_srq_free, dat_srq_free(srq)) == DAT_SUCCESS)
 		forget(K_SRQ, find_obj(K_SRQ, srq), 1);
 }
@@ -1963,7 +2084,10 @@ static void do_srq_post_recv(void)
 	DAT_SRQ_HANDLE srq = ph_primary(K_SRQ);
 	struct obj *o = find_obj(K_SRQ, srq);
 	DAT_COUNT n;
-	DAT_LMR_TRIPLET *t = riov(&n, o ? o->pz : NULL, 2);
+	DAT_LMR_TRIPLET *t;
+	iov_shape = SHAPE_LARGE;
+	t = riov(&n, o ? o->pz : NULL, 2);
+	iov_shape = SHAPE_ANY;
 	DAT_DTO_COOKIE ck = rcontext();
 	CALL(F_srq_post_recv, dat_srq_post_recv(srq, n, t, ck));
 }
@@ -2058,7 +2182,7 @@ static void do_ep_query(void)
 
 static void do_ep_modify(void)
 {
-	DAT_EP_HANDLE ep = ph_primary(K_EP);
+	DAT_EP_HANDLE ep = ph_destroy(K_EP);
 	DAT_EP_PARAM_MASK m = AV(rmask(DAT_EP_FIELD_ALL));
 	DAT_EP_PARAM *p = slot_ptr(S_IN0 + 1, sizeof(*p));
 	DAT_EP_ATTR *a;
@@ -2106,14 +2230,14 @@ static void do_ep_get_status(void)
 
 static void do_ep_free(void)
 {
-	DAT_EP_HANDLE ep = ph_primary(K_EP);
+	DAT_EP_HANDLE ep = ph_destroy(K_EP);
 	if (CALL(F_ep_free, dat_ep_free(ep)) == DAT_SUCCESS)
 		forget(K_EP, find_obj(K_EP, ep), 1);
 }
 
 static void do_ep_reset(void)
 {
-	DAT_EP_HANDLE ep = ph_primary(K_EP);
+	DAT_EP_HANDLE ep = ph_destroy(K_EP);
 	if (CALL(F_ep_reset, dat_ep_reset(ep)) == DAT_SUCCESS) {
 		struct obj *o = find_obj(K_EP, ep);
 		if (o)
@@ -2133,6 +2257,13 @@ static void do_ep_set_watermark(void)
 	DAT_EP_HANDLE ep = ph_primary(K_EP);
 	DAT_COUNT s = AV(rcount(0, 64)), h = AV(rcount(0, 64));
 	CALL(F_ep_set_watermark, dat_ep_set_watermark(ep, s, h));
+}
+
+static DAT_QOS rqos(void)
+{
+	if (bad())
+		return (DAT_QOS)(chance(50) ? (uint32_t)r64() : 1u << rnd(32));
+	return chance(80) ? DAT_QOS_BEST_EFFORT : (DAT_QOS)(1u << rnd(4));
 }
 
 static DAT_TIMEOUT rconn_timeout(void)
@@ -2162,8 +2293,8 @@ static DAT_RETURN connect_ep(struct obj *o, int plausible)
 	q = rqual(0);
 	t = (DAT_TIMEOUT)AV(rconn_timeout());
 	pd = rpd(&size);
-	qos = (DAT_QOS)AV(rflags(15));
-	f = (DAT_CONNECT_FLAGS)AV(bad() ? (uint32_t)r64() : rnd(2));
+	qos = (DAT_QOS)AV(rqos());
+	f = (DAT_CONNECT_FLAGS)AV(bad() ? (uint32_t)r64() : (chance(90) ? DAT_CONNECT_DEFAULT_FLAG : rnd(3)));
 	badp = saved;
 	r = CALL(F_ep_connect, dat_ep_connect(ep, addr, q, t, size, pd, qos, f));
 	if (r == DAT_SUCCESS) {
@@ -2186,7 +2317,7 @@ static void do_ep_dup_connect(void)
 	DAT_TIMEOUT t = (DAT_TIMEOUT)AV(rconn_timeout());
 	DAT_COUNT size;
 	DAT_PVOID pd = rpd(&size);
-	DAT_QOS qos = (DAT_QOS)AV(rflags(15));
+	DAT_QOS qos = (DAT_QOS)AV(rqos());
 	if (CALL(F_ep_dup_connect, dat_ep_dup_connect(ep, dup, t, size, pd, qos)) == DAT_SUCCESS) {
 		struct obj *eo = find_obj(K_EP, ep);
 		if (eo)
@@ -2206,7 +2337,7 @@ static void do_ep_common_connect(void)
 
 static void do_ep_disconnect(void)
 {
-	DAT_EP_HANDLE ep = ph_primary(K_EP);
+	DAT_EP_HANDLE ep = ph_destroy(K_EP);
 	DAT_CLOSE_FLAGS f = (DAT_CLOSE_FLAGS)AV(bad() ? (uint32_t)r64() : rnd(2));
 	CALL(F_ep_disconnect, dat_ep_disconnect(ep, f));
 }
@@ -2250,7 +2381,11 @@ static void do_dto(int fid)
 	struct obj *o;
 	DAT_EP_HANDLE ep = pick_dto_ep(&o);
 	DAT_COUNT n;
-	DAT_LMR_TRIPLET *t = riov(&n, o ? o->pz : NULL, 4);
+	DAT_LMR_TRIPLET *t;
+	iov_shape = fid == F_ep_post_recv ? SHAPE_LARGE
+		    : (fid == F_ep_post_send || fid == F_ep_post_send_with_invalidate) ? SHAPE_SMALL : SHAPE_ANY;
+	t = riov(&n, o ? o->pz : NULL, 4);
+	iov_shape = SHAPE_ANY;
 	DAT_DTO_COOKIE ck = rcontext();
 	const DAT_RMR_TRIPLET *rt;
 	DAT_COMPLETION_FLAGS f;
@@ -2273,18 +2408,18 @@ static void do_dto(int fid)
 		break;
 	}
 	case F_ep_post_rdma_write:
-		rt = rriov(S_RIOV);
+		rt = rriov(S_RIOV, iov_total(t, n));
 		f = (DAT_COMPLETION_FLAGS)AV(rcompl());
 		CALL(fid, dat_ep_post_rdma_write(ep, n, t, ck, rt, f));
 		break;
 	case F_ep_post_rdma_read:
-		rt = rriov(S_RIOV);
+		rt = rriov(S_RIOV, iov_total(t, n));
 		f = (DAT_COMPLETION_FLAGS)AV(rcompl());
 		CALL(fid, dat_ep_post_rdma_read(ep, n, t, ck, rt, f));
 		break;
 	default: {
-		const DAT_RMR_TRIPLET *lt = rriov(S_RIOV2);
-		rt = rriov(S_RIOV);
+		const DAT_RMR_TRIPLET *lt = rriov(S_RIOV2, 0);
+		rt = rriov(S_RIOV, lt ? lt->segment_length : 0);
 		f = (DAT_COMPLETION_FLAGS)AV(rcompl());
 		CALL(fid, dat_ep_post_rdma_read_to_rmr(ep, lt, ck, rt, f));
 		break;
@@ -2335,7 +2470,7 @@ static void do_psp_query(void)
 
 static void do_psp_free(void)
 {
-	DAT_PSP_HANDLE psp = ph_primary(K_PSP);
+	DAT_PSP_HANDLE psp = ph_destroy(K_PSP);
 	if (CALL(F_psp_free, dat_psp_free(psp)) == DAT_SUCCESS)
 		forget(K_PSP, find_obj(K_PSP, psp), 1);
 }
@@ -2658,13 +2793,23 @@ static void do_extension_op(void)
 /* ------------------------------------------------------------------------------------------ */
 /* Keeping the pool populated, connections up, DTOs flowing                                    */
 
+static int is_core(struct obj *o)
+{
+	return o->core;
+}
+
 static struct obj *ensure_ia(void)
 {
-	struct obj *o = pick_live(K_IA);
+	struct obj *o = pick_live_if(K_IA, is_core);
 	if (!o) {
-		if (open_ia(ia_name, 16, 1) != DAT_SUCCESS)
+		int saved = making_core;
+		DAT_RETURN r;
+		making_core = 1;
+		r = open_ia(ia_name, 16, 1);
+		making_core = saved;
+		if (r != DAT_SUCCESS)
 			return NULL;
-		o = pick_live(K_IA);
+		o = pick_live_if(K_IA, is_core);
 	}
 	return o;
 }
@@ -2680,12 +2825,14 @@ static int count_if(int k, int (*pred)(struct obj *))
 static DAT_EVD_FLAGS want_flags;
 static int evd_has(struct obj *o)
 {
-	return (o->flags & want_flags) != 0 && !(o->flags & DAT_EVD_ASYNC_FLAG);
+	return o->core && (o->flags & want_flags) != 0 && !(o->flags & DAT_EVD_ASYNC_FLAG);
 }
+
+
 
 /* The minimum pool, made with good arguments (badp is 0 here). */
 static int min_idle_eps = 5;
-static void ensure_pool(void)
+static void ensure_pool_(void)
 {
 	struct obj *ia = ensure_ia(), *pz, *o;
 	static const DAT_EVD_FLAGS kinds[] = { DAT_EVD_DTO_FLAG, DAT_EVD_DTO_FLAG, DAT_EVD_CONNECTION_FLAG,
@@ -2695,14 +2842,14 @@ static void ensure_pool(void)
 	DAT_RETURN r;
 	if (!ia)
 		return;
-	if (nlive(K_PZ) < 2) {
+	if (count_if(K_PZ, is_core) < 2) {
 		DAT_PZ_HANDLE *h = slot_ptr(S_OUT0, sizeof(*h));
 		rec_begin(F_pz_create);
 		AV(ia->h);
 		if (CALL(F_pz_create, dat_pz_create(ia->h, h)) == DAT_SUCCESS)
 			add_obj(K_PZ, *h, ia->h, 1);
 	}
-	if (nlive(K_CNO) < 2) {
+	if (count_if(K_CNO, is_core) < 2) {
 		DAT_CNO_HANDLE *h = slot_ptr(S_OUT0, sizeof(*h));
 		DAT_FD *fd = slot_ptr(S_OUT0 + 1, sizeof(*fd));
 		rec_begin(F_cno_fd_create);
@@ -2725,7 +2872,7 @@ static void ensure_pool(void)
 		if (count_if(K_EVD, evd_has) < need[i]) {
 			DAT_EVD_HANDLE *h = slot_ptr(S_OUT0, sizeof(*h));
 			DAT_CNO_HANDLE cno = NULL;
-			if (kinds[i] == DAT_EVD_DTO_FLAG && chance(30) && (o = pick_live(K_CNO)))
+			if (kinds[i] == DAT_EVD_DTO_FLAG && chance(30) && (o = pick_live_if(K_CNO, is_core)))
 				cno = o->h;
 			rec_begin(F_evd_create);
 			AV(ia->h);
@@ -2737,10 +2884,10 @@ static void ensure_pool(void)
 				o->flags = kinds[i];
 		}
 	}
-	pz = pick_live(K_PZ);
+	pz = pick_live_if(K_PZ, is_core);
 	if (!pz)
 		return;
-	for (i = 0; i < 8 && nlive(K_LMR) < 4; i++) {
+	for (i = 0; i < 8 && count_if(K_LMR, is_core) < 4; i++) {
 		DAT_REGION_DESCRIPTION reg;
 		DAT_LMR_HANDLE *h = slot_ptr(S_OUT0, sizeof(*h));
 		DAT_LMR_CONTEXT *lc = slot_ptr(S_OUT0 + 1, sizeof(*lc));
@@ -2760,7 +2907,7 @@ static void ensure_pool(void)
 			break;
 		track_lmr(*h, ia->h, pz->h, *lc, *rc, 1);
 	}
-	if (nlive(K_SRQ) < 1) {
+	if (count_if(K_SRQ, is_core) < 1) {
 		DAT_SRQ_ATTR *a = slot_ptr(S_IN0, sizeof(*a));
 		DAT_SRQ_HANDLE *h = slot_ptr(S_OUT0, sizeof(*h));
 		a->max_recv_dtos = 32;
@@ -2772,18 +2919,18 @@ static void ensure_pool(void)
 		if (CALL(F_srq_create, dat_srq_create(ia->h, pz->h, a, h)) == DAT_SUCCESS && (o = add_obj(K_SRQ, *h, ia->h, 1)))
 			o->pz = pz->h;
 	}
-	if (nlive(K_RMR) < 2) {
+	if (count_if(K_RMR, is_core) < 2) {
 		DAT_RMR_HANDLE *h = slot_ptr(S_OUT0, sizeof(*h));
 		rec_begin(F_rmr_create);
 		AV(pz->h);
 		if (CALL(F_rmr_create, dat_rmr_create(pz->h, h)) == DAT_SUCCESS && (o = add_obj(K_RMR, *h, ia->h, 1)))
 			o->pz = pz->h;
 	}
-	for (i = 0; i < 8 && count_if(K_EP, ep_idle) < min_idle_eps && nlive(K_EP) < SLOTS - 4; i++) {
+	for (i = 0; i < 8 && count_if(K_EP, ep_idle_core) < min_idle_eps && count_if(K_EP, is_core) < SLOTS - 6; i++) {
 		DAT_EP_HANDLE *h = slot_ptr(S_OUT0, sizeof(*h));
 		DAT_EVD_HANDLE recv, req, conn;
 		DAT_SRQ_HANDLE srq = NULL;
-		int with_srq = chance(20) && (o = pick_live(K_SRQ)) != NULL;
+		int with_srq = chance(20) && (o = pick_live_if(K_SRQ, is_core)) != NULL;
 		if (with_srq)
 			srq = o->h;
 		want_flags = DAT_EVD_DTO_FLAG;
@@ -2813,7 +2960,7 @@ static void ensure_pool(void)
 			o->srq = srq;
 		}
 	}
-	if (nlive(K_PSP) < 1 || !me->psp_qual[0]) {
+	if (count_if(K_PSP, is_core) < 1 || !me->psp_qual[0]) {
 		DAT_PSP_HANDLE *h = slot_ptr(S_OUT0, sizeof(*h));
 		DAT_CONN_QUAL *q = slot_ptr(S_OUT0 + 1, sizeof(*q));
 		want_flags = DAT_EVD_CR_FLAG;
@@ -2831,6 +2978,13 @@ static void ensure_pool(void)
 	}
 }
 
+static void ensure_pool(void)
+{
+	making_core = 1;
+	ensure_pool_();
+	making_core = 0;
+}
+
 /* Posts a good receive or send on a connected EP. */
 static void post_good(struct obj *ep, int fid)
 {
@@ -2840,14 +2994,17 @@ static void post_good(struct obj *ep, int fid)
 	AV(ep->h);
 	{
 		DAT_COUNT n;
-		DAT_LMR_TRIPLET *t = riov(&n, ep->pz, 2);
+		DAT_LMR_TRIPLET *t;
+		iov_shape = fid == F_ep_post_recv ? SHAPE_LARGE : fid == F_ep_post_send ? SHAPE_SMALL : SHAPE_ANY;
+		t = riov(&n, ep->pz, 2);
+		iov_shape = SHAPE_ANY;
 		DAT_DTO_COOKIE ck = rcontext();
 		if (fid == F_ep_post_recv)
 			CALL(fid, dat_ep_post_recv(ep->h, n, t, ck, DAT_COMPLETION_DEFAULT_FLAG));
 		else if (fid == F_ep_post_send)
 			CALL(fid, dat_ep_post_send(ep->h, n, t, ck, DAT_COMPLETION_DEFAULT_FLAG));
 		else {
-			const DAT_RMR_TRIPLET *rt = rriov(S_RIOV);
+			const DAT_RMR_TRIPLET *rt = rriov(S_RIOV, iov_total(t, n));
 			if (fid == F_ep_post_rdma_write)
 				CALL(fid, dat_ep_post_rdma_write(ep->h, n, t, ck, rt, DAT_COMPLETION_DEFAULT_FLAG));
 			else
@@ -2866,7 +3023,7 @@ static void maintain(void)
 	drain_all(8);
 	nconn = count_if(K_EP, ep_connected);
 	if (nconn < 3) {
-		struct obj *o = pick_live_if(K_EP, ep_idle);
+		struct obj *o = pick_live_if(K_EP, ep_idle_core);
 		if (o && (peer->psp_qual[0] || me->psp_qual[0]))
 			connect_ep(o, 1);
 	}
@@ -3241,11 +3398,14 @@ static void report(double wall)
 	for (w = 0; w < 2; w++) {
 		struct wshared *s = &shm[w];
 		calls += s->calls;
-		printf("worker %d: %" PRIu64 " calls in %" PRIu64 " steps, %.1f s, %.0f calls/s; events: dto %" PRIu64
-		       " bind %" PRIu64 " cr %" PRIu64 " established %" PRIu64 " other-conn %" PRIu64 " async %" PRIu64
-		       " software %" PRIu64 "; agent calls %" PRIu64 "\n",
-		       w, s->calls, s->steps, s->seconds, s->seconds > 0 ? (double)s->calls / s->seconds : 0.0, s->events[0],
-		       s->events[1], s->events[2], s->events[3], s->events[4], s->events[5], s->events[6], s->agent);
+		unsigned e;
+		printf("worker %d: %" PRIu64 " calls in %" PRIu64 " steps, %.1f s, %.0f calls/s; agent calls %" PRIu64
+		       "; events:", w, s->calls, s->steps, s->seconds, s->seconds > 0 ? (double)s->calls / s->seconds : 0.0,
+		       s->agent);
+		for (e = 0; e < NEVENTS; e++)
+			if (s->events[e])
+				printf(" %s %" PRIu64, event_names[e].name, s->events[e]);
+		printf("\n");
 		if (s->wild || s->oddities || s->bad_success || s->canary)
 			printf("worker %d: oddities %" PRIu64 ", LMRs accepted outside the arena %" PRIu64
 			       ", successes with an invalid handle %" PRIu64 ", canary hits %" PRIu64 "\n",
