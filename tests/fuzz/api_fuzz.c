@@ -20,7 +20,10 @@
  * alone, so a replay with the same seed makes the same choices (the outcomes of calls that
  * depend on timing between the two processes may differ).
  *
- * usage: api_fuzz [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-v]
+ * usage: api_fuzz [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-P 0|1] [-S SIGNAL_US] [-v]
+ *   -P 0 turns off the poisoning of argument memory after each call (on by default);
+ *   -S sets the period of the SIGALRM that drives the watchdog (1 s; smaller periods make a
+ *      signal storm that every blocking call of the library must survive).
  */
 #define _GNU_SOURCE
 #include <dat2/udat.h>
@@ -152,6 +155,7 @@ static uint64_t g_calls = 1000000;
 static uint64_t hang_ns = 2000000000ull;
 static const char *ia_name = "tcp-lo";
 static int verbose;
+static uint64_t signal_us = 1000000; /* SIGALRM period: the watchdog, and signals the library must survive */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Random numbers: step k of worker w draws from splitmix64(seed, w, k)                       */
@@ -389,12 +393,15 @@ static void note(const char *fmt, ...)
 		memcpy(me->note, buf, sizeof(me->note) - 1);
 }
 
+static void bank_next(void);
+
 static DAT_RETURN after(int fid, DAT_RETURN r, uint64_t t0)
 {
 	uint64_t t1 = now_ns(), d = t1 - t0;
 	int o = outcome(r);
 	in_call_since = 0;
 	last_progress = t1;
+	bank_next();
 	me->calls++;
 	me->counts[fid][o]++;
 	cur->ret = r;
@@ -428,8 +435,10 @@ static DAT_RETURN after(int fid, DAT_RETURN r, uint64_t t0)
 /* Wraps one library call: the record is begun (arguments recorded) by the caller. */
 #define CALL(fid, expr)                                                                          \
 	({                                                                                       \
-		uint64_t t0_ = now_ns();                                                         \
+		uint64_t t0_;                                                                    \
 		DAT_RETURN r_;                                                                   \
+		bank_poison();                                                                   \
+		t0_ = now_ns();                                                                  \
 		in_call_since = t0_;                                                             \
 		r_ = (expr);                                                                     \
 		after((fid), r_, t0_);                                                           \
@@ -443,14 +452,26 @@ static DAT_RETURN after(int fid, DAT_RETURN r, uint64_t t0)
 #define CANARY (64u * 1024)  /* never registered: the library must never write here */
 static unsigned char *arena; /* ARENA + CANARY bytes, then a guard page */
 
-/* Guarded slots: SLOT_DATA bytes, then a PROT_NONE page. slot_end(i) is the guard's start. */
+/* Guarded slots: SLOT_DATA bytes, then a PROT_NONE page. slot_end(i) is the guard's start.
+ * There are NBANKS banks of them, used in turn by successive calls: once a call has
+ * returned, the slots it was given (its arguments and out-parameters) are made PROT_NONE
+ * from the start of the next call until their bank comes round again, so a library that
+ * keeps a caller's pointer and uses it after returning faults at once. */
 #define NSLOTS 24
 #define SLOT_DATA (32 * 1024)
+#define NBANKS 4
 static unsigned char *slots;
+static int bank, poison_bank = -1, poison = 1;
+static uint32_t bank_used[NBANKS], bank_prot[NBANKS];
+
+static unsigned char *slot_base(int b, int i)
+{
+	return slots + ((size_t)b * NSLOTS + (size_t)i) * (SLOT_DATA + PAGE);
+}
 
 static unsigned char *slot_end(int i)
 {
-	return slots + (size_t)i * (SLOT_DATA + PAGE) + SLOT_DATA;
+	return slot_base(bank, i) + SLOT_DATA;
 }
 
 /* A pointer to `size` bytes of slot i ending at its guard (8-aligned), filled with junk. */
@@ -458,8 +479,41 @@ static void *slot_ptr(int i, size_t size)
 {
 	size_t rounded = (size + 7) & ~(size_t)7;
 	unsigned char *p = slot_end(i) - rounded;
+	if (bank_prot[bank] & (1u << i)) {
+		if (mprotect(slot_base(bank, i), SLOT_DATA, PROT_READ | PROT_WRITE)) {
+			perror("mprotect");
+			exit(2);
+		}
+		bank_prot[bank] &= ~(1u << i);
+	}
+	bank_used[bank] |= 1u << i;
 	memset(p, 0xa5, rounded);
 	return p;
+}
+
+/* After a call: the next one takes the next bank; the previous call's slots are poisoned as
+ * the next call begins (the harness reads its results in between). */
+static void bank_next(void)
+{
+	poison_bank = poison ? bank : -1;
+	bank = (bank + 1) % NBANKS;
+}
+
+static void bank_poison(void)
+{
+	int i, b = poison_bank;
+	if (b < 0)
+		return;
+	poison_bank = -1;
+	for (i = 0; i < NSLOTS; i++)
+		if ((bank_used[b] & (1u << i)) && !(bank_prot[b] & (1u << i))) {
+			if (mprotect(slot_base(b, i), SLOT_DATA, PROT_NONE)) {
+				perror("mprotect");
+				exit(2);
+			}
+			bank_prot[b] |= 1u << i;
+		}
+	bank_used[b] = 0;
 }
 
 /* Slots used for out-parameters (0..7) and in-parameters (8..23). */
@@ -480,8 +534,8 @@ static void *out_n(int idx, size_t size, int may_null)
 
 static void setup_memory(void)
 {
-	size_t alen = ARENA + CANARY + PAGE, slen = (size_t)NSLOTS * (SLOT_DATA + PAGE);
-	int i;
+	size_t alen = ARENA + CANARY + PAGE, slen = (size_t)NBANKS * NSLOTS * (SLOT_DATA + PAGE);
+	int i, b;
 	arena = mmap(NULL, alen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	slots = mmap(NULL, slen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (arena == MAP_FAILED || slots == MAP_FAILED) {
@@ -489,8 +543,9 @@ static void setup_memory(void)
 		exit(2);
 	}
 	mprotect(arena + ARENA + CANARY, PAGE, PROT_NONE);
-	for (i = 0; i < NSLOTS; i++)
-		mprotect(slot_end(i), PAGE, PROT_NONE);
+	for (b = 0; b < NBANKS; b++)
+		for (i = 0; i < NSLOTS; i++)
+			mprotect(slot_base(b, i) + SLOT_DATA, PAGE, PROT_NONE);
 	for (i = 0; i < (int)ARENA; i++)
 		arena[i] = (unsigned char)(i * 7 + wid);
 	memset(arena + ARENA, 0xc3, CANARY);
@@ -2037,7 +2092,7 @@ static void do_rmr_bind(void)
 	DAT_COMPLETION_FLAGS f = (DAT_COMPLETION_FLAGS)AV(rflags(0x3f));
 	DAT_RMR_CONTEXT *ctx = OUTP(0, DAT_RMR_CONTEXT);
 	if (t && n == 0)
-		t = (DAT_LMR_TRIPLET *)slot_end(S_IOV) - 1; /* one triplet, whatever it holds */
+		t = slot_ptr(S_IOV, sizeof(*t)); /* one triplet, of junk */
 	CALL(F_rmr_bind, dat_rmr_bind(rmr, lmr, t, priv, va, ep, ck, f, ctx));
 }
 
@@ -2861,6 +2916,7 @@ static void ensure_pool_(void)
 		}
 		{
 			DAT_OS_WAIT_PROXY_AGENT a = { (DAT_PVOID)me, agent_fn };
+			h = slot_ptr(S_OUT0, sizeof(*h)); /* a fresh slot: the last call's are poisoned */
 			rec_begin(F_cno_create);
 			AV(ia->h);
 			if (CALL(F_cno_create, dat_cno_create(ia->h, a, h)) == DAT_SUCCESS)
@@ -3257,7 +3313,7 @@ static void initial_connections(void)
 static void worker(uint64_t calls)
 {
 	uint64_t t0, k;
-	struct itimerval it = { { 1, 0 }, { 1, 0 } };
+	struct itimerval it;
 	struct sigaction sa;
 	int sock;
 	struct sockaddr_in sin;
@@ -3284,6 +3340,9 @@ static void worker(uint64_t calls)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGALRM, &sa, NULL);
 	last_progress = now_ns();
+	it.it_interval.tv_sec = (time_t)(signal_us / 1000000);
+	it.it_interval.tv_usec = (suseconds_t)(signal_us % 1000000);
+	it.it_value = it.it_interval;
 	setitimer(ITIMER_REAL, &it, NULL);
 
 	for (k = 0; k < NFUNC; k++)
@@ -3422,7 +3481,7 @@ int main(int argc, char **argv)
 	double wall;
 
 	g_seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
-	while ((opt = getopt(argc, argv, "s:n:i:t:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:i:t:vP:S:")) != -1) {
 		switch (opt) {
 		case 's':
 			g_seed = strtoull(optarg, NULL, 0);
@@ -3439,13 +3498,20 @@ int main(int argc, char **argv)
 		case 'v':
 			verbose = 1;
 			break;
+		case 'P':
+			poison = atoi(optarg);
+			break;
+		case 'S':
+			signal_us = strtoull(optarg, NULL, 0);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-v]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-P 0|1] [-S SIGNAL_US] [-v]\n", argv[0]);
 			return 2;
 		}
 	}
-	printf("api_fuzz: seed %" PRIu64 ", %" PRIu64 " calls over 2 workers, IA %s, hang threshold %" PRIu64 " ms\n",
-	       g_seed, g_calls, ia_name, hang_ns / 1000000);
+	printf("api_fuzz: seed %" PRIu64 ", %" PRIu64 " calls over 2 workers, IA %s, hang threshold %" PRIu64
+	       " ms, poisoning %s, SIGALRM every %" PRIu64 " us\n",
+	       g_seed, g_calls, ia_name, hang_ns / 1000000, poison ? "on" : "off", signal_us);
 	fflush(stdout);
 	shm = mmap(NULL, 2 * sizeof(struct wshared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shm == MAP_FAILED || pipe(p01) || pipe(p10)) {
