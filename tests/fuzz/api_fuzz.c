@@ -326,10 +326,12 @@ static void dump_ring(struct wshared *w, int who, int n)
 
 static void on_alarm(int sig)
 {
-	uint64_t t = now_ns(), since = in_call_since;
+	/* The handler may run on any thread, the library's too: read the stamps first, so a
+	 * stamp later than t means progress, not an age. */
+	uint64_t since = in_call_since, progress = last_progress, t = now_ns();
 	char line[256], *p = line;
 	(void)sig;
-	if (since && t - since > 5 * hang_ns / 2 + 3000000000ull) {
+	if (since && since < t && t - since > 5 * hang_ns / 2 + 3000000000ull) {
 		p = fmt_str(p, "api_fuzz: WATCHDOG: worker ");
 		p = fmt_dec(p, (uint64_t)wid);
 		p = fmt_str(p, " stuck in a call for ");
@@ -342,7 +344,7 @@ static void on_alarm(int sig)
 		dump_ring(me, wid, 24);
 		_exit(4);
 	}
-	if (!since && t - last_progress > 20000000000ull) {
+	if (!since && progress < t && t - progress > 20000000000ull) {
 		wr("api_fuzz: WATCHDOG: harness made no progress for 20 s\n");
 		dump_ring(me, wid, 24);
 		_exit(5);
@@ -3249,10 +3251,15 @@ static int pipe_to_peer, pipe_from_peer;
 static int read_full(int fd, void *buf, size_t n, int timeout_ms)
 {
 	size_t got = 0;
+	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	while (got < n) {
 		struct pollfd p = { fd, POLLIN, 0 };
 		ssize_t k;
-		if (poll(&p, 1, timeout_ms) <= 0)
+		int left = (int)((deadline - now_ns()) / 1000000);
+		int pr = now_ns() >= deadline ? 0 : poll(&p, 1, left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
 			return -1;
 		k = read(fd, (char *)buf + got, n - got);
 		if (k <= 0) {
