@@ -2065,19 +2065,39 @@ static void do_rmr_query(void)
 	CALL(F_rmr_query, dat_rmr_query(rmr, m, p));
 }
 
-static int ep_not_connected(struct obj *o)
+static DAT_COMPLETION_FLAGS rcompl(void);
+
+static DAT_PZ_HANDLE want_pz;
+static int lmr_in_pz(struct obj *o)
 {
-	return o->conn != 2;
+	return o->pz == want_pz;
 }
 
+static int ep_unconnected_in_pz(struct obj *o)
+{
+	return o->conn != 2 && o->pz == want_pz;
+}
+
+/* A good bind names an RMR, an LMR and an EP of one PZ (the EP not connected: binding over
+ * the wire is not implemented, on a disconnected EP the bind is flushed). */
 static void do_rmr_bind(void)
 {
 	DAT_RMR_HANDLE rmr = ph_primary(K_RMR);
-	struct obj *lo = bad() ? NULL : pick_live(K_LMR), *eo;
-	DAT_LMR_HANDLE lmr = lo ? (arg_tag((uint64_t)(uintptr_t)lo->h, 'L'), lo->h) : ph(K_LMR);
+	struct obj *ro = find_obj(K_RMR, rmr), *lo = NULL, *eo = NULL;
+	DAT_LMR_HANDLE lmr;
 	DAT_COUNT n = 1;
 	DAT_LMR_TRIPLET *t;
-	if (lo) {
+	DAT_MEM_PRIV_FLAGS priv;
+	DAT_VA_TYPE va;
+	DAT_EP_HANDLE ep;
+	DAT_RMR_COOKIE ck;
+	DAT_COMPLETION_FLAGS f;
+	DAT_RMR_CONTEXT *ctx;
+	want_pz = ro ? ro->pz : NULL;
+	if (!bad())
+		lo = pick_live_if(K_LMR, lmr_in_pz);
+	lmr = lo ? (arg_tag((uint64_t)(uintptr_t)lo->h, 'L'), lo->h) : ph(K_LMR);
+	if (lo && !bad()) {
 		DAT_VLEN off = rnd((uint32_t)lo->len + 1);
 		t = slot_ptr(S_IOV, sizeof(*t));
 		t->virtual_address = (lo->zb ? 0 : lo->base) + off;
@@ -2086,15 +2106,17 @@ static void do_rmr_bind(void)
 		AP(t);
 	} else {
 		t = riov(&n, NULL, 1);
+		if (t && n == 0)
+			t = slot_ptr(S_IOV, sizeof(*t)); /* one triplet, of junk */
 	}
-	DAT_MEM_PRIV_FLAGS priv = (DAT_MEM_PRIV_FLAGS)AV(rpriv());
-	DAT_VA_TYPE va = (DAT_VA_TYPE)AV(bad() ? (uint32_t)r64() : rnd(2));
-	DAT_EP_HANDLE ep = !bad() && (eo = pick_live_if(K_EP, ep_not_connected)) ? (arg_tag((uint64_t)(uintptr_t)eo->h, 'L'), eo->h) : ph(K_EP);
-	DAT_RMR_COOKIE ck = rcontext();
-	DAT_COMPLETION_FLAGS f = (DAT_COMPLETION_FLAGS)AV(rflags(0x3f));
-	DAT_RMR_CONTEXT *ctx = OUTP(0, DAT_RMR_CONTEXT);
-	if (t && n == 0)
-		t = slot_ptr(S_IOV, sizeof(*t)); /* one triplet, of junk */
+	priv = (DAT_MEM_PRIV_FLAGS)AV(rpriv());
+	va = (DAT_VA_TYPE)AV(bad() ? (uint32_t)r64() : (chance(90) ? DAT_VA_TYPE_VA : DAT_VA_TYPE_ZB));
+	if (!bad())
+		eo = pick_live_if(K_EP, ep_unconnected_in_pz);
+	ep = eo ? (arg_tag((uint64_t)(uintptr_t)eo->h, 'L'), eo->h) : ph(K_EP);
+	ck = rcontext();
+	f = (DAT_COMPLETION_FLAGS)AV(rcompl());
+	ctx = OUTP(0, DAT_RMR_CONTEXT);
 	CALL(F_rmr_bind, dat_rmr_bind(rmr, lmr, t, priv, va, ep, ck, f, ctx));
 }
 
