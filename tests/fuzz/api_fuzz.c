@@ -20,7 +20,9 @@
  * alone, so a replay with the same seed makes the same choices (the outcomes of calls that
  * depend on timing between the two processes may differ).
  *
- * usage: api_fuzz [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-P 0|1] [-S SIGNAL_US] [-v]
+ * usage: api_fuzz [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-P 0|1] [-S SIGNAL_US] [-T THREADS] [-v]
+ *   -T runs that many harness threads in each worker (1 by default), making calls on the same
+ *      objects concurrently; the interleaving then varies from run to run;
  *   -P 0 turns off the poisoning of argument memory after each call (on by default);
  *   -S sets the period of the SIGALRM that drives the watchdog (1 s; smaller periods make a
  *      signal storm that every blocking call of the library must survive).
@@ -36,6 +38,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -106,6 +109,7 @@ static const char *oname[NOUT] = {
 /* Shared state between the supervisor and the two workers                                   */
 
 #define RING 64
+#define MAXT 4 /* harness threads per worker */
 #define NPUBQ 8
 #define NPUBL 8
 
@@ -142,8 +146,10 @@ struct wshared {
 	double seconds;
 	volatile int finished;
 	volatile int ready;
-	uint32_t ring_pos;
-	struct rec ring[RING];
+	volatile uint64_t in_call[MAXT];  /* when each thread's current library call began, or 0 */
+	volatile uint64_t progress[MAXT]; /* when each thread last finished a call */
+	uint32_t ring_pos[MAXT];
+	struct rec ring[MAXT][RING];
 	char note[512];
 };
 
@@ -155,12 +161,18 @@ static uint64_t g_calls = 1000000;
 static uint64_t hang_ns = 2000000000ull;
 static const char *ia_name = "tcp-lo";
 static int verbose;
+static int nthreads = 1;
+static __thread int tid; /* harness thread within the worker */
+/* The harness's own state is shared by its threads under this lock, which a thread lets go
+ * of only while it is inside a library call: library calls run concurrently, the
+ * harness's bookkeeping does not. */
+static pthread_mutex_t hmx = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t signal_us = 1000000; /* SIGALRM period: the watchdog, and signals the library must survive */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Random numbers: step k of worker w draws from splitmix64(seed, w, k)                       */
 
-static uint64_t rs;
+static __thread uint64_t rs;
 
 static uint64_t mix64(uint64_t z)
 {
@@ -187,11 +199,11 @@ static int chance(unsigned percent)
 
 static void seed_step(uint64_t step, uint64_t salt)
 {
-	rs = mix64(g_seed ^ mix64(((uint64_t)wid << 56) ^ (salt << 48) ^ step));
+	rs = mix64(g_seed ^ mix64(((uint64_t)wid << 56) ^ ((uint64_t)tid << 52) ^ (salt << 48) ^ step));
 }
 
 /* How often an argument of this call is bad, in percent; chosen per call. */
-static unsigned badp;
+static __thread unsigned badp;
 
 static int bad(void)
 {
@@ -208,16 +220,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int expect_fail;                 /* the primary handle is certainly not a valid one of its kind */
-static volatile uint64_t in_call_since; /* 0 when not in a library call */
-static volatile uint64_t last_progress;
-static struct rec *cur;                 /* the record of the call being made */
-static uint64_t cur_step;
+static __thread int expect_fail;    /* the primary handle is certainly not a valid one of its kind */
+static __thread struct rec *cur;    /* the record of the call being made */
+static __thread uint64_t cur_step;
 
 static void rec_begin(int fid)
 {
-	uint32_t pos = me->ring_pos++ % RING;
-	cur = &me->ring[pos];
+	uint32_t pos = me->ring_pos[tid]++ % RING;
+	cur = &me->ring[tid][pos];
 	memset(cur, 0, sizeof(*cur));
 	cur->step = cur_step;
 	cur->fid = (uint16_t)fid;
@@ -280,18 +290,24 @@ static char *fmt_str(char *p, const char *s)
 	return p;
 }
 
-static void dump_ring(struct wshared *w, int who, int n)
+static void dump_ring_t(struct wshared *w, int who, int t, int n)
 {
 	char line[512];
-	uint32_t end = w->ring_pos, i;
+	uint32_t end = w->ring_pos[t], i;
 	char *p = line;
+	if (!end)
+		return;
 	p = fmt_str(p, "  last calls of worker ");
 	p = fmt_dec(p, (uint64_t)who);
+	if (nthreads > 1) {
+		p = fmt_str(p, " thread ");
+		p = fmt_dec(p, (uint64_t)t);
+	}
 	p = fmt_str(p, " (step: function(args, tag L live F freed W wrong-type N null G garbage B bit-flip v value p pointer) = return):\n");
 	*p = 0;
 	wr(line);
 	for (i = (end > (uint32_t)n ? end - (uint32_t)n : 0); i < end; i++) {
-		struct rec *r = &w->ring[i % RING];
+		struct rec *r = &w->ring[t][i % RING];
 		int k;
 		if (r->fid >= NFUNC)
 			continue;
@@ -324,13 +340,29 @@ static void dump_ring(struct wshared *w, int who, int n)
 	}
 }
 
+static void dump_ring(struct wshared *w, int who, int n)
+{
+	int t;
+	for (t = 0; t < nthreads; t++)
+		dump_ring_t(w, who, t, n);
+}
+
 static void on_alarm(int sig)
 {
 	/* The handler may run on any thread, the library's too: read the stamps first, so a
 	 * stamp later than t means progress, not an age. */
-	uint64_t since = in_call_since, progress = last_progress, t = now_ns();
+	uint64_t since = 0, progress = 0, t;
 	char line[256], *p = line;
+	int k;
 	(void)sig;
+	for (k = 0; k < nthreads; k++) {
+		uint64_t c = me->in_call[k], g = me->progress[k];
+		if (c && (!since || c < since))
+			since = c;
+		if (g > progress)
+			progress = g;
+	}
+	t = now_ns();
 	if (since && since < t && t - since > 5 * hang_ns / 2 + 3000000000ull) {
 		p = fmt_str(p, "api_fuzz: WATCHDOG: worker ");
 		p = fmt_dec(p, (uint64_t)wid);
@@ -344,7 +376,7 @@ static void on_alarm(int sig)
 		dump_ring(me, wid, 24);
 		_exit(4);
 	}
-	if (!since && progress < t && t - progress > 20000000000ull) {
+	if (progress && progress < t && t - progress > 20000000000ull) {
 		wr("api_fuzz: WATCHDOG: harness made no progress for 20 s\n");
 		dump_ring(me, wid, 24);
 		_exit(5);
@@ -401,8 +433,8 @@ static DAT_RETURN after(int fid, DAT_RETURN r, uint64_t t0)
 {
 	uint64_t t1 = now_ns(), d = t1 - t0;
 	int o = outcome(r);
-	in_call_since = 0;
-	last_progress = t1;
+	me->in_call[tid] = 0;
+	me->progress[tid] = t1;
 	bank_next();
 	me->calls++;
 	me->counts[fid][o]++;
@@ -441,8 +473,10 @@ static DAT_RETURN after(int fid, DAT_RETURN r, uint64_t t0)
 		DAT_RETURN r_;                                                                   \
 		bank_poison();                                                                   \
 		t0_ = now_ns();                                                                  \
-		in_call_since = t0_;                                                             \
+		me->in_call[tid] = t0_;                                                          \
+		pthread_mutex_unlock(&hmx);                                                      \
 		r_ = (expr);                                                                     \
+		pthread_mutex_lock(&hmx);                                                        \
 		after((fid), r_, t0_);                                                           \
 	})
 
@@ -462,9 +496,10 @@ static unsigned char *arena; /* ARENA + CANARY bytes, then a guard page */
 #define NSLOTS 24
 #define SLOT_DATA (32 * 1024)
 #define NBANKS 4
-static unsigned char *slots;
-static int bank, poison_bank = -1, poison = 1;
-static uint32_t bank_used[NBANKS], bank_prot[NBANKS];
+static int poison = 1;
+static __thread unsigned char *slots;
+static __thread int bank, poison_bank = -1;
+static __thread uint32_t bank_used[NBANKS], bank_prot[NBANKS];
 
 static unsigned char *slot_base(int b, int i)
 {
@@ -536,21 +571,32 @@ static void *out_n(int idx, size_t size, int may_null)
 
 static void setup_memory(void)
 {
-	size_t alen = ARENA + CANARY + PAGE, slen = (size_t)NBANKS * NSLOTS * (SLOT_DATA + PAGE);
-	int i, b;
+	size_t alen = ARENA + CANARY + PAGE;
+	int i;
 	arena = mmap(NULL, alen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	slots = mmap(NULL, slen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (arena == MAP_FAILED || slots == MAP_FAILED) {
+	if (arena == MAP_FAILED) {
 		perror("mmap");
 		exit(2);
 	}
 	mprotect(arena + ARENA + CANARY, PAGE, PROT_NONE);
-	for (b = 0; b < NBANKS; b++)
-		for (i = 0; i < NSLOTS; i++)
-			mprotect(slot_base(b, i) + SLOT_DATA, PAGE, PROT_NONE);
 	for (i = 0; i < (int)ARENA; i++)
 		arena[i] = (unsigned char)(i * 7 + wid);
 	memset(arena + ARENA, 0xc3, CANARY);
+}
+
+/* Each harness thread has its own banks of slots. */
+static void setup_slots(void)
+{
+	size_t slen = (size_t)NBANKS * NSLOTS * (SLOT_DATA + PAGE);
+	int i, b;
+	slots = mmap(NULL, slen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (slots == MAP_FAILED) {
+		perror("mmap");
+		exit(2);
+	}
+	for (b = 0; b < NBANKS; b++)
+		for (i = 0; i < NSLOTS; i++)
+			mprotect(slot_base(b, i) + SLOT_DATA, PAGE, PROT_NONE);
 }
 
 static void check_canary(void)
@@ -674,8 +720,8 @@ static void forget(int k, struct obj *o, int freed)
 }
 
 /* Calls that destroy or disturb an object spare the core but now and then. */
-static int making_core; /* what is being made is part of the core */
-static int sparing;
+static __thread int making_core; /* what is being made is part of the core */
+static __thread int sparing;
 
 static struct obj *add_obj(int k, DAT_HANDLE h, DAT_IA_HANDLE ia, int sure)
 {
@@ -1006,7 +1052,7 @@ static DAT_CONN_QUAL rqual(int for_listen)
 /* The shape of good segments: any length up to 8 KiB, small (sends: at most 256 bytes, so a
  * good receive holds them), or large (receives: at least 4 KiB when the region has room). */
 enum { SHAPE_ANY, SHAPE_SMALL, SHAPE_LARGE };
-static int iov_shape;
+static __thread int iov_shape;
 
 static DAT_LMR_TRIPLET *riov(DAT_COUNT *nseg, DAT_PZ_HANDLE pz, int max_good)
 {
@@ -1622,7 +1668,7 @@ static void do_ia_openv(void)
 }
 
 /* Reads what a returned pointer points to: it must be valid memory. */
-static volatile unsigned char sink;
+static __thread volatile unsigned char sink;
 static void touch(const void *p, size_t n)
 {
 	const volatile unsigned char *c = p;
@@ -2067,7 +2113,7 @@ static void do_rmr_query(void)
 
 static DAT_COMPLETION_FLAGS rcompl(void);
 
-static DAT_PZ_HANDLE want_pz;
+static __thread DAT_PZ_HANDLE want_pz;
 static int lmr_in_pz(struct obj *o)
 {
 	return o->pz == want_pz;
@@ -2814,7 +2860,7 @@ static DAT_RETURN rreturn_value(void)
 	case 1:
 		return DAT_CLASS_ERROR | ((1 + rnd(24)) << 16) | rnd(104);
 	case 2:
-		return me->ring[rnd(RING)].ret;
+		return me->ring[tid][rnd(RING)].ret;
 	default:
 		return DAT_CLASS_ERROR | DAT_NOT_IMPLEMENTED | rnd(200);
 	}
@@ -2901,7 +2947,7 @@ static int count_if(int k, int (*pred)(struct obj *))
 	return n;
 }
 
-static DAT_EVD_FLAGS want_flags;
+static __thread DAT_EVD_FLAGS want_flags;
 static int evd_has(struct obj *o)
 {
 	return o->core && (o->flags & want_flags) != 0 && !(o->flags & DAT_EVD_ASYNC_FLAG);
@@ -3339,6 +3385,44 @@ static void initial_connections(void)
 		note("setup: no connection established");
 }
 
+/* The random phase of one harness thread; thread 0 also keeps the pool going. */
+static void run_steps(uint64_t calls)
+{
+	uint64_t k;
+	for (k = 1; me->calls < calls; k++) {
+		cur_step = k;
+		me->steps++;
+		seed_step(k, 0);
+		step();
+		if (tid == 0 && k % 64 == 0) {
+			seed_step(k, 2);
+			maintain();
+		}
+		if (tid == 0 && k % 1024 == 0) {
+			seed_step(k, 3);
+			refresh();
+		}
+	}
+}
+
+static struct targ {
+	pthread_t th;
+	int tid;
+	uint64_t calls;
+} targs[MAXT];
+
+static void *thread_main(void *p)
+{
+	struct targ *a = p;
+	tid = a->tid;
+	setup_slots();
+	pthread_mutex_lock(&hmx);
+	me->progress[tid] = now_ns();
+	run_steps(a->calls);
+	pthread_mutex_unlock(&hmx);
+	return NULL;
+}
+
 static void worker(uint64_t calls)
 {
 	uint64_t t0, k;
@@ -3349,7 +3433,9 @@ static void worker(uint64_t calls)
 	socklen_t sl = sizeof(sin);
 	DAT_PROVIDER_ATTR pattr;
 
+	pthread_mutex_lock(&hmx);
 	setup_memory();
+	setup_slots();
 	lo_addr.sin_family = AF_INET;
 	lo_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	/* A port nobody listens on: bound, never listening, held for the whole run. */
@@ -3368,7 +3454,7 @@ static void worker(uint64_t calls)
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGALRM, &sa, NULL);
-	last_progress = now_ns();
+	me->progress[0] = now_ns();
 	it.it_interval.tv_sec = (time_t)(signal_us / 1000000);
 	it.it_interval.tv_usec = (suseconds_t)(signal_us % 1000000);
 	it.it_value = it.it_interval;
@@ -3403,20 +3489,19 @@ static void worker(uint64_t calls)
 	me->ready = 1;
 
 	t0 = now_ns();
-	for (k = 1; me->calls < calls; k++) {
-		cur_step = k;
-		me->steps = k;
-		seed_step(k, 0);
-		step();
-		if (k % 64 == 0) {
-			seed_step(k, 2);
-			maintain();
-		}
-		if (k % 1024 == 0) {
-			seed_step(k, 3);
-			refresh();
+	for (k = 1; k < (uint64_t)nthreads; k++) {
+		targs[k].tid = (int)k;
+		targs[k].calls = calls;
+		if (pthread_create(&targs[k].th, NULL, thread_main, &targs[k])) {
+			perror("pthread_create");
+			exit(2);
 		}
 	}
+	run_steps(calls);
+	pthread_mutex_unlock(&hmx);
+	for (k = 1; k < (uint64_t)nthreads; k++)
+		pthread_join(targs[k].th, NULL);
+	pthread_mutex_lock(&hmx);
 	me->seconds = (double)(now_ns() - t0) / 1e9;
 	check_canary();
 	drain_all(64);
@@ -3510,7 +3595,7 @@ int main(int argc, char **argv)
 	double wall;
 
 	g_seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
-	while ((opt = getopt(argc, argv, "s:n:i:t:vP:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:i:t:vP:S:T:")) != -1) {
 		switch (opt) {
 		case 's':
 			g_seed = strtoull(optarg, NULL, 0);
@@ -3533,14 +3618,22 @@ int main(int argc, char **argv)
 		case 'S':
 			signal_us = strtoull(optarg, NULL, 0);
 			break;
+		case 'T':
+			nthreads = atoi(optarg);
+			if (nthreads < 1 || nthreads > MAXT) {
+				fprintf(stderr, "api_fuzz: -T takes 1 to %d\n", MAXT);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-P 0|1] [-S SIGNAL_US] [-v]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-P 0|1] [-S SIGNAL_US] [-T THREADS] [-v]\n", argv[0]);
 			return 2;
 		}
 	}
 	printf("api_fuzz: seed %" PRIu64 ", %" PRIu64 " calls over 2 workers, IA %s, hang threshold %" PRIu64
-	       " ms, poisoning %s, SIGALRM every %" PRIu64 " us\n",
-	       g_seed, g_calls, ia_name, hang_ns / 1000000, poison ? "on" : "off", signal_us);
+	       " ms, poisoning %s, SIGALRM every %" PRIu64 " us, %d thread%s per worker\n",
+	       g_seed, g_calls, ia_name, hang_ns / 1000000, poison ? "on" : "off", signal_us, nthreads,
+	       nthreads > 1 ? "s" : "");
 	fflush(stdout);
 	shm = mmap(NULL, 2 * sizeof(struct wshared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shm == MAP_FAILED || pipe(p01) || pipe(p10)) {

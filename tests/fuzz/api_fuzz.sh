@@ -32,7 +32,7 @@ root=$(cd "$here/../.." && pwd)
 out=${API_FUZZ_BUILD:-${TMPDIR:-/tmp}/api_fuzz.$$}
 mkdir -p "$out"
 bin=$out/api_fuzz
-cflags="-O1 -g -Wall -Wextra -Werror -I $root/include"
+cflags="-O1 -g -Wall -Wextra -Werror -pthread -I $root/include"
 if [ -n "$asan" ]; then
 	cflags="$cflags -fsanitize=address,undefined -fno-omit-frame-pointer"
 	bin=$out/api_fuzz_asan
