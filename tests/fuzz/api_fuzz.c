@@ -3187,7 +3187,8 @@ static void refresh(void)
 		AV(o->h);
 		CALL(F_evd_clear_unwaitable, dat_evd_clear_unwaitable(o->h));
 	}
-	for (i = 0; i < SLOTS; i++) {
+	/* (With several threads another one may be freeing the CNO, or closing its IA, right now.) */
+	for (i = 0; i < SLOTS && nthreads == 1; i++) {
 		struct obj *o = &pools[K_CNO].o[i];
 		struct pollfd pfd;
 		if (!o->live || o->fd < 0)
