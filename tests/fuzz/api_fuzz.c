@@ -2,25 +2,42 @@
  * api_fuzz: a fuzz harness for libdat's C API.
  *
  * A supervisor forks two workers. Each worker opens the tcp-lo IA, builds a pool of objects
- * (PZs, EVDs of each stream kind, CNOs, LMRs over buffers the harness owns, RMRs, SRQs, EPs,
- * PSPs), and the two connect to each other (each listens with dat_psp_create_any and tells the
- * other its qualifier through a pipe), so sends, receives, RDMA writes and RDMA reads really
- * flow. Then both make random calls concurrently: any exported function, with handles drawn
- * from live objects, freed objects, freed-and-reused slots, objects of the wrong type, NULL and
- * garbage, and random counts, lengths, flags, masks, IOVs, private data and timeouts. Now and
- * then they free and recreate objects, disconnect and reconnect, and close an IA abruptly.
+ * (PZs, EVDs of each stream kind, CNOs made by dat_cno_create and dat_cno_fd_create, LMRs over
+ * memory the harness owns, RMRs, SRQs, EPs, PSPs), and the two connect to each other (each
+ * listens with dat_psp_create_any and tells the other its qualifier through a pipe), so sends,
+ * receives, RDMA writes and RDMA reads really flow. Then both make random calls concurrently:
+ * any of the 85 exported functions, with handles drawn from live objects, freed objects,
+ * freed-and-reused slots, objects of the wrong type, NULL, bit-flipped handles and garbage,
+ * and random counts, lengths, flags, masks, IOVs, private data and (short) timeouts. Now and
+ * then they free and recreate objects, disconnect and reconnect, and close an IA abruptly. A
+ * core of objects that keeps connections and DTOs going is spared by destructive calls but
+ * now and then; the pool is topped up and dead connections remade every 64 steps.
  *
- * Every return must be a valid DAT_RETURN, every call must end within 2 s, every event must be
- * well-formed, and no worker may die. The harness only passes pointers that the library may
- * write through when they point to harness memory large enough for the type (most of it ends
- * at a PROT_NONE page, so an overrun faults at once), only registers harness memory, and never
- * frees registered memory, so a crash is the library's fault.
+ * Checked, each a failure (exit 1, the seed and the last calls of each thread printed):
+ *  - a worker dies (a signal, an ASan report) or its watchdog finds it stuck;
+ *  - a return is not DAT_SUCCESS, the bare DAT_QUEUE_EMPTY or DAT_TIMEOUT_EXPIRED, or an
+ *    error/warning class with a DAT_RETURN_TYPE and a DAT_RETURN_SUBTYPE (or 0);
+ *  - a call takes longer than 2 s (-t);
+ *  - an event is not well-formed (unknown number, evd_handle not the EVD it came from, DTO
+ *    status or operation out of range, a request without a CR handle);
+ *  - a call succeeds on a handle that is certainly invalid for it (freed by us, of another
+ *    kind, NULL, garbage);
+ *  - the library writes into the unregistered canary after the registered arena, or accepts a
+ *    registration outside harness memory;
+ *  - a pointer the library returned (addresses, private data, names, strings) cannot be read.
  *
- * Deterministic from a seed: the random choices of step k of worker w come from (seed, w, k)
- * alone, so a replay with the same seed makes the same choices (the outcomes of calls that
- * depend on timing between the two processes may differ).
+ * Memory: the harness passes a pointer the library may write through only when it points to
+ * harness memory large enough for the type, registers only its own arena, and never frees
+ * registered memory, so a crash is the library's fault. Arguments and out-parameters live in
+ * slots that end at a PROT_NONE page (an overrun faults at once) and are made PROT_NONE once
+ * the call has returned (a library that keeps the caller's pointer faults when it uses it).
+ *
+ * Deterministic from a seed: the random choices of step k of thread t of worker w come from
+ * (seed, w, t, k) alone, so a replay with the same seed makes the same choices (the outcomes
+ * of calls that depend on timing between the two processes, or threads, may differ).
  *
  * usage: api_fuzz [-s SEED] [-n CALLS] [-i IA] [-t HANG_MS] [-P 0|1] [-S SIGNAL_US] [-T THREADS] [-v]
+ *   -n total calls over both workers (1000000);
  *   -T runs that many harness threads in each worker (1 by default), making calls on the same
  *      objects concurrently; the interleaving then varies from run to run;
  *   -P 0 turns off the poisoning of argument memory after each call (on by default);
@@ -3592,7 +3609,7 @@ int main(int argc, char **argv)
 {
 	int opt, w, p01[2], p10[2], failed = 0, crashes = 0;
 	pid_t pid[2];
-	uint64_t t0, hangs = 0, invalid = 0, badev = 0, canary = 0, badsucc = 0;
+	uint64_t t0, hangs = 0, invalid = 0, badev = 0, canary = 0, badsucc = 0, wild = 0;
 	double wall;
 
 	g_seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
@@ -3684,13 +3701,14 @@ int main(int argc, char **argv)
 		badev += shm[w].bad_events;
 		canary += shm[w].canary;
 		badsucc += shm[w].bad_success;
+		wild += shm[w].wild;
 		if (shm[w].note[0])
 			printf("worker %d first note: %s\n", w, shm[w].note);
 	}
 	printf("crashes %d, hangs %" PRIu64 ", invalid returns %" PRIu64 ", bad events %" PRIu64 ", canary hits %" PRIu64
-	       ", successes with invalid handles %" PRIu64 "%s\n",
-	       crashes, hangs, invalid, badev, canary, badsucc, failed ? ", a worker failed" : "");
-	if (crashes || hangs || invalid || badev || canary || failed) {
+	       ", successes with invalid handles %" PRIu64 ", registrations outside harness memory %" PRIu64 "%s\n",
+	       crashes, hangs, invalid, badev, canary, badsucc, wild, failed ? ", a worker failed" : "");
+	if (crashes || hangs || invalid || badev || canary || badsucc || wild || failed) {
 		printf("FAILED: replay with: api_fuzz -s %" PRIu64 " -n %" PRIu64 "\n", g_seed, g_calls);
 		return 1;
 	}
