@@ -63,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -3666,6 +3667,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (pid[w] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the supervisor */
 			wid = w;
 			me = &shm[w];
 			peer = &shm[1 - w];
