@@ -3711,7 +3711,8 @@ int main(int argc, char **argv)
 	       ", successes with invalid handles %" PRIu64 ", registrations outside harness memory %" PRIu64 "%s\n",
 	       crashes, hangs, invalid, badev, canary, badsucc, wild, failed ? ", a worker failed" : "");
 	if (crashes || hangs || invalid || badev || canary || badsucc || wild || failed) {
-		printf("FAILED: replay with: api_fuzz -s %" PRIu64 " -n %" PRIu64 "\n", g_seed, g_calls);
+		printf("FAILED: replay with: api_fuzz -s %" PRIu64 " -n %" PRIu64 " -i %s -t %" PRIu64 " -T %d -P %d -S %" PRIu64
+		       "\n", g_seed, g_calls, ia_name, hang_ns / 1000000, nthreads, poison, signal_us);
 		return 1;
 	}
 	return 0;
