@@ -157,6 +157,7 @@ struct wshared {
 	volatile uint64_t psp_qual[NPUBQ];
 	struct publmr lmr[NPUBL];
 	uint64_t counts[NFUNC][NOUT];
+	uint64_t max_us[NFUNC];        /* the slowest call of each function */
 	uint64_t dto[DTO_OPS][DTO_ST]; /* completions by operation and status */
 	uint64_t events[32];           /* by event_names[] */
 	uint64_t invalid, hangs, bad_events, bad_success, wild, canary, agent, oddities;
@@ -458,6 +459,8 @@ static DAT_RETURN after(int fid, DAT_RETURN r, uint64_t t0)
 	me->counts[fid][o]++;
 	cur->ret = r;
 	cur->usec = (uint32_t)(d / 1000 > UINT32_MAX ? UINT32_MAX : d / 1000);
+	if (d / 1000 > me->max_us[fid])
+		me->max_us[fid] = d / 1000;
 	cur->done = 1;
 	if (o == O_INVALID) {
 		me->invalid++;
@@ -3546,7 +3549,7 @@ static void report(double wall)
 {
 	uint64_t tot[NOUT] = { 0 }, calls = 0;
 	int f, o, w;
-	printf("\n%-36s %9s", "function", "calls");
+	printf("\n%-36s %9s %9s", "function", "calls", "max ms");
 	for (o = 0; o < NOUT; o++) {
 		for (f = 0; f < NFUNC; f++)
 			tot[o] += shm[0].counts[f][o] + shm[1].counts[f][o];
@@ -3556,7 +3559,8 @@ static void report(double wall)
 		uint64_t n = 0;
 		for (o = 0; o < NOUT; o++)
 			n += shm[0].counts[f][o] + shm[1].counts[f][o];
-		printf("%-36s %9" PRIu64 " ", fname[f], n);
+		printf("%-36s %9" PRIu64 " %9.1f ", fname[f], n,
+		       (double)(shm[0].max_us[f] > shm[1].max_us[f] ? shm[0].max_us[f] : shm[1].max_us[f]) / 1000.0);
 		for (o = 0; o < NOUT; o++) {
 			uint64_t c = shm[0].counts[f][o] + shm[1].counts[f][o];
 			if (c)
@@ -3564,7 +3568,7 @@ static void report(double wall)
 		}
 		printf("\n");
 	}
-	printf("%-36s %9s ", "all", "");
+	printf("%-36s %9" PRIu64 " %9s ", "all", shm[0].calls + shm[1].calls, "");
 	for (o = 0; o < NOUT; o++)
 		if (tot[o])
 			printf(" %s:%" PRIu64, oname[o], tot[o]);
