@@ -10,10 +10,16 @@
 #define H(name, call, sub) expect_ret("evd_cno/" name, (call), DAT_ERROR(DAT_INVALID_HANDLE, (sub)))
 #define T(name, call) expect_type("evd_cno/" name, (call), DAT_INVALID_HANDLE)
 
+/* What the proxy agent was called with. */
+static int agent_calls;
+static DAT_PVOID agent_data;
+static DAT_EVD_HANDLE agent_evd;
+
 static void agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
 {
-	(void)data;
-	(void)evd;
+	agent_calls++;
+	agent_data = data;
+	agent_evd = evd;
 }
 
 static DAT_RETURN post_se(DAT_EVD_HANDLE evd)
@@ -113,6 +119,27 @@ int main(void)
 	expect_ret("evd_cno/cno_wait-notified", dat_cno_wait(cno, 1000000, &got), DAT_SUCCESS);
 	expect_true("evd_cno/cno_wait-names-evd", got == se_evd, "the EVD that notified");
 	dat_evd_dequeue(se_evd, &ev);
+
+	/* dat_cno_create: the agent "is invoked when the CNO is triggered. After it is invoked,
+	 * it is no longer associated with the CNO"; dat_cno_modify_agent: "any trigger received
+	 * by the CNO is also passed to the OS Wait Proxy Agent". So one trigger calls it with its
+	 * instance data and the EVD; the next one does not. */
+	agent.instance_data = &instance;
+	agent.proxy_agent_func = agent_func;
+	dat_cno_modify_agent(cno, agent);
+	agent_calls = 0;
+	post_se(se_evd);
+	dat_cno_wait(cno, 1000000, &got);
+	dat_evd_dequeue(se_evd, &ev);
+	expect_true("evd_cno/cno_agent-invoked", agent_calls == 1 && agent_data == &instance && agent_evd == se_evd,
+		    "the agent called once, with its instance data and the EVD");
+	memset(&cp, 0, sizeof(cp));
+	dat_cno_query(cno, DAT_CNO_FIELD_ALL, &cp);
+	post_se(se_evd);
+	dat_cno_wait(cno, 1000000, &got);
+	dat_evd_dequeue(se_evd, &ev);
+	expect_true("evd_cno/cno_agent-once", agent_calls == 1 && cp.proxy.agent.proxy_agent_func == NULL,
+		    "no longer associated after it was invoked");
 
 	/* dat_cno_trigger (DAT 2.0, no man page): the handle and the out-pointer. */
 	H("cno_trigger-garbage", dat_cno_trigger(g, &got), DAT_INVALID_HANDLE_CNO);

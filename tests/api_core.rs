@@ -172,6 +172,38 @@ fn graceful_close_is_refused_while_objects_exist_and_abrupt_frees_them() {
     );
 }
 
+/// An abrupt close frees every object of the IA, even those another thread makes while it
+/// closes: each creation either fails or makes a handle the close then frees (none outlives
+/// the IA). EVDs stand in for every kind: all go through one adoption.
+#[test]
+fn objects_made_during_an_abrupt_close_do_not_outlive_it() {
+    for round in 0..200 {
+        let o = open("tcp-lo").unwrap();
+        let ia = o.ia as usize;
+        let maker = std::thread::spawn(move || {
+            let mut made = Vec::new();
+            loop {
+                let mut evd = null_mut();
+                let rc = unsafe { dat_evd_create(ia as DAT_IA_HANDLE, 4, null_mut(), SOFTWARE, &mut evd) };
+                if rc != OK {
+                    return made;
+                }
+                made.push(evd as usize);
+            }
+        });
+        // Let the maker run a little, more each round.
+        for _ in 0..round * 50 {
+            std::hint::spin_loop();
+        }
+        assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
+        let made = maker.join().unwrap();
+        for evd in made {
+            let mut t = 0;
+            assert_ne!(unsafe { dat_get_handle_type(evd as DAT_HANDLE, &mut t) }, OK, "an EVD outlived its IA (round {round})");
+        }
+    }
+}
+
 #[test]
 fn wrong_type_handles_are_refused() {
     let o = open("tcp-lo").unwrap();

@@ -123,9 +123,7 @@ pub unsafe extern "C" fn dat_ia_close(ia_handle: DAT_IA_HANDLE, ia_flags: DAT_CL
 }
 
 fn close(ia: &Arc<Ia>, h: DAT_IA_HANDLE, flags: dat_close_flags) -> DatResult {
-    if flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG && ia.live_children() != 0 {
-        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_IA_IN_USE));
-    }
+    ia.begin_close(flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG)?;
     handle::remove::<Ia>(h).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_IA))?;
     ia.free_all();
     Ok(())

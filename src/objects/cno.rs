@@ -98,17 +98,31 @@ impl Cno {
         self.state.lock().agent = agent;
     }
 
-    /// An EVD of this CNO got an event.
+    /// An EVD of this CNO got an event. The OS Wait Proxy Agent, if there is one, hears of it
+    /// too, once: "After it is invoked, it is no longer associated with the CNO"
+    /// (dat_cno_create). It is called with no lock of ours held.
     pub fn trigger(&self, evd: DAT_EVD_HANDLE) {
-        let mut s = self.state.lock();
-        if !s.triggered.contains(&(evd as usize)) {
-            s.triggered.push(evd as usize);
-        }
-        self.ready.notify_one();
-        if let Some(fd) = self.fd() {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
-            unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+        let agent = {
+            let mut s = self.state.lock();
+            if !s.triggered.contains(&(evd as usize)) {
+                s.triggered.push(evd as usize);
+            }
+            self.ready.notify_one();
+            if let Some(fd) = self.fd() {
+                let one: u64 = 1;
+                // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
+                unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+            }
+            let agent = s.agent;
+            if agent.proxy_agent_func.is_some() {
+                s.agent = DAT_OS_WAIT_PROXY_AGENT { instance_data: std::ptr::null_mut(), proxy_agent_func: None };
+            }
+            agent
+        };
+        if let Some(func) = agent.proxy_agent_func {
+            // SAFETY: the consumer's agent function, called with its own instance data and the
+            // EVD that triggered, as DAT_AGENT_FUNC is declared.
+            unsafe { func(agent.instance_data, evd) };
         }
     }
 

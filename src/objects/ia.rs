@@ -22,7 +22,15 @@ pub struct Ia {
     /// This IA's own handle, set once it is registered.
     handle: std::sync::atomic::AtomicUsize,
     /// Handles of the objects created under this IA, in creation order.
-    children: Mutex<Vec<usize>>,
+    children: Mutex<Children>,
+}
+
+#[derive(Default)]
+struct Children {
+    handles: Vec<usize>,
+    /// Set as the IA closes: an object made meanwhile (by another thread) is refused, so none
+    /// outlives the close.
+    closed: bool,
 }
 
 impl Object for Ia {
@@ -50,7 +58,7 @@ impl Ia {
             address: Box::new(sin),
             async_evd: Mutex::new(None),
             handle: std::sync::atomic::AtomicUsize::new(0),
-            children: Mutex::new(Vec::new()),
+            children: Mutex::new(Children::default()),
         }))
     }
 
@@ -95,30 +103,53 @@ impl Ia {
         std::ptr::eq(self, owner) || (self.entry.transport == Transport::Tcp && owner.entry.transport == Transport::Tcp)
     }
 
-    /// Registers a new object of this IA and returns its handle.
+    /// Registers a new object of this IA and returns its handle; an IA closing meanwhile (in
+    /// another thread) refuses it, as its handle is dead.
     pub fn adopt<T: Object>(&self, object: Arc<T>) -> DatResult<DAT_HANDLE> {
         let h = handle::insert(object).ok_or(DatError::resources(Sub::DAT_RESOURCE_MEMORY))?;
-        self.children.lock().push(h as usize);
+        let mut children = self.children.lock();
+        if children.closed {
+            drop(children);
+            handle::remove_any(h);
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_IA));
+        }
+        children.handles.push(h as usize);
         Ok(h)
     }
 
     /// Unregisters one of this IA's objects: its handle is dead from then on.
     pub fn release<T: Object>(&self, h: DAT_HANDLE) -> Option<Arc<T>> {
         let object = handle::remove::<T>(h)?;
-        self.children.lock().retain(|c| *c != h as usize);
+        self.children.lock().handles.retain(|c| *c != h as usize);
         Some(object)
     }
 
     /// Handles of live objects this IA owns, other than its own async EVD.
     pub fn live_children(&self) -> usize {
         let own_async = self.async_evd() as usize;
-        self.children.lock().iter().filter(|c| **c != own_async).count()
+        self.children.lock().handles.iter().filter(|c| **c != own_async).count()
+    }
+
+    /// Starts closing: from now on no object is made under this IA. A graceful close is
+    /// refused (and nothing changes) while it owns objects other than its own async EVD.
+    pub fn begin_close(&self, graceful: bool) -> DatResult {
+        let own_async = self.async_evd() as usize;
+        let mut children = self.children.lock();
+        if graceful && children.handles.iter().any(|c| *c != own_async) {
+            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_IA_IN_USE));
+        }
+        children.closed = true;
+        Ok(())
     }
 
     /// Frees every object of this IA, newest first, so dependents go before what they use.
     pub fn free_all(&self) {
         self.set_async_evd(None);
-        let children = std::mem::take(&mut *self.children.lock());
+        let children = {
+            let mut c = self.children.lock();
+            c.closed = true;
+            std::mem::take(&mut c.handles)
+        };
         for h in children.into_iter().rev() {
             handle::remove_any(h as DAT_HANDLE);
         }
