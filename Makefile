@@ -8,6 +8,8 @@
 #   make test            every test; the last line is "N passed, N failed"
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
+#   make fuzz            a long run of the TCP wire fuzzer (WIRE_FUZZ_CASES, WIRE_FUZZ_SEED,
+#                        WIRE_FUZZ_STRICT=1 to fail on the known problems; tests/wire_fuzz.rs)
 #   make ctest           the C conformance suite (LIBDAT=/path/libdat2.so.2 to check another library)
 #   make ctest-asan      the same under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make ctest-openfabrics  the suite against us and OpenFabrics' libdat2 in ../shared/rxe-vm
@@ -38,7 +40,7 @@ else
 RELEASE_DIR := $(TARGET_DIR)/release
 endif
 
-.PHONY: FORCE all lib datinfo tools headers check-headers install test demo bench ctest ctest-asan ctest-openfabrics clean
+.PHONY: FORCE all lib datinfo tools headers check-headers install test demo bench fuzz ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -160,6 +162,12 @@ install: all
 
 test: all
 	@tests/run-all.sh
+
+# The wire fuzzer's short run is part of `make test`; this is the long one (about 4 ms a
+# case), with a seed of its own each time unless WIRE_FUZZ_SEED is given.
+fuzz:
+	WIRE_FUZZ_CASES=$${WIRE_FUZZ_CASES:-50000} WIRE_FUZZ_SEED=$${WIRE_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
+	  $(CARGO) test --release --test wire_fuzz hostile_frames -- --nocapture
 
 clean:
 	$(CARGO) clean
