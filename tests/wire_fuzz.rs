@@ -328,7 +328,7 @@ const SLOT: usize = 2048;
 const RECV_SLOTS: usize = 12;
 /// Payloads up to this size are sent whole; a frame that declares more is cut short (and is
 /// the last one of its case).
-const FULL_MAX: usize = 2 * SLOT + 64;
+const FULL_MAX: usize = 96 << 10;
 
 #[derive(Clone, Debug)]
 struct Reg {
@@ -945,7 +945,8 @@ impl<'a> Gen<'a> {
         }
         let r = self.rng.pick(&ok);
         let off = self.rng.below(r.len);
-        let len = self.rng.upto(((r.len - off) as usize).min(512)) as u32;
+        let cap = if self.rng.chance(1, 4) { usize::MAX } else { 512 };
+        let len = self.rng.upto(((r.len - off) as usize).min(cap)) as u32;
         Some((r.key, r.addr + off, len))
     }
 
@@ -1343,6 +1344,8 @@ impl Fuzz {
             let all = PRIV_LR | PRIV_LW | PRIV_RR | PRIV_RW;
             let layout: &[(&'static str, usize, usize, u32, bool)] = &[
                 ("W", 0, 4096, all, false),
+                // Large enough for payloads the receiver reads straight into place.
+                ("BIG", 0, 80 << 10, all, false),
                 ("WO", 0, 1000, PRIV_LW | PRIV_RW, false),
                 ("RO", 0, 777, PRIV_LR | PRIV_RR, false),
                 ("LOCAL", 0, 256, PRIV_LR | PRIV_LW, false),
@@ -2050,7 +2053,7 @@ impl Fuzz {
                 more(&mut g, n, &mut |g, k| {
                     let r = room.get(k).copied().unwrap_or(SLOT) as u32;
                     let any = g.rng.upto(FULL_MAX) as u32;
-                    let len = g.rng.pick(&[0, 1, r.saturating_sub(1), r, r + 1, SLOT as u32, SLOT as u32 + 1, 2 * SLOT as u32, msg, u32::MAX, any]);
+                    let len = g.rng.pick(&[0, 1, r.saturating_sub(1), r, r + 1, SLOT as u32, SLOT as u32 + 1, 2 * SLOT as u32, 20 << 10, 70 << 10, msg, u32::MAX, any]);
                     g.send(len)
                 })
             }
