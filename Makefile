@@ -8,6 +8,9 @@
 #   make test            every test; the last line is "N passed, N failed"
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
+#   make fuzz            a long run of the TCP wire fuzzer (WIRE_FUZZ_CASES, WIRE_FUZZ_SEED,
+#                        WIRE_FUZZ_STRICT=1 to fail on the known problems; tests/wire_fuzz.rs)
+#   make fuzz-header     libFuzzer on the frame header parser (fuzz/, FUZZ_SECONDS=60)
 #   make ctest           the C conformance suite (LIBDAT=/path/libdat2.so.2 to check another library)
 #   make ctest-asan      the same under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make ctest-openfabrics  the suite against us and OpenFabrics' libdat2 in ../shared/rxe-vm
@@ -38,7 +41,7 @@ else
 RELEASE_DIR := $(TARGET_DIR)/release
 endif
 
-.PHONY: FORCE all lib datinfo tools headers check-headers install test demo bench ctest ctest-asan ctest-openfabrics clean
+.PHONY: FORCE all lib datinfo tools headers check-headers install test demo bench fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -160,6 +163,23 @@ install: all
 
 test: all
 	@tests/run-all.sh
+
+# The wire fuzzer's short run is part of `make test`; this is the long one (about 4 ms a
+# case), with a seed of its own each time unless WIRE_FUZZ_SEED is given.
+fuzz:
+	WIRE_FUZZ_CASES=$${WIRE_FUZZ_CASES:-50000} WIRE_FUZZ_SEED=$${WIRE_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
+	  $(CARGO) test --release --test wire_fuzz hostile_frames -- --nocapture
+
+# The cargo-fuzz target fuzz/fuzz_targets/wire_header.rs, built with cargo-fuzz's flags by a
+# stable toolchain (RUSTC_BOOTSTRAP lets it take them; no cargo-fuzz needed), then run.
+FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+  -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks
+fuzz-header:
+	cd fuzz && RUSTC_BOOTSTRAP=1 RUSTFLAGS="$(FUZZ_RUSTFLAGS)" \
+	  $(CARGO) build --release --target $(RUST_HOST) --target-dir target --bin wire_header
+	mkdir -p fuzz/corpus/wire_header
+	fuzz/target/$(RUST_HOST)/release/wire_header -max_total_time=$${FUZZ_SECONDS:-60} fuzz/corpus/wire_header
 
 clean:
 	$(CARGO) clean
