@@ -237,6 +237,8 @@ pub unsafe extern "C" fn dat_ep_reset(ep_handle: DAT_EP_HANDLE) -> DAT_RETURN {
         let ep = ep(ep_handle)?;
         let mut inner = ep.inner.lock();
         inner.state = ep_state::reset(inner.state)?;
+        // Back to UNCONNECTED: the private data of its connection events may go.
+        inner.event_private_data.clear();
         inner.remote_addr = None;
         inner.remote_port = 0;
         inner.closing = false;

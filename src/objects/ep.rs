@@ -38,8 +38,9 @@ pub struct EpInner {
     /// Where the data of each RDMA read in `outstanding` goes, in the same order (kept apart:
     /// every other request would carry the room for them).
     pub read_targets: VecDeque<Segments>,
-    /// Private data of the last connection event (its pointer is in the event).
-    pub event_private_data: Vec<u8>,
+    /// Private data of each connection event (its pointer is in the event): kept until the EP
+    /// is freed or reset to UNCONNECTED, as `dat_evd_dequeue` promises of event data.
+    pub event_private_data: Vec<Box<[u8]>>,
     /// Set when this side ends the connection, so the end is DISCONNECTED, not BROKEN.
     pub closing: bool,
     /// Set as the handle dies: no more connection events.
@@ -296,7 +297,7 @@ impl Ep {
                 link: None,
                 outstanding: VecDeque::new(),
                 read_targets: VecDeque::new(),
-                event_private_data: vec![0; limits::MAX_PRIVATE_DATA_SIZE as usize],
+                event_private_data: Vec::new(),
                 closing: false,
                 released: false,
                 unexpected: VecDeque::new(),
@@ -347,11 +348,9 @@ impl Ep {
         let Some(evd) = inner.connect_evd.as_ref().map(|e| e.arc().clone()) else {
             return;
         };
-        // The event points into a fixed buffer of ours, never NULL (programs read it whatever
-        // the event, as OpenFabrics allows), copied in place so an earlier event's pointer
-        // stays valid.
-        let buffer = &mut inner.event_private_data;
-        buffer.fill(0);
+        // The event points into a buffer of its own, never NULL (programs read it whatever the
+        // event, as OpenFabrics allows), which a later event leaves alone.
+        let mut buffer = vec![0u8; limits::MAX_PRIVATE_DATA_SIZE as usize].into_boxed_slice();
         let n = private_data.len().min(buffer.len());
         buffer[..n].copy_from_slice(&private_data[..n]);
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
@@ -360,8 +359,9 @@ impl Ep {
         e.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
             ep_handle: self.handle(),
             private_data_size: n as DAT_COUNT,
-            private_data: inner.event_private_data.as_mut_ptr() as DAT_PVOID,
+            private_data: buffer.as_mut_ptr() as DAT_PVOID,
         };
+        inner.event_private_data.push(buffer);
         drop(inner);
         let _ = evd.post(e);
     }

@@ -6,7 +6,7 @@ use nohash_hasher::IntMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
 
-use parking_lot::RwLock;
+use parking_lot::{RwLock, RwLockReadGuard};
 
 use super::ia::Ia;
 use super::pz::Pz;
@@ -36,12 +36,22 @@ pub struct Lmr {
     pub context: u32,
     users: Users,
     handle: SelfHandle,
+    /// True while the region is registered. A transport writing a peer's bytes into it (or
+    /// sending them from it) holds it for reading, a piece at a time; `dat_lmr_free` takes it
+    /// for writing, so once it returns no byte moves through the region (as deregistering
+    /// waits for a verbs region's accesses in flight).
+    gate: RwLock<bool>,
 }
 
 impl Object for Lmr {
     const KIND: Kind = Kind::Lmr;
     fn self_handle(&self) -> Option<&SelfHandle> {
         Some(&self.handle)
+    }
+    /// The handle died: the region is deregistered at once, whoever still holds the object.
+    fn on_release(&self) {
+        *self.gate.write() = false;
+        self.forget();
     }
 }
 
@@ -131,6 +141,7 @@ impl Lmr {
             context: new_key(),
             users: Users::default(),
             handle: SelfHandle::default(),
+            gate: RwLock::new(true),
         });
         let entry = Entry {
             lmr: Arc::downgrade(&lmr),
@@ -151,6 +162,22 @@ impl Lmr {
 
     pub fn handle(&self) -> DAT_LMR_HANDLE {
         self.handle.get()
+    }
+
+    /// Holds the region registered for one access (a transport's piece of a peer's RDMA):
+    /// None once it was freed.
+    pub fn access(&self) -> Option<RwLockReadGuard<'_, bool>> {
+        let g = self.gate.read();
+        (*g).then_some(g)
+    }
+
+    /// No context finds the region any more.
+    fn forget(&self) {
+        let mut contexts = CONTEXTS.write();
+        if contexts.get(&self.context).is_some_and(|e| std::ptr::eq(e.lmr.as_ptr(), self)) {
+            contexts.remove(&self.context);
+            REGIONS.remove(self.context);
+        }
     }
 
     pub fn pz(&self) -> &Arc<Pz> {
@@ -257,11 +284,7 @@ fn check_access(
 
 impl Drop for Lmr {
     fn drop(&mut self) {
-        let mut contexts = CONTEXTS.write();
-        if contexts.get(&self.context).is_some_and(|e| e.lmr.strong_count() == 0) {
-            contexts.remove(&self.context);
-            REGIONS.remove(self.context);
-        }
+        self.forget();
     }
 }
 

@@ -278,7 +278,7 @@ impl Engine {
             let next = self.due_timers(sys::monotonic_micros(), &mut due);
             for token in due.drain(..) {
                 if let Some(source) = self.source(token) {
-                    source.on_event(0);
+                    self.report(token, source, 0);
                 }
             }
             self.sleeping_until.store(next, Ordering::Release);
@@ -295,9 +295,18 @@ impl Engine {
                     continue;
                 }
                 if let Some(source) = self.source(Token(data)) {
-                    source.on_event(bits);
+                    self.report(Token(data), source, bits);
                 }
             }
+        }
+    }
+
+    /// Reports `events` to a source. A source that panics is dropped (its descriptor with it,
+    /// once nothing else holds it): the engine goes on for every other one.
+    fn report(&self, token: Token, source: Arc<dyn Source>, events: u32) {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source.on_event(events)));
+        if outcome.is_err() {
+            self.forget(token);
         }
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::conn::{live, WriterGuard, Wrote};
+use super::conn::{WriterGuard, Wrote};
 use super::wire::{Header, Op};
 use crate::abi::*;
 use crate::objects::lmr::Lmr;
@@ -237,8 +237,10 @@ impl Answers {
                     w.answer_now(&h, &[], None)?
                 }
                 Answer::ReadData { seq, lmr, address, length } => {
-                    // The region may have been freed since the request was checked.
-                    if length == 0 || lmr.as_ref().is_some_and(live) {
+                    // The region may have been freed since the request was checked; it stays
+                    // registered while its bytes are copied out.
+                    let gate = lmr.as_ref().map(|l| l.access());
+                    if length == 0 || matches!(gate, Some(Some(_))) {
                         let mut h = Header::new(Op::RdmaReadResponse);
                         h.id = seq;
                         h.payload_len = length;
@@ -250,7 +252,7 @@ impl Answers {
                             // arrival, and just now).
                             unsafe { std::slice::from_raw_parts(address as *const u8, length as usize) }
                         };
-                        w.answer_now(&h, data, lmr)?
+                        w.answer_now(&h, data, lmr.clone())?
                     } else {
                         w.answer_now(&refusal(seq, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS), &[], None)?
                     }

@@ -79,11 +79,15 @@ fn micros(d: Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64
 }
 
-/// Reads one handshake frame without blocking: Ok(None) until it is all there.
+/// Reads one handshake frame without blocking: Ok(None) until it is all there. Any other
+/// frame is a protocol error here (a peer's frames behind our Ready stay for the link).
 fn handshake_frame(reader: &mut Reader) -> Result<Option<(Header, Vec<u8>)>, ConnError> {
     loop {
         if let Some(h) = reader.peek() {
             let h = h.map_err(ConnError::Protocol)?;
+            if !matches!(h.op, Op::ConnectRequest | Op::Accept | Op::Reject | Op::Ready) {
+                return Err(ConnError::Closed);
+            }
             if reader.whole(&h) {
                 reader.take_header(&h);
                 let mut pd = vec![0u8; h.payload_len as usize];

@@ -66,11 +66,7 @@ struct Rest {
     region: Option<Arc<Lmr>>,
 }
 
-/// Whether `lmr` is still registered for remote access (as the region an RDMA read's answer
-/// comes from).
-pub fn live(lmr: &Arc<Lmr>) -> bool {
-    Lmr::lookup_rmr_context(lmr.context).is_some_and(|l| Arc::ptr_eq(&l, lmr))
-}
+
 
 // SAFETY: the payload pointer names memory of a live registered region (see `Rest`); it is
 // only read, under the writer's lock.
@@ -182,7 +178,9 @@ impl WriterGuard<'_> {
     fn continue_rest(&mut self, flags: i32) -> io::Result<()> {
         let half = &mut *self.0;
         let Some(rest) = half.rest.as_mut() else { return Ok(()) };
-        if rest.region.as_ref().is_some_and(|r| !live(r)) {
+        let region = rest.region.clone();
+        let gate = region.as_ref().map(|r| r.access());
+        if matches!(gate, Some(None)) {
             // The region went away under the read's data: the peer cannot get a consistent
             // answer, and a frame cannot be cut short. The connection ends.
             half.rest = None;

@@ -46,12 +46,16 @@ struct Partial {
     /// Payload bytes not yet read.
     left: usize,
     sink: Sink,
+    /// Set when the access failed as the payload came in (its region was freed meanwhile):
+    /// the peer hears this status as the frame ends.
+    refused: Option<dat_dto_completion_status>,
 }
 
 /// Where a payload's bytes go.
 enum Sink {
-    /// An RDMA write, into registered memory already checked.
-    Memory { at: u64 },
+    /// An RDMA write, into registered memory already checked, which stays registered while
+    /// each piece lands (`Lmr::access`; none for a write of nothing).
+    Memory { at: u64, region: Option<Arc<Lmr>> },
     /// A message, into a posted receive (its segments checked one by one as they fill).
     Receive { recv: PostedRecv, pz: Arc<Pz>, evd: Option<Arc<Evd>>, walk: Walk },
     /// A message nobody posted a receive for yet: kept until one is (`filled` of its bytes
@@ -165,7 +169,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
         }
         Op::RdmaWrite => {
             let sink = match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
-                Some((_, at)) => Sink::Memory { at },
+                Some((region, at)) => Sink::Memory { at, region },
                 None => {
                     refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
                     Sink::Drop { then: Some(Stop::Broken) }
@@ -215,7 +219,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
 
 /// Starts a frame's payload into `sink`; a payload of nothing finishes at once.
 fn start(inb: &mut Inbound, h: Header, sink: Sink) -> Option<Stop> {
-    inb.partial = Some(Partial { left: h.payload_len as usize, h, sink });
+    inb.partial = Some(Partial { left: h.payload_len as usize, h, sink, refused: None });
     None
 }
 
@@ -224,22 +228,33 @@ fn start(inb: &mut Inbound, h: Header, sink: Sink) -> Option<Stop> {
 fn feed(reader: &mut Reader, p: &mut Partial) -> Result<bool, ConnError> {
     while p.left > 0 {
         let got = match &mut p.sink {
-            Sink::Memory { at } => {
-                // SAFETY: checked when the frame began (`remote_access`): inside a live region
-                // registered with remote write privilege in the EP's zone.
-                let dst = unsafe { std::slice::from_raw_parts_mut(*at as *mut u8, p.left) };
-                let n = reader.read_some(dst)?;
-                *at += n as u64;
-                n
-            }
+            Sink::Memory { at, region } => match region.as_ref().map(|r| r.access()) {
+                // Freed under the write: the rest is dropped, the peer refused (below).
+                Some(None) => None,
+                gate => {
+                    // SAFETY: checked when the frame began (`remote_access`): inside a region
+                    // registered with remote write privilege in the EP's zone, registered
+                    // still (its gate is held while the piece lands).
+                    let dst = unsafe { std::slice::from_raw_parts_mut(*at as *mut u8, p.left) };
+                    let n = reader.read_some(dst)?;
+                    *at += n as u64;
+                    drop(gate);
+                    Some(n)
+                }
+            },
             Sink::Early { data, filled } => {
                 let n = reader.read_some(&mut data[*filled..])?;
                 *filled += n;
-                n
+                Some(n)
             }
-            Sink::Receive { recv, pz, walk, .. } => walk.fill(&recv.segments, p.left, Some(pz), reader)?,
-            Sink::Read { targets, pz, walk, .. } => walk.fill(targets, p.left, pz.as_ref(), reader)?,
-            Sink::Drop { .. } => reader.skip_some(p.left)?,
+            Sink::Receive { recv, pz, walk, .. } => Some(walk.fill(&recv.segments, p.left, Some(pz), reader)?),
+            Sink::Read { targets, pz, walk, .. } => Some(walk.fill(targets, p.left, pz.as_ref(), reader)?),
+            Sink::Drop { .. } => Some(reader.skip_some(p.left)?),
+        };
+        let Some(got) = got else {
+            p.refused = Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+            p.sink = Sink::Drop { then: Some(Stop::Broken) };
+            continue;
         };
         if got == 0 {
             return Ok(false);
@@ -290,6 +305,9 @@ impl Walk {
 /// A whole frame's payload is in: what it was for is done.
 fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<Stop> {
     let h = p.h;
+    if let Some(status) = p.refused {
+        refuse(link, h.id, status);
+    }
     match p.sink {
         Sink::Memory { .. } => {
             link.acknowledge(h.id, in_caller);

@@ -429,9 +429,8 @@ impl TcpLink {
         if self.ending.load(Ordering::Acquire) {
             return;
         }
-        let outcome = inbound::advance(&self.ep, self, &mut inb, false);
-        drop(inb);
-        match outcome {
+        // The end is recorded before the inbound half goes: no poll handles a frame behind it.
+        match inbound::advance(&self.ep, self, &mut inb, false) {
             Ok((handled, stop)) => {
                 if handled {
                     self.active.store(true, Ordering::Relaxed);
@@ -442,6 +441,7 @@ impl TcpLink {
             }
             Err(e) => self.stop(Err(e)),
         }
+        drop(inb);
         self.flush_answers();
     }
 
@@ -643,18 +643,16 @@ impl Progress for TcpLink {
         let mut handled = false;
         if let Some(mut inb) = self.inbound.try_lock() {
             if !self.ending.load(Ordering::Relaxed) {
+                // The end is recorded before the inbound half goes: nobody handles a frame
+                // behind it.
                 match inbound::advance(&self.ep, self, &mut inb, true) {
                     Ok((h, stop)) => {
                         handled = h;
                         if let Some(stop) = stop {
-                            drop(inb);
                             self.stop(Ok(stop));
                         }
                     }
-                    Err(e) => {
-                        drop(inb);
-                        self.stop(Err(e));
-                    }
+                    Err(e) => self.stop(Err(e)),
                 }
             }
         }
