@@ -2,9 +2,13 @@
  * datperf: a transfer between two processes over a DAT IA (default: the built-in tcp-lo),
  * with figures. The program forks: the parent listens, the child connects.
  *
- *   datperf [-P ia] [-m pingpong|write|send] [-s bytes] [-n iterations] [-p] [-q]
+ *   datperf [-P ia] [-m pingpong|mempoll|write|send] [-s bytes] [-n iterations] [-p] [-q]
  *
  *   -m pingpong  send/recv ping-pong of -s bytes; prints the one-way latency (RTT / 2)
+ *   -m mempoll   RDMA-write ping-pong of -s bytes in which each side polls its memory for the
+ *                peer's write (its last byte changes every message) and calls the library
+ *                only to post, and to reap completions now and then; prints the one-way
+ *                latency (RTT / 2). This is how MPI libraries' eager RDMA waits.
  *   -m write     RDMA writes of -s bytes, 16 in flight; prints bandwidth
  *   -m send      sends of -s bytes, 16 in flight; prints bandwidth
  *   -p           poll with dat_evd_dequeue (default: block in dat_evd_wait)
@@ -43,7 +47,8 @@ struct side {
 	DAT_LMR_HANDLE lmr;
 	DAT_LMR_CONTEXT lmr_ctx;
 	DAT_RMR_CONTEXT rmr_ctx;
-	unsigned char *buf; /* [0, size * WINDOW): send side; [size * WINDOW, 2x): receive side */
+	unsigned char *buf; /* [0, slot * WINDOW): send side; [slot * WINDOW, 2x): receive side;
+			     * then one slot where the peer's region arrives */
 	DAT_RMR_TRIPLET peer; /* the peer's receive area, for RDMA writes */
 };
 
@@ -101,7 +106,7 @@ static void open_side(struct side *s)
 	DAT_EP_ATTR attr;
 	DAT_VLEN registered;
 	DAT_VADDR address;
-	size_t bytes = (size_t)slot * WINDOW * 2;
+	size_t bytes = (size_t)slot * (WINDOW * 2 + 1);
 
 	memset(s, 0, sizeof(*s));
 	s->async_evd = DAT_HANDLE_NULL;
@@ -151,6 +156,13 @@ static void close_side(struct side *s)
 	check(dat_lmr_free(s->lmr), "dat_lmr_free");
 	check(dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
 	free(s->buf);
+}
+
+/* Memory polling: the marker byte that ends message n, different from the one the same slot
+ * held WINDOW messages earlier, and from the zeroed start. */
+static unsigned char marker(long n)
+{
+	return (unsigned char)((n / WINDOW) + 1);
 }
 
 static DAT_LMR_TRIPLET send_iov(struct side *s, long n, long len)
@@ -248,12 +260,20 @@ static void dial(struct side *s, int port_pipe)
 	}
 }
 
-/* Each side sends its receive area's RMR triplet; the receives for it are posted first. */
+/* Each side sends its receive area's RMR triplet; the receives for it are posted first. The
+ * peer's arrives in a slot of its own: the peer may already be writing into the receive area
+ * when it is read. */
 static void exchange(struct side *s)
 {
 	DAT_RMR_TRIPLET *mine = (DAT_RMR_TRIPLET *)s->buf;
 	DAT_DTO_COMPLETION_EVENT_DATA d;
-	post_recv(s, 0);
+	DAT_LMR_TRIPLET iov;
+	DAT_DTO_COOKIE c;
+	iov.lmr_context = s->lmr_ctx;
+	iov.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + 2 * WINDOW * slot);
+	iov.segment_length = (DAT_SEG_LENGTH)slot;
+	c.as_64 = 0;
+	check(dat_ep_post_recv(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
 	mine->rmr_context = s->rmr_ctx;
 	mine->virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + WINDOW * slot);
 	mine->segment_length = (DAT_SEG_LENGTH)(WINDOW * slot);
@@ -264,7 +284,7 @@ static void exchange(struct side *s)
 		fprintf(stderr, "datperf: the peer's region did not arrive\n");
 		exit(1);
 	}
-	memcpy(&s->peer, s->buf + WINDOW * slot, sizeof(s->peer));
+	memcpy(&s->peer, s->buf + 2 * WINDOW * slot, sizeof(s->peer));
 }
 
 static long bad_bytes;
@@ -288,6 +308,71 @@ static double pingpong(struct side *s, int client)
 			post_send(s, i, size, DAT_COMPLETION_SUPPRESS_FLAG);
 	}
 	return (now() - start) / iterations / 2 * 1e6;
+}
+
+/* Takes every completion that is there (memory polling reaps now and then, not waiting). */
+static long reap(struct side *s)
+{
+	DAT_EVENT e;
+	long n = 0;
+	while (dat_evd_dequeue(s->req_evd, &e) == DAT_SUCCESS) {
+		if (e.event_number != DAT_DTO_COMPLETION_EVENT ||
+		    e.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) {
+			fprintf(stderr, "datperf: a write failed\n");
+			exit(1);
+		}
+		n++;
+	}
+	return n;
+}
+
+/* The RDMA-write ping-pong polled in memory: the client writes message i into the server's
+ * receive slot i % WINDOW, the server spins on that slot's last byte, checks the message and
+ * writes its answer the same way. */
+static double mempoll(struct side *s, int client)
+{
+	double start = 0;
+	long done = 0;
+	/* Spinning on memory never times out by itself: a peer that died would leave this side
+	 * spinning for good. */
+	alarm(120);
+	for (long i = 0; i < WINDOW; i++)
+		fill(s->buf + i * slot, i, size - 1);
+	for (long i = 0; i < iterations + 100; i++) {
+		if (i == 100)
+			start = now(); /* the first rounds warm up */
+		for (int turn = 0; turn < 2; turn++) {
+			if ((turn == 0) == !!client) {
+				/* Its slot is free once the write that used it WINDOW messages ago is done:
+				 * reaped now and then, waited for only when too many are out. */
+				if (i - done >= WINDOW / 2)
+					done += reap(s);
+				while (i - done >= WINDOW)
+					done += reap(s);
+				unsigned char *out = s->buf + (i % WINDOW) * slot;
+				out[size - 1] = marker(i);
+				DAT_LMR_TRIPLET iov = send_iov(s, i, size);
+				DAT_RMR_TRIPLET r = s->peer;
+				DAT_DTO_COOKIE c;
+				c.as_64 = (DAT_UINT64)i;
+				r.virtual_address += (DAT_VADDR)((i % WINDOW) * slot);
+				r.segment_length = (DAT_SEG_LENGTH)size;
+				check(dat_ep_post_rdma_write(s->ep, 1, &iov, c, &r, DAT_COMPLETION_DEFAULT_FLAG),
+				      "dat_ep_post_rdma_write");
+			} else {
+				volatile unsigned char *in = s->buf + (WINDOW + i % WINDOW) * slot;
+				while (in[size - 1] != marker(i))
+					;
+				__atomic_thread_fence(__ATOMIC_ACQUIRE);
+				bad_bytes += verify((const unsigned char *)in, i, size - 1);
+			}
+		}
+	}
+	double elapsed = now() - start;
+	while (done < iterations + 100)
+		done += reap(s);
+	alarm(0);
+	return elapsed / iterations / 2 * 1e6;
 }
 
 /* Streams -s bytes `iterations` times (RDMA writes or sends, WINDOW in flight); the
@@ -357,7 +442,7 @@ static double stream(struct side *s, int client, int rdma)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: datperf [-P ia] [-m pingpong|write|send] [-s bytes] [-n iterations] [-p] [-q]\n");
+	fprintf(stderr, "usage: datperf [-P ia] [-m pingpong|mempoll|write|send] [-s bytes] [-n iterations] [-p] [-q]\n");
 	exit(2);
 }
 
@@ -380,7 +465,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (size < 1 || iterations < 1 ||
-	    (strcmp(mode, "pingpong") && strcmp(mode, "write") && strcmp(mode, "send")))
+	    (strcmp(mode, "pingpong") && strcmp(mode, "mempoll") && strcmp(mode, "write") && strcmp(mode, "send")))
 		usage();
 	slot = size < 64 ? 64 : size;
 	if (pipe(pipefd))
@@ -397,6 +482,8 @@ int main(int argc, char **argv)
 	exchange(&s);
 	if (!strcmp(mode, "pingpong"))
 		figure = pingpong(&s, !child);
+	else if (!strcmp(mode, "mempoll"))
+		figure = mempoll(&s, !child);
 	else
 		figure = stream(&s, !child, !strcmp(mode, "write"));
 	close_side(&s);
@@ -404,7 +491,7 @@ int main(int argc, char **argv)
 		if (!quiet)
 			printf("datperf: %s, %ld bytes x %ld, %s on %s: ", mode, size, iterations,
 			       polling ? "polling" : "blocking", ia_name);
-		if (!strcmp(mode, "pingpong"))
+		if (!strcmp(mode, "pingpong") || !strcmp(mode, "mempoll"))
 			printf(quiet ? "%.2f\n" : "%.2f us one-way latency\n", figure);
 		else
 			printf(quiet ? "%.1f\n" : "%.1f MB/s\n", figure);

@@ -39,12 +39,17 @@ use crate::transport::lease::{self, Lent};
 use crate::transport::sys;
 
 /// How long the engine's acknowledgements wait for company (more of them, or a request of the
-/// consumer's to ride on), in microseconds.
-const ACK_HOLD_US: u64 = 20;
+/// consumer's to ride on), in microseconds, at least and at most. Each connection adapts: the
+/// wait doubles when the consumer's request took them (a program that answers what arrives:
+/// a longer wait costs nothing, and an expiry the engine would wake for goes), and falls back
+/// to the least when none came (a program that only receives: its peer's requests complete
+/// soon).
+const ACK_HOLD_MIN_US: u64 = 20;
+const ACK_HOLD_MAX_US: u64 = 1000;
 
 /// How many of its polls a thread that holds the connection on lease holds acknowledgements
 /// for its next request to carry (a ping-pong's reply): counted, not timed, so the poll reads
-/// no clock. About the engine's `ACK_HOLD_US` at the usual half microsecond a poll.
+/// no clock. About the engine's `ACK_HOLD_MIN_US` at the usual half microsecond a poll.
 const ACK_HOLD_POLLS: u64 = 32;
 
 /// How many polls since the engine last looked make a thread worth offering the connection:
@@ -126,6 +131,8 @@ pub struct TcpLink {
     closed_at: AtomicU64,
     /// Set when a frame was handled since the engine last looked at a close's deadline.
     active: AtomicBool,
+    /// How long the engine holds acknowledgements now (`ACK_HOLD_MIN_US` to `_MAX_US`).
+    ack_hold_us: AtomicU64,
     /// What happened to the connection, for `LIBDAT_DEBUG`.
     stats: Stats,
 }
@@ -174,6 +181,7 @@ impl TcpLink {
             ending: AtomicBool::new(false),
             closed_at: AtomicU64::new(0),
             active: AtomicBool::new(false),
+            ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
             stats: Stats::default(),
         });
         let token = link.engine.register(link.fd, link.clone())?;
@@ -215,7 +223,7 @@ impl TcpLink {
     pub(super) fn acknowledge(&self, seq: u64, in_caller: bool) {
         if in_caller {
             self.answers.owe_ack(seq);
-        } else if self.answers.hold_ack(seq, sys::monotonic_micros() + ACK_HOLD_US) {
+        } else if self.answers.hold_ack(seq, sys::monotonic_micros() + self.ack_hold_us.load(Ordering::Relaxed)) {
             self.set_timer();
         }
     }
@@ -556,6 +564,8 @@ impl TcpLink {
         }
         let due = self.answers.ack_due();
         if due != 0 && now >= due {
+            // Nothing came for them: they go alone, and the next ones wait less.
+            self.ack_hold_us.store(ACK_HOLD_MIN_US, Ordering::Relaxed);
             self.answers.acks_gone();
             self.flush_answers();
         }
@@ -760,7 +770,13 @@ impl Link for TcpLink {
         // Waiting acknowledgements (and only those: answers keep their order) go out with the
         // request: inside a send's header, else as a frame ahead of it in the same system call.
         let mut ack = None;
+        let engine_held = self.answers.ack_due() != 0;
         if let Some(last) = self.answers.take_acks() {
+            if engine_held {
+                // They rode: the engine may hold the next ones longer.
+                let hold = self.ack_hold_us.load(Ordering::Relaxed);
+                self.ack_hold_us.store((hold * 2).min(ACK_HOLD_MAX_US), Ordering::Relaxed);
+            }
             if op == Op::Send {
                 h.flags |= flags::ACK;
                 h.remote_addr = last;
