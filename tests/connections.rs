@@ -117,7 +117,7 @@ fn a_message_that_arrives_before_any_shared_receive_waits_for_one() {
 fn a_stream_of_messages_lands_in_order_while_receives_are_posted_behind_it() {
     // The receiver sleeps in dat_evd_wait and reposts each receive as it completes, so
     // messages often arrive before their receive: kept ones land from the consumer's thread
-    // as it posts, the others from the connection's reader thread.
+    // as it posts, the others from the progress engine.
     const WINDOW: u64 = 16;
     const SLOT: usize = 64 << 10;
     const MESSAGES: u64 = 2000;

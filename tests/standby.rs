@@ -1,7 +1,7 @@
-//! A connection's own thread stands back while a consumer's thread polls it, and looks again
-//! only now and then. Here it looks once an hour (`LIBDAT_STANDBY_MS`), so a connection moves
-//! only if the consumer's thread keeps it moving while it polls other EVDs, or hands it back
-//! when it goes to sleep. Each step fails after 10 s if neither happens.
+//! A thread that polls a connection takes it on lease, and the engine leaves it alone until the
+//! thread hands it back or its lease runs out. Here a lease lasts an hour (`LIBDAT_LEASE_US`),
+//! so a connection moves only if the thread keeps it moving while it polls other EVDs, or hands
+//! it back when it goes to sleep. Each step fails after 10 s if neither happens.
 
 use std::ptr::null_mut;
 
@@ -44,8 +44,8 @@ fn sleeps_elsewhere(a: &Side, p: &Side, cno: DAT_CNO_HANDLE, n: u64) {
 
 #[test]
 fn a_polling_thread_keeps_its_connections_moving_or_hands_them_back() {
-    // Read once, as the first connection starts.
-    std::env::set_var("LIBDAT_STANDBY_MS", "3600000");
+    // Read once, as the first lease starts.
+    std::env::set_var("LIBDAT_LEASE_US", "3600000000");
     let (a, p) = connected(ALL_PRIV);
     for n in 0..ROUNDS {
         polls_elsewhere(&a, &p, n);

@@ -113,7 +113,7 @@ unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize,
 }
 
 /// Microseconds of the monotonic clock: never 0 (it counts from boot), and read without the
-/// 128-bit arithmetic of `Instant::elapsed` (the reader thread reads it as it holds
+/// 128-bit arithmetic of `Instant::elapsed` (the engine reads it as it holds
 /// acknowledgements).
 pub fn monotonic_micros() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
