@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Every way of waiting (tests/waits/waits.c) against one library: each mode x op pair, `runs`
+# times, optionally with a busy loop per core for the whole run (a loaded machine delays the
+# library's threads: hand-offs and timeouts that never matter on a quiet one then do).
+# usage: run.sh LIBDIR [contention|quiet] [runs]
+# WAITS_ITERS (iterations per size, default 32) and WAITS_TIMEOUT (seconds a pair may go without
+# moving, default 10) are passed on; WAITS_HOLD keeps a hung pair for gdb (see waits.c).
+set -uo pipefail
+libdir=$(cd "${1:?usage: run.sh LIBDIR [contention|quiet] [runs]}" && pwd)
+load=${2:-quiet}
+runs=${3:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+busy=()
+
+cleanup() {
+    for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+gcc -O2 -Wall -Wextra -Werror -I "$here/../../include" -o "$work/waits" "$here/waits.c" \
+    -L "$libdir" -ldat2 || exit 2
+
+case $load in
+contention)
+    for _ in $(seq "$(nproc)"); do
+        sh -c 'while :; do :; done' &
+        busy+=($!)
+    done
+    echo "waits: $(nproc) busy loops running" ;;
+quiet) ;;
+*) echo "usage: run.sh LIBDIR [contention|quiet] [runs]" >&2; exit 2 ;;
+esac
+
+passed=0
+failed=0
+for mode in dequeue wait cno cnofd memory; do
+    for op in send write; do
+        for _ in $(seq "$runs"); do
+            if LD_LIBRARY_PATH=$libdir DAT_OVERRIDE=/dev/null timeout 300 "$work/waits" \
+                -i "${WAITS_ITERS:-32}" -t "${WAITS_TIMEOUT:-10}" "$mode" "$op" 2> "$work/err"; then
+                passed=$((passed + 1))
+            else
+                failed=$((failed + 1))
+                sed 's/^/    /' "$work/err"
+            fi
+        done
+    done
+done
+echo "waits: $passed passed, $failed failed"
+[ "$failed" = 0 ]
