@@ -7,6 +7,8 @@
  */
 #include "check.h"
 
+#include <poll.h>
+
 #define H(name, call, sub) expect_ret("evd_cno/" name, (call), DAT_ERROR(DAT_INVALID_HANDLE, (sub)))
 #define T(name, call) expect_type("evd_cno/" name, (call), DAT_INVALID_HANDLE)
 
@@ -149,6 +151,27 @@ int main(void)
 	got = DAT_HANDLE_NULL;
 	expect_ret("evd_cno/cno_trigger", dat_cno_trigger(fd_cno, &got), DAT_SUCCESS);
 	dat_evd_dequeue(se_evd, &ev);
+	/* Two EVDs trigger the fd CNO: its descriptor stays readable until both were taken (a
+	 * program that sleeps in poll() on it would otherwise sleep with a trigger pending). */
+	{
+		DAT_EVD_HANDLE second;
+		struct pollfd pfd;
+		int first_left, second_left;
+		must(dat_evd_create(ia, 8, fd_cno, DAT_EVD_SOFTWARE_FLAG, &second), "dat_evd_create");
+		post_se(se_evd);
+		post_se(second);
+		dat_cno_trigger(fd_cno, &got);
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		first_left = poll(&pfd, 1, 0) == 1;
+		dat_cno_trigger(fd_cno, &got);
+		second_left = poll(&pfd, 1, 0) == 1;
+		expect_true("evd_cno/cno_fd-readable-while-triggers-wait", first_left && !second_left,
+			    "readable after the first trigger is taken, quiet after the second");
+		dat_evd_dequeue(se_evd, &ev);
+		dat_evd_dequeue(second, &ev);
+		dat_evd_free(second);
+	}
 	/* "A Consumer can specify the value of DAT_HANDLE_NULL for cno_handle". */
 	expect_ret("evd_cno/evd_modify_cno-null", dat_evd_modify_cno(se_evd, DAT_HANDLE_NULL), DAT_SUCCESS);
 

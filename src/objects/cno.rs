@@ -126,18 +126,20 @@ impl Cno {
         }
     }
 
-    /// `dat_cno_trigger`: the EVD that triggered, if any, without blocking.
+    /// `dat_cno_trigger`: the EVD that triggered, if any, without blocking. The descriptor of
+    /// `dat_cno_fd_create` stays readable while another EVD's trigger is still to be taken.
     pub fn take_triggered(&self) -> Option<DAT_EVD_HANDLE> {
         let mut s = self.state.lock();
         if s.triggered.is_empty() {
             return None;
         }
-        if let Some(fd) = self.fd() {
+        let evd = s.triggered.remove(0) as DAT_EVD_HANDLE;
+        if let Some(fd) = self.fd().filter(|_| s.triggered.is_empty()) {
             let mut sink: u64 = 0;
             // SAFETY: reads at most 8 bytes into a live u64 from our own non-blocking eventfd.
             unsafe { libc::read(fd, &mut sink as *mut u64 as *mut libc::c_void, 8) };
         }
-        Some(s.triggered.remove(0) as DAT_EVD_HANDLE)
+        Some(evd)
     }
 
     /// `dat_cno_wait`: blocks until an EVD triggers or `timeout` passes.

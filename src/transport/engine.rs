@@ -61,6 +61,22 @@ struct Sources {
     generation: u32,
 }
 
+impl Sources {
+    /// Whether `token` names a registered source.
+    fn current(&self, token: Token) -> bool {
+        self.slab.get(token.slot()).is_some_and(|e| e.generation == token.generation())
+    }
+
+    /// Takes the source `token` names out (the caller drops it outside the lock).
+    fn remove(&mut self, token: Token) -> Option<Entry> {
+        if !self.current(token) {
+            return None;
+        }
+        self.generation = self.generation.wrapping_add(1).max(1);
+        Some(self.slab.remove(token.slot()))
+    }
+}
+
 pub struct Engine {
     epoll: OwnedFd,
     /// Rung to make the engine look at its timers again (one became earlier).
@@ -161,33 +177,42 @@ impl Engine {
     }
 
     /// Arms `fd` for one report of `events` (`EPOLLIN`, `EPOLLOUT`...; errors and hang-ups are
-    /// always reported). A condition already true is reported at once.
+    /// always reported). A condition already true is reported at once. Nothing happens if the
+    /// source left: its descriptor number may belong to another source by now.
     pub fn arm(&self, token: Token, fd: RawFd, events: u32) {
+        let s = self.sources.lock();
+        if !s.current(token) {
+            return;
+        }
         let mut e = libc::epoll_event { events: events | libc::EPOLLONESHOT as u32, u64: token.0 };
-        // SAFETY: our epoll, a descriptor registered under `token`, a valid event. A failure
-        // (the descriptor was closed) leaves nothing armed, which is what the caller wants then.
+        // SAFETY: our epoll, a descriptor registered under `token` (still registered: checked
+        // under the lock deregistering takes), a valid event.
         unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, &mut e) };
     }
 
     /// Removes `fd` and the source: no report or timer reaches it afterwards.
     pub fn deregister(&self, token: Token, fd: Option<RawFd>) {
-        if let Some(fd) = fd {
-            // SAFETY: our epoll; the event argument is ignored for DEL but must be non-NULL on
-            // old kernels.
-            unsafe {
-                let mut e = libc::epoll_event { events: 0, u64: 0 };
-                libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut e);
+        let gone = {
+            let mut s = self.sources.lock();
+            if !s.current(token) {
+                return;
             }
-        }
-        self.forget(token);
+            if let Some(fd) = fd {
+                // SAFETY: our epoll; the event argument is ignored for DEL but must be non-NULL
+                // on old kernels.
+                unsafe {
+                    let mut e = libc::epoll_event { events: 0, u64: 0 };
+                    libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut e);
+                }
+            }
+            s.remove(token)
+        };
+        drop(gone); // outside the lock: it may be the source's last holder
     }
 
     fn forget(&self, token: Token) {
-        let mut s = self.sources.lock();
-        if s.slab.get(token.slot()).is_some_and(|e| e.generation == token.generation()) {
-            s.slab.remove(token.slot());
-            s.generation = s.generation.wrapping_add(1).max(1);
-        }
+        let gone = self.sources.lock().remove(token);
+        drop(gone);
     }
 
     /// Sets the source's timer to `deadline` (monotonic microseconds; 0 cancels it). A later

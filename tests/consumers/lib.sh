@@ -3,9 +3,19 @@
 # scratch directory), `fail` and `passed`, and defines `loader MODE`, which prints the
 # environment assignments that load our library.
 
-wait_ready() {  # log file, pattern, pid: until the server says it is ready (or dies)
+listening() {  # port: whether a socket listens on it (/proc/net/tcp, state 0A)
+    local hex; hex=$(printf '%04X' "$1")
+    awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {found=1} END {exit !found}' /proc/net/tcp
+}
+
+wait_ready() {  # log file, pattern, pid [, port]: until the server says it is ready and, when
+    # a port is given, listens on it (dtest and dtestcm print their ready line before they
+    # listen on their side channel, port 15828: a client started on the line alone may find
+    # nobody there); or until the server dies
     for _ in $(seq 400); do
-        grep -q "$2" "$1" 2>/dev/null && return 0
+        if grep -q "$2" "$1" 2>/dev/null && { [ -z "${4:-}" ] || listening "$4"; }; then
+            return 0
+        fi
         kill -0 "$3" 2>/dev/null || return 1
         sleep 0.05
     done
@@ -13,12 +23,13 @@ wait_ready() {  # log file, pattern, pid: until the server says it is ready (or 
 }
 
 pair() {  # name, mode, ready pattern, server command, client command (both quoted strings)
-    local name=$1 mode=$2 ready=$3 server=$4 client=$5
+    # [, a port the server listens on once ready]
+    local name=$1 mode=$2 ready=$3 server=$4 client=$5 port=${6:-}
     local env; env=$(loader "$mode")
     # shellcheck disable=SC2086
     env $env timeout 120 $server > "$work/server.log" 2>&1 &
     local spid=$!
-    if ! wait_ready "$work/server.log" "$ready" $spid; then
+    if ! wait_ready "$work/server.log" "$ready" $spid "$port"; then
         echo "consumers: $name ($mode): the server did not get ready"; tail -5 "$work/server.log"
         kill $spid 2>/dev/null; wait $spid 2>/dev/null; fail=1; return
     fi

@@ -31,12 +31,12 @@ for mode in path preload; do
     [ "$mode" = preload ] && ia=tcp-conf
     for m in "${dtest_modes[@]}"; do
         pair "dtest ${m:-default}" $mode "waiting for client connection" \
-            "/usr/bin/dtest -P $ia -s $m" "/usr/bin/dtest -P $ia -h 127.0.0.1 $m"
+            "/usr/bin/dtest -P $ia -s $m" "/usr/bin/dtest -P $ia -h 127.0.0.1 $m" 15828
     done
     pair "dtestcm 500 connections" $mode "Server ready" \
-        "/usr/bin/dtestcm -P $ia -s -c 500" "/usr/bin/dtestcm -P $ia -h 127.0.0.1 -c 500"
+        "/usr/bin/dtestcm -P $ia -s -c 500" "/usr/bin/dtestcm -P $ia -h 127.0.0.1 -c 500" 15828
     pair "dtestcm 200 connections, wait" $mode "Server ready" \
-        "/usr/bin/dtestcm -P $ia -s -c 200 -w" "/usr/bin/dtestcm -P $ia -h 127.0.0.1 -c 200 -w"
+        "/usr/bin/dtestcm -P $ia -s -c 200 -w" "/usr/bin/dtestcm -P $ia -h 127.0.0.1 -c 200 -w" 15828
     dapltest_against_server dapltest $mode /usr/bin/dapltest $ia \
         "-T T -i 500 client SR 4096 2 server SR 4096 2" \
         "-T T -t 2 -w 4 -i 300 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f" \

@@ -104,7 +104,7 @@ build dapltest dapltest "-DDAT_EXTENSIONS -I include -I mdep/linux" "${dapltest_
 
 # --- Runs, over tcp-lo with no dat.conf.
 if [ -x "$work/dtest" ]; then
-    pair "built dtest" path "waiting for client connection" "$work/dtest -P tcp-lo -s" "$work/dtest -P tcp-lo -h 127.0.0.1"
+    pair "built dtest" path "waiting for client connection" "$work/dtest -P tcp-lo -s" "$work/dtest -P tcp-lo -h 127.0.0.1" 15828
 fi
 if [ -x "$work/dapltest" ]; then
     dapltest_against_server "built dapltest" path "$work/dapltest" tcp-lo \

@@ -35,8 +35,15 @@ use crate::transport::sys;
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a refused connect is retried: a listener that is being created as the peer
-/// connects (a server that tells its client where to connect, then listens) is found.
+/// connects (a server that tells its client where to connect, then listens) is found. A
+/// connection the kernel hangs up as it opens (seen on loopback under a burst of connects: a
+/// report of hang-up alone, and the first send failing with EPIPE) is retried the same way.
 const REFUSED_GRACE: Duration = Duration::from_millis(500);
+
+/// Whether a connect that failed with `errno` is worth another attempt (within the grace).
+fn retryable(errno: i32) -> bool {
+    matches!(errno, libc::ECONNREFUSED | libc::ECONNRESET | libc::EPIPE)
+}
 
 /// A connection request that arrived on a listener, waiting for accept or reject.
 pub struct IncomingRequest {
@@ -227,24 +234,60 @@ pub fn connect(
 
 impl Connector {
     /// One TCP connect; `pause` is how long to wait before the next one if it is refused.
+    ///
+    /// The socket is registered only once its connect started: the engine reports a hang-up
+    /// for a socket that is not connecting yet (whatever it was armed for). Its state is set
+    /// and it is armed under the state's lock, so a report comes to a complete state.
     fn attempt(self: &Arc<Self>, pause: u64) {
         let fd = match nonblocking_socket() {
             Ok(fd) => fd,
-            Err(_) => return self.finish(Err(ConnectFailure::Refused)),
+            Err(_) => return self.report(Err(ConnectFailure::Refused)),
         };
         // SAFETY: a fresh descriptor nobody else owns.
         let stream = Arc::new(unsafe { TcpStream::from_raw_fd(fd) });
+        let connected = match start_connect(fd, self.remote) {
+            Ok(c) => c,
+            Err(e) => return self.failed_at_once(e.raw_os_error().unwrap_or(libc::ECONNREFUSED), pause),
+        };
+        let mut state = self.state.lock();
         let token = match self.engine.register(fd, self.clone()) {
             Ok(t) => t,
-            Err(_) => return self.finish(Err(ConnectFailure::Refused)),
+            Err(_) => {
+                drop(state);
+                return self.report(Err(ConnectFailure::Refused));
+            }
         };
-        *self.state.lock() = Attempt::Connecting { stream, token, pause };
+        *state = Attempt::Connecting { stream, token, pause };
         self.engine.set_timer(token, self.deadline);
-        match start_connect(fd, self.remote) {
-            Ok(true) => self.connected(),
-            Ok(false) => self.engine.arm(token, fd, libc::EPOLLOUT as u32),
-            Err(e) => self.refused_or_failed(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+        if connected {
+            drop(state);
+            self.connected();
+        } else {
+            self.engine.arm(token, fd, libc::EPOLLOUT as u32);
         }
+    }
+
+    /// A connect that failed as it started (its socket is gone): tried again within the grace,
+    /// or reported.
+    fn failed_at_once(self: &Arc<Self>, errno: i32, pause: u64) {
+        let now = sys::monotonic_micros();
+        if retryable(errno) && now + pause < self.grace_end() {
+            return self.retry_at(now + pause, pause);
+        }
+        self.report(Err(failure_of(errno)));
+    }
+
+    /// When refusals stop being tried again.
+    fn grace_end(&self) -> u64 {
+        self.started + micros(REFUSED_GRACE).min(self.deadline - self.started)
+    }
+
+    /// Waits until `at` (a timer), then connects again.
+    fn retry_at(self: &Arc<Self>, at: u64, pause: u64) {
+        let mut state = self.state.lock();
+        let retry = self.engine.register_timer_only(self.clone());
+        *state = Attempt::Waiting { at, pause: (pause * 2).min(50_000), token: retry };
+        self.engine.set_timer(retry, at);
     }
 
     /// The TCP connect failed with `errno`: a refusal within the grace is tried again.
@@ -254,13 +297,9 @@ impl Connector {
             _ => return,
         };
         let now = sys::monotonic_micros();
-        let grace_end = self.started + micros(REFUSED_GRACE).min(self.deadline - self.started);
-        if errno == libc::ECONNREFUSED && now + pause < grace_end {
+        if retryable(errno) && now + pause < self.grace_end() {
             self.engine.deregister(token, Some(fd));
-            let retry = self.engine.register_timer_only(self.clone());
-            *self.state.lock() = Attempt::Waiting { at: now + pause, pause: (pause * 2).min(50_000), token: retry };
-            self.engine.set_timer(retry, now + pause);
-            return;
+            return self.retry_at(now + pause, pause);
         }
         self.finish(Err(failure_of(errno)));
     }
@@ -286,10 +325,10 @@ impl Connector {
                 drop(state);
                 self.engine.arm(token, fd, libc::EPOLLIN as u32);
             }
-            Err(_) => {
-                *state = Attempt::Connecting { stream, token, pause: 0 };
+            Err(e) => {
+                *state = Attempt::Connecting { stream, token, pause: 2_000 };
                 drop(state);
-                self.finish(Err(ConnectFailure::Refused));
+                self.refused_or_failed(e.raw_os_error().unwrap_or(libc::EPIPE));
             }
         }
     }
@@ -379,8 +418,10 @@ impl Source for Connector {
             Attempt::Connecting { stream, .. } => Some(stream.as_raw_fd()),
             _ => None,
         };
+        let hung_up = events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
         match connecting {
             Some(fd) => match connect_error(fd) {
+                None if hung_up => self.refused_or_failed(libc::ECONNRESET),
                 None => self.connected(),
                 Some(errno) => self.refused_or_failed(errno),
             },

@@ -318,6 +318,16 @@ impl Reader {
         }
     }
 
+    /// The socket's own address (for diagnostics).
+    pub fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.stream.local_addr().ok()
+    }
+
+    /// The peer's address (for diagnostics).
+    pub fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        self.stream.peer_addr().ok()
+    }
+
     /// How many bytes of the stream wait in the read-ahead buffer.
     pub fn buffered(&self) -> usize {
         self.end - self.start

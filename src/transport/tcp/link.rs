@@ -135,6 +135,8 @@ pub struct TcpLink {
     ack_hold_us: AtomicU64,
     /// What happened to the connection, for `LIBDAT_DEBUG`.
     stats: Stats,
+    /// When the link started (monotonic microseconds), for `LIBDAT_DEBUG`.
+    started: u64,
 }
 
 /// Counts of how a connection was moved, printed as it ends when `LIBDAT_DEBUG` is set.
@@ -183,6 +185,7 @@ impl TcpLink {
             active: AtomicBool::new(false),
             ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
             stats: Stats::default(),
+            started: sys::monotonic_micros(),
         });
         let token = link.engine.register(link.fd, link.clone())?;
         let _ = link.token.set(token);
@@ -483,9 +486,14 @@ impl TcpLink {
         let outcome = self.stopped.lock().take().unwrap_or(Err(ConnError::Closed));
         if debug() {
             let s = &self.stats;
+            let (local, remote) = {
+                let inb = self.inbound.lock();
+                (inb.reader.local_addr(), inb.reader.peer_addr())
+            };
             eprintln!(
-                "libdat: connection of EP {:p} ends: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back)",
+                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back)",
                 self.ep.handle(),
+                (sys::monotonic_micros() - self.started) / 1000,
                 self.polls.load(Ordering::Relaxed),
                 s.engine_events.load(Ordering::Relaxed),
                 s.engine_reads.load(Ordering::Relaxed),
