@@ -83,7 +83,8 @@ pub struct Engine {
     waker: OwnedFd,
     sources: Mutex<Sources>,
     timers: Mutex<BinaryHeap<Reverse<(u64, Token)>>>,
-    /// The deadline the engine sleeps until (0: none): a new timer rings only if earlier.
+    /// The deadline the engine sleeps until (`u64::MAX`: none; 0: awake): a new timer rings
+    /// only if earlier.
     sleeping_until: AtomicU64,
 }
 
@@ -229,7 +230,7 @@ impl Engine {
             return; // the stale heap entry is dropped when it falls due
         }
         self.timers.lock().push(Reverse((deadline, token)));
-        let until = self.sleeping_until.load(Ordering::Acquire);
+        let until = self.sleeping_until.load(Ordering::SeqCst);
         if until == 0 || deadline < until {
             self.wake();
         }
@@ -251,12 +252,12 @@ impl Engine {
         s.slab.get(token.slot()).filter(|e| e.generation == token.generation()).map(|e| e.source.clone())
     }
 
-    /// The timers due by `now`, taken; and the next deadline.
-    fn due_timers(&self, now: u64, due: &mut Vec<Token>) -> u64 {
+    /// The timers due by `now`, taken.
+    fn due_timers(&self, now: u64, due: &mut Vec<Token>) {
         let mut heap = self.timers.lock();
         while let Some(Reverse((deadline, token))) = heap.peek().copied() {
             if deadline > now {
-                return deadline;
+                return;
             }
             heap.pop();
             // A timer replaced or cancelled since leaves a stale entry: only the current one
@@ -275,7 +276,6 @@ impl Engine {
                 due.push(token);
             }
         }
-        0
     }
 
     /// The earliest deadline of a timer still set (entries of timers replaced or cancelled
@@ -300,17 +300,26 @@ impl Engine {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; BATCH];
         let mut due = Vec::new();
         loop {
-            let next = self.due_timers(sys::monotonic_micros(), &mut due);
+            self.due_timers(sys::monotonic_micros(), &mut due);
             for token in due.drain(..) {
                 if let Some(source) = self.source(token) {
                     self.report(token, source, 0);
                 }
             }
-            self.sleeping_until.store(next, Ordering::Release);
-            // A timer set between the look above and the store would not have rung: look again.
-            let next = self.next_deadline();
+            // What the engine will sleep until, stated before it looks at the heap for the last
+            // time: a timer set later sees a deadline the engine keeps (and wakes it when its
+            // own is earlier), one set earlier is in the heap for that look.
+            let mut next = self.next_deadline();
+            loop {
+                self.sleeping_until.store(if next == 0 { u64::MAX } else { next }, Ordering::SeqCst);
+                let again = self.next_deadline();
+                if again == next {
+                    break;
+                }
+                next = again;
+            }
             let n = self.wait(&mut events, next);
-            self.sleeping_until.store(0, Ordering::Release);
+            self.sleeping_until.store(0, Ordering::SeqCst);
             for e in &events[..n] {
                 let (bits, data) = (e.events, e.u64);
                 if data == WAKER {
@@ -439,6 +448,29 @@ mod tests {
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
         engine.set_timer(tq, now + 10_000_000);
         engine.set_timer(tq, 0); // cancelled
+        engine.deregister(tp, None);
+        engine.deregister(tq, None);
+    }
+
+    #[test]
+    fn a_timer_set_while_the_engine_sleeps_past_a_replaced_one_rings() {
+        // The engine once stated the deadline of a replaced timer as the one it slept until,
+        // while it slept until a later one: a timer set past the first went unheard.
+        let engine = Engine::get();
+        let (p, _rx) = probe();
+        let (q, rq) = probe();
+        let tp = engine.register_timer_only(p.clone());
+        let tq = engine.register_timer_only(q.clone());
+        for _ in 0..200 {
+            let now = sys::monotonic_micros();
+            engine.set_timer(tp, now + 300);
+            engine.set_timer(tp, now + 60_000_000); // the first is left in the heap, stale
+            engine.set_timer(tq, now);
+            rq.recv_timeout(Duration::from_secs(5)).expect("a due timer rings");
+            std::thread::sleep(Duration::from_micros(500)); // past the stale deadline
+            engine.set_timer(tq, sys::monotonic_micros());
+            rq.recv_timeout(Duration::from_secs(5)).expect("a timer set while the engine sleeps rings");
+        }
         engine.deregister(tp, None);
         engine.deregister(tq, None);
     }

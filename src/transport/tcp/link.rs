@@ -119,9 +119,17 @@ pub struct TcpLink {
     /// Set while a polling thread holds the connection on lease: the engine is not woken for
     /// its data.
     lent: AtomicBool,
+    /// Set when the last thread that polled the connection went to sleep (`Progress::flush`),
+    /// cleared by its next poll: the engine offers a sleeping thread nothing.
+    resting: AtomicBool,
     phase: Mutex<Phase>,
     /// Serializes the arming of the socket in the engine.
     watch: Mutex<()>,
+    /// Set by a kick until the engine's timer looks (`on_timer` clears it first thing).
+    kicked: AtomicBool,
+    /// Serializes the setting of the engine's timer: each setting replaces the last, so one
+    /// worked out from a look that missed a kick must not land after the kick's.
+    timer: Mutex<()>,
     /// How the connection ended, as whoever found out first saw it; the engine carries it out.
     stopped: Mutex<Option<Result<Stop, ConnError>>>,
     /// Set once `stopped` is, or the end began: polls leave the frames alone.
@@ -177,8 +185,11 @@ impl TcpLink {
             offer_deadline: AtomicU64::new(0),
             retry_at: AtomicU64::new(0),
             lent: AtomicBool::new(false),
+            resting: AtomicBool::new(true),
             phase: Mutex::new(phase),
             watch: Mutex::new(()),
+            kicked: AtomicBool::new(false),
+            timer: Mutex::new(()),
             stopped: Mutex::new(None),
             ending: AtomicBool::new(false),
             closed_at: AtomicU64::new(0),
@@ -212,6 +223,8 @@ impl TcpLink {
 
     /// Has the engine look at this connection as soon as it can (its timer, due now).
     fn kick(&self) {
+        let _t = self.timer.lock();
+        self.kicked.store(true, Ordering::Release);
         self.engine.set_timer(self.token(), sys::monotonic_micros());
     }
 
@@ -334,6 +347,7 @@ impl TcpLink {
 
     /// Sets the engine's timer for this connection to its earliest deadline.
     fn set_timer(&self) {
+        let _t = self.timer.lock();
         let mut next = self.answers.ack_due();
         let mut due = |d: u64| {
             if d != 0 && (next == 0 || d < next) {
@@ -341,6 +355,9 @@ impl TcpLink {
             }
         };
         due(self.retry_at.load(Ordering::Acquire));
+        if self.kicked.load(Ordering::Acquire) {
+            due(sys::monotonic_micros());
+        }
         let offered = self.offered.load(Ordering::Acquire);
         if offered != 0 {
             due(self.offer_deadline.load(Ordering::Acquire));
@@ -377,19 +394,43 @@ impl TcpLink {
         let polls = self.polls.load(Ordering::Relaxed);
         let seen = self.polls_seen.swap(polls, Ordering::Relaxed);
         let often = polling_now || polls.wrapping_sub(seen) >= LEND_AFTER_POLLS;
-        if !often || self.phase() != Phase::Open || self.offered.load(Ordering::Relaxed) != 0 {
+        if !often
+            || self.resting.load(Ordering::Acquire)
+            || self.phase() != Phase::Open
+            || self.offered.load(Ordering::Relaxed) != 0
+        {
             return false;
         }
         // Taken by a poll a few polls on: a thread that goes on polling, not one that
         // happened to be in its last poll (a program that reaps now and then between other
         // work drains its EVD in a poll or two).
         let offer = polls.wrapping_add(ACCEPT_AFTER_POLLS).max(1);
+        self.offer.store(offer, Ordering::SeqCst);
+        // The thread may have gone to sleep meanwhile: either it saw the offer and withdrew
+        // it (`withdraw_offer`), or we see it resting now and withdraw it ourselves.
+        fence(Ordering::SeqCst);
+        if self.resting.load(Ordering::SeqCst) {
+            let _ = self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+        if self.offer.load(Ordering::Acquire) != offer {
+            return self.lent.load(Ordering::Acquire); // withdrawn (or, rarely, taken already)
+        }
         count(&self.stats.offers);
         self.offer_deadline.store(sys::monotonic_micros() + OFFER_US, Ordering::Release);
         self.offered.store(offer, Ordering::Release);
-        self.offer.store(offer, Ordering::Release);
         self.set_timer();
         true
+    }
+
+    /// The polling thread goes to sleep: an offer it has not taken is withdrawn, and the
+    /// engine, which left the connection to it, looks at once.
+    fn withdraw_offer(&self) {
+        self.resting.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let offer = self.offer.load(Ordering::SeqCst);
+        if offer != 0 && self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            self.kick();
+        }
     }
 
     /// The engine settles its offer when it runs out: taken, the connection is the thread's;
@@ -546,6 +587,9 @@ impl TcpLink {
 
     /// The engine's timer for this connection.
     fn on_timer(&self) {
+        // Whatever a kick asked for, this look does (read and cleared: what the kicker did
+        // before its kick is seen here).
+        self.kicked.swap(false, Ordering::AcqRel);
         let now = sys::monotonic_micros();
         if self.ending.load(Ordering::Acquire) && !matches!(self.phase(), Phase::Lingering { .. } | Phase::Closed) {
             return self.end_now();
@@ -578,9 +622,11 @@ impl TcpLink {
             self.flush_answers();
         }
         let mut rearm = false;
-        if self.offered.load(Ordering::Acquire) != 0 && now >= self.offer_deadline.load(Ordering::Acquire) {
-            // Taken, or withdrawn now: either way the engine watches the connection again
-            // unless a thread holds it.
+        if self.offered.load(Ordering::Acquire) != 0
+            && (now >= self.offer_deadline.load(Ordering::Acquire) || self.offer.load(Ordering::Acquire) == 0)
+        {
+            // Taken, or withdrawn (by the thread as it went to sleep, or now): either way the
+            // engine watches the connection again unless a thread holds it.
             self.settle_offer();
             self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             rearm = true;
@@ -653,6 +699,9 @@ impl Progress for TcpLink {
         // harmless, and a plain store is cheaper than an atomic add every poll.
         let polls = self.polls.load(Ordering::Relaxed).wrapping_add(1);
         self.polls.store(polls, Ordering::Relaxed);
+        if self.resting.load(Ordering::Relaxed) {
+            self.resting.store(false, Ordering::Release);
+        }
         let offer = self.offer.load(Ordering::Relaxed);
         if offer != 0 && polls >= offer {
             self.accept_offer(offer);
@@ -685,6 +734,7 @@ impl Progress for TcpLink {
 
     /// The consumer's thread is about to sleep: what it held for a ride goes now.
     fn flush(&self) {
+        self.withdraw_offer();
         self.answers.acks_gone();
         self.flush_answers();
     }
