@@ -2,7 +2,7 @@
  * rawtcp: the same transfers as datperf over a plain TCP socket on loopback, the yardstick
  * the benchmark compares us with. The program forks: the parent listens, the child connects.
  *
- *   rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-w buffers] [-p] [-q]
+ *   rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-w buffers] [-p|-1] [-q]
  *
  *   -m pingpong  ping-pong of -s bytes; prints the one-way latency (RTT / 2)
  *   -m stream    -s bytes written `iterations` times; prints bandwidth
@@ -10,6 +10,9 @@
  *                16 transfers in flight, each in its own buffer, and that memory does not
  *                stay in the cache the way one buffer written over and over does
  *   -p           poll: non-blocking receives in a loop (default: blocking receives)
+ *   -1           one side polls, the other blocks in recv: the yardstick of datperf's
+ *                memory-polling ping-pong, where nothing but the kernel runs the data to
+ *                the side that waits
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +31,7 @@ static long size = 8;
 static long iterations = 10000;
 static long buffers = 1;
 static int polling;
+static int half_polling;
 static int quiet;
 
 static double now(void)
@@ -84,15 +88,16 @@ int main(int argc, char **argv)
 	char *buf;
 	double start, figure = 0;
 
-	while ((c = getopt(argc, argv, "m:s:n:w:pq")) != -1) {
+	while ((c = getopt(argc, argv, "m:s:n:w:p1q")) != -1) {
 		switch (c) {
 		case 'm': mode = optarg; break;
 		case 's': size = atol(optarg); break;
 		case 'n': iterations = atol(optarg); break;
 		case 'w': buffers = atol(optarg); break;
 		case 'p': polling = 1; break;
+		case '1': half_polling = 1; break;
 		case 'q': quiet = 1; break;
-		default: fprintf(stderr, "usage: rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-w buffers] [-p] [-q]\n"); return 2;
+		default: fprintf(stderr, "usage: rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-w buffers] [-p|-1] [-q]\n"); return 2;
 		}
 	}
 	if (size < 1 || iterations < 1 || buffers < 1) {
@@ -131,6 +136,8 @@ int main(int argc, char **argv)
 			die("connect");
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (half_polling)
+		polling = !child; /* the child polls, the parent (which prints) blocks */
 	if (!strcmp(mode, "pingpong")) {
 		start = now();
 		for (long i = 0; i < iterations + 100; i++) {
@@ -162,7 +169,7 @@ int main(int argc, char **argv)
 	close(fd);
 	if (!child) {
 		if (!quiet)
-			printf("rawtcp: %s, %ld bytes x %ld, %s: ", mode, size, iterations, polling ? "polling" : "blocking");
+			printf("rawtcp: %s, %ld bytes x %ld, %s: ", mode, size, iterations, half_polling ? "one side polling" : polling ? "polling" : "blocking");
 		printf(!strcmp(mode, "pingpong") ? (quiet ? "%.2f\n" : "%.2f us one-way latency\n")
 						 : (quiet ? "%.1f\n" : "%.1f MB/s\n"), figure);
 		return 0;

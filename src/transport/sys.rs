@@ -112,6 +112,12 @@ unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize,
     }
 }
 
+/// Gives the CPU to another thread that waits for it, if any (a cheap system call if none).
+pub fn yield_now() {
+    // SAFETY: sched_yield takes no arguments and cannot fail on Linux.
+    unsafe { libc::sched_yield() };
+}
+
 /// Microseconds of the monotonic clock: never 0 (it counts from boot), and read without the
 /// 128-bit arithmetic of `Instant::elapsed` (the engine reads it as it holds
 /// acknowledgements).

@@ -141,6 +141,12 @@ pub struct TcpLink {
     active: AtomicBool,
     /// How long the engine holds acknowledgements now (`ACK_HOLD_MIN_US` to `_MAX_US`).
     ack_hold_us: AtomicU64,
+    /// When the engine began to hold acknowledgements that then went alone (monotonic
+    /// microseconds; 0: none did since the consumer's last request).
+    lone_acks_held_at: AtomicU64,
+    /// The peer runs on this machine (a loopback or local address): its engine's wake-ups
+    /// compete with our threads for the same CPUs (see `post`).
+    peer_on_this_host: bool,
     /// What happened to the connection, for `LIBDAT_DEBUG`.
     stats: Stats,
     /// When the link started (monotonic microseconds), for `LIBDAT_DEBUG`.
@@ -157,6 +163,8 @@ struct Stats {
     offers: AtomicU64,
     leases: AtomicU64,
     taken_back: AtomicU64,
+    /// Acknowledgements the engine held that then went alone (no request came to carry them).
+    lone_acks: AtomicU64,
 }
 
 fn count(c: &AtomicU64) {
@@ -166,6 +174,10 @@ fn count(c: &AtomicU64) {
 impl TcpLink {
     /// A link for `ep` over an established socket; `reader` may hold the peer's first frames.
     fn start(stream: Arc<TcpStream>, reader: Reader, ep: &Arc<Ep>, phase: Phase) -> std::io::Result<Arc<TcpLink>> {
+        let peer_on_this_host = match (stream.local_addr(), stream.peer_addr()) {
+            (Ok(local), Ok(peer)) => peer.ip().is_loopback() || peer.ip() == local.ip(),
+            _ => false,
+        };
         let link = Arc::new_cyclic(|me| TcpLink {
             me: me.clone(),
             ep: ep.clone(),
@@ -195,6 +207,8 @@ impl TcpLink {
             closed_at: AtomicU64::new(0),
             active: AtomicBool::new(false),
             ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
+            lone_acks_held_at: AtomicU64::new(0),
+            peer_on_this_host,
             stats: Stats::default(),
             started: sys::monotonic_micros(),
         });
@@ -332,10 +346,10 @@ impl TcpLink {
         }
     }
 
-    /// Arms the socket again, unless the engine waits on its timer to look (an offer stands,
-    /// or a consumer's poll was handling the connection): then the timer re-arms it.
+    /// Arms the socket again, unless the engine waits on its timer to look (a consumer's poll
+    /// was handling the connection): then the timer re-arms it.
     fn rearm_unless_waiting(&self) {
-        if self.offered.load(Ordering::Acquire) != 0 || self.retry_at.load(Ordering::Acquire) != 0 {
+        if self.retry_at.load(Ordering::Acquire) != 0 {
             if self.out_blocked.load(Ordering::Acquire) {
                 let _w = self.watch.lock();
                 self.engine.arm(self.token(), self.fd, libc::EPOLLOUT as u32);
@@ -387,9 +401,10 @@ impl TcpLink {
     }
 
     /// The engine, woken for data, offers the connection to the thread polling it, if one
-    /// polled often since the engine last looked. The offer stands for `OFFER_US`, and the
-    /// connection stays disarmed meanwhile: that thread handles the data that woke us. True
-    /// when an offer was made.
+    /// polled often since the engine last looked. The offer stands for `OFFER_US`; meanwhile
+    /// the engine goes on handling what comes (the thread may have polled its last: it got
+    /// the completion it waited for, and went off to poll memory for the peer's next write).
+    /// True when an offer was made.
     fn offer_lease(&self, polling_now: bool) -> bool {
         let polls = self.polls.load(Ordering::Relaxed);
         let seen = self.polls_seen.swap(polls, Ordering::Relaxed);
@@ -422,14 +437,14 @@ impl TcpLink {
         true
     }
 
-    /// The polling thread goes to sleep: an offer it has not taken is withdrawn, and the
-    /// engine, which left the connection to it, looks at once.
+    /// The polling thread goes to sleep: an offer it has not taken is withdrawn (the engine
+    /// settles it when its time runs out).
     fn withdraw_offer(&self) {
         self.resting.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let offer = self.offer.load(Ordering::SeqCst);
-        if offer != 0 && self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-            self.kick();
+        if offer != 0 {
+            let _ = self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
     }
 
@@ -443,19 +458,17 @@ impl TcpLink {
     }
 
     /// Data arrived for a connection the engine watches: a thread that polls it is offered
-    /// it (and handles what came meanwhile); else the engine handles it.
+    /// it, and the engine handles what came.
     fn incoming(&self) {
         match self.inbound.try_lock() {
             Some(inb) => {
-                if !self.offer_lease(false) {
-                    self.engine_reads_with(inb);
-                }
+                self.offer_lease(false);
+                self.engine_reads_with(inb);
             }
             // A consumer's poll is at it, and handles what woke us.
             None => {
-                if !self.offer_lease(true) {
-                    self.busy_retry();
-                }
+                self.offer_lease(true);
+                self.busy_retry();
             }
         }
     }
@@ -532,7 +545,7 @@ impl TcpLink {
                 (inb.reader.local_addr(), inb.reader.peer_addr())
             };
             eprintln!(
-                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back)",
+                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back; {} acknowledgements alone, held {} us now)",
                 self.ep.handle(),
                 (sys::monotonic_micros() - self.started) / 1000,
                 self.polls.load(Ordering::Relaxed),
@@ -541,6 +554,8 @@ impl TcpLink {
                 s.offers.load(Ordering::Relaxed),
                 s.leases.load(Ordering::Relaxed),
                 s.taken_back.load(Ordering::Relaxed),
+                s.lone_acks.load(Ordering::Relaxed),
+                self.ack_hold_us.load(Ordering::Relaxed),
             );
         }
         self.inbound.lock().abandon(&self.ep);
@@ -616,8 +631,11 @@ impl TcpLink {
         }
         let due = self.answers.ack_due();
         if due != 0 && now >= due {
-            // Nothing came for them: they go alone, and the next ones wait less.
-            self.ack_hold_us.store(ACK_HOLD_MIN_US, Ordering::Relaxed);
+            // Nothing came for them: they go alone, and the next ones wait less (unless the
+            // consumer's request comes soon after: see `post`).
+            count(&self.stats.lone_acks);
+            let hold = self.ack_hold_us.swap(ACK_HOLD_MIN_US, Ordering::Relaxed);
+            self.lone_acks_held_at.store(due.saturating_sub(hold).max(1), Ordering::Relaxed);
             self.answers.acks_gone();
             self.flush_answers();
         }
@@ -625,8 +643,8 @@ impl TcpLink {
         if self.offered.load(Ordering::Acquire) != 0
             && (now >= self.offer_deadline.load(Ordering::Acquire) || self.offer.load(Ordering::Acquire) == 0)
         {
-            // Taken, or withdrawn (by the thread as it went to sleep, or now): either way the
-            // engine watches the connection again unless a thread holds it.
+            // Taken, or withdrawn (by the thread as it went to sleep, or now): settled, and
+            // the engine may offer it again.
             self.settle_offer();
             self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             rearm = true;
@@ -637,7 +655,7 @@ impl TcpLink {
             rearm = true;
         }
         // A kick (the first frames read ahead, or a consumer's late answers) looks at all.
-        if !self.lent.load(Ordering::Acquire) && self.offered.load(Ordering::Acquire) == 0 {
+        if !self.lent.load(Ordering::Acquire) {
             self.engine_reads();
         }
         if self.ending.load(Ordering::Acquire) {
@@ -829,11 +847,24 @@ impl Link for TcpLink {
         // request: inside a send's header, else as a frame ahead of it in the same system call.
         let mut ack = None;
         let engine_held = self.answers.ack_due() != 0;
+        let lone_at = self.lone_acks_held_at.swap(0, Ordering::Relaxed);
+        if lone_at != 0 && !engine_held {
+            // The engine's acknowledgements went alone, and this request came after them: a
+            // program that takes a while to answer (it checks what landed, or computes). The
+            // next ones wait twice its answer's time, and ride.
+            let answered_after = sys::monotonic_micros().saturating_sub(lone_at);
+            if answered_after < ACK_HOLD_MAX_US / 2 {
+                self.ack_hold_us.store((answered_after * 2).max(ACK_HOLD_MIN_US), Ordering::Relaxed);
+            }
+        }
         if let Some(last) = self.answers.take_acks() {
             if engine_held {
                 // They rode: the engine may hold the next ones longer.
                 let hold = self.ack_hold_us.load(Ordering::Relaxed);
                 self.ack_hold_us.store((hold * 2).min(ACK_HOLD_MAX_US), Ordering::Relaxed);
+                // Nothing left for the engine's timer to send (its own wake-up would take a
+                // CPU from the threads that run).
+                self.set_timer();
             }
             if op == Op::Send {
                 h.flags |= flags::ACK;
@@ -855,6 +886,14 @@ impl Link for TcpLink {
         fence(Ordering::SeqCst);
         if self.write_wanted.load(Ordering::Relaxed) {
             self.flush_answers();
+        }
+        if self.peer_on_this_host && !self.lent.load(Ordering::Relaxed) {
+            // The peer's engine, woken by this write, was queued on this CPU (the kernel puts
+            // a thread woken by a socket next to its waker, expecting the waker to sleep): a
+            // thread that goes on running, polling memory or computing, keeps it off the CPU
+            // until the scheduler's tick, milliseconds. Yielding lets it land the data now.
+            // A thread that polls this connection itself (it holds it on lease) woke nobody.
+            sys::yield_now();
         }
         Ok(Posted::Queued)
     }
