@@ -8,8 +8,8 @@
 #   make test            every test; the last line is "N passed, N failed"
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
-#   make fuzz            a long run of the TCP wire fuzzer (WIRE_FUZZ_CASES, WIRE_FUZZ_SEED,
-#                        WIRE_FUZZ_STRICT=1 to fail on the known problems; tests/wire_fuzz.rs)
+#   make fuzz            long runs of the three fuzzers: the TCP wire fuzzer (WIRE_FUZZ_CASES,
+#                        WIRE_FUZZ_SEED), the C API fuzzer (API_FUZZ_CALLS), the threads test
 #   make fuzz-header     libFuzzer on the frame header parser (fuzz/, FUZZ_SECONDS=60)
 #   make ctest           the C conformance suite (LIBDAT=/path/libdat2.so.2 to check another library)
 #   make ctest-asan      the same under AddressSanitizer and UndefinedBehaviorSanitizer
@@ -164,11 +164,17 @@ install: all
 test: all
 	@tests/run-all.sh
 
-# The wire fuzzer's short run is part of `make test`; this is the long one (about 4 ms a
-# case), with a seed of its own each time unless WIRE_FUZZ_SEED is given.
-fuzz:
+# The fuzzers' short runs are part of `make test`; these are the long ones: the wire fuzzer
+# (about 4 ms a case, a seed of its own each time unless WIRE_FUZZ_SEED is given), the C API
+# fuzzer (API_FUZZ_CALLS calls over two connected processes, then a shorter run under ASan)
+# and the threads test with ten times its messages.
+fuzz: all
 	WIRE_FUZZ_CASES=$${WIRE_FUZZ_CASES:-50000} WIRE_FUZZ_SEED=$${WIRE_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 	  $(CARGO) test --release --test wire_fuzz hostile_frames -- --nocapture
+	tests/fuzz/api_fuzz.sh $(LIBDIR) $${API_FUZZ_CALLS:-2000000}
+	tests/fuzz/api_fuzz.sh $(LIBDIR) $${API_FUZZ_ASAN_CALLS:-300000} asan
+	THREADS_MESSAGES=$${THREADS_MESSAGES:-1000000} THREADS_DEADLINE_S=600 \
+	  $(CARGO) test --release --test threads -- --nocapture
 
 # The cargo-fuzz target fuzz/fuzz_targets/wire_header.rs, built with cargo-fuzz's flags by a
 # stable toolchain (RUSTC_BOOTSTRAP lets it take them; no cargo-fuzz needed), then run.

@@ -33,6 +33,21 @@ stats() {  # numbers on stdin -> "median (min..max)"
     sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "-"; exit} m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.2f (%.2f..%.2f)\n", m, v[1], v[NR]}'
 }
 
+dtest_latency() {  # Debian's dtest RDMA-write ping-pong at 64 KiB with these flags: microseconds one way
+    command -v dtest >/dev/null || { echo "-"; return; }
+    local conf
+    conf=$(mktemp)   # an empty dat.conf: the built-in tcp-lo (dtest listens on its fixed 45248)
+    DAT_OVERRIDE=$conf timeout 60 dtest -P tcp-lo -s -b 65536 "$@" >/dev/null 2>&1 &
+    local spid=$! out=""
+    for _ in $(seq 50); do
+        out=$(DAT_OVERRIDE=$conf timeout 60 dtest -P tcp-lo -h 127.0.0.1 -b 65536 "$@" 2>/dev/null) && break
+        sleep 0.1   # the server is not listening yet: try again
+    done
+    wait $spid 2>/dev/null
+    rm -f "$conf"
+    echo "$out" | grep -oE 'RDMA write PingPong.*latency [0-9.]+' | grep -oE '[0-9.]+$' | head -1
+}
+
 declare -A results
 add() { results[$1]+="$2"$'\n'; }
 
@@ -78,6 +93,17 @@ for r in $(seq "$rounds"); do
         add "bw_raw_$s"   "$(timeout 120 $rawtcp -q -m stream -s $s -n $n -w 16)"
         add "bw_raw1_$s"  "$(timeout 120 $rawtcp -q -m stream -s $s -n $n)"
     done
+    # One-sided progress: both sides poll memory for the other's RDMA write, beside a raw
+    # ping-pong whose one side polls and the other blocks in recv (the kernel wakes it, as
+    # our engine is woken), then dtest's memory-polling write ping-pongs at 64 KiB and our
+    # EVD-polling ping-pong of the same size.
+    for s in 8 65536; do
+        add "mem_dat_$s" "$(timeout 120 $datperf -q -m mempoll -s $s -n $((s > 8 ? 2000 : 5000)))"
+        add "mem_raw_$s" "$(timeout 120 $rawtcp -q -m pingpong -1 -s $s -n $((s > 8 ? 5000 : 20000)))"
+    done
+    add poll_dat_65536 "$(timeout 120 $datperf -q -m pingpong -p -s 65536 -n 5000)"
+    add dtest_D "$(dtest_latency -D)"
+    add dtest_Wp "$(dtest_latency -W -p)"
     echo "bench: round $r of $rounds done" >&2
 done
 
@@ -98,6 +124,15 @@ for s in 65536 1048576; do
     row "raw TCP stream, $((s / 1024)) KiB writes, one buffer" "bw_raw1_$s"
 done
 
+echo "One-sided progress: one-way latency in microseconds, median (min..max):"
+for s in 8 65536; do
+    row "libdat RDMA write ping-pong polling memory, $s B" "mem_dat_$s"
+    row "raw TCP, one side polling, one blocked in recv, $s B" "mem_raw_$s"
+done
+row "libdat tcp-lo, polling, 64 KiB" poll_dat_65536
+row "dtest -D -b 65536 (memory polling, data check)" dtest_D
+row "dtest -W -p -b 65536 (memory polling)" dtest_Wp
+
 ratio() {  # label, key of ours, key of the peer, target: per-round ratio, median (min..max)
     local r
     r=$(paste <(printf '%s' "${results[$2]}") <(printf '%s' "${results[$3]}") |
@@ -112,3 +147,7 @@ for s in 65536 1048576; do
     ratio "RDMA write $((s / 1024)) KiB: libdat / raw 16 buffers" "bw_write_$s" "bw_raw_$s" ">= 0.90"
     ratio "send $((s / 1024)) KiB: libdat / raw 16 buffers" "bw_send_$s" "bw_raw_$s" ">= 0.90"
 done
+ratio "write ping-pong polling memory 8 B / raw one blocked" mem_dat_8 mem_raw_8 "<= 1.00"
+ratio "write ping-pong polling memory 64 KiB / raw one blocked" mem_dat_65536 mem_raw_65536 "<= 1.00"
+ratio "dtest -D 64 KiB / libdat polling 64 KiB" dtest_D poll_dat_65536 "<= 1.50"
+ratio "dtest -W -p 64 KiB / libdat polling 64 KiB" dtest_Wp poll_dat_65536 "<= 1.50"
