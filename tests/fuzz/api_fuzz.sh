@@ -50,10 +50,18 @@ if [ -n "$asan" ]; then
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
 status=0
+# The library catches a panic at its edges (a call returns an error, the progress thread goes
+# on), so a panic kills nothing: its message on stderr is what shows it, and fails the run.
+errors=$out/stderr
 # shellcheck disable=SC2086
-timeout -k 10 "${API_FUZZ_TIMEOUT:-600}" "$bin" -n "$calls" ${API_FUZZ_ARGS-} || status=$?
+timeout -k 10 "${API_FUZZ_TIMEOUT:-600}" "$bin" -n "$calls" ${API_FUZZ_ARGS-} 2>"$errors" || status=$?
+cat "$errors" >&2
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 	echo "api_fuzz: the run did not finish within ${API_FUZZ_TIMEOUT:-600} s (a hang)" >&2
+fi
+if grep -q "panicked at" "$errors"; then
+	echo "api_fuzz: the library panicked (above)" >&2
+	[ "$status" -ne 0 ] || status=1
 fi
 [ -n "${API_FUZZ_BUILD-}" ] || rm -rf "$out"
 exit "$status"

@@ -670,6 +670,11 @@ impl TcpLink {
 
 impl Source for TcpLink {
     fn on_event(self: Arc<Self>, events: u32) {
+        if self.token.get().is_none() {
+            // A socket the peer already reset reports its hang-up as it is registered, before
+            // `start` knows the token: `begin` arms it next, and the hang-up is reported again.
+            return;
+        }
         count(&self.stats.engine_events);
         if events == 0 {
             return self.on_timer();
