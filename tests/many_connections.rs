@@ -7,10 +7,10 @@
 use std::ptr::null_mut;
 
 use dat::abi::*;
-use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, pz::*};
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*};
 
 mod common;
-use common::{cookie, loopback, zero, OK, WAIT_US};
+use common::{cookie, create_evd, loopback, open_ia_and_pz, zero, OK, WAIT_US};
 
 const PAIRS: usize = 500;
 const SLOT: usize = 64;
@@ -31,16 +31,8 @@ impl End {
     /// An IA with shared EVDs (deep enough for every EP) and `PAIRS` EPs on them.
     fn new() -> End {
         unsafe {
-            let mut async_evd: DAT_EVD_HANDLE = null_mut();
-            let mut ia = null_mut();
-            assert_eq!(dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
-            let mut pz = null_mut();
-            assert_eq!(dat_pz_create(ia, &mut pz), OK);
-            let evd = |flags: dat_evd_flags| {
-                let mut e = null_mut();
-                assert_eq!(dat_evd_create(ia, (PAIRS * 4) as DAT_COUNT, null_mut(), flags as u32, &mut e), OK);
-                e
-            };
+            let (ia, pz) = open_ia_and_pz();
+            let evd = |flags| create_evd(ia, (PAIRS * 4) as DAT_COUNT, flags);
             let (recv_evd, req_evd) = (evd(dat_evd_flags::DAT_EVD_DTO_FLAG), evd(dat_evd_flags::DAT_EVD_DTO_FLAG));
             let (conn_evd, cr_evd) = (evd(dat_evd_flags::DAT_EVD_CONNECTION_FLAG), evd(dat_evd_flags::DAT_EVD_CR_FLAG));
             let mut eps = Vec::new();

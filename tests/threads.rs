@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dat::abi::*;
-use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, pz::*};
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*};
 use dat::error::Type;
 
 mod common;
-use common::{cookie, loopback, zero, OK};
+use common::{cookie, create_evd, loopback, open_ia_and_pz, zero, OK};
 
 const EPS: usize = 4;
 /// Requests in flight per EP (sends and writes), and so send slots per EP.
@@ -114,16 +114,8 @@ struct Side {
 
 fn side() -> Side {
     unsafe {
-        let mut async_evd: DAT_EVD_HANDLE = null_mut();
-        let mut ia = null_mut();
-        assert_eq!(dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
-        let mut pz = null_mut();
-        assert_eq!(dat_pz_create(ia, &mut pz), OK);
-        let evd = |flags: dat_evd_flags, qlen: i32| {
-            let mut e = null_mut();
-            assert_eq!(dat_evd_create(ia, qlen, null_mut(), flags as u32, &mut e), OK);
-            e as usize
-        };
+        let (ia, pz) = open_ia_and_pz();
+        let evd = |flags, qlen: i32| create_evd(ia, qlen, flags) as usize;
         // Room for every completion that can be outstanding at once.
         let recv_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG, (EPS * RECVS * 2) as i32);
         let req_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG, (EPS * WINDOW * 2) as i32);

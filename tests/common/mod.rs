@@ -41,6 +41,26 @@ pub struct Side {
     pub lmr_ctx: DAT_LMR_CONTEXT,
     pub rmr_ctx: DAT_RMR_CONTEXT,}
 
+/// An IA on the built-in `tcp-lo` and a protection zone in it.
+pub fn open_ia_and_pz() -> (DAT_IA_HANDLE, DAT_PZ_HANDLE) {
+    let mut async_evd: DAT_EVD_HANDLE = null_mut();
+    let (mut ia, mut pz) = (null_mut(), null_mut());
+    // SAFETY: valid name and out-pointers for the calls.
+    unsafe {
+        assert_eq!(dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
+        assert_eq!(dat_pz_create(ia, &mut pz), OK);
+    }
+    (ia, pz)
+}
+
+/// An EVD of `ia` with room for `qlen` events of the kinds `flags` names.
+pub fn create_evd(ia: DAT_IA_HANDLE, qlen: DAT_COUNT, flags: dat_evd_flags) -> DAT_EVD_HANDLE {
+    let mut e = null_mut();
+    // SAFETY: a live IA and a valid out-pointer.
+    assert_eq!(unsafe { dat_evd_create(ia, qlen, null_mut(), flags as u32, &mut e) }, OK);
+    e
+}
+
 impl Side {
     pub fn new(privileges: u32) -> Side {
         Side::with_buffer(privileges, 4096)
@@ -49,16 +69,8 @@ impl Side {
     /// A side whose registered buffer holds `len` bytes.
     pub fn with_buffer(privileges: u32, len: usize) -> Side {
         unsafe {
-            let mut async_evd: DAT_EVD_HANDLE = null_mut();
-            let mut ia = null_mut();
-            assert_eq!(dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
-            let mut pz = null_mut();
-            assert_eq!(dat_pz_create(ia, &mut pz), OK);
-            let evd = |flags: dat_evd_flags| {
-                let mut e = null_mut();
-                assert_eq!(dat_evd_create(ia, 64, null_mut(), flags as u32, &mut e), OK);
-                e
-            };
+            let (ia, pz) = open_ia_and_pz();
+            let evd = |flags| create_evd(ia, 64, flags);
             let recv_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG);
             let req_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG);
             let conn_evd = evd(dat_evd_flags::DAT_EVD_CONNECTION_FLAG);
