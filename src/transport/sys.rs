@@ -50,6 +50,15 @@ pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> SysRes
     unsafe { syscall6(libc::SYS_sendmsg, fd as usize, msg as usize, flags as usize, 0, 0, 0) }
 }
 
+/// `recvmsg(2)`.
+///
+/// # Safety
+/// `msg` must describe buffers writable for their lengths for the duration of the call.
+pub unsafe fn recvmsg(fd: RawFd, msg: *mut libc::msghdr, flags: i32) -> SysResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { syscall6(libc::SYS_recvmsg, fd as usize, msg as usize, flags as usize, 0, 0, 0) }
+}
+
 /// What the kernel returned: a count, or minus an error number.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn sys_result(ret: isize) -> SysResult {
@@ -110,6 +119,36 @@ unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize,
             Ok(ret as usize)
         }
     }
+}
+
+/// Asks the scheduler for the shortest time slice it grants (Linux 6.12 and later; earlier
+/// kernels ignore it): a thread that runs briefly when woken then preempts a busy CPU's
+/// thread at once, instead of waiting for that thread's slice to run out. Best effort.
+pub fn request_short_slice() {
+    /// `struct sched_attr` (sched_setattr(2)).
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        policy: u32,
+        flags: u64,
+        nice: i32,
+        priority: u32,
+        runtime: u64,
+        deadline: u64,
+        period: u64,
+    }
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        flags: 0,
+        nice: 0,
+        priority: 0,
+        runtime: 100_000, // nanoseconds: the least the kernel accepts
+        deadline: 0,
+        period: 0,
+    };
+    // SAFETY: sched_setattr reads `attr` (its size given inside) for the calling thread (0).
+    let _ = unsafe { syscall6(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr as usize, 0, 0, 0, 0) };
 }
 
 /// Gives the CPU to another thread that waits for it, if any (a cheap system call if none).

@@ -304,6 +304,9 @@ pub struct Reader {
     /// Set while frames carry large payloads: a header is then read alone, so the payload
     /// behind it goes straight to its destination instead of through the buffer.
     large_frames: bool,
+    /// Set when the last read from the socket took less than it had room for: the socket was
+    /// empty then (a later arrival is reported by the engine's poll, armed again after).
+    drained: bool,
 }
 
 impl Reader {
@@ -315,6 +318,7 @@ impl Reader {
             start: 0,
             end: 0,
             large_frames: false,
+            drained: false,
         }
     }
 
@@ -357,10 +361,14 @@ impl Reader {
                 Ok(0) => return Err(ConnError::Closed),
                 Ok(n) => {
                     self.end += n;
+                    self.drained = n < room.len();
                     return Ok(n);
                 }
                 Err(libc::EINTR) => continue,
-                Err(libc::EAGAIN) => return Ok(0),
+                Err(libc::EAGAIN) => {
+                    self.drained = true;
+                    return Ok(0);
+                }
                 Err(e) => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
             }
         }
@@ -370,7 +378,9 @@ impl Reader {
     /// alone, so the payload behind it can go straight into place).
     #[inline(always)]
     pub fn fill_for_header(&mut self) -> Result<usize, ConnError> {
-        let most = if self.large_frames { HEADER_LEN.saturating_sub(self.buffered()).max(1) } else { usize::MAX };
+        // Two headers' worth: an acknowledgement's frame and the large frame behind it come
+        // in one read (a large payload's first bytes then pass through the buffer).
+        let most = if self.large_frames { (2 * HEADER_LEN).saturating_sub(self.buffered()).max(1) } else { usize::MAX };
         self.fill(most)
     }
 
@@ -396,7 +406,10 @@ impl Reader {
     pub fn take_header(&mut self, h: &Header) {
         debug_assert!(self.buffered() >= HEADER_LEN);
         self.start += HEADER_LEN;
-        self.large_frames = payload_len(h) >= LARGE_PAYLOAD;
+        // A frame without payload (an acknowledgement between large writes) changes nothing.
+        if payload_len(h) > 0 {
+            self.large_frames = payload_len(h) >= LARGE_PAYLOAD;
+        }
     }
 
     /// Drops `n` payload bytes that are buffered.
@@ -412,8 +425,11 @@ impl Reader {
     }
 
     /// Reads payload bytes into `dst` without blocking: what is buffered first, then what the
-    /// socket has, straight into place. Returns how many arrived (0: none yet).
-    pub fn read_some(&mut self, dst: &mut [u8]) -> Result<usize, ConnError> {
+    /// socket has, straight into place, and in the same system call what follows into the
+    /// buffer: `after` more bytes of this payload (those not for `dst`) and the next header
+    /// (or, while payloads are small, all the buffer holds). Returns how many arrived for
+    /// `dst` (0: none yet).
+    pub fn read_some(&mut self, dst: &mut [u8], after: usize) -> Result<usize, ConnError> {
         let n = self.buffered().min(dst.len());
         if n > 0 {
             self.take_buffered(&mut dst[..n]);
@@ -422,16 +438,46 @@ impl Reader {
         if dst.is_empty() {
             return Ok(0);
         }
+        // Nothing is buffered: the buffer is free from its start.
+        self.start = 0;
+        self.end = 0;
+        let behind = if self.large_frames { after + HEADER_LEN } else { usize::MAX }.min(self.buffer.len());
+        let mut iov = [
+            libc::iovec { iov_base: dst.as_mut_ptr().cast(), iov_len: dst.len() },
+            libc::iovec { iov_base: self.buffer.as_mut_ptr().cast(), iov_len: behind },
+        ];
+        // SAFETY: an all-zero msghdr is valid (no address, no control data).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = if behind > 0 { 2 } else { 1 };
         loop {
-            // SAFETY: `dst` is a writable buffer of its length for the duration of the call.
-            match unsafe { sys::recv(self.stream.as_raw_fd(), dst.as_mut_ptr(), dst.len(), libc::MSG_DONTWAIT) } {
+            // SAFETY: both buffers are writable for their lengths for the duration of the call
+            // (`dst` borrowed mutably, the buffer owned), and `msg` names only them.
+            match unsafe { sys::recvmsg(self.stream.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) } {
                 Ok(0) => return Err(ConnError::Closed),
-                Ok(n) => return Ok(n),
+                Ok(n) => {
+                    self.drained = n < dst.len() + behind;
+                    self.end = n.saturating_sub(dst.len());
+                    return Ok(n.min(dst.len()));
+                }
                 Err(libc::EINTR) => continue,
-                Err(libc::EAGAIN) => return Ok(0),
+                Err(libc::EAGAIN) => {
+                    self.drained = true;
+                    return Ok(0);
+                }
                 Err(e) => return Err(ConnError::from(io::Error::from_raw_os_error(e))),
             }
         }
+    }
+
+    /// Whether the last read from the socket found it empty (it took less than it could).
+    pub fn drained(&self) -> bool {
+        self.drained
+    }
+
+    /// The engine was told of new data: the socket is not known to be empty.
+    pub fn expect_data(&mut self) {
+        self.drained = false;
     }
 
     /// Drops up to `len` payload bytes without blocking; returns how many went.
@@ -443,7 +489,7 @@ impl Reader {
         }
         let mut sink = [0u8; 4096];
         let want = len.min(sink.len());
-        self.read_some(&mut sink[..want])
+        self.read_some(&mut sink[..want], len - want)
     }
 }
 
@@ -487,7 +533,7 @@ mod tests {
         let mut payload = vec![0u8; payload_len(&h)];
         let mut got = 0;
         while got < payload.len() {
-            got += r.read_some(&mut payload[got..])?;
+            got += r.read_some(&mut payload[got..], 0)?;
         }
         Ok((h, payload))
     }
@@ -592,7 +638,7 @@ mod tests {
                 let mut p = vec![0u8; h.payload_len as usize];
                 let mut got = 0;
                 while got < p.len() {
-                    got += r.read_some(&mut p[got..]).unwrap();
+                    got += r.read_some(&mut p[got..], 0).unwrap();
                 }
                 (h, p)
             };

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::answers::Answer;
 use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
 use super::link::TcpLink;
-use super::wire::{flags, Header, Op};
+use super::wire::{flags, Header, Op, HEADER_LEN};
 use crate::abi::*;
 use crate::objects::ep::{EarlyMessage, Ep, EpInner, Request};
 use crate::objects::evd::Evd;
@@ -54,8 +54,11 @@ struct Partial {
 /// Where a payload's bytes go.
 enum Sink {
     /// An RDMA write, into registered memory already checked, which stays registered while
-    /// each piece lands (`Lmr::access`; none for a write of nothing).
-    Memory { at: u64, region: Option<Arc<Lmr>> },
+    /// each piece lands (`Lmr::access`; none for a write of nothing). Its final byte is read
+    /// aside (`last`) and stored once the acknowledgement is due: a program that polls that
+    /// byte and answers at once finds the acknowledgement ready to ride with its answer,
+    /// instead of the engine sending it alone (a second wake-up of the peer per message).
+    Memory { at: u64, region: Option<Arc<Lmr>>, last: Option<u8> },
     /// A message, into a posted receive (its segments checked one by one as they fill).
     Receive { recv: PostedRecv, pz: Arc<Pz>, evd: Option<Arc<Evd>>, walk: Walk },
     /// A message nobody posted a receive for yet: kept until one is (`filled` of its bytes
@@ -106,6 +109,9 @@ pub fn advance(
 ) -> Result<(bool, Option<Stop>), ConnError> {
     let mut handled = false;
     let mut looked = false;
+    // A read that takes less than it could finds the socket empty: the engine stops there
+    // (its poll, armed again, reports what comes later) instead of asking once more.
+    inb.reader.expect_data();
     loop {
         if let Some(p) = inb.partial.as_mut() {
             if !feed(&mut inb.reader, p)? {
@@ -122,7 +128,7 @@ pub fn advance(
             Some(Ok(h)) => h,
             Some(Err(e)) => return Err(ConnError::Protocol(e)),
             None => {
-                if looked && in_caller {
+                if (looked && in_caller) || inb.reader.drained() {
                     return Ok((handled, None));
                 }
                 looked = true;
@@ -133,7 +139,7 @@ pub fn advance(
             }
         };
         // A small frame only begun in the buffer may be complete in the socket: one more look.
-        if !inb.reader.whole(&h) && payload_len(&h) < LARGE_PAYLOAD && !looked {
+        if !inb.reader.whole(&h) && payload_len(&h) < LARGE_PAYLOAD && !looked && !inb.reader.drained() {
             looked = true;
             if inb.reader.fill(usize::MAX)? > 0 {
                 continue;
@@ -169,7 +175,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
         }
         Op::RdmaWrite => {
             let sink = match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
-                Some((region, at)) => Sink::Memory { at, region },
+                Some((region, at)) => Sink::Memory { at, region, last: None },
                 None => {
                     refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
                     Sink::Drop { then: Some(Stop::Broken) }
@@ -228,22 +234,34 @@ fn start(inb: &mut Inbound, h: Header, sink: Sink) -> Option<Stop> {
 fn feed(reader: &mut Reader, p: &mut Partial) -> Result<bool, ConnError> {
     while p.left > 0 {
         let got = match &mut p.sink {
-            Sink::Memory { at, region } => match region.as_ref().map(|r| r.access()) {
+            Sink::Memory { last, .. } if p.left == 1 => {
+                // The final byte, aside (stored by `finish`): through the buffer, with the
+                // next frame's header when it is there.
+                if reader.buffered() == 0 && reader.fill(HEADER_LEN + 1)? == 0 {
+                    Some(0)
+                } else {
+                    let mut b = [0u8];
+                    reader.take_buffered(&mut b);
+                    *last = Some(b[0]);
+                    Some(1)
+                }
+            }
+            Sink::Memory { at, region, .. } => match region.as_ref().map(|r| r.access()) {
                 // Freed under the write: the rest is dropped, the peer refused (below).
                 Some(None) => None,
                 gate => {
                     // SAFETY: checked when the frame began (`remote_access`): inside a region
                     // registered with remote write privilege in the EP's zone, registered
-                    // still (its gate is held while the piece lands).
-                    let dst = unsafe { std::slice::from_raw_parts_mut(*at as *mut u8, p.left) };
-                    let n = reader.read_some(dst)?;
+                    // still (its gate is held while the piece lands). All but the final byte.
+                    let dst = unsafe { std::slice::from_raw_parts_mut(*at as *mut u8, p.left - 1) };
+                    let n = reader.read_some(dst, 1)?;
                     *at += n as u64;
                     drop(gate);
                     Some(n)
                 }
             },
             Sink::Early { data, filled } => {
-                let n = reader.read_some(&mut data[*filled..])?;
+                let n = reader.read_some(&mut data[*filled..], 0)?;
                 *filled += n;
                 Some(n)
             }
@@ -260,6 +278,9 @@ fn feed(reader: &mut Reader, p: &mut Partial) -> Result<bool, ConnError> {
             return Ok(false);
         }
         p.left -= got;
+        if p.left > 0 && reader.buffered() == 0 && reader.drained() {
+            return Ok(false);
+        }
     }
     Ok(true)
 }
@@ -294,7 +315,7 @@ impl Walk {
             // write privilege in the EP's zone, which the consumer keeps until the receive (or
             // read) completes.
             let dst = unsafe { std::slice::from_raw_parts_mut((s.virtual_address as usize + self.within) as *mut u8, n) };
-            let got = reader.read_some(dst)?;
+            let got = reader.read_some(dst, left - n)?;
             self.within += got;
             return Ok(got);
         }
@@ -309,8 +330,24 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
         refuse(link, h.id, status);
     }
     match p.sink {
-        Sink::Memory { .. } => {
+        Sink::Memory { at, region, last } => {
+            let Some(byte) = last else {
+                link.acknowledge(h.id, in_caller); // a write of nothing
+                return None;
+            };
+            let gate = region.as_ref().map(|r| r.access());
+            if matches!(gate, Some(None)) {
+                // Freed under the write.
+                refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+                return Some(Stop::Broken);
+            }
             link.acknowledge(h.id, in_caller);
+            // The bytes before it are stored first (a poller that sees it sees them).
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            // SAFETY: the frame's last byte, inside the region checked when the frame began
+            // (`remote_access`), registered still (its gate is held).
+            unsafe { (at as *mut u8).write_volatile(byte) };
+            drop(gate);
             None
         }
         Sink::Receive { recv, evd, walk, .. } => match walk.failed {
@@ -414,25 +451,30 @@ fn deliver_buffered(
         refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
         return Some(Some(Stop::Broken));
     };
-    let mut rest = len;
-    for s in &recv.segments {
-        if rest == 0 {
-            break;
-        }
-        let n = rest.min(s.segment_length as usize);
-        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err() {
-            reader.skip_buffered(rest);
-            complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0);
-            refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
-            return Some(Some(Stop::Broken));
-        }
-        // SAFETY: just checked: inside a live region with local write privilege in the EP's
-        // zone, which the consumer keeps until the receive completes.
-        let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
-        reader.take_buffered(dst);
-        rest -= n;
+    // Every segment it fills is checked before any byte lands, and the acknowledgement is
+    // due before then: a program that polls the receive buffer and answers at once finds it
+    // ready to ride with its answer.
+    let parts = || {
+        recv.segments.iter().scan(len, |rest, s| {
+            let n = (*rest > 0).then(|| (*rest).min(s.segment_length as usize))?;
+            *rest -= n;
+            Some((s, n))
+        })
+    };
+    if parts().any(|(s, n)| Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err()) {
+        reader.skip_buffered(len);
+        complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0);
+        refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+        return Some(Some(Stop::Broken));
     }
     link.acknowledge(h.id, in_caller);
+    for (s, n) in parts() {
+        // SAFETY: checked above, under the EP's lock still held: inside a live region with
+        // local write privilege in the EP's zone, which the consumer keeps until the receive
+        // completes.
+        let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
+        reader.take_buffered(dst);
+    }
     complete(dat_dto_completion_status::DAT_DTO_SUCCESS, len as u32);
     Some(None)
 }

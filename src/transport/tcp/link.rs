@@ -507,6 +507,11 @@ impl TcpLink {
             Err(e) => self.stop(Err(e)),
         }
         drop(inb);
+        // Acknowledgements alone wait for a ride, or for their timer (see `acknowledge`):
+        // written now, each would wake the peer a second time per message.
+        if self.answers.ack_due() != 0 && !self.out_blocked.load(Ordering::Acquire) && self.answers.only_acks() {
+            return;
+        }
         self.flush_answers();
     }
 
