@@ -75,6 +75,10 @@ const POLLED_MAX: usize = 32;
 /// A thread that polls one EVD looks at the others it polled once every this many polls.
 const OTHERS_EVERY: u32 = 64;
 
+/// A polling thread keeps its lease alive every this many polls (a clock read; a lease may be
+/// as short as a few dozen polls, see `lease`).
+const KEEP_ALIVE_EVERY: u32 = 8;
+
 /// What a thread polled since it last slept in a wait: handles, and a count of polls. Plain
 /// cells, so the thread-local needs no destructor and costs no more than its address per poll.
 struct Polled {
@@ -121,14 +125,14 @@ thread_local! {
     };
 }
 
-/// Notes that this thread polls `evd`; now and then (`OTHERS_EVERY`) it makes progress on the
-/// other EVDs it polled too. `catching`: the EVD a dequeue catches for, into `into`, see
+/// Notes that this thread polls `evd`; now and then it keeps its lease alive
+/// (`KEEP_ALIVE_EVERY`) and makes progress on the other EVDs it polled (`OTHERS_EVERY`). `catching`: the EVD a dequeue catches for, into `into`, see
 /// [`Catching`]. Returns this thread's `POLLED`.
 fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const Polled {
     let key = evd as usize;
-    // The closure answers only "time for the others?": the list is copied out just then, not
-    // moved through every poll.
-    let (others_due, polled) = POLLED.with(|p| {
+    // The closure answers only "time for the others?" (and for the lease): the list is copied
+    // out just then, not moved through every poll.
+    let (others_due, keep_alive_due, polled) = POLLED.with(|p| {
         p.catching.set(catching);
         p.into.set(into);
         let len = p.len.get();
@@ -139,19 +143,21 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const
         }
         let polls = p.polls.get().wrapping_add(1);
         p.polls.set(polls);
-        (polls % OTHERS_EVERY == 0, p as *const Polled)
+        (polls % OTHERS_EVERY == 0, polls % KEEP_ALIVE_EVERY == 0, p as *const Polled)
     });
+    if keep_alive_due {
+        // The connections this thread holds on lease stay its own: it still polls.
+        crate::transport::lease::keep_alive();
+    }
     if others_due {
         every_few_polls(key);
     }
     polled
 }
 
-/// Every `OTHERS_EVERY` polls: the connections this thread holds on lease stay its own (it
-/// still polls), and the other EVDs it polled move on too.
+/// Every `OTHERS_EVERY` polls: the other EVDs this thread polled move on too.
 #[cold]
 fn every_few_polls(key: usize) {
-    crate::transport::lease::keep_alive();
     if POLLED.with(|p| p.len.get() > 1) {
         progress_others(key);
     }

@@ -14,6 +14,14 @@
 //! anybody. When the thread stops, the timer fires within `LEASE_US` and the engine takes its
 //! connections back. A thread that goes to sleep in the library returns them at once, and so
 //! does one that exits.
+//!
+//! A thread that polls its EVD until an event comes, then polls memory for the peer's RDMA
+//! write (a memory-polling ping-pong that waits for its writes' completions) holds the
+//! connection while the write arrives, and the write waits for the lease to run out. So each
+//! thread's lease lasts as long as its habits allow: a lease that ran out with data waiting
+//! in a socket makes the next ones shorter (down to `LEASE_MIN_US`), one that ran out with
+//! nothing waiting makes them longer again (up to `LEASE_US`). A thread that only polls its
+//! EVD keeps the longest.
 
 use std::cell::RefCell;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -27,9 +35,12 @@ use super::sys;
 
 /// Something a thread may hold on lease.
 pub trait Lent: Send + Sync {
-    /// The lease ended: the engine watches it again.
-    fn take_back(&self);
+    /// The lease ended: the engine watches it again. Returns whether data was waiting for it.
+    fn take_back(&self) -> bool;
 }
+
+/// The shortest a thread's lease becomes (see the module's documentation).
+const LEASE_MIN_US: u64 = 100;
 
 /// How long a lease lasts without being pushed back (`LIBDAT_LEASE_US` changes it): the
 /// longest a connection waits for the engine after its polling thread went elsewhere.
@@ -47,6 +58,8 @@ pub struct Lease {
     has_lent: AtomicBool,
     /// When the lease runs out (monotonic microseconds), as last pushed back.
     deadline: AtomicU64,
+    /// How long this thread's lease lasts now (`LEASE_MIN_US` to `lease_us()`).
+    length: AtomicU64,
 }
 
 impl Lease {
@@ -65,6 +78,7 @@ impl Lease {
             lent: Mutex::new(Vec::new()),
             has_lent: AtomicBool::new(false),
             deadline: AtomicU64::new(0),
+            length: AtomicU64::new(lease_us()),
         });
         let token = lease.engine.register(fd, lease.clone())?;
         let _ = lease.token.set(token);
@@ -90,25 +104,32 @@ impl Lease {
         let mut lent = self.lent.lock();
         lent.push(what);
         if !self.has_lent.swap(true, Ordering::AcqRel) {
-            self.set(sys::monotonic_micros() + lease_us());
+            self.set(sys::monotonic_micros() + self.length.load(Ordering::Relaxed));
         }
     }
 
-    /// Everything lent goes back; the timer stops.
-    fn end(&self) {
+    /// The lease ran out: everything lent goes back, and the next lease lasts shorter when
+    /// data was waiting meanwhile, longer when none was.
+    fn expire(&self) {
+        let waited = self.end();
+        let length = self.length.load(Ordering::Relaxed);
+        let next = if waited { (length / 2).max(LEASE_MIN_US.min(lease_us())) } else { (length * 2).min(lease_us()) };
+        self.length.store(next, Ordering::Relaxed);
+    }
+
+    /// Everything lent goes back; the timer stops. Returns whether data was waiting for any.
+    fn end(&self) -> bool {
         // Drained, not taken: the list keeps its room for the next lease (a thread that waits
         // in turn with its polls ends one every wait, and the data path allocates nothing).
         let lent: smallvec::SmallVec<[Arc<dyn Lent>; 8]> = {
             let mut lent = self.lent.lock();
             if !self.has_lent.swap(false, Ordering::AcqRel) && lent.is_empty() {
-                return;
+                return false;
             }
             self.set(0);
             lent.drain(..).collect()
         };
-        for l in lent {
-            l.take_back();
-        }
+        lent.iter().fold(false, |waited, l| l.take_back() || waited)
     }
 
     /// The thread still polls: the lease goes on, the timer pushed back once half of it ran.
@@ -118,10 +139,11 @@ impl Lease {
         }
         let now = sys::monotonic_micros();
         let deadline = self.deadline.load(Ordering::Relaxed);
-        if deadline.saturating_sub(now) < lease_us() / 2 {
+        let length = self.length.load(Ordering::Relaxed);
+        if deadline.saturating_sub(now) < length / 2 {
             let lent = self.lent.lock();
             if !lent.is_empty() && self.has_lent.load(Ordering::Acquire) {
-                self.set(now + lease_us());
+                self.set(now + length);
             }
         }
     }
@@ -135,7 +157,7 @@ impl Source for Lease {
         // Pushed back after the timer fired: the thread still polls.
         let deadline = self.deadline.load(Ordering::Acquire);
         if deadline == 0 || sys::monotonic_micros() >= deadline {
-            self.end();
+            self.expire();
         }
         if let Some(token) = self.token.get() {
             self.engine.arm(*token, self.timer.as_raw_fd(), libc::EPOLLIN as u32);
@@ -170,7 +192,9 @@ pub fn lend(what: Arc<dyn Lent>) {
     });
     match lease {
         Some(lease) => lease.lend(what),
-        None => what.take_back(), // no timer to be had: the engine keeps it
+        None => {
+            what.take_back(); // no timer to be had: the engine keeps it
+        }
     }
 }
 

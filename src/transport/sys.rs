@@ -121,6 +121,14 @@ unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize,
     }
 }
 
+/// How many bytes wait to be read from socket `fd` (0 when it cannot tell).
+pub fn bytes_waiting(fd: RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is a live local.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if r == 0 { n.max(0) as usize } else { 0 }
+}
+
 /// Asks the scheduler for the shortest time slice it grants (Linux 6.12 and later; earlier
 /// kernels ignore it): a thread that runs briefly when woken then preempts a busy CPU's
 /// thread at once, instead of waiting for that thread's slice to run out. Best effort.

@@ -150,7 +150,8 @@ impl Answers {
             || self.ack_owed.load(Ordering::Relaxed) != 0
     }
 
-    fn take_owed(&self) -> Option<u64> {
+    /// Takes the acknowledgement a consumer's poll owes, if any.
+    pub fn take_owed(&self) -> Option<u64> {
         if self.ack_owed.load(Ordering::Relaxed) == 0 {
             return None;
         }

@@ -114,7 +114,7 @@ pub fn advance(
     inb.reader.expect_data();
     loop {
         if let Some(p) = inb.partial.as_mut() {
-            if !feed(&mut inb.reader, p)? {
+            if !feed_arriving(&mut inb.reader, p, in_caller)? {
                 return Ok((handled, None));
             }
             let p = inb.partial.take().expect("a partial frame");
@@ -227,6 +227,38 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
 fn start(inb: &mut Inbound, h: Header, sink: Sink) -> Option<Stop> {
     inb.partial = Some(Partial { left: h.payload_len as usize, h, sink, refused: None });
     None
+}
+
+/// How long a consumer's poll waits for the rest of a frame that is arriving as it reads.
+const ARRIVING_US: u64 = 50;
+
+/// [`feed`]; a consumer's poll that took part of a payload waits up to `ARRIVING_US` for the
+/// rest while it keeps coming (a local peer is still writing it). A thread that returns with
+/// the completion it polled for may go off to poll memory, holding the connection on lease:
+/// the rest of a frame behind that completion (a write's data behind its acknowledgement)
+/// would wait for the lease to run out.
+fn feed_arriving(reader: &mut Reader, p: &mut Partial, in_caller: bool) -> Result<bool, ConnError> {
+    let before = p.left;
+    if feed(reader, p)? {
+        return Ok(true);
+    }
+    if !in_caller || p.left == before {
+        return Ok(false);
+    }
+    let mut until = 0;
+    loop {
+        let left = p.left;
+        if feed(reader, p)? {
+            return Ok(true);
+        }
+        let now = crate::transport::sys::monotonic_micros();
+        if p.left < left || until == 0 {
+            until = now + ARRIVING_US;
+        } else if now >= until {
+            return Ok(false);
+        }
+        std::hint::spin_loop();
+    }
 }
 
 /// Reads what the socket has of a partial frame's payload into its sink. True when the

@@ -165,6 +165,8 @@ struct Stats {
     taken_back: AtomicU64,
     /// Acknowledgements the engine held that then went alone (no request came to carry them).
     lone_acks: AtomicU64,
+    /// Leases that ended with data waiting in the socket.
+    taken_back_waiting: AtomicU64,
 }
 
 fn count(c: &AtomicU64) {
@@ -550,7 +552,7 @@ impl TcpLink {
                 (inb.reader.local_addr(), inb.reader.peer_addr())
             };
             eprintln!(
-                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back; {} acknowledgements alone, held {} us now)",
+                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, held {} us now)",
                 self.ep.handle(),
                 (sys::monotonic_micros() - self.started) / 1000,
                 self.polls.load(Ordering::Relaxed),
@@ -559,6 +561,7 @@ impl TcpLink {
                 s.offers.load(Ordering::Relaxed),
                 s.leases.load(Ordering::Relaxed),
                 s.taken_back.load(Ordering::Relaxed),
+                s.taken_back_waiting.load(Ordering::Relaxed),
                 s.lone_acks.load(Ordering::Relaxed),
                 self.ack_hold_us.load(Ordering::Relaxed),
             );
@@ -708,14 +711,20 @@ impl Source for TcpLink {
 }
 
 impl Lent for TcpLink {
-    fn take_back(&self) {
+    fn take_back(&self) -> bool {
+        let mut waited = false;
         if self.lent.swap(false, Ordering::AcqRel) {
             count(&self.stats.taken_back);
+            waited = sys::bytes_waiting(self.fd) > 0;
+            if waited {
+                count(&self.stats.taken_back_waiting);
+            }
             self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             self.rearm();
         }
         // Acknowledgements the thread held for a ride go now: nobody polls to send them.
         self.flush_answers();
+        waited
     }
 }
 
