@@ -126,8 +126,9 @@ thread_local! {
 }
 
 /// Notes that this thread polls `evd`; now and then it keeps its lease alive
-/// (`KEEP_ALIVE_EVERY`) and makes progress on the other EVDs it polled (`OTHERS_EVERY`). `catching`: the EVD a dequeue catches for, into `into`, see
-/// [`Catching`]. Returns this thread's `POLLED`.
+/// (`KEEP_ALIVE_EVERY`) and makes progress on the other EVDs it polled (`OTHERS_EVERY`).
+/// `catching`: the EVD a dequeue catches for, into `into`, see [`Catching`]. Returns this
+/// thread's `POLLED`.
 fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const Polled {
     let key = evd as usize;
     // The closure answers only "time for the others?" (and for the lease): the list is copied
