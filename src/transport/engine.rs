@@ -187,8 +187,27 @@ impl Engine {
         }
         let mut e = libc::epoll_event { events: events | libc::EPOLLONESHOT as u32, u64: token.0 };
         // SAFETY: our epoll, a descriptor registered under `token` (still registered: checked
-        // under the lock deregistering takes), a valid event.
-        unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, &mut e) };
+        // under the lock deregistering takes), a valid event. A parked descriptor is added
+        // back.
+        unsafe {
+            if libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, &mut e) < 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)
+            {
+                libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut e);
+            }
+        }
+    }
+
+    /// Takes `fd` out of the poll while nothing should be reported for it (its source stays;
+    /// `arm` puts the descriptor back).
+    pub fn park(&self, token: Token, fd: RawFd) {
+        let s = self.sources.lock();
+        if !s.current(token) {
+            return;
+        }
+        let mut e = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: our epoll, a descriptor registered under `token` (checked under the lock).
+        unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut e) };
     }
 
     /// Removes `fd` and the source: no report or timer reaches it afterwards.
