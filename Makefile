@@ -113,7 +113,7 @@ $(BUILD)/bin/datperf: bench/datperf.c $(LIBDIR)/$(SONAME) $(wildcard include/dat
 
 $(BUILD)/bin/rawtcp: bench/rawtcp.c
 	@mkdir -p $(BUILD)/bin
-	$(CC) -O2 -Wall -Wextra -Werror $< -o $@
+	$(CC) -O2 -Wall -Wextra -Werror -pthread $< -o $@
 
 demo: all
 	@echo "A transfer between two processes over the built-in tcp-lo IA (no dat.conf needed):"

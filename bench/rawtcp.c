@@ -2,9 +2,14 @@
  * rawtcp: the same transfers as datperf over a plain TCP socket on loopback, the yardstick
  * the benchmark compares us with. The program forks: the parent listens, the child connects.
  *
- *   rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-w buffers] [-p|-1] [-q]
+ *   rawtcp [-m pingpong|mempoll|stream] [-s bytes] [-n iterations] [-w buffers] [-p|-1] [-q]
  *
  *   -m pingpong  ping-pong of -s bytes; prints the one-way latency (RTT / 2)
+ *   -m mempoll   datperf's memory-polling ping-pong built the way our transport runs it:
+ *                in each process the main thread spins on the last byte of its buffer and
+ *                yields after each send, and a helper thread blocked in recv (woken by the
+ *                kernel, as our progress thread is) puts the message there; prints the
+ *                one-way latency. What that design costs without any library.
  *   -m stream    -s bytes written `iterations` times; prints bandwidth
  *   -w buffers   stream from and into this many buffers in turn (default 1): datperf keeps
  *                16 transfers in flight, each in its own buffer, and that memory does not
@@ -16,6 +21,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -79,6 +86,56 @@ static void recv_all(int fd, char *p, long n)
 	}
 }
 
+/* -m mempoll: the helper thread lands each message in `landing` (its last byte last). */
+static int mem_fd;
+static char *landing;
+
+static void *land(void *unused)
+{
+	char *in = malloc((size_t)size);
+	(void)unused;
+	if (!in)
+		die("malloc");
+	for (;;) {
+		for (long got = 0; got < size;) {
+			ssize_t k = recv(mem_fd, in + got, (size_t)(size - got), 0);
+			if (k == 0 || (k < 0 && errno != EINTR)) {
+				free(in);
+				return NULL; /* the run is over */
+			}
+			got += k > 0 ? k : 0;
+		}
+		memcpy(landing, in, (size_t)size - 1);
+		__atomic_store_n(&landing[size - 1], in[size - 1], __ATOMIC_RELEASE);
+	}
+}
+
+static double mempoll(int fd, int first, char *buf)
+{
+	pthread_t t;
+	double start = 0;
+	mem_fd = fd;
+	landing = calloc(1, (size_t)size);
+	if (!landing || pthread_create(&t, NULL, land, NULL))
+		die("mempoll setup");
+	for (long i = 0; i < iterations + 100; i++) {
+		char mark = (char)(i % 251 + 1);
+		if (i == 100)
+			start = now();
+		for (int turn = 0; turn < 2; turn++) {
+			if ((turn == 0) == first) {
+				buf[size - 1] = mark;
+				send_all(fd, buf, size);
+				sched_yield();
+			} else {
+				while (__atomic_load_n(&landing[size - 1], __ATOMIC_ACQUIRE) != mark)
+					;
+			}
+		}
+	}
+	return (now() - start) / iterations / 2 * 1e6;
+}
+
 int main(int argc, char **argv)
 {
 	int c, one = 1, lfd, fd, status, pipefd[2];
@@ -97,7 +154,7 @@ int main(int argc, char **argv)
 		case 'p': polling = 1; break;
 		case '1': half_polling = 1; break;
 		case 'q': quiet = 1; break;
-		default: fprintf(stderr, "usage: rawtcp [-m pingpong|stream] [-s bytes] [-n iterations] [-w buffers] [-p|-1] [-q]\n"); return 2;
+		default: fprintf(stderr, "usage: rawtcp [-m pingpong|mempoll|stream] [-s bytes] [-n iterations] [-w buffers] [-p|-1] [-q]\n"); return 2;
 		}
 	}
 	if (size < 1 || iterations < 1 || buffers < 1) {
@@ -138,6 +195,21 @@ int main(int argc, char **argv)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (half_polling)
 		polling = !child; /* the child polls, the parent (which prints) blocks */
+	if (!strcmp(mode, "mempoll")) {
+		/* The child sends first; the parent's reply is the last message of the run. Each
+		 * side's helper thread stays blocked in recv until the other side shuts down. */
+		figure = mempoll(fd, !child, buf);
+		shutdown(fd, SHUT_RDWR);
+		if (!child)
+			_exit(0);
+		if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 1;
+		if (quiet)
+			printf("%.2f\n", figure);
+		else
+			printf("rawtcp: mempoll, %ld bytes x %ld: %.2f us one-way latency\n", size, iterations, figure);
+		return 0;
+	}
 	if (!strcmp(mode, "pingpong")) {
 		start = now();
 		for (long i = 0; i < iterations + 100; i++) {

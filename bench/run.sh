@@ -97,9 +97,12 @@ for r in $(seq "$rounds"); do
     # ping-pong whose one side polls and the other blocks in recv (the kernel wakes it, as
     # our engine is woken), then dtest's memory-polling write ping-pongs at 64 KiB and our
     # EVD-polling ping-pong of the same size.
+    # Also the same design without any library (`rawtcp -m mempoll`: a thread blocked in recv
+    # puts each message where the spinning thread looks): what one wake-up per message costs.
     for s in 8 65536; do
         add "mem_dat_$s" "$(timeout 120 $datperf -q -m mempoll -s $s -n $((s > 8 ? 2000 : 5000)))"
         add "mem_raw_$s" "$(timeout 120 $rawtcp -q -m pingpong -1 -s $s -n $((s > 8 ? 5000 : 20000)))"
+        add "mem_design_$s" "$(timeout 120 $rawtcp -q -m mempoll -s $s -n $((s > 8 ? 5000 : 20000)))"
     done
     add poll_dat_65536 "$(timeout 120 $datperf -q -m pingpong -p -s 65536 -n 5000)"
     add dtest_D "$(dtest_latency -D)"
@@ -128,6 +131,7 @@ echo "One-sided progress: one-way latency in microseconds, median (min..max):"
 for s in 8 65536; do
     row "libdat RDMA write ping-pong polling memory, $s B" "mem_dat_$s"
     row "raw TCP, one side polling, one blocked in recv, $s B" "mem_raw_$s"
+    row "raw TCP, both spinning on memory a thread fills, $s B" "mem_design_$s"
 done
 row "libdat tcp-lo, polling, 64 KiB" poll_dat_65536
 row "dtest -D -b 65536 (memory polling, data check)" dtest_D
@@ -149,5 +153,7 @@ for s in 65536 1048576; do
 done
 ratio "write ping-pong polling memory 8 B / raw one blocked" mem_dat_8 mem_raw_8 "<= 1.00"
 ratio "write ping-pong polling memory 64 KiB / raw one blocked" mem_dat_65536 mem_raw_65536 "<= 1.00"
+ratio "write ping-pong polling memory 8 B / same design raw" mem_dat_8 mem_design_8 "(none: context)"
+ratio "write ping-pong polling memory 64 KiB / same design raw" mem_dat_65536 mem_design_65536 "(none: context)"
 ratio "dtest -D 64 KiB / libdat polling 64 KiB" dtest_D poll_dat_65536 "<= 1.50"
 ratio "dtest -W -p 64 KiB / libdat polling 64 KiB" dtest_Wp poll_dat_65536 "<= 1.50"
