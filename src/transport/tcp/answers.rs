@@ -143,6 +143,13 @@ impl Answers {
         self.held_since_poll.store(0, Ordering::Relaxed);
     }
 
+    /// Whether only the engine holds acknowledgements (their timer sends them).
+    pub fn only_engine_holds(&self) -> bool {
+        self.ack_due.load(Ordering::Relaxed) != 0
+            && self.held_since_poll.load(Ordering::Relaxed) == 0
+            && self.ack_owed.load(Ordering::Relaxed) == 0
+    }
+
     /// Whether acknowledgements are held, by a consumer's thread or the engine.
     pub fn acks_held(&self) -> bool {
         self.ack_due.load(Ordering::Relaxed) != 0

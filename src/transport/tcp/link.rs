@@ -768,8 +768,12 @@ impl Progress for TcpLink {
         if handled {
             self.active.store(true, Ordering::Relaxed);
         }
-        // Answers this round made, or acknowledgements held for a ride whose time may be up.
-        if handled || self.answers.acks_held() || self.out_blocked.load(Ordering::Relaxed) {
+        // Answers this round made, or acknowledgements held for a ride whose time may be up;
+        // not those the engine holds, whose timer sends them: a program that reaps its
+        // completions now and then, between a write's arrival and its answer, would send them
+        // alone (and wake the peer a second time for that message).
+        let held = self.answers.acks_held() && !self.answers.only_engine_holds();
+        if handled || held || self.out_blocked.load(Ordering::Relaxed) {
             self.answer_soon(polls);
         }
     }
