@@ -158,7 +158,7 @@ impl Answers {
     }
 
     /// Takes the acknowledgement a consumer's poll owes, if any.
-    pub fn take_owed(&self) -> Option<u64> {
+    fn take_owed(&self) -> Option<u64> {
         if self.ack_owed.load(Ordering::Relaxed) == 0 {
             return None;
         }
