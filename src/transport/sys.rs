@@ -131,10 +131,13 @@ pub fn bytes_waiting(fd: RawFd) -> usize {
 
 /// Asks the scheduler for the shortest time slice it grants (Linux 6.12 and later; earlier
 /// kernels ignore it): a thread that runs briefly when woken then preempts a busy CPU's
-/// thread at once, instead of waiting for that thread's slice to run out. Best effort.
+/// thread at once, instead of waiting for that thread's slice to run out. Best effort; the
+/// thread's policy and nice value stay as they are (a thread not under the normal policy is
+/// left alone).
 pub fn request_short_slice() {
     /// `struct sched_attr` (sched_setattr(2)).
     #[repr(C)]
+    #[derive(Default)]
     struct SchedAttr {
         size: u32,
         policy: u32,
@@ -145,16 +148,16 @@ pub fn request_short_slice() {
         deadline: u64,
         period: u64,
     }
-    let attr = SchedAttr {
-        size: std::mem::size_of::<SchedAttr>() as u32,
-        policy: libc::SCHED_OTHER as u32,
-        flags: 0,
-        nice: 0,
-        priority: 0,
-        runtime: 100_000, // nanoseconds: the least the kernel accepts
-        deadline: 0,
-        period: 0,
-    };
+    let size = std::mem::size_of::<SchedAttr>();
+    let mut attr = SchedAttr::default();
+    // SAFETY: sched_getattr writes at most `size` bytes into `attr` for the calling thread (0).
+    let got = unsafe { syscall6(libc::SYS_sched_getattr, 0, &mut attr as *mut SchedAttr as usize, size, 0, 0, 0) };
+    if got.is_err() || attr.policy != libc::SCHED_OTHER as u32 {
+        return;
+    }
+    attr.size = size as u32;
+    attr.flags = 0;
+    attr.runtime = 100_000; // nanoseconds: the least the kernel accepts
     // SAFETY: sched_setattr reads `attr` (its size given inside) for the calling thread (0).
     let _ = unsafe { syscall6(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr as usize, 0, 0, 0, 0) };
 }
