@@ -21,10 +21,10 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
