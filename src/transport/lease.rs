@@ -12,16 +12,16 @@
 //! an RDMA write changes. So its lease runs out unless kept alive: a timer (a `timerfd` in
 //! the engine's poll) that the thread pushes back as it polls, now and then, without waking
 //! anybody. When the thread stops, the timer fires within the lease's length (at most
-//! `LIBDAT_LEASE_US`, 500 us unless set) and the engine takes its connections back. A thread that goes to sleep in the library returns them at once, and so
-//! does one that exits.
+//! `LIBDAT_LEASE_US`, 500 us unless set) and the engine takes its connections back. A thread
+//! that goes to sleep in the library returns them at once, and so does one that exits.
 //!
 //! A thread that polls its EVD until an event comes, then polls memory for the peer's RDMA
 //! write (a memory-polling ping-pong that waits for its writes' completions) holds the
 //! connection while the write arrives, and the write waits for the lease to run out. So each
 //! thread's lease lasts as long as its habits allow: a lease that ran out with data waiting
 //! in a socket makes the next ones shorter (down to `LEASE_MIN_US`), one that ran out with
-//! nothing waiting makes them longer again (up to `LIBDAT_LEASE_US`). A thread that only polls its
-//! EVD keeps the longest.
+//! nothing waiting makes them longer again (up to `LIBDAT_LEASE_US`). A thread that only
+//! polls its EVD keeps the longest.
 
 use std::cell::RefCell;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
