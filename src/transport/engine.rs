@@ -202,11 +202,17 @@ impl Engine {
     /// `arm` puts the descriptor back).
     pub fn park(&self, token: Token, fd: RawFd) {
         let s = self.sources.lock();
-        if !s.current(token) {
-            return;
+        if s.current(token) {
+            self.unwatch(fd);
         }
+    }
+
+    /// Takes `fd` out of the epoll set; the caller holds the sources' lock and checked that
+    /// `fd` is the descriptor of a current source.
+    fn unwatch(&self, fd: RawFd) {
         let mut e = libc::epoll_event { events: 0, u64: 0 };
-        // SAFETY: our epoll, a descriptor registered under `token` (checked under the lock).
+        // SAFETY: our epoll, a registered descriptor (see above); the event argument is
+        // ignored for DEL but must be non-NULL on old kernels.
         unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut e) };
     }
 
@@ -218,12 +224,7 @@ impl Engine {
                 return;
             }
             if let Some(fd) = fd {
-                // SAFETY: our epoll; the event argument is ignored for DEL but must be non-NULL
-                // on old kernels.
-                unsafe {
-                    let mut e = libc::epoll_event { events: 0, u64: 0 };
-                    libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut e);
-                }
+                self.unwatch(fd);
             }
             s.remove(token)
         };
