@@ -433,6 +433,13 @@ mod tests {
         (Arc::new(Probe { tx: Mutex::new(tx) }), rx)
     }
 
+    /// A probe registered with a timer only: its token, what it hears, and the probe (held by
+    /// the test, so that what it hears after it left the engine is still heard).
+    fn timer_probe(engine: &Engine) -> (Token, mpsc::Receiver<u32>, Arc<Probe>) {
+        let (p, rx) = probe();
+        (engine.register_timer_only(p.clone()), rx, p)
+    }
+
     #[test]
     fn a_readable_descriptor_is_reported_once_per_arming() {
         let engine = Engine::get();
@@ -456,10 +463,8 @@ mod tests {
     #[test]
     fn timers_fire_in_order_and_a_replaced_one_does_not() {
         let engine = Engine::get();
-        let (p, rx) = probe();
-        let (q, rq) = probe();
-        let tp = engine.register_timer_only(p.clone());
-        let tq = engine.register_timer_only(q.clone());
+        let (tp, rx, _p) = timer_probe(&engine);
+        let (tq, rq, _q) = timer_probe(&engine);
         let now = sys::monotonic_micros();
         engine.set_timer(tp, now + 50_000);
         engine.set_timer(tp, now + 2_000); // replaces the first
@@ -481,10 +486,8 @@ mod tests {
         // The engine once stated the deadline of a replaced timer as the one it slept until,
         // while it slept until a later one: a timer set past the first went unheard.
         let engine = Engine::get();
-        let (p, _rx) = probe();
-        let (q, rq) = probe();
-        let tp = engine.register_timer_only(p.clone());
-        let tq = engine.register_timer_only(q.clone());
+        let (tp, _rx, _p) = timer_probe(&engine);
+        let (tq, rq, _q) = timer_probe(&engine);
         for _ in 0..200 {
             let now = sys::monotonic_micros();
             engine.set_timer(tp, now + 300);
@@ -502,8 +505,7 @@ mod tests {
     #[test]
     fn a_source_that_left_hears_nothing() {
         let engine = Engine::get();
-        let (p, rx) = probe();
-        let t = engine.register_timer_only(p.clone());
+        let (t, rx, _p) = timer_probe(&engine);
         engine.set_timer(t, sys::monotonic_micros() + 1_000);
         engine.deregister(t, None);
         assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
