@@ -238,21 +238,18 @@ const ARRIVING_US: u64 = 50;
 /// the rest of a frame behind that completion (a write's data behind its acknowledgement)
 /// would wait for the lease to run out.
 fn feed_arriving(reader: &mut Reader, p: &mut Partial, in_caller: bool) -> Result<bool, ConnError> {
-    let before = p.left;
-    if feed(reader, p)? {
-        return Ok(true);
-    }
-    if !in_caller || p.left == before {
-        return Ok(false);
-    }
+    // Until when bytes that stop coming are waited for (0: none came yet).
     let mut until = 0;
     loop {
         let left = p.left;
         if feed(reader, p)? {
             return Ok(true);
         }
+        if !in_caller {
+            return Ok(false);
+        }
         let now = crate::transport::sys::monotonic_micros();
-        if p.left < left || until == 0 {
+        if p.left < left {
             until = now + ARRIVING_US;
         } else if now >= until {
             return Ok(false);
