@@ -484,7 +484,7 @@ fn a_peer_writing_with_a_guessed_key_moves_no_byte() {
     raw.write_all(&h.encode()).unwrap();
     raw.write_all(b"evil").unwrap();
     read_frame(&mut raw); // our confirmation of the Ready
-    let answer = Header::decode(&read_frame(&mut raw), dat::objects::sp::wire_limits()).unwrap();
+    let answer = Header::decode(&read_frame(&mut raw), dat::transport::tcp::wire_limits()).unwrap();
     assert_eq!(answer.op, Op::RemoteAccessError);
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
     assert!(p.buf[..4].iter().all(|&b| b == 0));

@@ -8,7 +8,6 @@ use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
-use crate::transport::tcp::link;
 use crate::objects::ep_state;
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
@@ -276,7 +275,7 @@ pub unsafe extern "C" fn dat_cr_accept(
             drop(inner);
             // The CR is consumed by the accept.
             cr.ia.release::<Cr>(cr_handle);
-            link::accept(ep, request, pd)?;
+            request.accept(ep, pd)?;
         }
         Ok(())
     }

@@ -9,7 +9,6 @@ use super::srq::check_recv_segments;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{self, Close, End, Ep, Outgoing, Parts, Posted};
-use crate::transport::tcp::link;
 use crate::objects::conn_qual;
 use crate::objects::ep_state::{self, Post};
 use crate::objects::evd::Evd;
@@ -318,7 +317,7 @@ fn start_connect(ep: Arc<Ep>, ip: std::net::Ipv4Addr, conn_qual: DAT_CONN_QUAL, 
     }
     let timeout = (timeout != DAT_TIMEOUT_INFINITE).then(|| std::time::Duration::from_micros(u64::from(timeout)));
     let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
-    let started = link::connect(ep.clone(), remote, conn_qual, private_data.to_vec(), timeout);
+    let started = ep.ia.transport.connect(ep.clone(), remote, conn_qual, private_data.to_vec(), timeout);
     if started.is_err() {
         ep.inner.lock().state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
     }
@@ -696,7 +695,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                     // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
                     let cookie = unsafe { user_cookie.as_64 };
                     inner.recvs.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
-                    if !inner.unexpected.is_empty() {
+                    if inner.wire.messages_waiting() {
                         let link = inner.link.clone();
                         drop(inner);
                         if let Some(link) = link {

@@ -1,21 +1,23 @@
 //! The Endpoint: its attributes, what it holds (PZ, EVDs, SRQ), its state machine and its
-//! posted receives. The transport of a later stage plugs in below; every rule lives here.
+//! posted receives. Its connection's transport plugs in below (`transport::Link`); every rule
+//! lives here.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 
 use super::ep_state::{self, State};
-use super::evd::{Evd, Progress};
+use super::evd::Evd;
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
-use super::srq::{PostedRecv, Segments, Srq};
+use super::srq::{PostedRecv, Srq};
 use super::Held;
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use crate::handle::{Kind, Object, SelfHandle};
+use crate::transport::{EpWire, Link};
 
 /// What the EP holds and its state, under one lock.
 pub struct EpInner {
@@ -35,9 +37,6 @@ pub struct EpInner {
     pub link: Option<Arc<dyn Link>>,
     /// Requests handed to the transport and not yet completed, in posting order.
     pub outstanding: VecDeque<Request>,
-    /// Where the data of each RDMA read in `outstanding` goes, in the same order (kept apart:
-    /// every other request would carry the room for them).
-    pub read_targets: VecDeque<Segments>,
     /// Private data of each connection event (its pointer is in the event): kept until the EP
     /// is freed or reset to UNCONNECTED, as `dat_evd_dequeue` promises of event data.
     pub event_private_data: Vec<Box<[u8]>>,
@@ -45,22 +44,13 @@ pub struct EpInner {
     pub closing: bool,
     /// Set as the handle dies: no more connection events.
     pub released: bool,
-    /// Messages that arrived before a receive was posted for them, oldest first (a verbs QP
-    /// retries such a send until a receive is there; we keep a copy instead, and the sender
-    /// hears of it only once it lands).
-    pub unexpected: VecDeque<EarlyMessage>,
-    pub unexpected_bytes: usize,
-}
-
-/// A message kept until a receive is posted for it.
-pub struct EarlyMessage {
-    /// The sender's sequence number: acknowledged when the message lands.
-    pub seq: u64,
-    pub data: Vec<u8>,
+    /// What the connection's transport keeps with the EP.
+    pub wire: EpWire,
 }
 
 /// A request DTO (send, RDMA write or read) the peer has not yet answered.
 pub struct Request {
+    /// The transport's number for it, rising in posting order.
     pub seq: u64,
     pub cookie: u64,
     pub operation: dat_dtos,
@@ -98,17 +88,6 @@ pub enum Posted {
     Queued,
     /// The connection ended before it went out: the caller flushes it.
     Flush,
-}
-
-/// What the objects need of a connection's transport.
-pub trait Link: Progress {
-    /// Ends the connection.
-    fn close(&self, how: Close);
-    /// Sends a request DTO; its completion arrives through [`Ep::pop_request`]. The caller
-    /// hands over the EP's lock, under which it checked the request.
-    fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, request: &Outgoing<'_>) -> DatResult<Posted>;
-    /// A receive was posted while messages waited for one: they land now.
-    fn receive_posted(&self, ep: &Ep);
 }
 
 /// How a connection ended, as the transport saw it.
@@ -296,12 +275,10 @@ impl Ep {
                 remote_addr: None,
                 link: None,
                 outstanding: VecDeque::new(),
-                read_targets: VecDeque::new(),
                 event_private_data: Vec::new(),
                 closing: false,
                 released: false,
-                unexpected: VecDeque::new(),
-                unexpected_bytes: 0,
+                wire: EpWire::default(),
             }),
         }
     }
@@ -439,18 +416,6 @@ impl Ep {
         self.connection_event(event, private_data);
     }
 
-    /// The oldest request in flight, as its answer arrives, and where its data goes (an RDMA
-    /// read's; none for the others).
-    pub fn pop_request(&self) -> Option<(Request, Segments)> {
-        let mut inner = self.inner.lock();
-        let r = inner.outstanding.pop_front()?;
-        let targets = match r.operation {
-            dat_dtos::DAT_DTO_RDMA_READ => inner.read_targets.pop_front().unwrap_or_default(),
-            _ => Segments::new(),
-        };
-        Some((r, targets))
-    }
-
     /// Reports a finished request: errors always, success only when signalled.
     pub fn complete_request(
         &self,
@@ -505,9 +470,7 @@ impl Ep {
         let _in_order = self.receiving.lock();
         let (requests, recvs) = {
             let mut inner = self.inner.lock();
-            inner.unexpected.clear();
-            inner.unexpected_bytes = 0;
-            inner.read_targets.clear();
+            inner.wire.clear();
             (std::mem::take(&mut inner.outstanding), std::mem::take(&mut inner.recvs))
         };
         for r in &requests {

@@ -18,6 +18,7 @@ use super::{Counted, Held, Users};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{Kind, Object};
+use crate::transport::Progress;
 
 /// The stream bits of `DAT_EVD_FLAGS` we know.
 pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
@@ -26,15 +27,6 @@ pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
     | dat_evd_flags::DAT_EVD_CONNECTION_FLAG as u32
     | dat_evd_flags::DAT_EVD_RMR_BIND_FLAG as u32
     | dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32;
-
-/// A source of events that can make progress in the consumer's thread (a connection whose
-/// incoming frames are handled as the consumer polls or waits), without blocking.
-pub trait Progress: Send + Sync {
-    fn progress(&self);
-    /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
-    /// source's own threads take over.
-    fn flush(&self) {}
-}
 
 /// How long `dat_evd_wait` keeps making progress itself before it sleeps, at least: an answer
 /// that comes back within this is seen without a thread hand-off. `LIBDAT_SPIN_US` changes it.
@@ -468,7 +460,7 @@ impl Evd {
     }
 
     /// `dat_evd_dequeue`: the oldest event, into `out`, or `DAT_QUEUE_EMPTY`.
-    // Inlined: one frame fewer above a poll's system call (see `transport::tcp::sys`).
+    // Inlined: one frame fewer above a poll's system call (see `transport::sys`).
     #[inline(always)]
     pub fn dequeue(&self, out: &mut MaybeUninit<DAT_EVENT>) -> DatResult {
         let waiter = || Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));

@@ -10,10 +10,13 @@ use super::Held;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{self, Kind, Object};
-use crate::registry::{Entry, Transport};
+use crate::registry::{self, Entry};
+use crate::transport::{self, Transport};
 
 pub struct Ia {
     pub entry: Arc<Entry>,
+    /// What makes this IA's connections, chosen by its registry entry.
+    pub transport: &'static dyn Transport,
     /// The IA's IPv4 address; boxed so the pointer `dat_ia_query` hands out stays put.
     address: Box<libc::sockaddr_in>,
     /// The async EVD; none when the consumer passed `DAT_EVD_ASYNC_EXISTS`. Taken at close,
@@ -40,11 +43,7 @@ impl Object for Ia {
 impl Ia {
     /// Opens an IA of `entry`; the transport must be one we serve.
     pub fn open(entry: Arc<Entry>) -> DatResult<Arc<Ia>> {
-        match entry.transport {
-            Transport::Tcp => {}
-            // Later transports: the RDMA one, and providers registered at run time.
-            Transport::Rdma | Transport::Foreign => return Err(DatError::not_implemented()),
-        }
+        let transport = transport::for_ia(&entry)?;
         let ip = resolve_ipv4(&entry.ia_params).ok_or(DatError::new(
             Type::DAT_INVALID_ADDRESS,
             Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
@@ -55,6 +54,7 @@ impl Ia {
         sin.sin_addr.s_addr = u32::from(ip).to_be();
         Ok(Arc::new(Ia {
             entry,
+            transport,
             address: Box::new(sin),
             async_evd: Mutex::new(None),
             handle: std::sync::atomic::AtomicUsize::new(0),
@@ -100,7 +100,7 @@ impl Ia {
     /// another IA of its provider (dapltest's limit tests pass one); later transports feed
     /// their own device's IAs.
     pub fn feeds_evds_of(&self, owner: &Ia) -> bool {
-        std::ptr::eq(self, owner) || (self.entry.transport == Transport::Tcp && owner.entry.transport == Transport::Tcp)
+        std::ptr::eq(self, owner) || (self.entry.transport == registry::Transport::Tcp && owner.entry.transport == registry::Transport::Tcp)
     }
 
     /// Registers a new object of this IA and returns its handle; an IA closing meanwhile (in

@@ -9,17 +9,10 @@ use parking_lot::Mutex;
 use super::ep::Ep;
 use super::evd::Evd;
 use super::ia::Ia;
-use super::limits;
 use super::Held;
 use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
-use crate::transport::tcp::cm::{IncomingRequest, Listener};
-use crate::transport::tcp::wire::Limits;
-
-/// The frame limits of the TCP transport.
-pub fn wire_limits() -> Limits {
-    Limits { max_private_data: limits::MAX_PRIVATE_DATA_SIZE as u32, max_message: limits::MAX_MESSAGE_SIZE }
-}
+use crate::transport::{ConnRequest, Listening};
 
 /// Which kind of service point.
 pub enum SpKind {
@@ -33,7 +26,7 @@ pub struct ServicePoint {
     conn_qual: std::sync::atomic::AtomicU64,
     pub kind: SpKind,
     handle: SelfHandle,
-    listener: Mutex<Option<Listener>>,
+    listener: Mutex<Option<Box<dyn Listening>>>,
 }
 
 /// A PSP handle names a public service point.
@@ -88,13 +81,14 @@ impl ServicePoint {
         self.conn_qual.store(conn_qual, std::sync::atomic::Ordering::Release);
         let weak = Arc::downgrade(self);
         let port = super::conn_qual::port(conn_qual);
-        let listener = Listener::bind(self.ia.ipv4(), port, conn_qual, wire_limits(), move |request| {
+        let on_request = Box::new(move |request: Box<dyn ConnRequest>| {
             if let Some(sp) = weak.upgrade() {
                 sp.arrive(request);
             } else {
                 request.reject(&[]);
             }
-        })?;
+        });
+        let listener = self.ia.transport.listen(self.ia.ipv4(), port, conn_qual, on_request)?;
         let conn_qual = if conn_qual == 0 { u64::from(listener.port()) } else { conn_qual };
         self.conn_qual.store(conn_qual, std::sync::atomic::Ordering::Release);
         *self.listener.lock() = Some(listener);
@@ -102,7 +96,7 @@ impl ServicePoint {
     }
 
     /// A request arrived: a CR and a connection request event.
-    fn arrive(self: Arc<Self>, request: IncomingRequest) {
+    fn arrive(self: Arc<Self>, request: Box<dyn ConnRequest>) {
         let cr = Arc::new(Cr::new(self.clone(), request));
         let Ok(cr_handle) = self.ia.adopt(cr.clone()) else {
             return;
@@ -143,7 +137,7 @@ pub struct Cr {
     /// The requester's address, kept so `dat_cr_query` can hand out a pointer to it.
     pub remote: Box<libc::sockaddr_in>,
     pub remote_port: u16,
-    request: Mutex<Option<IncomingRequest>>,
+    request: Mutex<Option<Box<dyn ConnRequest>>>,
 }
 
 impl Object for Cr {
@@ -155,17 +149,18 @@ impl Object for Cr {
 }
 
 impl Cr {
-    fn new(sp: Arc<ServicePoint>, request: IncomingRequest) -> Cr {
+    fn new(sp: Arc<ServicePoint>, request: Box<dyn ConnRequest>) -> Cr {
+        let remote = request.remote();
         // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
         let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         sin.sin_family = libc::AF_INET as libc::sa_family_t;
-        sin.sin_addr.s_addr = u32::from(*request.remote.ip()).to_be();
-        sin.sin_port = request.remote.port().to_be();
+        sin.sin_addr.s_addr = u32::from(*remote.ip()).to_be();
+        sin.sin_port = remote.port().to_be();
         Cr {
             ia: sp.ia.clone(),
-            private_data: request.private_data.clone(),
+            private_data: request.private_data().to_vec(),
             remote: Box::new(sin),
-            remote_port: request.remote.port(),
+            remote_port: remote.port(),
             sp,
             request: Mutex::new(Some(request)),
         }
@@ -179,7 +174,7 @@ impl Cr {
     }
 
     /// The request, for the accept that consumes it.
-    pub fn take_request(&self) -> Option<IncomingRequest> {
+    pub fn take_request(&self) -> Option<Box<dyn ConnRequest>> {
         self.request.lock().take()
     }
 }

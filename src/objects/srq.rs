@@ -107,7 +107,7 @@ impl Srq {
         for ep in eps {
             let link = {
                 let inner = ep.inner.lock();
-                if inner.unexpected.is_empty() {
+                if !inner.wire.messages_waiting() {
                     None
                 } else {
                     inner.link.clone()
@@ -119,7 +119,7 @@ impl Srq {
             // Checked under `waiting` (before the EP's lock): an EP that keeps another message
             // meanwhile registers again after this, not before.
             let mut waiting = self.waiting.lock();
-            if ep.inner.lock().unexpected.is_empty() {
+            if !ep.inner.lock().wire.messages_waiting() {
                 waiting.retain(|w| w.as_ptr() != Arc::as_ptr(&ep));
             }
         }

@@ -1,8 +1,106 @@
-//! Transports move bytes for the objects above them: `tcp` is the software transport that runs
-//! everywhere; the RDMA one (rdma-cm + verbs) comes later. `engine` is the thread the kernel
-//! wakes for them when no thread of the program is in the library.
+//! Transports move bytes for the objects above them, and the objects reach them only through
+//! the traits here: a [`Transport`] per IA, chosen as it opens ([`for_ia`]), makes connections;
+//! each connection is a [`Link`]. Every rule of the specification (states, checks, events,
+//! flushes) stays in the objects; a transport folder holds one data path whole.
+//!
+//! - `tcp`: the software transport that runs everywhere;
+//! - `engine`: the thread the kernel wakes when no thread of the program is in the library;
+//!   `lease`: which thread reads a connection when.
 
 pub mod engine;
 pub mod lease;
 pub(crate) mod sys;
 pub mod tcp;
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::MutexGuard;
+
+use crate::error::{DatError, DatResult};
+use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
+use crate::registry::Entry;
+
+/// Connection management for an IA: listen, connect, and (through [`ConnRequest`]) accept and
+/// reject. What it connects is a [`Link`] it hands the EP.
+pub trait Transport: Send + Sync {
+    /// Listens at `ip:port` (0: any free port) for requests to `conn_qual` (0: the port
+    /// bound), handing each to `on_request`. Dropping the listener stops it; a port in use is
+    /// `ErrorKind::AddrInUse`.
+    fn listen(&self, ip: Ipv4Addr, port: u16, conn_qual: u64, on_request: OnRequest) -> io::Result<Box<dyn Listening>>;
+    /// Starts connecting `ep` (ACTIVE_CONNECTION_PENDING) to `conn_qual` at `remote`: the EP
+    /// is told ESTABLISHED, or the failure's connection event, later.
+    fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult;
+}
+
+/// Where a listener hands its requests.
+pub type OnRequest = Box<dyn Fn(Box<dyn ConnRequest>) + Send + Sync>;
+
+/// A bound listener; dropping it stops listening.
+pub trait Listening: Send + Sync {
+    fn port(&self) -> u16;
+}
+
+/// A connection request waiting for the consumer's accept or reject.
+pub trait ConnRequest: Send {
+    fn remote(&self) -> SocketAddrV4;
+    fn private_data(&self) -> &[u8];
+    /// Accepts onto `ep` (COMPLETION_PENDING): ESTABLISHED follows when the peer confirms,
+    /// ACCEPT_COMPLETION_ERROR when it does not in time.
+    fn accept(self: Box<Self>, ep: Arc<Ep>, private_data: &[u8]) -> DatResult;
+    /// Refuses the request: the requester sees PEER_REJECTED with this private data.
+    fn reject(self: Box<Self>, private_data: &[u8]);
+}
+
+/// A source of events that can make progress in the consumer's thread (a connection whose
+/// incoming frames are handled as the consumer polls or waits), without blocking.
+pub trait Progress: Send + Sync {
+    fn progress(&self);
+    /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
+    /// source's own threads take over.
+    fn flush(&self) {}
+}
+
+/// One connection of an EP, as the objects use it.
+pub trait Link: Progress {
+    /// Ends the connection.
+    fn close(&self, how: Close);
+    /// Sends a request DTO, recorded in `EpInner::outstanding` until its completion. The
+    /// caller hands over the EP's lock, under which it checked the request.
+    fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, request: &Outgoing<'_>) -> DatResult<Posted>;
+    /// A receive was posted while messages waited for one ([`EpWire::messages_waiting`]): they
+    /// land now.
+    fn receive_posted(&self, ep: &Ep);
+}
+
+/// What the transports keep in each EP, under the EP's lock so it changes together with the
+/// EP's posted receives and requests. The objects only ask whether messages wait for a receive
+/// and empty it when the connection is gone.
+#[derive(Default)]
+pub struct EpWire {
+    pub(crate) tcp: tcp::EpWire,
+}
+
+impl EpWire {
+    /// Whether messages arrived that wait for a receive to be posted.
+    pub fn messages_waiting(&self) -> bool {
+        self.tcp.messages_waiting()
+    }
+
+    /// The connection is gone: what it kept goes.
+    pub fn clear(&mut self) {
+        self.tcp.clear();
+    }
+}
+
+/// The transport an IA of `entry` runs on.
+pub fn for_ia(entry: &Entry) -> DatResult<&'static dyn Transport> {
+    use crate::registry::Transport as Kind;
+    match entry.transport {
+        Kind::Tcp => Ok(&tcp::Tcp),
+        // Later: the RDMA transport, and providers registered at run time.
+        Kind::Rdma | Kind::Foreign => Err(DatError::not_implemented()),
+    }
+}

@@ -14,7 +14,8 @@ use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
 use super::link::TcpLink;
 use super::wire::{flags, Header, Op, HEADER_LEN};
 use crate::abi::*;
-use crate::objects::ep::{EarlyMessage, Ep, EpInner, Request};
+use super::ep_wire::{pop_request, EarlyMessage};
+use crate::objects::ep::{Ep, EpInner, Request};
 use crate::objects::evd::Evd;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
@@ -196,7 +197,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
             }
         }
         Op::RdmaReadResponse => {
-            let Some((request, targets)) = ep.pop_request() else {
+            let Some((request, targets)) = pop_request(ep) else {
                 return Ok(Some(Stop::Lost));
             };
             if request.seq != h.id || request.operation != dat_dtos::DAT_DTO_RDMA_READ || h.payload_len != request.length {
@@ -207,7 +208,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
             return Ok(start(inb, h, sink));
         }
         Op::RemoteAccessError => {
-            if let Some((r, _)) = ep.pop_request() {
+            if let Some((r, _)) = pop_request(ep) {
                 let status = u32::try_from(h.remote_addr)
                     .ok()
                     .and_then(|s| dat_dto_completion_status::try_from(s).ok())
@@ -461,7 +462,7 @@ fn deliver_buffered(
     }
     // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of this EP
     // waits for one (a message must not overtake those); else it waits too.
-    let recv = if inner.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+    let recv = if inner.wire.tcp.unexpected.is_empty() { next_receive(&mut inner) } else { None };
     let Some(recv) = recv else {
         // No receive yet: the message is kept (its acknowledgement is settled).
         return None;
@@ -513,7 +514,7 @@ fn deliver_buffered(
 fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
     let len = h.payload_len as usize;
     let mut inner = ep.inner.lock();
-    let recv = if inner.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+    let recv = if inner.wire.tcp.unexpected.is_empty() { next_receive(&mut inner) } else { None };
     match recv {
         Some(recv) => {
             let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone());
@@ -531,14 +532,14 @@ fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
             }
             Sink::Receive { recv, pz: pz.expect("checked"), evd, walk: Walk::default() }
         }
-        None if inner.unexpected_bytes + len > MAX_UNEXPECTED_BYTES => {
+        None if inner.wire.tcp.unexpected_bytes + len > MAX_UNEXPECTED_BYTES => {
             drop(inner);
             refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY);
             Sink::Drop { then: Some(Stop::Broken) }
         }
         None => {
             // Counted now, so several arriving at once stay under the bound.
-            inner.unexpected_bytes += len;
+            inner.wire.tcp.unexpected_bytes += len;
             Sink::Early { data: vec![0u8; len], filled: 0 }
         }
     }
@@ -550,7 +551,7 @@ fn keep(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: Vec<u8>) {
     link.answer(Answer::Kept(seq));
     let srq = {
         let mut inner = ep.inner.lock();
-        inner.unexpected.push_back(EarlyMessage { seq, data });
+        inner.wire.tcp.unexpected.push_back(EarlyMessage { seq, data });
         inner.srq.as_ref().map(|s| s.arc().clone())
     };
     if let Some(srq) = srq {
@@ -569,10 +570,10 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
     let _in_order = ep.receiving.lock();
     let mut inner = ep.inner.lock();
     let Some(pz) = inner.pz.as_ref().map(|p| p.arc().clone()) else { return };
-    while !inner.unexpected.is_empty() {
+    while !inner.wire.tcp.unexpected.is_empty() {
         let Some(recv) = next_receive(&mut inner) else { break };
-        let message = inner.unexpected.pop_front().expect("not empty");
-        inner.unexpected_bytes -= message.data.len();
+        let message = inner.wire.tcp.unexpected.pop_front().expect("not empty");
+        inner.wire.tcp.unexpected_bytes -= message.data.len();
         let status = place(&recv.segments, &message.data, &pz);
         // The sender hears first: a consumer that answers the message must not overtake it.
         link.landed(message.seq, status);

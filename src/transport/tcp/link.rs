@@ -30,13 +30,13 @@ use super::inbound::{self, Inbound, Stop};
 use super::wire::{flags, Header, Op};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
-use crate::objects::ep::{Close, End, Ep, EpInner, Link, Outgoing, Posted, Request};
-use crate::objects::evd::Progress;
-use crate::objects::sp::wire_limits;
+use super::wire_limits;
+use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::srq::Segments;
 use crate::transport::engine::{self, Engine, Source, Token};
 use crate::transport::lease::{self, Lent};
 use crate::transport::sys;
+use crate::transport::{Link, Progress};
 
 /// How long the engine's acknowledgements wait for company (more of them, or a request of the
 /// consumer's to ride on), in microseconds, at least and at most. Each connection adapts: the
@@ -853,7 +853,7 @@ impl Link for TcpLink {
         // The only request in flight: a ping-pong's, not a stream's (see the yield below).
         let alone_in_flight = inner.outstanding.len() == 1;
         if op == Op::RdmaReadRequest {
-            inner.read_targets.push_back(Segments::from_slice(out.segments));
+            inner.wire.tcp.read_targets.push_back(Segments::from_slice(out.segments));
         }
         drop(inner);
         let mut h = Header::new(op);

@@ -3,11 +3,68 @@
 //!
 //! - `wire`: the frames; `conn`: the socket's two halves;
 //! - `cm`: listening and the connection handshake;
-//! - `link`: a connected EP; `inbound`: the peer's frames; `answers`: what we owe the peer.
+//! - `link`: a connected EP; `inbound`: the peer's frames; `answers`: what we owe the peer;
+//! - `ep_wire`: what an EP keeps for its connection.
 
 mod answers;
 pub mod cm;
 pub mod conn;
+mod ep_wire;
 mod inbound;
 pub mod link;
 pub mod wire;
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use ep_wire::EpWire;
+
+use super::{ConnRequest, Listening, OnRequest, Transport};
+use crate::error::DatResult;
+use crate::objects::ep::Ep;
+use crate::objects::limits;
+
+/// The TCP transport, the same for every TCP IA.
+pub struct Tcp;
+
+impl Transport for Tcp {
+    fn listen(&self, ip: Ipv4Addr, port: u16, conn_qual: u64, on_request: OnRequest) -> io::Result<Box<dyn Listening>> {
+        let listener = cm::Listener::bind(ip, port, conn_qual, wire_limits(), move |r| on_request(Box::new(r)))?;
+        Ok(Box::new(listener))
+    }
+
+    fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
+        link::connect(ep, remote, conn_qual, private_data, timeout)
+    }
+}
+
+impl Listening for cm::Listener {
+    fn port(&self) -> u16 {
+        cm::Listener::port(self)
+    }
+}
+
+impl ConnRequest for cm::IncomingRequest {
+    fn remote(&self) -> SocketAddrV4 {
+        self.remote
+    }
+
+    fn private_data(&self) -> &[u8] {
+        &self.private_data
+    }
+
+    fn accept(self: Box<Self>, ep: Arc<Ep>, private_data: &[u8]) -> DatResult {
+        link::accept(ep, *self, private_data)
+    }
+
+    fn reject(self: Box<Self>, private_data: &[u8]) {
+        cm::IncomingRequest::reject(*self, private_data)
+    }
+}
+
+/// The frame limits: what the objects advertise.
+pub fn wire_limits() -> wire::Limits {
+    wire::Limits { max_private_data: limits::MAX_PRIVATE_DATA_SIZE as u32, max_message: limits::MAX_MESSAGE_SIZE }
+}

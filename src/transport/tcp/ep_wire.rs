@@ -1,0 +1,51 @@
+//! What the TCP transport keeps in each EP, under the EP's lock: the messages that came before
+//! a receive, and where each RDMA read's data goes.
+
+use std::collections::VecDeque;
+
+use crate::abi::dat_dtos;
+use crate::objects::ep::{Ep, Request};
+use crate::objects::srq::Segments;
+
+#[derive(Default)]
+pub struct EpWire {
+    /// Messages that arrived before a receive was posted for them, oldest first (a verbs QP
+    /// retries such a send until a receive is there; we keep a copy instead, and the sender
+    /// hears of it only once it lands).
+    pub unexpected: VecDeque<EarlyMessage>,
+    pub unexpected_bytes: usize,
+    /// Where the data of each RDMA read in the EP's `outstanding` goes, in the same order
+    /// (kept apart: every other request would carry the room for them).
+    pub read_targets: VecDeque<Segments>,
+}
+
+/// A message kept until a receive is posted for it.
+pub struct EarlyMessage {
+    /// The sender's sequence number: acknowledged when the message lands.
+    pub seq: u64,
+    pub data: Vec<u8>,
+}
+
+impl EpWire {
+    pub fn messages_waiting(&self) -> bool {
+        !self.unexpected.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.unexpected.clear();
+        self.unexpected_bytes = 0;
+        self.read_targets.clear();
+    }
+}
+
+/// The oldest request in flight, as its answer arrives, and where its data goes (an RDMA
+/// read's; none for the others).
+pub fn pop_request(ep: &Ep) -> Option<(Request, Segments)> {
+    let mut inner = ep.inner.lock();
+    let r = inner.outstanding.pop_front()?;
+    let targets = match r.operation {
+        dat_dtos::DAT_DTO_RDMA_READ => inner.wire.tcp.read_targets.pop_front().unwrap_or_default(),
+        _ => Segments::new(),
+    };
+    Some((r, targets))
+}
