@@ -44,6 +44,7 @@ step "ABI equal to the reference headers" python3 tests/abi/compare.py "$ref" in
 step "the ABI comparison detects changes" tests/abi/selftest.sh "$ref"
 step "headers compile pedantic as C99, C11, C++17" tests/abi/pedantic.sh include
 step "exported symbols" tests/exports/check.sh build/lib include "$ref"
+step "RDMA transport on a machine without RDMA (no rdma-core symbol at load)" tests/rdma/host.sh build/lib include build/bin/datinfo
 step "dapl2-utils start on our library" tests/consumers/start.sh build/lib
 step "dapl2-utils run end to end over TCP" tests/consumers/run.sh build/lib
 step "OpenFabrics' programs built from source against our headers" tests/consumers/source.sh build/lib include

@@ -1,11 +1,13 @@
 //! datinfo: lists the registered IAs (name, transport, parameters, where each came from); with
-//! `-v` opens each one and prints its IA and provider attributes.
+//! `-v` opens each one and prints its IA and provider attributes. Then the RDMA devices present,
+//! with their ports.
 
 use std::ffi::{c_char, CString};
 
 use dat::abi::*;
 use dat::api::{ia, registry as reg_api};
 use dat::registry;
+use dat::transport::verbs::devices;
 
 fn name(buf: &[c_char]) -> String {
     let bytes: Vec<u8> = buf.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
@@ -87,6 +89,26 @@ fn main() {
             e.ia_params, e.origin);
         if verbose {
             show_attributes(&e.ia_name);
+        }
+    }
+    show_rdma_devices();
+}
+
+fn show_rdma_devices() {
+    match devices::list() {
+        Err(absent) => println!("RDMA devices: none ({absent})"),
+        Ok(list) => {
+            println!("RDMA devices: {}", list.len());
+            for d in list {
+                for p in &d.ports {
+                    let gid = std::net::Ipv6Addr::from(p.gid);
+                    let state = if p.state == 4 { "ACTIVE".to_string() } else { format!("state {}", p.state) };
+                    println!("  {:<20} port {} {:<8} gid {gid}", d.name, p.number, state);
+                }
+                if d.ports.is_empty() {
+                    println!("  {:<20} (could not be opened)", d.name);
+                }
+            }
         }
     }
 }

@@ -4,6 +4,7 @@
 //! flushes) stays in the objects; a transport folder holds one data path whole.
 //!
 //! - `tcp`: the software transport that runs everywhere;
+//! - `verbs`: RDMA through rdma-cm and verbs (devices found; connections not yet);
 //! - `engine`: the thread the kernel wakes when no thread of the program is in the library;
 //!   `lease`: which thread reads a connection when.
 
@@ -11,6 +12,7 @@ pub mod engine;
 pub mod lease;
 pub(crate) mod sys;
 pub mod tcp;
+pub mod verbs;
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -100,7 +102,8 @@ pub fn for_ia(entry: &Entry) -> DatResult<&'static dyn Transport> {
     use crate::registry::Transport as Kind;
     match entry.transport {
         Kind::Tcp => Ok(&tcp::Tcp),
-        // Later: the RDMA transport, and providers registered at run time.
-        Kind::Rdma | Kind::Foreign => Err(DatError::not_implemented()),
+        Kind::Rdma => verbs::for_ia(entry),
+        // Providers registered at run time are listed, not opened.
+        Kind::Foreign => Err(DatError::not_implemented()),
     }
 }

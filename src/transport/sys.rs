@@ -209,3 +209,9 @@ mod tests {
         assert_eq!(unsafe { send(-1, buf.as_ptr(), 1, 0) }, Err(libc::EBADF));
     }
 }
+
+/// Whether `LIBDAT_DEBUG` asks for the transports' diagnostics on stderr.
+pub fn debug() -> bool {
+    static DEBUG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DEBUG.get_or_init(|| std::env::var_os("LIBDAT_DEBUG").is_some())
+}

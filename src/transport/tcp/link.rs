@@ -35,7 +35,7 @@ use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::srq::Segments;
 use crate::transport::engine::{self, Engine, Source, Token};
 use crate::transport::lease::{self, Lent};
-use crate::transport::sys;
+use crate::transport::sys::{self, debug};
 use crate::transport::{Link, Progress};
 
 /// How long the engine's acknowledgements wait for company (more of them, or a request of the
@@ -983,8 +983,3 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
     Ok(())
 }
 
-/// Whether `LIBDAT_DEBUG` asks for connection diagnostics on stderr.
-fn debug() -> bool {
-    static DEBUG: OnceLock<bool> = OnceLock::new();
-    *DEBUG.get_or_init(|| std::env::var_os("LIBDAT_DEBUG").is_some())
-}
