@@ -1,11 +1,13 @@
 //! The RDMA transport over rdma-cm and verbs, through rdma-core loaded at run time
 //! (`rdma-mummy-sys`), so the library loads and runs TCP where rdma-core is absent.
 //!
-//! - `devices`: the devices and ports present.
+//! - `devices`: the devices and ports present;
+//! - `cm`: rdma-cm ids and their events, through the progress engine.
 //!
 //! The connection and data path are not built yet: an IA of this transport opens only to
 //! report why it cannot (no rdma-core, no device) or that it is not implemented.
 
+pub mod cm;
 pub mod devices;
 
 use super::Transport;

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs inside the soft-RoCE guest (../shared/rxe-vm, started by tests/rdma/run.sh): the RDMA
+# device is found and listed, and rdma-cm works through the verbs transport (the Rust tests
+# that need a device, which the host run ignores).
+# usage: guest.sh DATINFO TEST_BINARY...
+set -uo pipefail
+datinfo=${1:?}; shift
+fail=0
+out=$("$datinfo")
+if grep -Eq "^  ${RXE_VM_IBDEV:?} +port 1 ACTIVE +gid " <<< "$out"; then
+    echo "rdma-guest: datinfo lists $RXE_VM_IBDEV port 1 ACTIVE: $(grep "^  $RXE_VM_IBDEV " <<< "$out" | head -1 | tr -s ' ')"
+else
+    echo "rdma-guest: datinfo does not list $RXE_VM_IBDEV port 1 as ACTIVE:"; echo "$out" | tail -5; fail=1
+fi
+log=$(mktemp)
+for t in "$@"; do
+    echo "rdma-guest: $(basename "$t")"
+    if "$t" --ignored --test-threads=1 > "$log" 2>&1; then
+        grep -E "^test " "$log"
+    else
+        cat "$log"; fail=1
+    fi
+done
+rm -f "$log"
+exit $fail

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The tests that need an RDMA device, run inside the soft-RoCE guest (../shared/rxe-vm) with
+# the binaries built here. Skipped (77) where the guest's launcher is not beside the project.
+# usage: run.sh DATINFO
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+datinfo=${1:?}
+vm=${RXE_VM:-../shared/rxe-vm/rxe-vm.sh}
+if [ ! -x "$vm" ]; then
+    echo "rdma: no $vm here: the soft-RoCE guest cannot be started"
+    exit 77
+fi
+# The Rust tests that need a device: built here, run there.
+bins=$(cargo test --quiet --test verbs_cm --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and "test" in m["target"]["kind"]:
+        print(m["executable"])')
+[ -n "$bins" ] || { echo "rdma: the device tests did not build"; exit 1; }
+"$vm" --prepare > /dev/null
+exec "$vm" -t 600 -- tests/rdma/guest.sh "$datinfo" $bins
