@@ -53,13 +53,15 @@ fi
 expect_open tcp-lo "DAT_SUCCESS DAT_NO_SUBTYPE"
 expect_open ofa-v2-ib0 "DAT_PROVIDER_NOT_FOUND DAT_NAME_NOT_REGISTERED" "no RDMA device is present"
 expect_open ofa-v2-mlx4_0-1 "DAT_PROVIDER_NOT_FOUND DAT_NAME_NOT_REGISTERED" "no RDMA device is present"
-"$datinfo" | grep -q '^RDMA devices: none (no RDMA device is present)$' ||
+info=$("$datinfo")
+grep -q '^RDMA devices: none (no RDMA device is present)$' <<< "$info" ||
     { echo "rdma-host: datinfo does not say no RDMA device is present"; fail=1; }
 
 # rdma-core hidden: every library of it this machine has reads as an empty file.
 hide=""
 for l in libibverbs.so.1 librdmacm.so.1 libmlx5.so.1 libibumad.so.3; do
-    p=$(ldconfig -p | awk -v l="$l" '$1 == l {print $NF; exit}')
+    # (awk reads to the end: an early exit would make ldconfig's write fail under pipefail)
+    p=$(ldconfig -p | awk -v l="$l" '$1 == l && !p {p = $NF} END {print p}')
     [ -n "$p" ] && hide="$hide $p"
 done
 if ! unshare -m true 2>/dev/null; then
