@@ -9,6 +9,7 @@ libdir=${1:?}; inc=${2:?}; datinfo=${3:?}
 lib="$libdir/libdat2.so.2"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trap 'echo "rdma-host: line $LINENO failed (exit $?)"' ERR
 fail=0
 
 undefined=$(nm -D --undefined-only "$lib" | awk '{print $NF}' | grep -E '^(ibv_|rdma_|mlx5|umad_)' || true)
