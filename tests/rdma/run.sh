@@ -11,7 +11,7 @@ if [ ! -x "$vm" ]; then
     exit 77
 fi
 # The Rust tests that need a device: built here, run there.
-bins=$(cargo test --quiet --test verbs_cm --no-run --message-format=json 2>/dev/null |
+bins=$(cargo test --quiet --test verbs --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)

@@ -240,11 +240,17 @@ impl CmId {
         unsafe { (*self.raw).verbs }
     }
 
+    /// Binds the id to a local address (port 0: one rdma-cm picks), and so to the device
+    /// that carries it.
+    pub fn bind(&self, local: SocketAddrV4) -> io::Result<()> {
+        let mut sin = sockaddr(local);
+        // SAFETY: the id is live and `sin` a valid IPv4 address for the call.
+        check(unsafe { ibv::rdma_bind_addr(self.raw, &mut sin as *mut _ as *mut libc::sockaddr) })
+    }
+
     /// Binds `ip:port` (port 0: one rdma-cm picks) and listens; returns the port.
     pub fn listen(&self, ip: Ipv4Addr, port: u16, backlog: i32) -> io::Result<u16> {
-        let mut sin = sockaddr(SocketAddrV4::new(ip, port));
-        // SAFETY: the id is live and `sin` a valid IPv4 address for the call.
-        check(unsafe { ibv::rdma_bind_addr(self.raw, &mut sin as *mut _ as *mut libc::sockaddr) })?;
+        self.bind(SocketAddrV4::new(ip, port))?;
         // SAFETY: the id is bound.
         check(unsafe { ibv::rdma_listen(self.raw, backlog) })?;
         Ok(self.local().map_or(port, |a| a.port()))

@@ -2,13 +2,18 @@
 //! (`rdma-mummy-sys`), so the library loads and runs TCP where rdma-core is absent.
 //!
 //! - `devices`: the devices and ports present;
-//! - `cm`: rdma-cm ids and their events, through the progress engine.
+//! - `cm`: rdma-cm ids and their events, through the progress engine;
+//! - `device`: an opened device, its protection domains and memory regions;
+//! - `cq`: completion queues and their channels; `qp`: queue pairs and their work requests.
 //!
 //! The connection and data path are not built yet: an IA of this transport opens only to
 //! report why it cannot (no rdma-core, no device) or that it is not implemented.
 
 pub mod cm;
+pub mod cq;
+pub mod device;
 pub mod devices;
+pub mod qp;
 
 use super::Transport;
 use crate::error::{DatError, DatResult, Sub, Type};

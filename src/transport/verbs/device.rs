@@ -1,0 +1,146 @@
+//! An opened RDMA device, found by the IPv4 address an IA names (as rdma-cm binds it), with
+//! the protection domains and memory registrations made on it.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::{Arc, Weak};
+
+use rdma_mummy_sys as ibv;
+
+use super::cm::{CmEvent, CmHandler, CmId};
+
+/// The device an IA runs on: an rdma-cm id bound to the IA's address holds it open.
+pub struct Device {
+    bound: CmId,
+    pub ip: Ipv4Addr,
+    pub attr: ibv::ibv_device_attr,
+}
+
+// SAFETY: the device context is used only through verbs calls, which are thread-safe.
+unsafe impl Send for Device {}
+// SAFETY: as above.
+unsafe impl Sync for Device {}
+
+/// The bound id hears of nothing it must act on.
+struct Quiet;
+
+impl CmHandler for Quiet {
+    fn on_cm_event(&self, _event: CmEvent) {}
+}
+
+fn last_error() -> io::Error {
+    io::Error::last_os_error()
+}
+
+impl Device {
+    /// Opens the device that carries `ip` (ENODEV: no RDMA device has that address).
+    pub fn open(ip: Ipv4Addr) -> io::Result<Arc<Device>> {
+        let quiet: Weak<dyn CmHandler> = Weak::<Quiet>::new();
+        let bound = CmId::new(quiet)?;
+        bound.bind(SocketAddrV4::new(ip, 0))?;
+        let ctx = bound.verbs();
+        if ctx.is_null() {
+            return Err(io::Error::from_raw_os_error(libc::ENODEV));
+        }
+        // SAFETY: plain data, all-zero valid; filled by the query.
+        let mut attr: ibv::ibv_device_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: `ctx` is the bound id's open device context.
+        if unsafe { ibv::ibv_query_device(ctx, &mut attr) } != 0 {
+            return Err(last_error());
+        }
+        Ok(Arc::new(Device { bound, ip, attr }))
+    }
+
+    pub fn context(&self) -> *mut ibv::ibv_context {
+        self.bound.verbs()
+    }
+
+    /// The device's name (`rxe0`, `mlx5_0`).
+    pub fn name(&self) -> String {
+        // SAFETY: the context is open; its device and name live as long.
+        unsafe { std::ffi::CStr::from_ptr(ibv::ibv_get_device_name((*self.context()).device)) }.to_string_lossy().into_owned()
+    }
+}
+
+/// A protection domain.
+pub struct Pd {
+    raw: *mut ibv::ibv_pd,
+    pub device: Arc<Device>,
+}
+
+// SAFETY: a PD is used only through verbs calls, which are thread-safe.
+unsafe impl Send for Pd {}
+// SAFETY: as above.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    pub fn new(device: &Arc<Device>) -> io::Result<Arc<Pd>> {
+        // SAFETY: the device's context is open.
+        let raw = unsafe { ibv::ibv_alloc_pd(device.context()) };
+        if raw.is_null() {
+            return Err(last_error());
+        }
+        Ok(Arc::new(Pd { raw, device: device.clone() }))
+    }
+
+    pub fn raw(&self) -> *mut ibv::ibv_pd {
+        self.raw
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: allocated by us, freed once; everything made in it holds an Arc to it.
+        unsafe { ibv::ibv_dealloc_pd(self.raw) };
+    }
+}
+
+/// A registered memory region: its keys are the DAT contexts (`lmr_context` = lkey,
+/// `rmr_context` = rkey).
+pub struct Mr {
+    raw: *mut ibv::ibv_mr,
+    pub pd: Arc<Pd>,
+}
+
+// SAFETY: a region is used only through verbs calls and its keys.
+unsafe impl Send for Mr {}
+// SAFETY: as above.
+unsafe impl Sync for Mr {}
+
+/// Access flags for a region.
+pub mod access {
+    use rdma_mummy_sys as ibv;
+    pub const LOCAL_WRITE: u32 = ibv::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0;
+    pub const REMOTE_WRITE: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0;
+    pub const REMOTE_READ: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
+}
+
+impl Mr {
+    /// Registers `length` bytes at `address` with `access` (ENOMEM past `RLIMIT_MEMLOCK`).
+    pub fn register(pd: &Arc<Pd>, address: u64, length: u64, access: u32) -> io::Result<Mr> {
+        // SAFETY: the PD is live; the caller vouches for the memory (a DAT consumer registers
+        // memory it owns, and keeps it while registered).
+        let raw = unsafe { ibv::ibv_reg_mr(pd.raw, address as *mut libc::c_void, length as usize, access as i32) };
+        if raw.is_null() {
+            return Err(last_error());
+        }
+        Ok(Mr { raw, pd: pd.clone() })
+    }
+
+    pub fn lkey(&self) -> u32 {
+        // SAFETY: the region is registered.
+        unsafe { (*self.raw).lkey }
+    }
+
+    pub fn rkey(&self) -> u32 {
+        // SAFETY: the region is registered.
+        unsafe { (*self.raw).rkey }
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // SAFETY: registered by us, deregistered once.
+        unsafe { ibv::ibv_dereg_mr(self.raw) };
+    }
+}

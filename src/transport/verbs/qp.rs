@@ -1,0 +1,164 @@
+//! A reliable-connected queue pair on an rdma-cm id, made before the connection (so receives
+//! can be posted first), and the work requests posted on it: no allocation on the way, each
+//! scatter/gather list on the stack.
+
+use std::io;
+use std::sync::Arc;
+
+use rdma_mummy_sys as ibv;
+
+use super::cm::CmId;
+use super::cq::Cq;
+use super::device::Pd;
+
+/// Scatter/gather entries one request carries at most.
+pub const MAX_SGE: usize = 16;
+
+/// One piece of a request's local memory: address, length, and the region's lkey.
+#[derive(Clone, Copy, Debug)]
+pub struct Sge {
+    pub address: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// What a send-queue request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    Send,
+    Write { remote_address: u64, rkey: u32 },
+    Read { remote_address: u64, rkey: u32 },
+}
+
+/// Flags of a send-queue request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SendFlags {
+    pub signalled: bool,
+    pub solicited: bool,
+    pub fence: bool,
+}
+
+/// The sizes a QP is made with.
+#[derive(Clone, Copy, Debug)]
+pub struct QpCaps {
+    pub send_wr: u32,
+    pub recv_wr: u32,
+    pub send_sge: u32,
+    pub recv_sge: u32,
+    pub inline: u32,
+}
+
+pub struct Qp {
+    raw: *mut ibv::ibv_qp,
+    /// What a send may carry inline (the device granted it).
+    pub max_inline: u32,
+    pub pd: Arc<Pd>,
+    pub send_cq: Arc<Cq>,
+    pub recv_cq: Arc<Cq>,
+}
+
+// SAFETY: a QP is used only through verbs calls; posting to one queue from two threads at
+// once is serialized by its owner.
+unsafe impl Send for Qp {}
+// SAFETY: as above.
+unsafe impl Sync for Qp {}
+
+fn sges<const N: usize>(list: &[Sge]) -> io::Result<([ibv::ibv_sge; N], usize)> {
+    if list.len() > N {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut out = [ibv::ibv_sge { addr: 0, length: 0, lkey: 0 }; N];
+    for (o, s) in out.iter_mut().zip(list) {
+        *o = ibv::ibv_sge { addr: s.address, length: s.length, lkey: s.lkey };
+    }
+    Ok((out, list.len()))
+}
+
+impl Qp {
+    /// Makes the id's QP in `pd` with the two CQs; the device may lower the inline size.
+    pub fn create(id: &CmId, pd: &Arc<Pd>, send_cq: &Arc<Cq>, recv_cq: &Arc<Cq>, caps: QpCaps) -> io::Result<Qp> {
+        // SAFETY: plain data; all-zero valid.
+        let mut attr: ibv::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        attr.qp_type = ibv::ibv_qp_type::IBV_QPT_RC;
+        attr.send_cq = send_cq.raw();
+        attr.recv_cq = recv_cq.raw();
+        attr.cap.max_send_wr = caps.send_wr.max(1);
+        attr.cap.max_recv_wr = caps.recv_wr.max(1);
+        attr.cap.max_send_sge = caps.send_sge.max(1);
+        attr.cap.max_recv_sge = caps.recv_sge.max(1);
+        attr.cap.max_inline_data = caps.inline;
+        attr.sq_sig_all = 0;
+        // SAFETY: the id is bound to the PD's device; the CQs are of that device.
+        if unsafe { ibv::rdma_create_qp(id.raw(), pd.raw(), &mut attr) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: rdma_create_qp set the id's QP.
+        let raw = unsafe { (*id.raw()).qp };
+        Ok(Qp { raw, max_inline: attr.cap.max_inline_data, pd: pd.clone(), send_cq: send_cq.clone(), recv_cq: recv_cq.clone() })
+    }
+
+    pub fn raw(&self) -> *mut ibv::ibv_qp {
+        self.raw
+    }
+
+    pub fn number(&self) -> u32 {
+        // SAFETY: the QP is live.
+        unsafe { (*self.raw).qp_num }
+    }
+
+    /// Posts one send-queue request; `wr_id` comes back in its completion.
+    pub fn post_send(&self, wr_id: u64, op: SendOp, local: &[Sge], flags: SendFlags) -> io::Result<()> {
+        let (mut list, n) = sges::<MAX_SGE>(local)?;
+        // SAFETY: plain data; all-zero valid.
+        let mut wr: ibv::ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.wr_id = wr_id;
+        wr.sg_list = list.as_mut_ptr();
+        wr.num_sge = n as i32;
+        let total: u64 = local.iter().map(|s| u64::from(s.length)).sum();
+        let mut send_flags = 0;
+        if flags.signalled {
+            send_flags |= ibv::ibv_send_flags::IBV_SEND_SIGNALED.0;
+        }
+        if flags.solicited {
+            send_flags |= ibv::ibv_send_flags::IBV_SEND_SOLICITED.0;
+        }
+        if flags.fence {
+            send_flags |= ibv::ibv_send_flags::IBV_SEND_FENCE.0;
+        }
+        match op {
+            SendOp::Send => wr.opcode = ibv::ibv_wr_opcode::IBV_WR_SEND,
+            SendOp::Write { remote_address, rkey } => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
+                wr.wr.rdma = ibv::rdma_t { remote_addr: remote_address, rkey };
+            }
+            SendOp::Read { remote_address, rkey } => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_RDMA_READ;
+                wr.wr.rdma = ibv::rdma_t { remote_addr: remote_address, rkey };
+            }
+        }
+        // Small sends and writes go inline: the device copies them at the post, and the
+        // region need not be read later.
+        if !matches!(op, SendOp::Read { .. }) && total <= u64::from(self.max_inline) && total > 0 {
+            send_flags |= ibv::ibv_send_flags::IBV_SEND_INLINE.0;
+        }
+        wr.send_flags = send_flags;
+        let mut bad: *mut ibv::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: the QP is live; `wr` and its list live through the call, which copies them.
+        match unsafe { ibv::ibv_post_send(self.raw, &mut wr, &mut bad) } {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+
+    /// Posts one receive; `wr_id` comes back in its completion.
+    pub fn post_recv(&self, wr_id: u64, local: &[Sge]) -> io::Result<()> {
+        let (mut list, n) = sges::<MAX_SGE>(local)?;
+        let mut wr = ibv::ibv_recv_wr { wr_id, next: std::ptr::null_mut(), sg_list: list.as_mut_ptr(), num_sge: n as i32 };
+        let mut bad: *mut ibv::ibv_recv_wr = std::ptr::null_mut();
+        // SAFETY: as `post_send`.
+        match unsafe { ibv::ibv_post_recv(self.raw, &mut wr, &mut bad) } {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
