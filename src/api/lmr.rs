@@ -62,7 +62,9 @@ pub unsafe extern "C" fn dat_lmr_create(
                 return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
             }
         };
-        let lmr = Lmr::register(ia.clone(), pz, mem_type, parent, address, length, privileges, va_type);
+        let registration = ia.transport.register_memory(pz.domain.as_ref(), address, length, privileges)?;
+        let lmr = Lmr::register(ia.clone(), pz, mem_type, parent, address, length, privileges, va_type, registration)
+            .ok_or(DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION))?;
         let (context, remote_context) = (lmr.context, lmr.rmr_context());
         out.set(ia.adopt(lmr)?);
         if let Some(o) = edge::optional_out(lmr_context) {

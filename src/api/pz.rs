@@ -14,7 +14,8 @@ pub unsafe extern "C" fn dat_pz_create(ia_handle: DAT_IA_HANDLE, pz_handle: *mut
     entry! {
         let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
         let out = edge::out(pz_handle, 2)?;
-        out.set(ia.adopt(Arc::new(Pz::new(ia.clone())))?);
+        let domain = ia.transport.protection_domain()?;
+        out.set(ia.adopt(Arc::new(Pz::new(ia.clone(), domain)))?);
         Ok(())
     }
 }

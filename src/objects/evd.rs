@@ -273,6 +273,8 @@ pub struct Evd {
     waiting: AtomicBool,
     /// Whether a CNO is attached (a copy of the queue's, read by `hand_over`).
     has_cno: AtomicBool,
+    /// The transport's completion queue of a DTO EVD (none for TCP).
+    pub completion_queue: std::sync::OnceLock<crate::transport::Resource>,
 }
 
 impl Object for Evd {
@@ -330,7 +332,13 @@ impl Evd {
             waiting: AtomicBool::new(false),
             has_cno: AtomicBool::new(has_cno),
             spin_us: AtomicU64::new(spin_budget().as_micros() as u64),
+            completion_queue: std::sync::OnceLock::new(),
         });
+        if flags & dat_evd_flags::DAT_EVD_DTO_FLAG as u32 != 0 {
+            if let Some(cq) = ia.transport.completion_queue(&evd)? {
+                let _ = evd.completion_queue.set(cq);
+            }
+        }
         let h = ia.adopt(evd.clone())?;
         evd.handle.store(h as usize, Ordering::Release);
         Ok((evd, h))

@@ -16,7 +16,7 @@ use crate::transport::{self, Transport};
 pub struct Ia {
     pub entry: Arc<Entry>,
     /// What makes this IA's connections, chosen by its registry entry.
-    pub transport: &'static dyn Transport,
+    pub transport: Arc<dyn Transport>,
     /// The IA's IPv4 address; boxed so the pointer `dat_ia_query` hands out stays put.
     address: Box<libc::sockaddr_in>,
     /// The async EVD; none when the consumer passed `DAT_EVD_ASYNC_EXISTS`. Taken at close,
@@ -43,11 +43,9 @@ impl Object for Ia {
 impl Ia {
     /// Opens an IA of `entry`; the transport must be one we serve.
     pub fn open(entry: Arc<Entry>) -> DatResult<Arc<Ia>> {
-        let transport = transport::for_ia(&entry)?;
-        let ip = resolve_ipv4(&entry.ia_params).ok_or(DatError::new(
-            Type::DAT_INVALID_ADDRESS,
-            Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
-        ))?;
+        let ip = resolve_ipv4(&entry.ia_params);
+        let transport = transport::for_ia(&entry, ip)?;
+        let ip = ip.ok_or(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE))?;
         // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
         let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         sin.sin_family = libc::AF_INET as libc::sa_family_t;

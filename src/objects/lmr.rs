@@ -32,8 +32,12 @@ pub struct Lmr {
     pub length: u64,
     pub privileges: u32,
     pub va_type: dat_va_type,
-    /// The key of this region: `lmr_context` for local IOVs and `rmr_context` for peers.
+    /// The key of this region: `lmr_context` for local IOVs and (TCP) `rmr_context` for peers.
     pub context: u32,
+    /// The key peers name it by, when the transport made its own (verbs: the rkey).
+    remote_context: Option<u32>,
+    /// The transport's registration (verbs: the memory region), released with the handle.
+    registration: parking_lot::Mutex<Option<crate::transport::Resource>>,
     users: Users,
     handle: SelfHandle,
     /// True while the region is registered. A transport writing a peer's bytes into it (or
@@ -52,6 +56,7 @@ impl Object for Lmr {
     fn on_release(&self) {
         *self.gate.write() = false;
         self.forget();
+        drop(self.registration.lock().take());
     }
 }
 
@@ -104,6 +109,16 @@ static KEY_SEED: LazyLock<u32> = LazyLock::new(|| {
     u32::from_ne_bytes(seed)
 });
 
+/// A fresh, unpredictable, non-zero key no live region has.
+fn free_key(contexts: &IntMap<u32, Entry>) -> u32 {
+    loop {
+        let key = new_key();
+        if !contexts.contains_key(&key) {
+            return key;
+        }
+    }
+}
+
 /// A fresh, unpredictable, never-repeating (within 2^32 registrations), non-zero key.
 fn new_key() -> u32 {
     loop {
@@ -118,6 +133,9 @@ fn new_key() -> u32 {
 }
 
 impl Lmr {
+    /// Registers a region; `registration`: the transport's own (its keys become the
+    /// contexts), else the contexts are made here. None when the transport's key is one a
+    /// live region of another transport already has.
     #[allow(clippy::too_many_arguments)]
     pub fn register(
         ia: Arc<Ia>,
@@ -128,7 +146,14 @@ impl Lmr {
         length: u64,
         privileges: u32,
         va_type: dat_va_type,
-    ) -> Arc<Lmr> {
+        registration: Option<crate::transport::Registration>,
+    ) -> Option<Arc<Lmr>> {
+        let mut contexts = CONTEXTS.write();
+        let (context, remote_context, registration) = match registration {
+            Some(r) if contexts.contains_key(&r.lmr_context) => return None,
+            Some(r) => (r.lmr_context, Some(r.rmr_context), Some(r.keep)),
+            None => (free_key(&contexts), None, None),
+        };
         let lmr = Arc::new(Lmr {
             ia,
             pz: Held::new(pz),
@@ -138,7 +163,9 @@ impl Lmr {
             length,
             privileges,
             va_type,
-            context: new_key(),
+            context,
+            remote_context,
+            registration: parking_lot::Mutex::new(registration),
             users: Users::default(),
             handle: SelfHandle::default(),
             gate: RwLock::new(true),
@@ -150,14 +177,13 @@ impl Lmr {
             length,
             privileges,
         };
-        let mut contexts = CONTEXTS.write();
         REGIONS.insert(
             lmr.context,
             Region { pz: entry.pz as usize, address, length, privileges },
         );
         contexts.insert(lmr.context, entry);
         drop(contexts);
-        lmr
+        Some(lmr)
     }
 
     pub fn handle(&self) -> DAT_LMR_HANDLE {
@@ -188,7 +214,7 @@ impl Lmr {
     /// remote privilege (`dat_lmr_create(3DAT)`), else 0.
     pub fn rmr_context(&self) -> u32 {
         if self.privileges & PRIV_REMOTE != 0 {
-            self.context
+            self.remote_context.unwrap_or(self.context)
         } else {
             0
         }

@@ -6,9 +6,12 @@ use super::ia::Ia;
 use crate::abi::*;
 use super::{Counted, Users};
 use crate::handle::{Kind, Object, SelfHandle};
+use crate::transport::Resource;
 
 pub struct Pz {
     pub ia: Arc<Ia>,
+    /// The transport's protection domain (none for TCP).
+    pub domain: Option<Resource>,
     users: Users,
     handle: SelfHandle,
 }
@@ -31,7 +34,7 @@ impl Pz {
         self.handle.get()
     }
 
-    pub fn new(ia: Arc<Ia>) -> Pz {
-        Pz { ia, users: Users::default(), handle: SelfHandle::default() }
+    pub fn new(ia: Arc<Ia>, domain: Option<Resource>) -> Pz {
+        Pz { ia, domain, users: Users::default(), handle: SelfHandle::default() }
     }
 }

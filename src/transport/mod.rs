@@ -14,6 +14,7 @@ pub(crate) mod sys;
 pub mod tcp;
 pub mod verbs;
 
+use std::any::Any;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
@@ -21,12 +22,25 @@ use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
-use crate::error::{DatError, DatResult};
+use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
+use crate::objects::evd::Evd;
 use crate::registry::Entry;
 
-/// Connection management for an IA: listen, connect, and (through [`ConnRequest`]) accept and
-/// reject. What it connects is a [`Link`] it hands the EP.
+/// What a transport keeps for one of the objects (a protection domain, a memory
+/// registration, a completion queue): opaque to them, released with them.
+pub type Resource = Arc<dyn Any + Send + Sync>;
+
+/// A memory registration a transport made: the contexts the consumer gets.
+pub struct Registration {
+    pub lmr_context: u32,
+    pub rmr_context: u32,
+    pub keep: Resource,
+}
+
+/// What an IA's transport does for its objects: connection management (listen, connect, and
+/// through [`ConnRequest`] accept and reject; what it connects is a [`Link`] it hands the EP),
+/// and the resources some transports keep for PZs, LMRs and EVDs (none for TCP).
 pub trait Transport: Send + Sync {
     /// Listens at `ip:port` (0: any free port) for requests to `conn_qual` (0: the port
     /// bound), handing each to `on_request`. Dropping the listener stops it; a port in use is
@@ -35,6 +49,19 @@ pub trait Transport: Send + Sync {
     /// Starts connecting `ep` (ACTIVE_CONNECTION_PENDING) to `conn_qual` at `remote`: the EP
     /// is told ESTABLISHED, or the failure's connection event, later.
     fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult;
+    /// A PZ's protection domain.
+    fn protection_domain(&self) -> DatResult<Option<Resource>> {
+        Ok(None)
+    }
+    /// Registers an LMR's memory in the PZ's domain (`privileges`: DAT_MEM_PRIV flags); None:
+    /// the objects make the contexts themselves.
+    fn register_memory(&self, _domain: Option<&Resource>, _address: u64, _length: u64, _privileges: u32) -> DatResult<Option<Registration>> {
+        Ok(None)
+    }
+    /// A DTO EVD's completion queue; the transport attaches what polls it to the EVD.
+    fn completion_queue(&self, _evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
+        Ok(None)
+    }
 }
 
 /// Where a listener hands its requests.
@@ -83,6 +110,8 @@ pub trait Link: Progress {
 #[derive(Default)]
 pub struct EpWire {
     pub(crate) tcp: tcp::EpWire,
+    /// The verbs connection (its rdma-cm id and QP) from the connect or accept on.
+    pub(crate) verbs: Option<Arc<verbs::conn::Conn>>,
 }
 
 impl EpWire {
@@ -91,18 +120,33 @@ impl EpWire {
         self.tcp.messages_waiting()
     }
 
+    /// A receive was posted (the last of the EP's `recvs`): a transport that posts receives
+    /// to hardware does it now. `id`: what its completion names.
+    pub fn receive_posted(&self, id: u64, segments: &[crate::abi::DAT_LMR_TRIPLET]) -> DatResult {
+        match &self.verbs {
+            Some(conn) => conn.post_recv(id, segments),
+            None => Ok(()),
+        }
+    }
+
     /// The connection is gone: what it kept goes.
     pub fn clear(&mut self) {
         self.tcp.clear();
+        self.verbs = None;
     }
 }
 
-/// The transport an IA of `entry` runs on.
-pub fn for_ia(entry: &Entry) -> DatResult<&'static dyn Transport> {
+/// The transport an IA of `entry` runs on, at its address (None: the IA's parameters name
+/// none).
+pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transport>> {
     use crate::registry::Transport as Kind;
+    let unreachable = || DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE);
     match entry.transport {
-        Kind::Tcp => Ok(&tcp::Tcp),
-        Kind::Rdma => verbs::for_ia(entry),
+        Kind::Tcp => {
+            ip.ok_or_else(unreachable)?;
+            Ok(Arc::new(tcp::Tcp))
+        }
+        Kind::Rdma => verbs::for_ia(entry, ip),
         // Providers registered at run time are listed, not opened.
         Kind::Foreign => Err(DatError::not_implemented()),
     }

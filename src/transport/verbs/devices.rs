@@ -100,3 +100,28 @@ fn ports(dev: *mut ibv::ibv_device) -> Vec<Port> {
     unsafe { ibv::ibv_close_device(ctx) };
     ports
 }
+
+/// The IPv4 address of the network interface of a device's port, for ia_params that name a
+/// device and port (`"rxe0 1"`, `"mlx4_0 1"`), as OpenFabrics' scm/ucm providers take them.
+pub fn ipv4_of_port(ia_params: &str) -> Option<std::net::Ipv4Addr> {
+    let mut words = ia_params.split_whitespace();
+    let device = words.next()?;
+    let port: u8 = words.next().and_then(|p| p.parse().ok()).unwrap_or(1);
+    if device.contains('/') || device.starts_with('.') {
+        return None;
+    }
+    let base = std::path::Path::new("/sys/class/infiniband").join(device);
+    // RoCE and iWARP: the port's GIDs name their network interface.
+    let ndevs = base.join(format!("ports/{port}/gid_attrs/ndevs"));
+    let mut names: Vec<String> = std::fs::read_dir(&ndevs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|f| std::fs::read_to_string(f.path()).ok())
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    // InfiniBand: the IPoIB interfaces of the device.
+    names.extend(std::fs::read_dir(base.join("device/net")).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().into_owned()));
+    names.iter().find_map(|n| crate::objects::ia::resolve_ipv4(n))
+}

@@ -4,35 +4,48 @@
 //! - `devices`: the devices and ports present;
 //! - `cm`: rdma-cm ids and their events, through the progress engine;
 //! - `device`: an opened device, its protection domains and memory regions;
-//! - `cq`: completion queues and their channels; `qp`: queue pairs and their work requests.
-//!
-//! The connection and data path are not built yet: an IA of this transport opens only to
-//! report why it cannot (no rdma-core, no device) or that it is not implemented.
+//! - `cq`: completion queues and their channels; `qp`: queue pairs and their work requests;
+//! - `transport`: an IA's transport (its device, listeners, PDs, regions, CQs);
+//!   `conn`: an EP's connection; `completions`: a DTO EVD's CQ, polled and watched.
 
 pub mod cm;
+pub mod completions;
+pub mod conn;
 pub mod cq;
 pub mod device;
 pub mod devices;
 pub mod qp;
+pub mod transport;
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 use super::Transport;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::registry::Entry;
 
-/// The transport for an RDMA IA of `entry`.
-pub fn for_ia(entry: &Entry) -> DatResult<&'static dyn Transport> {
-    match devices::list() {
-        Err(absent) => {
-            if super::sys::debug() {
-                eprintln!("libdat: IA {} (RDMA): {absent}", entry.ia_name);
-            }
-            Err(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))
+/// The transport for an RDMA IA of `entry` at `ip` (None: its parameters name a device and
+/// port, whose network interface gives the address).
+pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transport>> {
+    let say = |what: &dyn std::fmt::Display| {
+        if super::sys::debug() {
+            eprintln!("libdat: IA {} (RDMA): {what}", entry.ia_name);
         }
-        Ok(_) => {
-            if super::sys::debug() {
-                eprintln!("libdat: IA {} (RDMA): the RDMA transport is not implemented yet", entry.ia_name);
-            }
-            Err(DatError::not_implemented())
+    };
+    if let Err(absent) = devices::list() {
+        say(&absent);
+        return Err(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED));
+    }
+    let unreachable = DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE);
+    let Some(ip) = ip.or_else(|| devices::ipv4_of_port(&entry.ia_params)) else {
+        say(&format_args!("no IPv4 address for \"{}\" (a network interface, an address, or a device and port)", entry.ia_params));
+        return Err(unreachable);
+    };
+    match transport::Verbs::open(ip) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            say(&format_args!("no RDMA device has address {ip}: {e}"));
+            Err(unreachable)
         }
     }
 }

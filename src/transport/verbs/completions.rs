@@ -1,0 +1,158 @@
+//! A DTO EVD's completion queue: polled by whoever dequeues or waits on the EVD, and by the
+//! progress engine when the CQ's channel reports a completion nobody polled. Each work
+//! completion finds its EP by QP number and completes the oldest request or receive it
+//! posted (a QP completes each queue in posting order).
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
+use rdma_mummy_sys as ibv;
+
+use super::cq::{Cq, WorkCompletion};
+use super::transport::Verbs;
+use crate::abi::*;
+use crate::objects::evd::Evd;
+use crate::transport::engine::{Engine, Source, Token};
+use crate::transport::Progress;
+
+/// A receive's work request id; a request's is its sequence number, always below.
+pub const RECV_ID: u64 = 1 << 63;
+
+/// Work completions taken at once.
+const BATCH: usize = 16;
+
+pub struct CqSource {
+    pub cq: Arc<Cq>,
+    verbs: Weak<Verbs>,
+    /// One thread polls at a time, and the others wait for it: completions of one QP must
+    /// be handled in order (each names the oldest DTO of its queue), and a thread that left
+    /// a busy CQ alone could miss one the holder had already looked past.
+    polling: Mutex<()>,
+    engine: Arc<Engine>,
+    token: OnceLock<Token>,
+}
+
+impl CqSource {
+    /// The CQ of a DTO EVD, polled as the EVD is, and watched by the engine.
+    pub fn attach(verbs: &Arc<Verbs>, evd: &Arc<Evd>) -> std::io::Result<Arc<CqSource>> {
+        let depth = (evd.qlen() as i32).max(256);
+        let cq = Arc::new(Cq::new(&verbs.device, depth)?);
+        let source = Arc::new(CqSource {
+            cq,
+            verbs: Arc::downgrade(verbs),
+            polling: Mutex::new(()),
+            engine: Engine::get(),
+            token: OnceLock::new(),
+        });
+        let token = source.engine.register(source.cq.channel_fd(), source.clone())?;
+        let _ = source.token.set(token);
+        source.watch();
+        evd.attach(source.clone());
+        Ok(source)
+    }
+
+    /// Asks the CQ and the engine for a report of the next completion.
+    fn watch(&self) {
+        if self.cq.arm(false).is_ok() {
+            if let Some(token) = self.token.get() {
+                self.engine.arm(*token, self.cq.channel_fd(), libc::EPOLLIN as u32);
+            }
+        }
+    }
+
+    /// Takes every completion waiting and completes its DTO.
+    pub fn poll(&self) {
+        let _one = self.polling.lock();
+        let Some(verbs) = self.verbs.upgrade() else { return };
+        // SAFETY: plain data; zero is valid.
+        let mut wcs: [WorkCompletion; BATCH] = unsafe { std::mem::zeroed() };
+        loop {
+            let n = self.cq.poll(&mut wcs);
+            for wc in &wcs[..n] {
+                complete(&verbs, wc);
+            }
+            if n < BATCH {
+                break;
+            }
+        }
+    }
+}
+
+impl Progress for CqSource {
+    fn progress(&self) {
+        self.poll();
+    }
+}
+
+impl Source for CqSource {
+    fn on_event(self: Arc<Self>, _events: u32) {
+        self.cq.take_reports();
+        self.poll();
+        self.watch();
+        // A completion that came between the poll and the arm reported nothing: look again.
+        self.poll();
+    }
+}
+
+impl Drop for CqSource {
+    fn drop(&mut self) {
+        if let Some(token) = self.token.get() {
+            self.engine.deregister(*token, Some(self.cq.channel_fd()));
+        }
+    }
+}
+
+/// The DAT status of a work completion's.
+pub fn status(s: ibv::ibv_wc_status::Type) -> dat_dto_completion_status {
+    use dat_dto_completion_status as D;
+    use ibv::ibv_wc_status as W;
+    match s {
+        W::IBV_WC_SUCCESS => D::DAT_DTO_SUCCESS,
+        W::IBV_WC_WR_FLUSH_ERR => D::DAT_DTO_ERR_FLUSHED,
+        W::IBV_WC_LOC_LEN_ERR => D::DAT_DTO_ERR_LOCAL_LENGTH,
+        W::IBV_WC_LOC_QP_OP_ERR | W::IBV_WC_LOC_EEC_OP_ERR => D::DAT_DTO_ERR_LOCAL_EP,
+        W::IBV_WC_LOC_PROT_ERR | W::IBV_WC_LOC_ACCESS_ERR => D::DAT_DTO_ERR_LOCAL_PROTECTION,
+        W::IBV_WC_MW_BIND_ERR => D::DAT_RMR_OPERATION_FAILED,
+        W::IBV_WC_BAD_RESP_ERR => D::DAT_DTO_ERR_BAD_RESPONSE,
+        W::IBV_WC_REM_ACCESS_ERR => D::DAT_DTO_ERR_REMOTE_ACCESS,
+        W::IBV_WC_REM_INV_REQ_ERR | W::IBV_WC_REM_OP_ERR | W::IBV_WC_REM_ABORT_ERR => D::DAT_DTO_ERR_REMOTE_RESPONDER,
+        W::IBV_WC_RNR_RETRY_EXC_ERR => D::DAT_DTO_ERR_RECEIVER_NOT_READY,
+        _ => D::DAT_DTO_ERR_TRANSPORT,
+    }
+}
+
+/// Completes the DTO a work completion is for; a stale one (its connection gone, the DTO
+/// flushed already) is dropped. A failure other than a flush breaks the connection.
+fn complete(verbs: &Verbs, wc: &WorkCompletion) {
+    let Some(conn) = verbs.conn_of_qp(wc.qp_num) else { return };
+    let Some(ep) = conn.ep() else { return };
+    let st = status(wc.status);
+    let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
+    if crate::transport::sys::debug() && (!ok || std::env::var_os("LIBDAT_DEBUG_WC").is_some()) {
+        // SAFETY: ibv_wc_status_str returns a static string for any status.
+        let name = unsafe { std::ffi::CStr::from_ptr(ibv::ibv_wc_status_str(wc.status)) };
+        eprintln!("libdat: QP {:#x}: work request {:#x} completed with {name:?} (vendor error {:#x})", wc.qp_num, wc.wr_id, wc.vendor_err);
+    }
+    if wc.wr_id == RECV_ID {
+        let _in_order = ep.receiving.lock();
+        let mut inner = ep.inner.lock();
+        if let Some(r) = inner.recvs.pop_front() {
+            let len = if ok { wc.byte_len } else { 0 };
+            ep.complete_recv_on(inner.recv_evd.as_deref(), r.cookie, st, len);
+        }
+    } else {
+        let mut inner = ep.inner.lock();
+        if inner.outstanding.front().is_some_and(|r| r.seq == wc.wr_id) {
+            let r = inner.outstanding.pop_front().expect("front");
+            let len = match (ok, r.operation) {
+                (false, _) => 0,
+                (true, dat_dtos::DAT_DTO_RDMA_READ) => wc.byte_len,
+                (true, _) => r.length,
+            };
+            ep.complete_request_on(inner.request_evd.as_deref(), &r, st, len);
+        }
+    }
+    if !ok && st != dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {
+        conn.fail();
+    }
+}

@@ -1,0 +1,392 @@
+//! One EP's connection over rdma-cm and an RC QP: the active connect's steps, the passive
+//! accept, the connection events mapped to DAT's (as OpenFabrics' openib_cma maps them, so
+//! either side may be OpenFabrics), and the requests posted on the QP.
+//!
+//! The QP is made as the connection is (after the route, or at the accept), in the EP's PZ,
+//! on its EVDs' CQs; receives posted before it go to it as it is made.
+
+use std::io;
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::MutexGuard;
+
+use super::cm::{CmEvent, CmHandler, CmId, ConnParam, EventType};
+use super::completions::{CqSource, RECV_ID};
+use super::cq::Cq;
+use super::device::Pd;
+use super::qp::{Qp, QpCaps, SendFlags, SendOp, Sge, MAX_SGE};
+use super::transport::Verbs;
+use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub};
+use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request as Outstanding};
+use crate::objects::evd::Evd;
+use crate::transport::sys::debug;
+use crate::transport::{ConnRequest, Link, Progress};
+
+/// How long address and route resolution may take, in milliseconds.
+const RESOLVE_MS: i32 = 4000;
+/// The transport's retries of a lost packet, and of a receiver without a receive posted
+/// (7: for ever), as OpenFabrics sets them.
+const RETRY: u8 = 7;
+const RNR_RETRY: u8 = 7;
+/// What a small send or write carries inline (lowered to what the device grants).
+const INLINE: u32 = 64;
+/// Rejects carry this 4-byte header before the consumer's private data (OpenFabrics' DAT
+/// and provider versions, big-endian), so a peer tells a consumer's reject from others.
+const REJECT_HEADER: [u8; 4] = [2, 0, 2, 0];
+/// The status of a reject the consumer made (IB CM's "consumer defined").
+const CONSUMER_REJECT: i32 = 28;
+
+pub struct Conn {
+    /// First: dropping it destroys the QP, before the QP's CQs may go.
+    id: CmId,
+    qp: OnceLock<Qp>,
+    verbs: Arc<Verbs>,
+    ep: Weak<Ep>,
+    active: bool,
+    /// The connect's private data, sent once the route is there.
+    private_data: Vec<u8>,
+    next_seq: AtomicU64,
+    /// A work request failed: the end is BROKEN.
+    broken: AtomicBool,
+}
+
+// The pieces of a DAT segment list a work request carries.
+fn sges(segments: &[DAT_LMR_TRIPLET]) -> DatResult<([Sge; MAX_SGE], usize)> {
+    if segments.len() > MAX_SGE {
+        return Err(DatError::invalid_arg(2));
+    }
+    let mut out = [Sge { address: 0, length: 0, lkey: 0 }; MAX_SGE];
+    for (o, s) in out.iter_mut().zip(segments) {
+        *o = Sge { address: s.virtual_address, length: s.segment_length as u32, lkey: s.lmr_context };
+    }
+    Ok((out, segments.len()))
+}
+
+/// The CQ behind an EVD of this transport.
+fn cq_of(evd: Option<&Evd>, verbs: &Verbs) -> io::Result<Arc<Cq>> {
+    match evd.and_then(|e| e.completion_queue.get()).and_then(|r| r.clone().downcast::<CqSource>().ok()) {
+        Some(source) => Ok(source.cq.clone()),
+        None => verbs.spare_cq(),
+    }
+}
+
+impl Conn {
+    fn new(verbs: &Arc<Verbs>, id: CmId, ep: &Arc<Ep>, active: bool, private_data: Vec<u8>) -> io::Result<Arc<Conn>> {
+        let conn = Arc::new(Conn {
+            id,
+            qp: OnceLock::new(),
+            verbs: verbs.clone(),
+            ep: Arc::downgrade(ep),
+            active,
+            private_data,
+            next_seq: AtomicU64::new(1),
+            broken: AtomicBool::new(false),
+        });
+        let handler: Arc<dyn CmHandler> = conn.clone();
+        conn.id.set_handler(Arc::downgrade(&handler))?;
+        // The EP holds its connection from now on (its events find it through a weak link).
+        ep.inner.lock().wire.verbs = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Starts an active connect: address, route, QP, then the request.
+    pub fn connect(verbs: &Arc<Verbs>, ep: Arc<Ep>, remote: SocketAddrV4, private_data: Vec<u8>) -> io::Result<()> {
+        let quiet: Weak<dyn CmHandler> = Weak::<Conn>::new();
+        let id = CmId::new(quiet)?;
+        let conn = Conn::new(verbs, id, &ep, true, private_data)?;
+        conn.id.resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS)
+    }
+
+    pub fn ep(&self) -> Option<Arc<Ep>> {
+        self.ep.upgrade()
+    }
+
+    /// Makes the QP in the EP's zone on its EVDs' CQs, and posts the receives waiting.
+    fn make_qp(self: &Arc<Self>, ep: &Ep) -> io::Result<()> {
+        let inner = ep.inner.lock();
+        let pd = inner
+            .pz
+            .as_ref()
+            .and_then(|p| p.domain.clone())
+            .and_then(|d| d.downcast::<Pd>().ok())
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let send_cq = cq_of(inner.request_evd.as_deref(), &self.verbs)?;
+        let recv_cq = cq_of(inner.recv_evd.as_deref(), &self.verbs)?;
+        let a = &inner.attr;
+        let mut caps = QpCaps {
+            send_wr: a.max_request_dtos.max(1) as u32,
+            recv_wr: a.max_recv_dtos.max(1) as u32,
+            send_sge: (a.max_request_iov.max(a.max_rdma_write_iov).max(a.max_rdma_read_iov).max(1) as u32).min(MAX_SGE as u32),
+            recv_sge: (a.max_recv_iov.max(1) as u32).min(MAX_SGE as u32),
+            inline: INLINE,
+        };
+        let qp = match Qp::create(&self.id, &pd, &send_cq, &recv_cq, caps) {
+            Ok(qp) => qp,
+            Err(_) => {
+                caps.inline = 0; // a device without inline sends
+                Qp::create(&self.id, &pd, &send_cq, &recv_cq, caps)?
+            }
+        };
+        for r in &inner.recvs {
+            qp.post_recv(RECV_ID, &sges(&r.segments).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?.0[..r.segments.len()])?;
+        }
+        self.verbs.add_qp(qp.number(), self);
+        let _ = self.qp.set(qp);
+        drop(inner);
+        Ok(())
+    }
+
+    /// The read depths of a connect: the EP's, as far as the device goes.
+    fn read_depths(&self, ep: &Ep) -> (u8, u8) {
+        let a = ep.inner.lock().attr;
+        let dev = &self.verbs.device.attr;
+        let inbound = (a.max_rdma_read_in.max(0) as i64).min(i64::from(dev.max_qp_rd_atom)).min(255) as u8;
+        let outbound = (a.max_rdma_read_out.max(0) as i64).min(i64::from(dev.max_qp_init_rd_atom)).min(255) as u8;
+        (inbound, outbound)
+    }
+
+    /// Posts a receive to the QP, if it is made (else it goes as the QP is). Under the EP's
+    /// lock, as the receive joins the EP's list.
+    pub fn post_recv(&self, _id: u64, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
+        let Some(qp) = self.qp.get() else { return Ok(()) };
+        let (list, n) = sges(segments)?;
+        qp.post_recv(RECV_ID, &list[..n]).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEP))
+    }
+
+    /// A work request failed: the connection breaks (the peer hears of it).
+    pub fn fail(&self) {
+        if !self.broken.swap(true, Ordering::AcqRel) {
+            if debug() {
+                eprintln!("libdat: a work request failed: the connection breaks");
+            }
+            let _ = self.id.disconnect();
+        }
+    }
+
+    /// Completions already in the EP's CQs are reported before the end flushes the rest.
+    fn drain(&self, ep: &Ep) {
+        let evds = {
+            let inner = ep.inner.lock();
+            [inner.recv_evd.as_ref().map(|e| e.arc().clone()), inner.request_evd.as_ref().map(|e| e.arc().clone())]
+        };
+        for evd in evds.iter().flatten() {
+            if let Some(source) = evd.completion_queue.get().and_then(|r| r.clone().downcast::<CqSource>().ok()) {
+                source.poll();
+            }
+        }
+    }
+
+    fn end(&self, ep: &Ep, end: End, failure: dat_event_number, private_data: &[u8]) {
+        self.drain(ep);
+        ep.ended(end, failure, private_data);
+    }
+}
+
+impl CmHandler for Conn {
+    fn on_cm_event(&self, event: CmEvent) {
+        let Some(ep) = self.ep.upgrade() else {
+            let _ = self.id.disconnect();
+            return;
+        };
+        let me = ep.inner.lock().wire.verbs.clone();
+        let Some(me) = me.filter(|c| std::ptr::eq(Arc::as_ptr(c), self)) else {
+            return; // an old connection of this EP
+        };
+        use dat_event_number as E;
+        use EventType as T;
+        let unreachable = if self.active { E::DAT_CONNECTION_EVENT_UNREACHABLE } else { E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR };
+        if debug() {
+            eprintln!("libdat: EP {:p}: {} (status {})", ep.handle(), super::cm::event_name(event.kind), event.status);
+        }
+        match event.kind {
+            T::RDMA_CM_EVENT_ADDR_RESOLVED => {
+                if self.id.resolve_route(RESOLVE_MS).is_err() {
+                    self.end(&ep, End::Broken, unreachable, &[]);
+                }
+            }
+            T::RDMA_CM_EVENT_ROUTE_RESOLVED => {
+                let (inbound, outbound) = self.read_depths(&ep);
+                let param = ConnParam {
+                    private_data: self.private_data.clone(),
+                    responder_resources: inbound,
+                    initiator_depth: outbound,
+                    retry_count: RETRY,
+                    rnr_retry_count: RNR_RETRY,
+                };
+                if me.make_qp(&ep).is_err() || self.id.connect(&param).is_err() {
+                    self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]);
+                }
+            }
+            T::RDMA_CM_EVENT_ADDR_ERROR | T::RDMA_CM_EVENT_ROUTE_ERROR | T::RDMA_CM_EVENT_UNREACHABLE | T::RDMA_CM_EVENT_CONNECT_ERROR => {
+                self.end(&ep, End::Broken, unreachable, &[]);
+            }
+            T::RDMA_CM_EVENT_REJECTED => {
+                let consumer = self.active && event.status == CONSUMER_REJECT && event.private_data.len() >= REJECT_HEADER.len();
+                if consumer {
+                    self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_PEER_REJECTED, &event.private_data[REJECT_HEADER.len()..]);
+                } else if self.active {
+                    self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]);
+                } else {
+                    self.end(&ep, End::Broken, unreachable, &[]);
+                }
+            }
+            T::RDMA_CM_EVENT_ESTABLISHED => {
+                let link: Arc<dyn Link> = me.clone();
+                let up = if self.active {
+                    let remote = self.id.remote().unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
+                    ep.established(Some((link, remote)), &event.private_data)
+                } else {
+                    ep.established(None, &[])
+                };
+                if !up {
+                    if debug() {
+                        eprintln!("libdat: EP {:p} left its pending state: the connection ends", ep.handle());
+                    }
+                    let _ = self.id.disconnect();
+                }
+            }
+            T::RDMA_CM_EVENT_DISCONNECTED => {
+                // The answer the side that ended waits for.
+                let _ = self.id.disconnect();
+                let end = if self.broken.load(Ordering::Acquire) { End::Broken } else { End::Orderly };
+                self.end(&ep, end, E::DAT_CONNECTION_EVENT_BROKEN, &[]);
+            }
+            T::RDMA_CM_EVENT_DEVICE_REMOVAL => {
+                self.broken.store(true, Ordering::Release);
+                self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_BROKEN, &[]);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Progress for Conn {
+    // The EVDs' completion queues move the data; the connection has nothing of its own.
+    fn progress(&self) {}
+}
+
+impl Link for Conn {
+    fn close(&self, how: Close) {
+        if debug() {
+            eprintln!("libdat: closing a connection ({how:?})");
+        }
+        let _ = self.id.disconnect();
+        if how == Close::Released {
+            if let Some(ep) = self.ep.upgrade() {
+                self.drain(&ep);
+            }
+        }
+    }
+
+    fn post(&self, _ep: &Ep, mut inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
+        let Some(qp) = self.qp.get() else { return Ok(Posted::Flush) };
+        if inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize {
+            return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+        }
+        let (list, n) = sges(out.segments)?;
+        let total: u64 = out.segments.iter().map(|s| s.segment_length as u64).sum();
+        let op = match (out.operation, out.remote) {
+            (dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write { remote_address: r.virtual_address, rkey: r.rmr_context },
+            (dat_dtos::DAT_DTO_RDMA_READ, Some(r)) => SendOp::Read { remote_address: r.virtual_address, rkey: r.rmr_context },
+            _ => SendOp::Send,
+        };
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, signalled: out.signalled });
+        // Every request is signalled to the CQ (a suppressed success is dropped as it is
+        // reported): so each completion names the oldest request, and flushes find theirs.
+        let flags = SendFlags { signalled: true, solicited: out.solicited, fence: false };
+        if qp.post_send(seq, op, &list[..n], flags).is_err() {
+            inner.outstanding.pop_back();
+            return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+        }
+        Ok(Posted::Queued)
+    }
+
+    fn receive_posted(&self, _ep: &Ep) {}
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(qp) = self.qp.get() {
+            self.verbs.remove_qp(qp.number());
+        }
+    }
+}
+
+/// A connect request, waiting for the consumer.
+pub struct Request {
+    verbs: Arc<Verbs>,
+    id: CmId,
+    private_data: Vec<u8>,
+    remote: SocketAddrV4,
+    /// The requester's read depths (already swapped to our point of view by rdma-cm).
+    responder_resources: u8,
+    initiator_depth: u8,
+}
+
+impl Request {
+    pub fn new(verbs: Arc<Verbs>, id: CmId, event: CmEvent) -> Request {
+        let remote = id.remote().unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
+        Request {
+            verbs,
+            id,
+            private_data: event.private_data,
+            remote,
+            responder_resources: event.responder_resources,
+            initiator_depth: event.initiator_depth,
+        }
+    }
+}
+
+impl ConnRequest for Request {
+    fn remote(&self) -> SocketAddrV4 {
+        self.remote
+    }
+
+    fn private_data(&self) -> &[u8] {
+        &self.private_data
+    }
+
+    fn accept(self: Box<Self>, ep: Arc<Ep>, private_data: &[u8]) -> DatResult {
+        let Request { verbs, id, remote, responder_resources, initiator_depth, .. } = *self;
+        let failed = |ep: &Ep| ep.ended(End::Broken, dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, &[]);
+        let conn = match Conn::new(&verbs, id, &ep, false, Vec::new()) {
+            Ok(c) => c,
+            Err(_) => {
+                failed(&ep);
+                return Ok(());
+            }
+        };
+        if conn.make_qp(&ep).is_err() {
+            let _ = conn.id.reject(&[]);
+            failed(&ep);
+            return Ok(());
+        }
+        let dev = &verbs.device.attr;
+        let param = ConnParam {
+            private_data: private_data.to_vec(),
+            responder_resources: (i32::from(responder_resources)).min(dev.max_qp_rd_atom) as u8,
+            initiator_depth: (i32::from(initiator_depth)).min(dev.max_qp_init_rd_atom) as u8,
+            retry_count: RETRY,
+            rnr_retry_count: RNR_RETRY,
+        };
+        let link: Arc<dyn Link> = conn.clone();
+        if !ep.accepting(link, remote) {
+            let _ = conn.id.reject(&[]);
+            return Ok(());
+        }
+        if conn.id.accept(&param).is_err() {
+            failed(&ep);
+        }
+        Ok(())
+    }
+
+    fn reject(self: Box<Self>, private_data: &[u8]) {
+        let mut data = REJECT_HEADER.to_vec();
+        data.extend_from_slice(private_data);
+        let _ = self.id.reject(&data);
+    }
+}

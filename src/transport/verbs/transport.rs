@@ -1,0 +1,145 @@
+//! The verbs transport of one IA: its device, and what the IA's objects keep on it (PDs,
+//! memory regions, CQs), and its listeners.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use parking_lot::RwLock;
+
+use super::cm::{CmEvent, CmHandler, CmId, EventType};
+use super::completions::CqSource;
+use super::conn::{Conn, Request};
+use super::cq::Cq;
+use super::device::{access, Device, Mr, Pd};
+use crate::error::{DatError, DatResult, Sub};
+use crate::objects::ep::Ep;
+use crate::objects::evd::Evd;
+use crate::objects::lmr;
+use crate::transport::sys::debug;
+use crate::transport::{Listening, OnRequest, Registration, Resource, Transport};
+
+pub struct Verbs {
+    pub device: Arc<Device>,
+    me: Weak<Verbs>,
+    /// The connections by QP number: a work completion finds its EP here.
+    qps: RwLock<HashMap<u32, Weak<Conn>>>,
+    /// The CQ of a queue whose EVD the EP lacks (nothing reported completes there).
+    spare: OnceLock<Arc<Cq>>,
+}
+
+impl Verbs {
+    pub fn open(ip: Ipv4Addr) -> io::Result<Arc<Verbs>> {
+        let device = Device::open(ip)?;
+        Ok(Arc::new_cyclic(|me| Verbs { device, me: me.clone(), qps: RwLock::new(HashMap::new()), spare: OnceLock::new() }))
+    }
+
+    fn arc(&self) -> Arc<Verbs> {
+        self.me.upgrade().expect("a live transport")
+    }
+
+    pub fn conn_of_qp(&self, qp_num: u32) -> Option<Arc<Conn>> {
+        self.qps.read().get(&qp_num).and_then(Weak::upgrade)
+    }
+
+    pub fn add_qp(&self, qp_num: u32, conn: &Arc<Conn>) {
+        self.qps.write().insert(qp_num, Arc::downgrade(conn));
+    }
+
+    pub fn remove_qp(&self, qp_num: u32) {
+        self.qps.write().remove(&qp_num);
+    }
+
+    pub fn spare_cq(&self) -> io::Result<Arc<Cq>> {
+        if let Some(cq) = self.spare.get() {
+            return Ok(cq.clone());
+        }
+        let cq = Arc::new(Cq::new(&self.device, 64)?);
+        Ok(self.spare.get_or_init(|| cq).clone())
+    }
+}
+
+impl Transport for Verbs {
+    fn listen(&self, ip: Ipv4Addr, port: u16, _conn_qual: u64, on_request: OnRequest) -> io::Result<Box<dyn Listening>> {
+        let handler = Arc::new(Listen { verbs: self.me.clone(), on_request });
+        let as_handler: Arc<dyn CmHandler> = handler.clone();
+        let id = CmId::new(Arc::downgrade(&as_handler))?;
+        let port = id.listen(ip, port, 128)?;
+        Ok(Box::new(Listener { _id: id, port, _handler: handler }))
+    }
+
+    fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, _conn_qual: u64, private_data: Vec<u8>, _timeout: Option<Duration>) -> DatResult {
+        Conn::connect(&self.arc(), ep, remote, private_data).map_err(|e| {
+            if debug() {
+                eprintln!("libdat: verbs connect to {remote}: {e}");
+            }
+            DatError::resources(Sub::DAT_RESOURCE_TEP)
+        })
+    }
+
+    fn protection_domain(&self) -> DatResult<Option<Resource>> {
+        let pd = Pd::new(&self.device).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_PROTECTION_DOMAIN))?;
+        Ok(Some(pd))
+    }
+
+    fn register_memory(&self, domain: Option<&Resource>, address: u64, length: u64, privileges: u32) -> DatResult<Option<Registration>> {
+        let pd = domain.and_then(|d| d.clone().downcast::<Pd>().ok()).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
+        // Local write always: a region a DTO receives into, or an RDMA read lands in, needs it,
+        // and verbs requires it beside remote write.
+        let mut flags = access::LOCAL_WRITE;
+        if privileges & lmr::PRIV_REMOTE_WRITE != 0 {
+            flags |= access::REMOTE_WRITE;
+        }
+        if privileges & lmr::PRIV_REMOTE_READ != 0 {
+            flags |= access::REMOTE_READ;
+        }
+        let mr = Mr::register(&pd, address, length, flags).map_err(|e| {
+            if debug() {
+                let hint = if matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM)) {
+                    " (is RLIMIT_MEMLOCK, `ulimit -l`, large enough?)"
+                } else {
+                    ""
+                };
+                eprintln!("libdat: registering {length} bytes at {address:#x} on {}: {e}{hint}", self.device.name());
+            }
+            DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION)
+        })?;
+        let (lmr_context, rmr_context) = (mr.lkey(), mr.rkey());
+        Ok(Some(Registration { lmr_context, rmr_context, keep: Arc::new(mr) }))
+    }
+
+    fn completion_queue(&self, evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
+        let source = CqSource::attach(&self.arc(), evd).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEVD))?;
+        Ok(Some(source))
+    }
+}
+
+/// A listening id's requests go to the service point.
+struct Listen {
+    verbs: Weak<Verbs>,
+    on_request: OnRequest,
+}
+
+impl CmHandler for Listen {
+    fn on_cm_event(&self, mut event: CmEvent) {
+        if event.kind != EventType::RDMA_CM_EVENT_CONNECT_REQUEST {
+            return;
+        }
+        let (Some(id), Some(verbs)) = (event.request.take(), self.verbs.upgrade()) else { return };
+        (self.on_request)(Box::new(Request::new(verbs, id, event)));
+    }
+}
+
+struct Listener {
+    _id: CmId,
+    port: u16,
+    _handler: Arc<Listen>,
+}
+
+impl Listening for Listener {
+    fn port(&self) -> u16 {
+        self.port
+    }
+}
