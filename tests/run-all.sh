@@ -55,7 +55,7 @@ step "C API fuzzer under ASan and UBSan (short)" tests/fuzz/api_fuzz.sh build/li
 step "C conformance suite" ctests/run.sh build/lib/libdat2.so.2
 step "C conformance suite under ASan and UBSan" ctests/run.sh build/lib/libdat2.so.2 asan
 step "install" install_check
-step "RDMA in the soft-RoCE guest: devices, rdma-cm" tests/rdma/run.sh build/bin/datinfo
+step "RDMA in the soft-RoCE guest: devices, rdma-cm, verbs, dtest on our library" tests/rdma/run.sh build/bin/datinfo build/lib
 for f in "${skips[@]}"; do echo "skipped: $f"; done
 for f in "${failures[@]}"; do echo "failed: $f"; done
 echo "$passed passed, $failed failed, $skipped skipped"

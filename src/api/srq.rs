@@ -41,6 +41,9 @@ pub unsafe extern "C" fn dat_srq_create(
         if !Arc::ptr_eq(&pz.ia, &ia) {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ));
         }
+        if !ia.transport.shared_receive_queues() {
+            return Err(DatError::not_implemented());
+        }
         out.set(ia.adopt(Arc::new(Srq::new(ia.clone(), pz, &attr)))?);
         Ok(())
     }

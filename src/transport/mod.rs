@@ -62,6 +62,10 @@ pub trait Transport: Send + Sync {
     fn completion_queue(&self, _evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
         Ok(None)
     }
+    /// Whether shared receive queues work on this transport.
+    fn shared_receive_queues(&self) -> bool {
+        true
+    }
 }
 
 /// Where a listener hands its requests.

@@ -23,9 +23,11 @@ wait_ready() {  # log file, pattern, pid [, port]: until the server says it is r
 }
 
 pair() {  # name, mode, ready pattern, server command, client command (both quoted strings)
-    # [, a port the server listens on once ready]
+    # [, a port the server listens on once ready]; CLIENT_MODE: the client's mode, when it
+    # differs (one library on each side)
     local name=$1 mode=$2 ready=$3 server=$4 client=$5 port=${6:-}
     local env; env=$(loader "$mode")
+    local cenv; cenv=$(loader "${CLIENT_MODE:-$mode}")
     # shellcheck disable=SC2086
     env $env timeout 120 $server > "$work/server.log" 2>&1 &
     local spid=$!
@@ -34,7 +36,7 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
         kill $spid 2>/dev/null; wait $spid 2>/dev/null; fail=1; return
     fi
     # shellcheck disable=SC2086
-    env $env timeout 120 $client > "$work/client.log" 2>&1
+    env $cenv timeout 120 $client > "$work/client.log" 2>&1
     local crc=$?
     wait $spid
     local src=$?
@@ -67,7 +69,7 @@ dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each 
         set -- $args
         local_t="$1 $2"; shift 2
         # shellcheck disable=SC2046,SC2086
-        env $(loader "$mode") timeout 120 "$bin" $local_t -s 127.0.0.1 -D "$ia" "$@" > "$work/client.log" 2>&1
+        env $(loader "$mode") timeout 120 "$bin" $local_t -s "${server_host:-127.0.0.1}" -D "$ia" "$@" > "$work/client.log" 2>&1
         rc=$?
         if [ $rc != 0 ] || grep -q "Error\|FAIL" "$work/client.log"; then
             echo "consumers: $label $args ($mode): exit $rc"; grep -h "Error\|FAIL" "$work/client.log" | head -3; fail=1
@@ -77,6 +79,6 @@ dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each 
         fi
     done
     # shellcheck disable=SC2046
-    env $(loader "$mode") timeout 30 "$bin" -T Q -s 127.0.0.1 -D "$ia" > /dev/null 2>&1
+    env $(loader "$mode") timeout 30 "$bin" -T Q -s "${server_host:-127.0.0.1}" -D "$ia" > /dev/null 2>&1
     wait $dpid || { echo "consumers: $label server ($mode) did not exit cleanly"; fail=1; }
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs inside the soft-RoCE guest (../shared/rxe-vm, started by tests/rdma/run.sh): the RDMA
-# device is found and listed, and rdma-cm works through the verbs transport (the Rust tests
-# that need a device, which the host run ignores).
-# usage: guest.sh DATINFO TEST_BINARY...
+# device is found and listed, the verbs transport's pieces work (the Rust tests that need a
+# device, which the host run ignores), and Debian's dapl2-utils run on our library over it.
+# usage: guest.sh DATINFO LIBDIR TEST_BINARY...
 set -uo pipefail
-datinfo=${1:?}; shift
+datinfo=${1:?}; libdir=${2:?}; shift 2
 fail=0
 out=$("$datinfo")
 if grep -Eq "^  ${RXE_VM_IBDEV:?} +port 1 ACTIVE +gid " <<< "$out"; then
@@ -22,4 +22,5 @@ for t in "$@"; do
     fi
 done
 rm -f "$log"
+"$(dirname "$0")/consumers.sh" "$libdir" || fail=1
 exit $fail

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The tests that need an RDMA device, run inside the soft-RoCE guest (../shared/rxe-vm) with
 # the binaries built here. Skipped (77) where the guest's launcher is not beside the project.
-# usage: run.sh DATINFO
+# usage: run.sh DATINFO LIBDIR
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-datinfo=${1:?}
+datinfo=${1:?}; libdir=${2:?}
 vm=${RXE_VM:-../shared/rxe-vm/rxe-vm.sh}
 if [ ! -x "$vm" ]; then
     echo "rdma: no $vm here: the soft-RoCE guest cannot be started"
@@ -19,4 +19,4 @@ for l in sys.stdin:
         print(m["executable"])')
 [ -n "$bins" ] || { echo "rdma: the device tests did not build"; exit 1; }
 "$vm" --prepare > /dev/null
-exec "$vm" -t 600 -- tests/rdma/guest.sh "$datinfo" $bins
+exec "$vm" -t 900 -- tests/rdma/guest.sh "$datinfo" "$libdir" $bins

@@ -44,7 +44,9 @@ impl CqSource {
             engine: Engine::get(),
             token: OnceLock::new(),
         });
-        let token = source.engine.register(source.cq.channel_fd(), source.clone())?;
+        // The engine holds a weak link: the CQ goes with its EVD.
+        let watch = Arc::new(Watch(Arc::downgrade(&source)));
+        let token = source.engine.register(source.cq.channel_fd(), watch)?;
         let _ = source.token.set(token);
         source.watch();
         evd.attach(source.clone());
@@ -84,13 +86,17 @@ impl Progress for CqSource {
     }
 }
 
-impl Source for CqSource {
+/// What the engine reports a CQ's channel to.
+struct Watch(Weak<CqSource>);
+
+impl Source for Watch {
     fn on_event(self: Arc<Self>, _events: u32) {
-        self.cq.take_reports();
-        self.poll();
-        self.watch();
+        let Some(source) = self.0.upgrade() else { return };
+        source.cq.take_reports();
+        source.poll();
+        source.watch();
         // A completion that came between the poll and the arm reported nothing: look again.
-        self.poll();
+        source.poll();
     }
 }
 

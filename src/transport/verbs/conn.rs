@@ -216,6 +216,9 @@ impl CmHandler for Conn {
                     retry_count: RETRY,
                     rnr_retry_count: RNR_RETRY,
                 };
+                if debug() {
+                    eprintln!("libdat: connecting: responder resources {inbound}, initiator depth {outbound}");
+                }
                 if me.make_qp(&ep).is_err() || self.id.connect(&param).is_err() {
                     self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]);
                 }
@@ -373,6 +376,9 @@ impl ConnRequest for Request {
             retry_count: RETRY,
             rnr_retry_count: RNR_RETRY,
         };
+        if debug() {
+            eprintln!("libdat: accepting from {remote}: responder resources {}, initiator depth {} (asked {responder_resources}, {initiator_depth})", param.responder_resources, param.initiator_depth);
+        }
         let link: Arc<dyn Link> = conn.clone();
         if !ep.accepting(link, remote) {
             let _ = conn.id.reject(&[]);

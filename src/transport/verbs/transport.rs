@@ -110,6 +110,11 @@ impl Transport for Verbs {
         Ok(Some(Registration { lmr_context, rmr_context, keep: Arc::new(mr) }))
     }
 
+    // Not yet on this transport (README): an SRQ's receives would need a verbs SRQ.
+    fn shared_receive_queues(&self) -> bool {
+        false
+    }
+
     fn completion_queue(&self, evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
         let source = CqSource::attach(&self.arc(), evd).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEVD))?;
         Ok(Some(source))

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Inside the soft-RoCE guest: Debian's unmodified dapl2-utils over the RDMA IA, selected by an
+# OpenFabrics dat.conf line (libdaplofa.so.2 "<netdev> 0"): on our library by
+# LD_LIBRARY_PATH and by LD_PRELOAD. Sizes are kept small: the guest is emulated. (Ours on one
+# side and OpenFabrics' on the other does not pass yet: dtest's RDMA-read phase fails; README.)
+# usage: consumers.sh LIBDIR
+set -uo pipefail
+libdir=$(cd "${1:?}" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ia=ofa-v2-rxe
+printf '%s u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "%s 0" ""\n' $ia "${RXE_VM_NETDEV:?}" > "$work/dat.conf"
+host=${RXE_VM_IP:?}
+server_host=$host  # where dapltest clients find their server (lib.sh)
+fail=0
+passed=0
+
+loader() {  # mode -> env assignments for `env`: ours (path, preload) or OpenFabrics'
+    case $1 in
+        path) echo "LD_LIBRARY_PATH=$libdir DAT_OVERRIDE=$work/dat.conf" ;;
+        preload) echo "LD_PRELOAD=$libdir/libdat2.so.2 DAT_OVERRIDE=$work/dat.conf" ;;
+        openfabrics) echo "DAT_OVERRIDE=$work/dat.conf" ;;
+    esac
+}
+
+# shellcheck source=../consumers/lib.sh
+. "$(dirname "$0")/../consumers/lib.sh"
+
+dtest_modes=("" "-p" "-c" "-W" "-w" "-u" "-D" "-b 1" "-p -u")
+for mode in path preload; do
+    for m in "${dtest_modes[@]}"; do
+        pair "dtest ${m:-default}" $mode "waiting for client connection" \
+            "/usr/bin/dtest -P $ia -s -B 20 -b 65536 $m" "/usr/bin/dtest -P $ia -h $host -B 20 -b 65536 $m" 15828
+    done
+    pair "dtestcm 50 connections" $mode "Server ready" \
+        "/usr/bin/dtestcm -P $ia -s -c 50" "/usr/bin/dtestcm -P $ia -h $host -c 50" 15828
+    dapltest_against_server dapltest $mode /usr/bin/dapltest $ia \
+        "-T T -i 100 client SR 4096 2 server SR 4096 2" \
+        "-T T -t 2 -w 2 -i 50 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2" \
+        "-T P -i 500 RW 4096 2" \
+        "-T P -i 500 RR 4096 2"
+done
+echo "consumers over RDMA: $passed runs passed"
+exit $fail
