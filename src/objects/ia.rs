@@ -10,7 +10,7 @@ use super::Held;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{self, Kind, Object};
-use crate::registry::{self, Entry};
+use crate::registry::Entry;
 use crate::transport::{self, Transport};
 
 pub struct Ia {
@@ -45,7 +45,9 @@ impl Ia {
     pub fn open(entry: Arc<Entry>) -> DatResult<Arc<Ia>> {
         let ip = resolve_ipv4(&entry.ia_params);
         let transport = transport::for_ia(&entry, ip)?;
-        let ip = ip.ok_or(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE))?;
+        let ip = ip
+            .or_else(|| transport.local_address())
+            .ok_or(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE))?;
         // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
         let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         sin.sin_family = libc::AF_INET as libc::sa_family_t;
@@ -93,12 +95,12 @@ impl Ia {
         *self.async_evd.lock() = evd.map(Held::new);
     }
 
-    /// Whether this IA's connections can deliver events to an EVD of `owner`. Every TCP IA of
-    /// the process can feed every TCP IA's EVDs, as OpenFabrics lets an EP use the EVDs of
-    /// another IA of its provider (dapltest's limit tests pass one); later transports feed
-    /// their own device's IAs.
+    /// Whether this IA's connections can deliver events to an EVD of `owner`, as OpenFabrics
+    /// lets an EP use the EVDs of another IA of its provider (dapltest's limit tests pass
+    /// one): every TCP IA of the process feeds every TCP IA's EVDs, and the RDMA IAs of one
+    /// device each other's.
     pub fn feeds_evds_of(&self, owner: &Ia) -> bool {
-        std::ptr::eq(self, owner) || (self.entry.transport == registry::Transport::Tcp && owner.entry.transport == registry::Transport::Tcp)
+        std::ptr::eq(self, owner) || self.transport.evd_domain() == owner.transport.evd_domain()
     }
 
     /// Registers a new object of this IA and returns its handle; an IA closing meanwhile (in

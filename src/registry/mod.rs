@@ -87,6 +87,30 @@ pub const API_MINOR: u32 = 0;
 pub const PROVIDER_VERSION: &str = "libdat.0.1";
 
 impl Entry {
+    /// The built-in RDMA IAs of a port: `ofa-v2-<netdev>` (rdma-cm on the interface, as
+    /// OpenFabrics' openib_cma line) when it carries one, and `ofa-v2-<dev>-<port>`.
+    fn builtin_rdma(port: &builtin::RdmaPort) -> Vec<Entry> {
+        let entry = |ia_name: String, lib_path: &str, ia_params: String| Entry {
+            ia_name,
+            api_major: API_MAJOR,
+            api_minor: API_MINOR,
+            thread_safe: true,
+            is_default: false,
+            lib_path: lib_path.into(),
+            provider_version: PROVIDER_VERSION.into(),
+            ia_params,
+            platform_params: String::new(),
+            transport: Transport::Rdma,
+            origin: Origin::Builtin,
+        };
+        let mut out = Vec::new();
+        if let Some(n) = &port.netdev {
+            out.push(entry(format!("ofa-v2-{n}"), "libdaplofa.so.2", format!("{n} 0")));
+        }
+        out.push(entry(format!("ofa-v2-{}-{}", port.device, port.port), "libdaploscm.so.2", format!("{} {}", port.device, port.port)));
+        out
+    }
+
     fn builtin(netdev: &str) -> Entry {
         Entry {
             ia_name: format!("tcp-{netdev}"),
@@ -112,13 +136,20 @@ pub fn conf_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/etc/dat.conf"))
 }
 
-/// Builds the entry list from built-ins and a `dat.conf` text; warnings name file and line.
+/// Builds the entry list from built-ins (TCP on `netdevs`, RDMA on `rdma_ports`) and a
+/// `dat.conf` text; warnings name file and line.
 pub fn assemble(
     netdevs: &[String],
+    rdma_ports: &[builtin::RdmaPort],
     conf: Option<(&std::path::Path, &str)>,
     warn: &mut dyn FnMut(String),
 ) -> Vec<Arc<Entry>> {
     let mut entries: Vec<Arc<Entry>> = netdevs.iter().map(|n| Arc::new(Entry::builtin(n))).collect();
+    for e in rdma_ports.iter().flat_map(Entry::builtin_rdma) {
+        if !entries.iter().any(|x| x.ia_name == e.ia_name) {
+            entries.push(Arc::new(e));
+        }
+    }
     let Some((path, text)) = conf else {
         return entries;
     };
@@ -169,7 +200,7 @@ static REGISTRY: LazyLock<RwLock<Vec<Arc<Entry>>>> = LazyLock::new(|| {
     let path = conf_path();
     let text = std::fs::read_to_string(&path).ok();
     let conf = text.as_deref().map(|t| (path.as_path(), t));
-    let entries = assemble(&builtin::ipv4_interfaces(), conf, &mut |w| eprintln!("{w}"));
+    let entries = assemble(&builtin::ipv4_interfaces(), &builtin::rdma_ports(), conf, &mut |w| eprintln!("{w}"));
     RwLock::new(entries)
 });
 
@@ -228,9 +259,24 @@ mod tests {
     }
 
     #[test]
+    fn rdma_ports_give_openfabrics_names_and_a_line_of_the_same_name_wins() {
+        let ports = [
+            builtin::RdmaPort { device: "rxe0".into(), port: 1, netdev: Some("rxenet0".into()) },
+            builtin::RdmaPort { device: "mlx5_0".into(), port: 2, netdev: None },
+        ];
+        let text = "ofa-v2-rxenet0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 \"10.0.0.1 0\" \"\"\n";
+        let e = assemble(&["lo".into()], &ports, Some((Path::new("/x/dat.conf"), text)), &mut |_| {});
+        assert_eq!(names(&e), ["tcp-lo", "ofa-v2-rxenet0", "ofa-v2-rxe0-1", "ofa-v2-mlx5_0-2"]);
+        assert_eq!(e[1].ia_params, "10.0.0.1 0");
+        assert!(matches!(e[1].origin, Origin::File { .. }));
+        assert_eq!((e[2].ia_params.as_str(), e[2].transport, &e[2].origin), ("rxe0 1", Transport::Rdma, &Origin::Builtin));
+        assert_eq!(e[3].lib_path, "libdaploscm.so.2");
+    }
+
+    #[test]
     fn builtins_exist_without_a_file() {
         let mut warnings = Vec::new();
-        let e = assemble(&["lo".into(), "eth0".into()], None, &mut |w| warnings.push(w));
+        let e = assemble(&["lo".into(), "eth0".into()], &[], None, &mut |w| warnings.push(w));
         assert_eq!(names(&e), ["tcp-lo", "tcp-eth0"]);
         assert_eq!(e[0].transport, Transport::Tcp);
         assert_eq!(e[0].ia_params, "lo");
@@ -244,7 +290,7 @@ mod tests {
                     broken line\n\
                     other u2.0 threadsafe default libfoo.so v x\n";
         let mut warnings = Vec::new();
-        let e = assemble(&["lo".into()], Some((Path::new("/x/dat.conf"), text)), &mut |w| {
+        let e = assemble(&["lo".into()], &[], Some((Path::new("/x/dat.conf"), text)), &mut |w| {
             warnings.push(w)
         });
         assert_eq!(names(&e), ["tcp-lo", "ofa-v2-ib0"]);

@@ -62,9 +62,19 @@ pub trait Transport: Send + Sync {
     fn completion_queue(&self, _evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
         Ok(None)
     }
+    /// The address the transport found for the IA, where its parameters name no interface
+    /// or address (a device and port).
+    fn local_address(&self) -> Option<Ipv4Addr> {
+        None
+    }
     /// Whether shared receive queues work on this transport.
     fn shared_receive_queues(&self) -> bool {
         true
+    }
+    /// IAs whose transports give the same value here may use each other's EVDs (every TCP
+    /// IA of the process; the verbs IAs of one device, whose CQs any of its QPs may use).
+    fn evd_domain(&self) -> usize {
+        1
     }
 }
 

@@ -12,6 +12,14 @@ if grep -Eq "^  ${RXE_VM_IBDEV:?} +port 1 ACTIVE +gid " <<< "$out"; then
 else
     echo "rdma-guest: datinfo does not list $RXE_VM_IBDEV port 1 as ACTIVE:"; echo "$out" | tail -5; fail=1
 fi
+builtins=$(DAT_OVERRIDE=/nonexistent "$datinfo")
+for name in "ofa-v2-$RXE_VM_NETDEV" "ofa-v2-$RXE_VM_IBDEV-1"; do
+    if grep -q "^  $name .*rdma .*built-in" <<< "$builtins"; then
+        echo "rdma-guest: without a dat.conf, datinfo lists the built-in $name"
+    else
+        echo "rdma-guest: without a dat.conf, no built-in $name:"; echo "$builtins"; fail=1
+    fi
+done
 log=$(mktemp)
 for t in "$@"; do
     echo "rdma-guest: $(basename "$t")"

@@ -9,6 +9,7 @@ use std::io;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
@@ -22,7 +23,8 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request as Outstanding};
 use crate::objects::evd::Evd;
-use crate::transport::sys::debug;
+use crate::transport::engine::{Engine, Source, Token};
+use crate::transport::sys::{self, debug};
 use crate::transport::{ConnRequest, Link, Progress};
 
 /// How long address and route resolution may take, in milliseconds.
@@ -51,6 +53,25 @@ pub struct Conn {
     next_seq: AtomicU64,
     /// A work request failed: the end is BROKEN.
     broken: AtomicBool,
+    /// The engine's timer of a connect with a timeout.
+    timer: OnceLock<Token>,
+}
+
+/// What the engine's timer of a connect reports to (a weak link: the connection goes with
+/// its EP).
+struct Deadline(Weak<Conn>);
+
+impl Source for Deadline {
+    fn on_event(self: Arc<Self>, _events: u32) {
+        let Some(conn) = self.0.upgrade() else { return };
+        let Some(ep) = conn.ep() else { return };
+        if ep.state() == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING {
+            if debug() {
+                eprintln!("libdat: EP {:p}: the connect timed out", ep.handle());
+            }
+            conn.end(&ep, End::Broken, dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[]);
+        }
+    }
 }
 
 // The pieces of a DAT segment list a work request carries.
@@ -84,6 +105,7 @@ impl Conn {
             private_data,
             next_seq: AtomicU64::new(1),
             broken: AtomicBool::new(false),
+            timer: OnceLock::new(),
         });
         let handler: Arc<dyn CmHandler> = conn.clone();
         conn.id.set_handler(Arc::downgrade(&handler))?;
@@ -92,11 +114,18 @@ impl Conn {
         Ok(conn)
     }
 
-    /// Starts an active connect: address, route, QP, then the request.
-    pub fn connect(verbs: &Arc<Verbs>, ep: Arc<Ep>, remote: SocketAddrV4, private_data: Vec<u8>) -> io::Result<()> {
+    /// Starts an active connect: address, route, QP, then the request; TIMED_OUT if it is
+    /// not established within `timeout`.
+    pub fn connect(verbs: &Arc<Verbs>, ep: Arc<Ep>, remote: SocketAddrV4, private_data: Vec<u8>, timeout: Option<Duration>) -> io::Result<()> {
         let quiet: Weak<dyn CmHandler> = Weak::<Conn>::new();
         let id = CmId::new(quiet)?;
         let conn = Conn::new(verbs, id, &ep, true, private_data)?;
+        if let Some(t) = timeout {
+            let engine = Engine::get();
+            let token = engine.register_timer_only(Arc::new(Deadline(Arc::downgrade(&conn))));
+            let _ = conn.timer.set(token);
+            engine.set_timer(token, sys::monotonic_micros().saturating_add(t.as_micros().min(u64::MAX as u128) as u64));
+        }
         conn.id.resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS)
     }
 
@@ -314,7 +343,10 @@ impl Link for Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         if let Some(qp) = self.qp.get() {
-            self.verbs.remove_qp(qp.number());
+            self.verbs.remove_qp(qp.number(), self);
+        }
+        if let Some(token) = self.timer.get() {
+            Engine::get().deregister(*token, None);
         }
     }
 }

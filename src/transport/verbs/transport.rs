@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, LazyLock, OnceLock, Weak};
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -21,11 +21,14 @@ use crate::objects::lmr;
 use crate::transport::sys::debug;
 use crate::transport::{Listening, OnRequest, Registration, Resource, Transport};
 
+/// The connections by device context and QP number: a work completion finds its EP here
+/// (one map for the process: an EP may complete on the CQ of another IA of its device).
+type Qps = HashMap<(usize, u32), Weak<Conn>>;
+static QPS: LazyLock<RwLock<Qps>> = LazyLock::new(Default::default);
+
 pub struct Verbs {
     pub device: Arc<Device>,
     me: Weak<Verbs>,
-    /// The connections by QP number: a work completion finds its EP here.
-    qps: RwLock<HashMap<u32, Weak<Conn>>>,
     /// The CQ of a queue whose EVD the EP lacks (nothing reported completes there).
     spare: OnceLock<Arc<Cq>>,
 }
@@ -33,23 +36,32 @@ pub struct Verbs {
 impl Verbs {
     pub fn open(ip: Ipv4Addr) -> io::Result<Arc<Verbs>> {
         let device = Device::open(ip)?;
-        Ok(Arc::new_cyclic(|me| Verbs { device, me: me.clone(), qps: RwLock::new(HashMap::new()), spare: OnceLock::new() }))
+        Ok(Arc::new_cyclic(|me| Verbs { device, me: me.clone(), spare: OnceLock::new() }))
     }
 
     fn arc(&self) -> Arc<Verbs> {
         self.me.upgrade().expect("a live transport")
     }
 
+    fn key(&self, qp_num: u32) -> (usize, u32) {
+        (self.device.context() as usize, qp_num)
+    }
+
     pub fn conn_of_qp(&self, qp_num: u32) -> Option<Arc<Conn>> {
-        self.qps.read().get(&qp_num).and_then(Weak::upgrade)
+        QPS.read().get(&self.key(qp_num)).and_then(Weak::upgrade)
     }
 
     pub fn add_qp(&self, qp_num: u32, conn: &Arc<Conn>) {
-        self.qps.write().insert(qp_num, Arc::downgrade(conn));
+        QPS.write().insert(self.key(qp_num), Arc::downgrade(conn));
     }
 
-    pub fn remove_qp(&self, qp_num: u32) {
-        self.qps.write().remove(&qp_num);
+    /// Forgets `conn`'s QP (not a later connection's that got the same number).
+    pub fn remove_qp(&self, qp_num: u32, conn: *const Conn) {
+        let key = self.key(qp_num);
+        let mut qps = QPS.write();
+        if qps.get(&key).is_some_and(|w| std::ptr::eq(w.as_ptr(), conn)) {
+            qps.remove(&key);
+        }
     }
 
     pub fn spare_cq(&self) -> io::Result<Arc<Cq>> {
@@ -70,8 +82,8 @@ impl Transport for Verbs {
         Ok(Box::new(Listener { _id: id, port, _handler: handler }))
     }
 
-    fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, _conn_qual: u64, private_data: Vec<u8>, _timeout: Option<Duration>) -> DatResult {
-        Conn::connect(&self.arc(), ep, remote, private_data).map_err(|e| {
+    fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, _conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
+        Conn::connect(&self.arc(), ep, remote, private_data, timeout).map_err(|e| {
             if debug() {
                 eprintln!("libdat: verbs connect to {remote}: {e}");
             }
@@ -108,6 +120,15 @@ impl Transport for Verbs {
         })?;
         let (lmr_context, rmr_context) = (mr.lkey(), mr.rkey());
         Ok(Some(Registration { lmr_context, rmr_context, keep: Arc::new(mr) }))
+    }
+
+    fn local_address(&self) -> Option<Ipv4Addr> {
+        Some(self.device.ip)
+    }
+
+    // rdma-cm opens each device once per process: its IAs share the context.
+    fn evd_domain(&self) -> usize {
+        self.device.context() as usize
     }
 
     // Not yet on this transport (README): an SRQ's receives would need a verbs SRQ.
