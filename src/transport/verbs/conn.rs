@@ -266,6 +266,11 @@ impl CmHandler for Conn {
                 }
             }
             T::RDMA_CM_EVENT_ESTABLISHED => {
+                if debug() {
+                    if let Some((out, inb)) = self.qp.get().and_then(Qp::read_depths) {
+                        eprintln!("libdat: EP {:p}: connected, RDMA reads in flight: {out} out, {inb} in", ep.handle());
+                    }
+                }
                 let link: Arc<dyn Link> = me.clone();
                 let up = if self.active {
                     let remote = self.id.remote().unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));

@@ -101,6 +101,16 @@ impl Qp {
         self.raw
     }
 
+    /// The read depths the connection gave the QP: (as initiator, as responder).
+    pub fn read_depths(&self) -> Option<(u8, u8)> {
+        // SAFETY: plain data; all-zero valid; filled by the query.
+        let mut attr: ibv::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        let mut init: ibv::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        let mask = ibv::ibv_qp_attr_mask::IBV_QP_MAX_QP_RD_ATOMIC.0 | ibv::ibv_qp_attr_mask::IBV_QP_MAX_DEST_RD_ATOMIC.0;
+        // SAFETY: the QP is live; the out-structures are ours.
+        (unsafe { ibv::ibv_query_qp(self.raw, &mut attr, mask as i32, &mut init) } == 0).then_some((attr.max_rd_atomic, attr.max_dest_rd_atomic))
+    }
+
     pub fn number(&self) -> u32 {
         // SAFETY: the QP is live.
         unsafe { (*self.raw).qp_num }
