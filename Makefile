@@ -6,6 +6,7 @@
 #   make check-headers   fail if include/dat2 differs from what the Rust source generates
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make test            every test; the last line is "N passed, N failed"
+#   make test-rdma       the RDMA tests alone, in the soft-RoCE guest (../shared/rxe-vm; make test runs them too)
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
 #   make fuzz            long runs of the three fuzzers: the TCP wire fuzzer (WIRE_FUZZ_CASES,
@@ -41,7 +42,7 @@ else
 RELEASE_DIR := $(TARGET_DIR)/release
 endif
 
-.PHONY: FORCE all lib datinfo tools headers check-headers install test demo bench fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
+.PHONY: FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -128,6 +129,9 @@ LIBDAT ?= $(LIBDIR)/$(SONAME)
 
 ctest: all
 	@ctests/run.sh $(LIBDAT)
+
+test-rdma: all
+	@tests/rdma/run.sh $(BUILD)/bin/datinfo $(LIBDIR)
 
 ctest-asan: all
 	@ctests/run.sh $(LIBDAT) asan
