@@ -267,8 +267,8 @@ impl CmHandler for Conn {
             }
             T::RDMA_CM_EVENT_ESTABLISHED => {
                 if debug() {
-                    if let Some((out, inb)) = self.qp.get().and_then(Qp::read_depths) {
-                        eprintln!("libdat: EP {:p}: connected, RDMA reads in flight: {out} out, {inb} in", ep.handle());
+                    if let Some((out, inb, timeout, retry)) = self.qp.get().and_then(Qp::connected_attributes) {
+                        eprintln!("libdat: EP {:p}: connected, RDMA reads in flight: {out} out, {inb} in; timeout exponent {timeout}, retries {retry}", ep.handle());
                     }
                 }
                 let link: Arc<dyn Link> = me.clone();

@@ -101,14 +101,19 @@ impl Qp {
         self.raw
     }
 
-    /// The read depths the connection gave the QP: (as initiator, as responder).
-    pub fn read_depths(&self) -> Option<(u8, u8)> {
+    /// What the connection gave the QP: its read depths (as initiator, as responder), its
+    /// retransmission timeout exponent (0: none) and retry count.
+    pub fn connected_attributes(&self) -> Option<(u8, u8, u8, u8)> {
         // SAFETY: plain data; all-zero valid; filled by the query.
         let mut attr: ibv::ibv_qp_attr = unsafe { std::mem::zeroed() };
         let mut init: ibv::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-        let mask = ibv::ibv_qp_attr_mask::IBV_QP_MAX_QP_RD_ATOMIC.0 | ibv::ibv_qp_attr_mask::IBV_QP_MAX_DEST_RD_ATOMIC.0;
+        let mask = ibv::ibv_qp_attr_mask::IBV_QP_MAX_QP_RD_ATOMIC.0
+            | ibv::ibv_qp_attr_mask::IBV_QP_MAX_DEST_RD_ATOMIC.0
+            | ibv::ibv_qp_attr_mask::IBV_QP_TIMEOUT.0
+            | ibv::ibv_qp_attr_mask::IBV_QP_RETRY_CNT.0;
         // SAFETY: the QP is live; the out-structures are ours.
-        (unsafe { ibv::ibv_query_qp(self.raw, &mut attr, mask as i32, &mut init) } == 0).then_some((attr.max_rd_atomic, attr.max_dest_rd_atomic))
+        (unsafe { ibv::ibv_query_qp(self.raw, &mut attr, mask as i32, &mut init) } == 0)
+            .then_some((attr.max_rd_atomic, attr.max_dest_rd_atomic, attr.timeout, attr.retry_cnt))
     }
 
     pub fn number(&self) -> u32 {
