@@ -268,9 +268,12 @@ static void dial(struct side *s, int port_pipe)
 	DAT_EVENT e;
 	if (read(port_pipe, &port, sizeof(port)) != sizeof(port))
 		exit(1);
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* The server listens on the IA's own address (loopback for tcp-lo, the device's for an
+	 * RDMA IA): ask the IA. */
+	DAT_IA_ATTR ia_attr;
+	DAT_PROVIDER_ATTR prov_attr;
+	check(dat_ia_query(s->ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia_attr, 0, &prov_attr), "dat_ia_query");
+	memcpy(&sin, ia_attr.ia_address_ptr, sizeof(sin));
 	check(dat_ep_connect(s->ep, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
 			     DAT_CONNECT_DEFAULT_FLAG), "dat_ep_connect");
 	e = next_event(s->conn_evd);

@@ -318,10 +318,26 @@ impl Link for Conn {
         }
     }
 
-    fn post(&self, _ep: &Ep, mut inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
+    fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
         let Some(qp) = self.qp.get() else { return Ok(Posted::Flush) };
-        if inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize {
-            return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+        let mut inner = inner;
+        let full = |inner: &EpInner| inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize;
+        if full(&inner) {
+            // Completions of requests the program does not reap (suppressed ones) may wait in
+            // the request CQ: take them here, as a verbs provider frees unsignalled work
+            // requests when the queue's next completion is polled.
+            let source = inner.request_evd.as_ref().and_then(|e| e.completion_queue.get()).and_then(|r| r.clone().downcast::<CqSource>().ok());
+            if let Some(source) = source {
+                drop(inner);
+                source.poll();
+                inner = ep.inner.lock();
+                if inner.link.is_none() {
+                    return Ok(Posted::Flush);
+                }
+            }
+            if full(&inner) {
+                return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+            }
         }
         let (list, n) = sges(out.segments)?;
         let total: u64 = out.segments.iter().map(|s| s.segment_length as u64).sum();
