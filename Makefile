@@ -7,6 +7,7 @@
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make test            every test; the last line is "N passed, N failed"
 #   make test-rdma       the RDMA tests alone, in the soft-RoCE guest (../shared/rxe-vm; make test runs them too)
+#   make bench-rdma      ours, OpenFabrics' and perftest side by side in the soft-RoCE guest
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
 #   make fuzz            long runs of the three fuzzers: the TCP wire fuzzer (WIRE_FUZZ_CASES,
@@ -42,7 +43,7 @@ else
 RELEASE_DIR := $(TARGET_DIR)/release
 endif
 
-.PHONY: FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
+.PHONY: FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -132,6 +133,10 @@ ctest: all
 
 test-rdma: all
 	@tests/rdma/run.sh $(BUILD)/bin/datinfo $(LIBDIR)
+
+# Ours, OpenFabrics' and raw verbs side by side, in one run of the soft-RoCE guest.
+bench-rdma: all
+	@../shared/rxe-vm/rxe-vm.sh -t 1800 -- bench/rdma.sh $(LIBDIR) $(or $(ROUNDS),3)
 
 ctest-asan: all
 	@ctests/run.sh $(LIBDAT) asan

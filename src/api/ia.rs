@@ -207,5 +207,15 @@ fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
     p.rmr_scope_supported = dat_rmr_scope::DAT_RMR_SCOPE_EP as DAT_RMR_SCOPE;
     p.is_signal_safe = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
     p.ha_supported = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p.num_provider_specific_attr = PROVIDER_SPECIFIC.0.len() as DAT_COUNT;
+    p.provider_specific_attr = PROVIDER_SPECIFIC.0.as_ptr() as *mut DAT_NAMED_ATTR;
     p
 }
+
+/// The provider-specific attributes programs look for, named and valued as OpenFabrics'
+/// providers report them: `dtest` runs its RDMA-read and message ping-pong phases only when
+/// `DAT_IB_RDMA_READ` is `TRUE` (both transports do RDMA reads).
+struct NamedAttrs([DAT_NAMED_ATTR; 1]);
+// SAFETY: the pointers are to static C strings, never written.
+unsafe impl Sync for NamedAttrs {}
+static PROVIDER_SPECIFIC: NamedAttrs = NamedAttrs([DAT_NAMED_ATTR { name: c"DAT_IB_RDMA_READ".as_ptr(), value: c"TRUE".as_ptr() }]);

@@ -348,6 +348,12 @@ impl Evd {
         self.flags
     }
 
+    /// Whether someone waits for this EVD's events without polling it: a thread asleep in
+    /// `dat_evd_wait`, or a CNO (whose waiters, and `dat_cno_fd_create`'s, poll nothing).
+    pub fn has_sleeper(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) || self.has_cno.load(Ordering::Acquire)
+    }
+
     pub fn handle(&self) -> DAT_EVD_HANDLE {
         self.handle.load(Ordering::Acquire) as DAT_EVD_HANDLE
     }
@@ -612,9 +618,16 @@ impl Evd {
     }
 
     pub fn set_cno(&self, cno: Option<Arc<Cno>>) {
-        let mut q = self.queue.lock();
-        self.has_cno.store(cno.is_some(), Ordering::Relaxed);
-        q.cno = cno.map(Held::new);
+        let attached = cno.is_some();
+        {
+            let mut q = self.queue.lock();
+            self.has_cno.store(attached, Ordering::Relaxed);
+            q.cno = cno.map(Held::new);
+        }
+        if attached {
+            // The CNO's waiters poll nothing: sources that report only to sleepers start now.
+            self.flush_sources();
+        }
     }
 
     /// Called as the EVD's handle dies: a blocked waiter returns `DAT_ABORT`.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Inside the soft-RoCE guest: Debian's unmodified dapl2-utils over the RDMA IA, selected by an
 # OpenFabrics dat.conf line (libdaplofa.so.2 "<netdev> 0"): on our library by
-# LD_LIBRARY_PATH and by LD_PRELOAD, and with no dat.conf on the built-in IA. Sizes are kept small: the guest is emulated. (Ours on one
-# side and OpenFabrics' on the other does not pass yet: dtest's RDMA-read phase fails; README.)
+# LD_LIBRARY_PATH and by LD_PRELOAD, with no dat.conf on the built-in IA, and against
+# OpenFabrics' own library (ours on one side, theirs on the other, both ways). Sizes are kept
+# small: the guest is emulated.
 # usage: consumers.sh LIBDIR
 set -uo pipefail
 libdir=$(cd "${1:?}" && pwd)
@@ -18,9 +19,9 @@ passed=0
 loader() {  # mode -> env assignments for `env`: ours (path, preload) or OpenFabrics'
     case $1 in
         path) echo "LD_LIBRARY_PATH=$libdir DAT_OVERRIDE=$work/dat.conf" ;;
+        openfabrics) echo "DAT_OVERRIDE=$work/dat.conf" ;;
         builtin) echo "LD_LIBRARY_PATH=$libdir DAT_OVERRIDE=$work/none.conf" ;;
         preload) echo "LD_PRELOAD=$libdir/libdat2.so.2 DAT_OVERRIDE=$work/dat.conf" ;;
-        openfabrics) echo "DAT_OVERRIDE=$work/dat.conf" ;;
     esac
 }
 
@@ -41,6 +42,11 @@ for mode in path preload; do
         "-T P -i 500 RW 4096 2" \
         "-T P -i 500 RR 4096 2"
 done
+# One library on each side: ours serves OpenFabrics' client, and the other way round.
+CLIENT_MODE=openfabrics pair "dtest, OpenFabrics client" path "waiting for client connection" \
+    "/usr/bin/dtest -P $ia -s -B 20 -b 65536" "/usr/bin/dtest -P $ia -h $host -B 20 -b 65536" 15828
+CLIENT_MODE=path pair "dtest, OpenFabrics server" openfabrics "waiting for client connection" \
+    "/usr/bin/dtest -P $ia -s -B 20 -b 65536" "/usr/bin/dtest -P $ia -h $host -B 20 -b 65536" 15828
 # No dat.conf: the built-in IA of the device's port (its address from the port's interface).
 builtin_ia=ofa-v2-${RXE_VM_IBDEV:?}-1
 pair "dtest on the built-in $builtin_ia" builtin "waiting for client connection" \

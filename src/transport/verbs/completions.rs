@@ -1,7 +1,9 @@
 //! A DTO EVD's completion queue: polled by whoever dequeues or waits on the EVD, and by the
-//! progress engine when the CQ's channel reports a completion nobody polled. Each work
-//! completion finds its EP by QP number and completes the oldest request or receive it
-//! posted (a QP completes each queue in posting order).
+//! progress engine when the CQ's channel reports a completion. The channel is asked to report
+//! only while someone sleeps on the EVD (a waiter, a CNO): a program that polls would
+//! otherwise wake the engine for every completion and lose a CPU to it. Each work completion
+//! finds its EP by QP number and completes the oldest request or receive it posted (a QP
+//! completes each queue in posting order).
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -24,6 +26,7 @@ const BATCH: usize = 16;
 pub struct CqSource {
     pub cq: Arc<Cq>,
     verbs: Weak<Verbs>,
+    evd: Weak<Evd>,
     /// One thread polls at a time, and the others wait for it: completions of one QP must
     /// be handled in order (each names the oldest DTO of its queue), and a thread that left
     /// a busy CQ alone could miss one the holder had already looked past.
@@ -40,6 +43,7 @@ impl CqSource {
         let source = Arc::new(CqSource {
             cq,
             verbs: Arc::downgrade(verbs),
+            evd: Arc::downgrade(evd),
             polling: Mutex::new(()),
             engine: Engine::get(),
             token: OnceLock::new(),
@@ -84,6 +88,13 @@ impl Progress for CqSource {
     fn progress(&self) {
         self.poll();
     }
+
+    /// A thread is about to sleep on the EVD: the next completion is reported (and one that
+    /// came before the CQ was armed is taken now).
+    fn flush(&self) {
+        self.watch();
+        self.poll();
+    }
 }
 
 /// What the engine reports a CQ's channel to.
@@ -94,9 +105,11 @@ impl Source for Watch {
         let Some(source) = self.0.upgrade() else { return };
         source.cq.take_reports();
         source.poll();
-        source.watch();
-        // A completion that came between the poll and the arm reported nothing: look again.
-        source.poll();
+        if source.evd.upgrade().is_some_and(|e| e.has_sleeper()) {
+            source.watch();
+            // A completion that came between the poll and the arm reported nothing: look again.
+            source.poll();
+        }
     }
 }
 

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The RDMA transport side by side with OpenFabrics' library and raw verbs, in one run of the
+# soft-RoCE guest (make bench-rdma starts it): the same unmodified programs on each library
+# (Debian's dtest and dtestcm through an OpenFabrics dat.conf line), and perftest over rdma-cm
+# for raw verbs. The guest is emulated: compare figures within one run only.
+# usage: rdma.sh LIBDIR [ROUNDS]
+set -uo pipefail
+libdir=$(cd "${1:?}" && pwd)
+rounds=${2:-3}
+host=${RXE_VM_IP:?}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+printf 'ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "%s 0" ""\n' "${RXE_VM_NETDEV:?}" > "$work/dat.conf"
+export DAT_OVERRIDE=$work/dat.conf
+
+env_of() {  # ours | openfabrics
+    if [ "$1" = ours ]; then echo "LD_LIBRARY_PATH=$libdir"; else echo "X_LIBDAT=openfabrics"; fi
+}
+
+pair() {  # lib, server-ready pattern, program, args...: the client's output
+    local lib=$1 ready=$2 prog=$3; shift 3
+    local e; e=$(env_of "$lib")
+    env "$e" timeout 120 "$prog" -P ofa-v2-rxe -s "$@" > "$work/s.log" 2>&1 &
+    local spid=$! out=""
+    for _ in $(seq 200); do
+        grep -q "$ready" "$work/s.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    for _ in $(seq 50); do
+        out=$(env "$e" timeout 120 "$prog" -P ofa-v2-rxe -h "$host" "$@" 2>&1)
+        grep -q "Could not connect\|Couldn't connect" <<< "$out" || break
+        sleep 0.2   # its side channel is not listening yet
+    done
+    wait $spid 2>/dev/null
+    echo "$out"
+}
+
+perftest() {  # program, args...: the client's output (server started first, retried until up)
+    local prog=$1; shift
+    timeout 120 "$prog" -R "$@" > "$work/p.log" 2>&1 &
+    local spid=$! out=""
+    for _ in $(seq 100); do
+        sleep 0.2
+        out=$(timeout 120 "$prog" -R "$@" "$host" 2>&1) && break
+    done
+    wait $spid 2>/dev/null
+    echo "$out"
+}
+
+declare -A r
+add() { r[$1]+="$2 "; }
+median() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -n | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); else print "-"}'; }
+
+for _ in $(seq "$rounds"); do
+    for lib in ours openfabrics; do
+        add "send_$lib" "$(pair $lib "waiting for client" dtest -p -b 8 -B 200 | grep -oE 'Message PingPong.*latency [0-9.]+' | grep -oE '[0-9.]+$')"
+        add "write_$lib" "$(pair $lib "waiting for client" dtest -W -p -b 8 -B 200 | grep -oE 'RDMA write PingPong.*latency [0-9.]+' | grep -oE '[0-9.]+$')"
+        add "bw64k_$lib" "$(pair $lib "waiting for client" dtest -w -u -b 65536 -B 100 | grep -oE '[0-9.]+ MB/sec' | head -1 | grep -oE '^[0-9.]+')"
+        add "bw1m_$lib" "$(pair $lib "waiting for client" dtest -w -u -b 1048576 -B 20 | grep -oE '[0-9.]+ MB/sec' | head -1 | grep -oE '^[0-9.]+')"
+        add "cps_$lib" "$(pair $lib "Server ready" dtestcm -c 50 | grep -oE 'CPS +[0-9.]+' | grep -oE '[0-9.]+$' | tail -1)"
+    done
+    add send_verbs "$(perftest ib_send_lat -s 8 -n 200 | awk '$1 == 8 && NF >= 6 {print $5}' | head -1)"
+    add write_verbs "$(perftest ib_write_lat -s 8 -n 200 | awk '$1 == 8 && NF >= 6 {print $5}' | head -1)"
+    add bw64k_verbs "$(perftest ib_write_bw -s 65536 -n 200 | awk '$1 == 65536 && NF >= 4 {print $4}' | head -1)"
+    add bw1m_verbs "$(perftest ib_write_bw -s 1048576 -n 20 | awk '$1 == 1048576 && NF >= 4 {print $4}' | head -1)"
+done
+
+row() {  # label, key, unit
+    printf '%-34s %10s %12s %10s  %s\n' "$1" "$(echo "${r[${2}_ours]:-}" | median)" "$(echo "${r[${2}_openfabrics]:-}" | median)" "$(echo "${r[${2}_verbs]:-}" | median)" "$3"
+}
+echo "bench-rdma: medians of $rounds rounds, soft-RoCE in an emulated guest (compare within this run only)"
+printf '%-34s %10s %12s %10s\n' "" "libdat" "OpenFabrics" "perftest"
+row "send/recv ping-pong 8 B" send "us (dtest -p: its latency; perftest: t_typical)"
+row "RDMA write ping-pong 8 B" write "us (dtest -W -p; perftest ib_write_lat)"
+row "RDMA write bandwidth 64 KiB" bw64k "MB/s (dtest -w -u; ib_write_bw)"
+row "RDMA write bandwidth 1 MiB" bw1m "MB/s"
+row "connections per second" cps "/s (dtestcm -c 50)"
