@@ -695,7 +695,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                     // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
                     let cookie = unsafe { user_cookie.as_64 };
                     inner.recvs.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
-                    if let Err(e) = inner.wire.receive_posted(cookie, segments) {
+                    if let Err(e) = inner.wire.receive_posted(segments) {
                         inner.recvs.pop_back();
                         return Err(e);
                     }

@@ -135,10 +135,10 @@ impl EpWire {
     }
 
     /// A receive was posted (the last of the EP's `recvs`): a transport that posts receives
-    /// to hardware does it now. `id`: what its completion names.
-    pub fn receive_posted(&self, id: u64, segments: &[crate::abi::DAT_LMR_TRIPLET]) -> DatResult {
+    /// to hardware does it now (their completions come in posting order).
+    pub fn receive_posted(&self, segments: &[crate::abi::DAT_LMR_TRIPLET]) -> DatResult {
         match &self.verbs {
-            Some(conn) => conn.post_recv(id, segments),
+            Some(conn) => conn.post_recv(segments),
             None => Ok(()),
         }
     }

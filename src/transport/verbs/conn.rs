@@ -74,7 +74,7 @@ impl Source for Deadline {
     }
 }
 
-// The pieces of a DAT segment list a work request carries.
+/// The pieces of a DAT segment list a work request carries.
 fn sges(segments: &[DAT_LMR_TRIPLET]) -> DatResult<([Sge; MAX_SGE], usize)> {
     if segments.len() > MAX_SGE {
         return Err(DatError::invalid_arg(2));
@@ -179,7 +179,7 @@ impl Conn {
 
     /// Posts a receive to the QP, if it is made (else it goes as the QP is). Under the EP's
     /// lock, as the receive joins the EP's list.
-    pub fn post_recv(&self, _id: u64, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
+    pub fn post_recv(&self, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
         let Some(qp) = self.qp.get() else { return Ok(()) };
         let (list, n) = sges(segments)?;
         qp.post_recv(RECV_ID, &list[..n]).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEP))
