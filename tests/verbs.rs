@@ -58,14 +58,20 @@ fn make_qp(id: &CmId) {
     assert_eq!(rc, 0, "rdma_create_qp: {}", std::io::Error::last_os_error());
 }
 
-/// Starts an active connect to `port` and returns its id and events, up to the connect.
-fn connect(port: u16, private_data: &[u8]) -> (CmId, Arc<Recorder>, Receiver<CmEvent>) {
+/// An id whose address and route to `port` are resolved, and its events.
+fn resolved(port: u16) -> (CmId, Arc<Recorder>, Receiver<CmEvent>) {
     let (r, rx) = recorder();
     let id = CmId::new(weak(&r)).unwrap();
     id.resolve_addr(Some(device_ip()), SocketAddrV4::new(device_ip(), port), 2000).unwrap();
     next(&rx, EventType::RDMA_CM_EVENT_ADDR_RESOLVED);
     id.resolve_route(2000).unwrap();
     next(&rx, EventType::RDMA_CM_EVENT_ROUTE_RESOLVED);
+    (id, r, rx)
+}
+
+/// Starts an active connect to `port` and returns its id and events, up to the connect.
+fn connect(port: u16, private_data: &[u8]) -> (CmId, Arc<Recorder>, Receiver<CmEvent>) {
+    let (id, r, rx) = resolved(port);
     make_qp(&id);
     let param = ConnParam { private_data: private_data.to_vec(), retry_count: 7, rnr_retry_count: 7, ..Default::default() };
     id.connect(&param).unwrap();
@@ -205,12 +211,7 @@ fn pair(recvs: usize) -> Pair {
     let a = side(&device, 1 << 17);
     let p = side(&device, 1 << 17);
     let (listener, port, lr, lrx) = listen();
-    let (ar, arx) = recorder();
-    let a_id = CmId::new(weak(&ar)).unwrap();
-    a_id.resolve_addr(Some(device_ip()), SocketAddrV4::new(device_ip(), port), 2000).unwrap();
-    next(&arx, EventType::RDMA_CM_EVENT_ADDR_RESOLVED);
-    a_id.resolve_route(2000).unwrap();
-    next(&arx, EventType::RDMA_CM_EVENT_ROUTE_RESOLVED);
+    let (a_id, ar, arx) = resolved(port);
     let a_qp = Qp::create(&a_id, &a.pd, &a.scq, &a.rcq, CAPS).unwrap();
     a_id.connect(&ConnParam { responder_resources: 4, initiator_depth: 4, retry_count: 7, rnr_retry_count: 7, ..Default::default() }).unwrap();
     let mut request = next(&lrx, EventType::RDMA_CM_EVENT_CONNECT_REQUEST);
