@@ -17,6 +17,7 @@ use super::Held;
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use crate::handle::{Kind, Object, SelfHandle};
+use crate::transport::sys::sockaddr_in;
 use crate::transport::{EpWire, Link};
 
 /// What the EP holds and its state, under one lock.
@@ -165,15 +166,6 @@ fn detach(link: &Arc<dyn Link>, evds: &[Option<Arc<Evd>>; 2]) {
     for evd in evds.iter().flatten() {
         evd.detach(link);
     }
-}
-
-fn sockaddr(a: std::net::SocketAddrV4) -> libc::sockaddr_in {
-    // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
-    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
-    sin.sin_port = a.port().to_be();
-    sin
 }
 
 /// The attributes an EP gets when the consumer gives none.
@@ -352,7 +344,7 @@ impl Ep {
         }
         attach(&inner, &link);
         inner.link = Some(link);
-        inner.remote_addr = Some(Box::new(sockaddr(remote)));
+        inner.remote_addr = Some(Box::new(sockaddr_in(remote)));
         inner.remote_port = u64::from(remote.port());
         true
     }
@@ -377,7 +369,7 @@ impl Ep {
             if let Some((link, remote)) = link {
                 attach(&inner, &link);
                 inner.link = Some(link);
-                inner.remote_addr = Some(Box::new(sockaddr(remote)));
+                inner.remote_addr = Some(Box::new(sockaddr_in(remote)));
             }
         }
         self.connection_event(

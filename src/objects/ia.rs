@@ -48,14 +48,10 @@ impl Ia {
         let ip = ip
             .or_else(|| transport.local_address())
             .ok_or(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE))?;
-        // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
-        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-        sin.sin_family = libc::AF_INET as libc::sa_family_t;
-        sin.sin_addr.s_addr = u32::from(ip).to_be();
         Ok(Arc::new(Ia {
             entry,
             transport,
-            address: Box::new(sin),
+            address: Box::new(transport::sys::sockaddr_in(std::net::SocketAddrV4::new(ip, 0))),
             async_evd: Mutex::new(None),
             handle: std::sync::atomic::AtomicUsize::new(0),
             children: Mutex::new(Children::default()),

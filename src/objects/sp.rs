@@ -12,6 +12,7 @@ use super::ia::Ia;
 use super::Held;
 use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
+use crate::transport::sys::sockaddr_in;
 use crate::transport::{ConnRequest, Listening};
 
 /// Which kind of service point.
@@ -151,15 +152,10 @@ impl Object for Cr {
 impl Cr {
     fn new(sp: Arc<ServicePoint>, request: Box<dyn ConnRequest>) -> Cr {
         let remote = request.remote();
-        // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
-        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-        sin.sin_family = libc::AF_INET as libc::sa_family_t;
-        sin.sin_addr.s_addr = u32::from(*remote.ip()).to_be();
-        sin.sin_port = remote.port().to_be();
         Cr {
             ia: sp.ia.clone(),
             private_data: request.private_data().to_vec(),
-            remote: Box::new(sin),
+            remote: Box::new(sockaddr_in(remote)),
             remote_port: remote.port(),
             sp,
             request: Mutex::new(Some(request)),

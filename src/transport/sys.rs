@@ -178,8 +178,40 @@ pub fn monotonic_micros() -> u64 {
     t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1000
 }
 
+/// Whether `LIBDAT_DEBUG` asks for the transports' diagnostics on stderr.
+pub fn debug() -> bool {
+    static DEBUG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DEBUG.get_or_init(|| std::env::var_os("LIBDAT_DEBUG").is_some())
+}
+
+/// An IPv4 socket address as the C library takes it.
+pub fn sockaddr_in(a: std::net::SocketAddrV4) -> libc::sockaddr_in {
+    // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
+    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sin.sin_family = libc::AF_INET as libc::sa_family_t;
+    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+    sin.sin_port = a.port().to_be();
+    sin
+}
+
+/// The IPv4 address a C socket address holds; None for another family.
+pub fn from_sockaddr_in(sin: &libc::sockaddr_in) -> Option<std::net::SocketAddrV4> {
+    (i32::from(sin.sin_family) == libc::AF_INET)
+        .then(|| std::net::SocketAddrV4::new(u32::from_be(sin.sin_addr.s_addr).into(), u16::from_be(sin.sin_port)))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_ipv4_socket_address_goes_to_c_and_back() {
+        let a: std::net::SocketAddrV4 = "10.77.0.1:45248".parse().unwrap();
+        let sin = sockaddr_in(a);
+        assert_eq!(sin.sin_port, 45248u16.to_be());
+        assert_eq!(from_sockaddr_in(&sin), Some(a));
+        let other = libc::sockaddr_in { sin_family: libc::AF_INET6 as libc::sa_family_t, ..sin };
+        assert_eq!(from_sockaddr_in(&other), None);
+    }
     use super::*;
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
@@ -208,10 +240,4 @@ mod tests {
         assert_eq!(unsafe { recv(-1, buf.as_mut_ptr(), 1, 0) }, Err(libc::EBADF));
         assert_eq!(unsafe { send(-1, buf.as_ptr(), 1, 0) }, Err(libc::EBADF));
     }
-}
-
-/// Whether `LIBDAT_DEBUG` asks for the transports' diagnostics on stderr.
-pub fn debug() -> bool {
-    static DEBUG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DEBUG.get_or_init(|| std::env::var_os("LIBDAT_DEBUG").is_some())
 }

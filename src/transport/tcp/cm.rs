@@ -140,11 +140,7 @@ fn nonblocking_socket() -> io::Result<RawFd> {
 
 /// Starts connecting `fd` to `remote`: Ok(true) connected at once, Ok(false) in progress.
 fn start_connect(fd: RawFd, remote: SocketAddrV4) -> io::Result<bool> {
-    // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
-    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_port = remote.port().to_be();
-    sin.sin_addr.s_addr = u32::from(*remote.ip()).to_be();
+    let sin = crate::transport::sys::sockaddr_in(remote);
     // SAFETY: a live sockaddr_in of its size, on our socket.
     let r = unsafe {
         libc::connect(fd, (&sin as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t)

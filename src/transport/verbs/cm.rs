@@ -14,6 +14,7 @@ use rdma_mummy_sys as ibv;
 use std::collections::HashMap;
 
 use crate::transport::engine::{Engine, Source, Token};
+use crate::transport::sys::{from_sockaddr_in, sockaddr_in};
 
 pub use ibv::rdma_cm_event_type as EventType;
 
@@ -193,15 +194,6 @@ fn check(rc: i32) -> io::Result<()> {
     }
 }
 
-fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
-    // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
-    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
-    sin.sin_port = a.port().to_be();
-    sin
-}
-
 impl CmId {
     /// A new id (reliable connected, `RDMA_PS_TCP`) whose events go to `handler`.
     pub fn new(handler: Weak<dyn CmHandler>) -> io::Result<CmId> {
@@ -243,7 +235,7 @@ impl CmId {
     /// Binds the id to a local address (port 0: one rdma-cm picks), and so to the device
     /// that carries it.
     pub fn bind(&self, local: SocketAddrV4) -> io::Result<()> {
-        let mut sin = sockaddr(local);
+        let mut sin = sockaddr_in(local);
         // SAFETY: the id is live and `sin` a valid IPv4 address for the call.
         check(unsafe { ibv::rdma_bind_addr(self.raw, &mut sin as *mut _ as *mut libc::sockaddr) })
     }
@@ -259,21 +251,19 @@ impl CmId {
     /// The id's bound source address (read from its route: rdma_get_src_port is not wrapped).
     pub fn local(&self) -> Option<SocketAddrV4> {
         // SAFETY: the id is live; the route's source address is a sockaddr_storage-sized union.
-        let sa = unsafe { &*(std::ptr::addr_of!((*self.raw).route.addr.src_addr_union) as *const libc::sockaddr_in) };
-        (i32::from(sa.sin_family) == libc::AF_INET).then(|| SocketAddrV4::new(Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)), u16::from_be(sa.sin_port)))
+        from_sockaddr_in(unsafe { &(*self.raw).route.addr.src_addr_union.src_sin })
     }
 
     /// The peer's address, once resolved or requested.
     pub fn remote(&self) -> Option<SocketAddrV4> {
         // SAFETY: as `local`.
-        let sa = unsafe { &*(std::ptr::addr_of!((*self.raw).route.addr.dst_addr_union) as *const libc::sockaddr_in) };
-        (i32::from(sa.sin_family) == libc::AF_INET).then(|| SocketAddrV4::new(Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)), u16::from_be(sa.sin_port)))
+        from_sockaddr_in(unsafe { &(*self.raw).route.addr.dst_addr_union.dst_sin })
     }
 
     /// Starts resolving `remote` from `local` (ADDR_RESOLVED or ADDR_ERROR follows).
     pub fn resolve_addr(&self, local: Option<Ipv4Addr>, remote: SocketAddrV4, timeout_ms: i32) -> io::Result<()> {
-        let mut src = local.map(|ip| sockaddr(SocketAddrV4::new(ip, 0)));
-        let mut dst = sockaddr(remote);
+        let mut src = local.map(|ip| sockaddr_in(SocketAddrV4::new(ip, 0)));
+        let mut dst = sockaddr_in(remote);
         let src_ptr = src.as_mut().map_or(std::ptr::null_mut(), |s| s as *mut _ as *mut libc::sockaddr);
         // SAFETY: the id is live; the addresses are valid for the call.
         check(unsafe { ibv::rdma_resolve_addr(self.raw, src_ptr, &mut dst as *mut _ as *mut libc::sockaddr, timeout_ms) })
