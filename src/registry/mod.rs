@@ -12,6 +12,8 @@ use parking_lot::RwLock;
 
 pub use conf::ConfEntry;
 
+use crate::transport::verbs::devices::RdmaPort;
+
 /// Which transport serves an IA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -89,7 +91,7 @@ pub const PROVIDER_VERSION: &str = "libdat.0.1";
 impl Entry {
     /// The built-in RDMA IAs of a port: `ofa-v2-<netdev>` (rdma-cm on the interface, as
     /// OpenFabrics' openib_cma line) when it carries one, and `ofa-v2-<dev>-<port>`.
-    fn builtin_rdma(port: &builtin::RdmaPort) -> Vec<Entry> {
+    fn builtin_rdma(port: &RdmaPort) -> Vec<Entry> {
         let entry = |ia_name: String, lib_path: &str, ia_params: String| Entry {
             ia_name,
             api_major: API_MAJOR,
@@ -140,7 +142,7 @@ pub fn conf_path() -> PathBuf {
 /// `dat.conf` text; warnings name file and line.
 pub fn assemble(
     netdevs: &[String],
-    rdma_ports: &[builtin::RdmaPort],
+    rdma_ports: &[RdmaPort],
     conf: Option<(&std::path::Path, &str)>,
     warn: &mut dyn FnMut(String),
 ) -> Vec<Arc<Entry>> {
@@ -200,7 +202,7 @@ static REGISTRY: LazyLock<RwLock<Vec<Arc<Entry>>>> = LazyLock::new(|| {
     let path = conf_path();
     let text = std::fs::read_to_string(&path).ok();
     let conf = text.as_deref().map(|t| (path.as_path(), t));
-    let entries = assemble(&builtin::ipv4_interfaces(), &builtin::rdma_ports(), conf, &mut |w| eprintln!("{w}"));
+    let entries = assemble(&builtin::ipv4_interfaces(), &crate::transport::verbs::devices::rdma_ports(), conf, &mut |w| eprintln!("{w}"));
     RwLock::new(entries)
 });
 
@@ -261,8 +263,8 @@ mod tests {
     #[test]
     fn rdma_ports_give_openfabrics_names_and_a_line_of_the_same_name_wins() {
         let ports = [
-            builtin::RdmaPort { device: "rxe0".into(), port: 1, netdev: Some("rxenet0".into()) },
-            builtin::RdmaPort { device: "mlx5_0".into(), port: 2, netdev: None },
+            RdmaPort { device: "rxe0".into(), port: 1, netdev: Some("rxenet0".into()) },
+            RdmaPort { device: "mlx5_0".into(), port: 2, netdev: None },
         ];
         let text = "ofa-v2-rxenet0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 \"10.0.0.1 0\" \"\"\n";
         let e = assemble(&["lo".into()], &ports, Some((Path::new("/x/dat.conf"), text)), &mut |_| {});

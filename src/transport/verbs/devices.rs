@@ -101,6 +101,57 @@ fn ports(dev: *mut ibv::ibv_device) -> Vec<Port> {
     ports
 }
 
+/// An RDMA port as sysfs shows it (no device is opened to find it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RdmaPort {
+    pub device: String,
+    pub port: u8,
+    /// The network interface it carries (RoCE, iWARP, IPoIB), if any.
+    pub netdev: Option<String>,
+}
+
+const SYSFS: &str = "/sys/class/infiniband";
+
+/// The RDMA ports of this machine, by device name and port number.
+pub fn rdma_ports() -> Vec<RdmaPort> {
+    let mut out = Vec::new();
+    let Ok(devices) = std::fs::read_dir(SYSFS) else { return out };
+    let mut devices: Vec<String> = devices.flatten().map(|d| d.file_name().to_string_lossy().into_owned()).collect();
+    devices.sort();
+    for device in devices {
+        let mut ports: Vec<u8> = std::fs::read_dir(std::path::Path::new(SYSFS).join(&device).join("ports"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|p| p.file_name().to_string_lossy().parse().ok())
+            .collect();
+        ports.sort();
+        for port in ports {
+            let netdev = port_netdevs(&device, port).into_iter().next();
+            out.push(RdmaPort { device: device.clone(), port, netdev });
+        }
+    }
+    out
+}
+
+/// The network interfaces a device's port carries, the one of its first GID first: RoCE and
+/// iWARP ports name them per GID, InfiniBand devices list their IPoIB interfaces.
+fn port_netdevs(device: &str, port: u8) -> Vec<String> {
+    let base = std::path::Path::new(SYSFS).join(device);
+    let mut gids: Vec<(u32, String)> = std::fs::read_dir(base.join(format!("ports/{port}/gid_attrs/ndevs")))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|f| Some((f.file_name().to_string_lossy().parse().ok()?, std::fs::read_to_string(f.path()).ok()?)))
+        .map(|(i, n)| (i, n.trim().to_string()))
+        .filter(|(_, n)| !n.is_empty())
+        .collect();
+    gids.sort();
+    let mut names: Vec<String> = gids.into_iter().map(|(_, n)| n).collect();
+    names.extend(std::fs::read_dir(base.join("device/net")).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().into_owned()));
+    names
+}
+
 /// The IPv4 address of the network interface of a device's port, for ia_params that name a
 /// device and port (`"rxe0 1"`, `"mlx4_0 1"`), as OpenFabrics' scm/ucm providers take them.
 pub fn ipv4_of_port(ia_params: &str) -> Option<std::net::Ipv4Addr> {
@@ -110,18 +161,5 @@ pub fn ipv4_of_port(ia_params: &str) -> Option<std::net::Ipv4Addr> {
     if device.contains('/') || device.starts_with('.') {
         return None;
     }
-    let base = std::path::Path::new("/sys/class/infiniband").join(device);
-    // RoCE and iWARP: the port's GIDs name their network interface.
-    let ndevs = base.join(format!("ports/{port}/gid_attrs/ndevs"));
-    let mut names: Vec<String> = std::fs::read_dir(&ndevs)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|f| std::fs::read_to_string(f.path()).ok())
-        .map(|n| n.trim().to_string())
-        .filter(|n| !n.is_empty())
-        .collect();
-    // InfiniBand: the IPoIB interfaces of the device.
-    names.extend(std::fs::read_dir(base.join("device/net")).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().into_owned()));
-    names.iter().find_map(|n| crate::objects::ia::resolve_ipv4(n))
+    port_netdevs(device, port).iter().find_map(|n| crate::objects::ia::resolve_ipv4(n))
 }
