@@ -57,6 +57,11 @@ impl CqSource {
         Ok(source)
     }
 
+    /// The CQ source of a DTO EVD of this transport.
+    pub fn of(evd: &Evd) -> Option<Arc<CqSource>> {
+        evd.completion_queue.get()?.clone().downcast::<CqSource>().ok()
+    }
+
     /// Asks the CQ and the engine for a report of the next completion.
     fn watch(&self) {
         if self.cq.arm(false).is_ok() {

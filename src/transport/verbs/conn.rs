@@ -88,7 +88,7 @@ fn sges(segments: &[DAT_LMR_TRIPLET]) -> DatResult<([Sge; MAX_SGE], usize)> {
 
 /// The CQ behind an EVD of this transport.
 fn cq_of(evd: Option<&Evd>, verbs: &Verbs) -> io::Result<Arc<Cq>> {
-    match evd.and_then(|e| e.completion_queue.get()).and_then(|r| r.clone().downcast::<CqSource>().ok()) {
+    match evd.and_then(CqSource::of) {
         Some(source) => Ok(source.cq.clone()),
         None => verbs.spare_cq(),
     }
@@ -139,8 +139,7 @@ impl Conn {
         let pd = inner
             .pz
             .as_ref()
-            .and_then(|p| p.domain.clone())
-            .and_then(|d| d.downcast::<Pd>().ok())
+            .and_then(|p| p.domain.as_ref().and_then(Pd::of))
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
         let send_cq = cq_of(inner.request_evd.as_deref(), &self.verbs)?;
         let recv_cq = cq_of(inner.recv_evd.as_deref(), &self.verbs)?;
@@ -202,7 +201,7 @@ impl Conn {
             [inner.recv_evd.as_ref().map(|e| e.arc().clone()), inner.request_evd.as_ref().map(|e| e.arc().clone())]
         };
         for evd in evds.iter().flatten() {
-            if let Some(source) = evd.completion_queue.get().and_then(|r| r.clone().downcast::<CqSource>().ok()) {
+            if let Some(source) = CqSource::of(evd) {
                 source.poll();
             }
         }
@@ -326,7 +325,7 @@ impl Link for Conn {
             // Completions of requests the program does not reap (suppressed ones) may wait in
             // the request CQ: take them here, as a verbs provider frees unsignalled work
             // requests when the queue's next completion is polled.
-            let source = inner.request_evd.as_ref().and_then(|e| e.completion_queue.get()).and_then(|r| r.clone().downcast::<CqSource>().ok());
+            let source = inner.request_evd.as_deref().and_then(CqSource::of);
             if let Some(source) = source {
                 drop(inner);
                 source.poll();

@@ -83,6 +83,11 @@ impl Pd {
         Ok(Arc::new(Pd { raw, device: device.clone() }))
     }
 
+    /// The protection domain a PZ of this transport holds.
+    pub fn of(domain: &crate::transport::Resource) -> Option<Arc<Pd>> {
+        domain.clone().downcast::<Pd>().ok()
+    }
+
     pub fn raw(&self) -> *mut ibv::ibv_pd {
         self.raw
     }

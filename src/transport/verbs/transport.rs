@@ -97,7 +97,7 @@ impl Transport for Verbs {
     }
 
     fn register_memory(&self, domain: Option<&Resource>, address: u64, length: u64, privileges: u32) -> DatResult<Option<Registration>> {
-        let pd = domain.and_then(|d| d.clone().downcast::<Pd>().ok()).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
+        let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
         // Local write always: a region a DTO receives into, or an RDMA read lands in, needs it,
         // and verbs requires it beside remote write.
         let mut flags = access::LOCAL_WRITE;
