@@ -626,7 +626,9 @@ impl Evd {
         }
         if attached {
             // The CNO's waiters poll nothing: sources that report only to sleepers start now.
-            self.flush_sources();
+            for s in self.sources.lock().iter() {
+                s.unpolled_waiter();
+            }
         }
     }
 

@@ -104,6 +104,9 @@ pub trait Progress: Send + Sync {
     /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
     /// source's own threads take over.
     fn flush(&self) {}
+    /// Someone now waits for the events without polling and without a thread asleep in the
+    /// library (a CNO was attached): a source that reports only to sleepers reports now.
+    fn unpolled_waiter(&self) {}
 }
 
 /// One connection of an EP, as the objects use it.

@@ -100,6 +100,10 @@ impl Progress for CqSource {
         self.watch();
         self.poll();
     }
+
+    fn unpolled_waiter(&self) {
+        self.flush();
+    }
 }
 
 /// What the engine reports a CQ's channel to.
