@@ -13,21 +13,23 @@ trap 'rm -rf "$work"' EXIT
 printf 'ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "%s 0" ""\n' "${RXE_VM_NETDEV:?}" > "$work/dat.conf"
 export DAT_OVERRIDE=$work/dat.conf
 
-env_of() {  # ours | openfabrics
-    if [ "$1" = ours ]; then echo "LD_LIBRARY_PATH=$libdir"; else echo "X_LIBDAT=openfabrics"; fi
+env_of() {  # ours | openfabrics: what `env` is given to load that library
+    if [ "$1" = ours ]; then echo "LD_LIBRARY_PATH=$libdir"; fi
 }
 
 pair() {  # lib, server-ready pattern, program, args...: the client's output
     local lib=$1 ready=$2 prog=$3; shift 3
     local e; e=$(env_of "$lib")
-    env "$e" timeout 120 "$prog" -P ofa-v2-rxe -s "$@" > "$work/s.log" 2>&1 &
+    # shellcheck disable=SC2086
+    env $e timeout 120 "$prog" -P ofa-v2-rxe -s "$@" > "$work/s.log" 2>&1 &
     local spid=$! out=""
     for _ in $(seq 200); do
         grep -q "$ready" "$work/s.log" 2>/dev/null && break
         sleep 0.1
     done
     for _ in $(seq 50); do
-        out=$(env "$e" timeout 120 "$prog" -P ofa-v2-rxe -h "$host" "$@" 2>&1)
+        # shellcheck disable=SC2086
+        out=$(env $e timeout 120 "$prog" -P ofa-v2-rxe -h "$host" "$@" 2>&1)
         grep -q "Could not connect\|Couldn't connect" <<< "$out" || break
         sleep 0.2   # its side channel is not listening yet
     done

@@ -982,4 +982,3 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
     link.begin();
     Ok(())
 }
-
