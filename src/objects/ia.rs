@@ -88,6 +88,9 @@ impl Ia {
     }
 
     pub fn set_async_evd(&self, evd: Option<Arc<Evd>>) {
+        if let Some(evd) = &evd {
+            self.transport.report_async_errors_to(self.handle(), evd);
+        }
         *self.async_evd.lock() = evd.map(Held::new);
     }
 

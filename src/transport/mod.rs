@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
+use crate::abi::DAT_IA_HANDLE;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
 use crate::objects::evd::Evd;
@@ -76,6 +77,9 @@ pub trait Transport: Send + Sync {
     fn evd_domain(&self) -> usize {
         1
     }
+    /// The IA's async EVD, where failures of what the IA runs on are posted (a device's,
+    /// on RDMA; a TCP IA has none that is not a connection's).
+    fn report_async_errors_to(&self, _ia: DAT_IA_HANDLE, _evd: &Arc<Evd>) {}
 }
 
 /// Where a listener hands its requests.

@@ -7,10 +7,13 @@ use std::sync::{Arc, Weak};
 
 use rdma_mummy_sys as ibv;
 
+use super::async_events::DeviceEvents;
 use super::cm::{CmEvent, CmHandler, CmId};
 
 /// The device an IA runs on: an rdma-cm id bound to the IA's address holds it open.
 pub struct Device {
+    /// Before `bound`: its watcher reads the context `bound` keeps open.
+    pub events: Arc<DeviceEvents>,
     bound: CmId,
     pub ip: Ipv4Addr,
     pub attr: ibv::ibv_device_attr,
@@ -48,7 +51,8 @@ impl Device {
         if unsafe { ibv::ibv_query_device(ctx, &mut attr) } != 0 {
             return Err(last_error());
         }
-        Ok(Arc::new(Device { bound, ip, attr }))
+        let events = DeviceEvents::watch(ctx)?;
+        Ok(Arc::new(Device { events, bound, ip, attr }))
     }
 
     pub fn context(&self) -> *mut ibv::ibv_context {

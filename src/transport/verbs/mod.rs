@@ -4,10 +4,12 @@
 //! - `devices`: the devices and ports present;
 //! - `cm`: rdma-cm ids and their events, through the progress engine;
 //! - `device`: an opened device, its protection domains and memory regions;
+//! - `async_events`: a device's asynchronous events (QP errors, device and port failures);
 //! - `cq`: completion queues and their channels; `qp`: queue pairs and their work requests;
 //! - `transport`: an IA's transport (its device, listeners, PDs, regions, CQs);
 //!   `conn`: an EP's connection; `completions`: a DTO EVD's CQ, polled and watched.
 
+pub mod async_events;
 pub mod cm;
 pub mod completions;
 pub mod conn;

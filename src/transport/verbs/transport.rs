@@ -14,7 +14,8 @@ use super::completions::CqSource;
 use super::conn::{Conn, Request};
 use super::cq::Cq;
 use super::device::{access, Device, Mr, Pd};
-use crate::error::{DatError, DatResult, Sub};
+use crate::abi::DAT_IA_HANDLE;
+use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
 use crate::objects::lmr;
@@ -33,6 +34,11 @@ pub struct Verbs {
     spare: OnceLock<Arc<Cq>>,
 }
 
+/// The connection of QP `qp_num` on the device context at `context`.
+pub fn conn_of_qp(context: usize, qp_num: u32) -> Option<Arc<Conn>> {
+    QPS.read().get(&(context, qp_num)).and_then(Weak::upgrade)
+}
+
 impl Verbs {
     pub fn open(ip: Ipv4Addr) -> io::Result<Arc<Verbs>> {
         let device = Device::open(ip)?;
@@ -48,7 +54,7 @@ impl Verbs {
     }
 
     pub fn conn_of_qp(&self, qp_num: u32) -> Option<Arc<Conn>> {
-        QPS.read().get(&self.key(qp_num)).and_then(Weak::upgrade)
+        conn_of_qp(self.device.context() as usize, qp_num)
     }
 
     pub fn add_qp(&self, qp_num: u32, conn: &Arc<Conn>) {
@@ -87,7 +93,15 @@ impl Transport for Verbs {
             if debug() {
                 eprintln!("libdat: verbs connect to {remote}: {e}");
             }
-            DatError::resources(Sub::DAT_RESOURCE_TEP)
+            // Address resolution refuses at once what no route reaches (as OpenFabrics maps
+            // rdma_resolve_addr's errno).
+            match e.raw_os_error() {
+                Some(libc::ENETUNREACH | libc::EHOSTUNREACH | libc::EADDRNOTAVAIL) => {
+                    DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE)
+                }
+                Some(libc::EAFNOSUPPORT) => DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_MALFORMED),
+                _ => DatError::resources(Sub::DAT_RESOURCE_TEP),
+            }
         })
     }
 
@@ -129,6 +143,10 @@ impl Transport for Verbs {
     // rdma-cm opens each device once per process: its IAs share the context.
     fn evd_domain(&self) -> usize {
         self.device.context() as usize
+    }
+
+    fn report_async_errors_to(&self, ia: DAT_IA_HANDLE, evd: &Arc<Evd>) {
+        self.device.events.report_to(ia, evd);
     }
 
     // Not yet on this transport (README): an SRQ's receives would need a verbs SRQ.
