@@ -261,9 +261,11 @@ static void post_send_cases(void)
 	close_side(&p);
 }
 
-/* A peer process that dies: BROKEN, and the posted receives flushed. The peer is forked before
- * this process makes any DAT call, so that it starts with a library of its own (verbs state
- * copied by fork is unusable in the child) and learns the port through a pipe. */
+/* A peer process that dies mid-transfer (a message of ours in flight that it never posted a
+ * receive for): BROKEN, and the posted DTOs flushed. (An idle peer's end cannot be told from a
+ * disconnect over rdma-cm, where the kernel disconnects for a process that ends.) The peer is
+ * forked before this process makes any DAT call, so that it starts with a library of its own
+ * (verbs state copied by fork is unusable in the child) and learns the port through a pipe. */
 static void broken_case(void)
 {
 	struct side p;
@@ -307,8 +309,12 @@ static void broken_case(void)
 	l = iov(&p, 0, 64);
 	c.as_64 = 9;
 	dat_ep_post_recv(p.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG);
-	if (read(ready[0], &byte, 1) == 1)
+	l = iov(&p, 64, 8);
+	c.as_64 = 10;
+	if (read(ready[0], &byte, 1) == 1) {
+		dat_ep_post_send(p.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG);
 		kill(child, SIGKILL);
+	}
 	waitpid(child, NULL, 0);
 	expect_event("ep_connect/peer-process-dies", next(p.conn_evd).event_number, DAT_CONNECTION_EVENT_BROKEN);
 	e = next(p.recv_evd);
@@ -316,6 +322,11 @@ static void broken_case(void)
 		    e.event_number == DAT_DTO_COMPLETION_EVENT &&
 			    e.event_data.dto_completion_event_data.status == DAT_DTO_ERR_FLUSHED,
 		    "the posted receive completes DAT_DTO_ERR_FLUSHED");
+	e = next(p.req_evd);
+	expect_true("ep_connect/peer-dies-flushes-send",
+		    e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_ERR_FLUSHED,
+		    "the send in flight completes DAT_DTO_ERR_FLUSHED");
 	close_side(&p);
 }
 

@@ -162,9 +162,12 @@ fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
     a.max_rdma_size = limits::MAX_RDMA_SIZE;
     a.max_rmrs = limits::MAX_RMRS;
     a.max_rmr_target_address = limits::MAX_RMR_TARGET_ADDRESS;
-    a.max_srqs = limits::MAX_SRQS;
-    a.max_ep_per_srq = limits::MAX_EP_PER_SRQ;
-    a.max_recv_per_srq = limits::MAX_RECV_PER_SRQ;
+    // A transport without shared receive queues reports none (dat_srq_create: NOT_IMPLEMENTED).
+    if ia.transport.shared_receive_queues() {
+        a.max_srqs = limits::MAX_SRQS;
+        a.max_ep_per_srq = limits::MAX_EP_PER_SRQ;
+        a.max_recv_per_srq = limits::MAX_RECV_PER_SRQ;
+    }
     a.max_iov_segments_per_rdma_read = limits::MAX_IOV_SEGMENTS;
     a.max_iov_segments_per_rdma_write = limits::MAX_IOV_SEGMENTS;
     a.max_rdma_read_in = limits::MAX_RDMA_READ_PER_EP * limits::MAX_EPS;

@@ -172,6 +172,9 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
         let mut inner = ep.inner.lock();
         if inner.outstanding.front().is_some_and(|r| r.seq == wc.wr_id) {
             let r = inner.outstanding.pop_front().expect("front");
+            if st == dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {
+                conn.request_flushed();
+            }
             let len = match (ok, r.operation) {
                 (false, _) => 0,
                 (true, dat_dtos::DAT_DTO_RDMA_READ) => wc.byte_len,

@@ -53,6 +53,8 @@ pub struct Conn {
     next_seq: AtomicU64,
     /// A work request failed: the end is BROKEN.
     broken: AtomicBool,
+    /// A request of ours was flushed (the QP went to its error state under it).
+    request_flushed: AtomicBool,
     /// The engine's timer of a connect with a timeout.
     timer: OnceLock<Token>,
 }
@@ -105,6 +107,7 @@ impl Conn {
             private_data,
             next_seq: AtomicU64::new(1),
             broken: AtomicBool::new(false),
+            request_flushed: AtomicBool::new(false),
             timer: OnceLock::new(),
         });
         let handler: Arc<dyn CmHandler> = conn.clone();
@@ -192,6 +195,11 @@ impl Conn {
             }
             let _ = self.id.disconnect();
         }
+    }
+
+    /// A request completed flushed.
+    pub fn request_flushed(&self) {
+        self.request_flushed.store(true, Ordering::Release);
     }
 
     /// Completions already in the EP's CQs are reported before the end flushes the rest.
@@ -287,8 +295,15 @@ impl CmHandler for Conn {
             T::RDMA_CM_EVENT_DISCONNECTED => {
                 // The answer the side that ended waits for.
                 let _ = self.id.disconnect();
-                let end = if self.broken.load(Ordering::Acquire) { End::Broken } else { End::Orderly };
-                self.end(&ep, end, E::DAT_CONNECTION_EVENT_BROKEN, &[]);
+                self.drain(&ep);
+                // rdma-cm's disconnect is the same whether the peer disconnected or its
+                // process ended (the kernel disconnects for it). A request of ours in flight
+                // tells them apart where it matters: the disconnect flushed it (the kernel
+                // moves the QP to its error state first) or will, so the connection broke
+                // under it. An idle peer's end is a disconnect, as OpenFabrics reports it.
+                let in_flight = self.request_flushed.load(Ordering::Acquire) || !ep.inner.lock().outstanding.is_empty();
+                let end = if self.broken.load(Ordering::Acquire) || in_flight { End::Broken } else { End::Orderly };
+                ep.ended(end, E::DAT_CONNECTION_EVENT_BROKEN, &[]);
             }
             T::RDMA_CM_EVENT_DEVICE_REMOVAL => {
                 self.broken.store(true, Ordering::Release);
