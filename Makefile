@@ -15,8 +15,9 @@
 #   make fuzz-header     libFuzzer on the frame header parser (fuzz/, FUZZ_SECONDS=60)
 #   make ctest           the C conformance suite (LIBDAT=/path/libdat2.so.2 to check another library)
 #   make ctest-asan      the same under AddressSanitizer and UndefinedBehaviorSanitizer
-#   make ctest-openfabrics  the suite against us and OpenFabrics' libdat2 in ../shared/rxe-vm
-#                        (soft-RoCE), differences written to ctests/REPORT-openfabrics.md
+#   make ctest-openfabrics  the suite against us and OpenFabrics' libdat2 on the same RDMA IA
+#                        in ../shared/rxe-vm (soft-RoCE), differences written to
+#                        ctests/REPORT-openfabrics.md
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -149,7 +150,7 @@ ctest-openfabrics: all
 	@mkdir -p $(BUILD)/vm
 	@echo 'ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "rxenet0 0" ""' > $(BUILD)/vm/ofa.conf
 	@$(RXE_VM) -t 3600 -- env CTEST_TIME_SCALE=3 ctests/compare.sh $(CURDIR)/ctests/REPORT-openfabrics.md \
-		$(OFA_LIB) ofa-v2-rxe $(CURDIR)/$(BUILD)/vm/ofa.conf tcp-lo
+		$(OFA_LIB) ofa-v2-rxe $(CURDIR)/$(BUILD)/vm/ofa.conf ofa-v2-rxe
 
 headers:
 	$(CARGO) run -q -p headergen -- include/dat2

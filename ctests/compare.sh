@@ -6,7 +6,7 @@
 #   OTHER_LIB       the other library (OpenFabrics: /usr/lib/x86_64-linux-gnu/libdat2.so.2)
 #   OTHER_IA        the IA the other library opens (its dat.conf names it)
 #   OTHER_DAT_CONF  the dat.conf the other library reads (DAT_OVERRIDE)
-#   OURS_IA         the IA ours opens (default: the built-in tcp-lo)
+#   OURS_IA         the IA ours opens, through the same dat.conf (default: the built-in tcp-lo)
 # `make ctest-openfabrics` runs it inside ../shared/rxe-vm, where OpenFabrics' library has an
 # RDMA device (soft-RoCE) to run on.
 set -uo pipefail
@@ -17,7 +17,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "compare: libdat on $ours_ia"
-CTEST_RAW=$work/ours DAT_IA=$ours_ia "$here/run.sh" "$root/build/lib/libdat2.so.2" > "$work/ours.table" 2>&1
+CTEST_RAW=$work/ours DAT_IA=$ours_ia DAT_OVERRIDE=$other_conf "$here/run.sh" "$root/build/lib/libdat2.so.2" > "$work/ours.table" 2>&1
 tail -1 "$work/ours.table"
 echo "compare: $other_lib on $other_ia"
 CTEST_RAW=$work/other DAT_IA=$other_ia DAT_OVERRIDE=$other_conf "$here/run.sh" "$other_lib" \

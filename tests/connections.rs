@@ -248,7 +248,14 @@ fn rdma_write_past_the_end_of_the_remote_region_is_a_remote_access_error_and_bre
     assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(3), &remote, flags) }, OK);
     assert_eq!(dto(a.req_evd), (3, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS, 0, dat_dtos::DAT_DTO_RDMA_WRITE));
     assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    let target_end = p.conn_event().0;
+    // Over RDMA the target hears BROKEN where its device reports the access error to it (an
+    // async event); soft-RoCE reports none, and the initiator's disconnect ends it.
+    if on_rdma() && target_end == dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED {
+        eprintln!("the target's device reported no access error: DISCONNECTED");
+    } else {
+        assert_eq!(target_end, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    }
     assert_eq!(dto(p.recv_evd), (7, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_RECEIVE));
     assert!(p.buf[4090..].iter().all(|&b| b == 0), "nothing was written");
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
@@ -272,7 +279,11 @@ fn a_receive_too_small_completes_with_a_length_error() {
     let (a, p) = connected(ALL_PRIV);
     p.post_recv(&[p.iov(0, 4)], 1);
     assert_eq!(a.post_send(&[a.iov(0, 100)], 2), OK);
-    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0, dat_dtos::DAT_DTO_RECEIVE));
+    let (cookie, status, length, op) = dto(p.recv_evd);
+    assert_eq!((cookie, length, op), (1, 0, dat_dtos::DAT_DTO_RECEIVE));
+    // A length error; soft-RoCE reports it as a local QP operation error (DAT_DTO_ERR_LOCAL_EP).
+    let rxe_status = on_rdma() && status == dat_dto_completion_status::DAT_DTO_ERR_LOCAL_EP;
+    assert!(status == dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH || rxe_status, "{status:?}");
     let (_, status, _, _) = dto(a.req_evd);
     assert_ne!(status, dat_dto_completion_status::DAT_DTO_SUCCESS);
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
@@ -350,9 +361,11 @@ fn a_rejected_request_is_peer_rejected_with_the_private_data() {
     let (_psp, port) = p.listen();
     assert_eq!(a.connect(port, b"let me in", WAIT_US), OK);
     let (cr, pd) = p.request();
-    assert_eq!(pd, b"let me in");
+    assert_private_data(&pd, b"let me in");
     assert_eq!(unsafe { dat_cr_reject(cr, 2, b"no".as_ptr() as DAT_PVOID) }, OK);
-    assert_eq!(a.conn_event(), (dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, b"no".to_vec()));
+    let (event, pd) = a.conn_event();
+    assert_eq!(event, dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED);
+    assert_private_data(&pd, b"no");
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
     // The CR is gone.
     assert_eq!(unsafe { dat_cr_reject(cr, 0, null_mut()) }, DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR).code());
@@ -529,10 +542,14 @@ fn a_peer_process_that_dies_breaks_the_connection() {
     assert_eq!(a.connect(port, b"", WAIT_US), OK);
     assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
     a.post_recv(&[a.iov(0, 8)], 1);
+    // Mid-transfer: a message the child never posts a receive for stays in flight.
+    assert_eq!(a.post_send(&[a.iov(8, 8)], 2), OK);
     child.kill().unwrap();
     child.wait().unwrap();
-    // Within the wait's bound: BROKEN and the flush, no hang.
+    // Within the wait's bound: BROKEN and the flushes, no hang.
     assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    let (cookie, status, _, op) = dto(a.req_evd);
+    assert_eq!((cookie, status, op), (2, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, dat_dtos::DAT_DTO_SEND));
     assert_eq!(dto(a.recv_evd), (1, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_RECEIVE));
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
 }

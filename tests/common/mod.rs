@@ -1,5 +1,9 @@
-//! What the connection tests share: one side of a connection (an IA on tcp-lo, its PZ, EVDs,
-//! EP and a registered buffer), connecting two of them, and waiting for their events.
+//! What the connection tests share: one side of a connection (an IA, its PZ, EVDs, EP and a
+//! registered buffer), connecting two of them, and waiting for their events.
+//!
+//! The IA is the built-in `tcp-lo` unless `LIBDAT_TEST_IA` names another and
+//! `LIBDAT_TEST_ADDR` its IPv4 address (`make test-rdma` runs the transport-neutral tests on the
+//! soft-RoCE guest's RDMA IA so).
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::ptr::null_mut;
@@ -20,14 +24,29 @@ pub fn zero<T>() -> T {
 pub fn cookie(v: u64) -> DAT_DTO_COOKIE {
     DAT_CONTEXT { as_64: v }
 }
+/// The IA the tests open: `LIBDAT_TEST_IA`, or the built-in `tcp-lo`.
+pub fn test_ia() -> std::ffi::CString {
+    std::ffi::CString::new(std::env::var("LIBDAT_TEST_IA").unwrap_or_else(|_| "tcp-lo".into())).unwrap()
+}
+
+/// Whether the tests run on an RDMA IA (`make test-rdma`), where a few outcomes are the
+/// device's to decide.
+pub fn on_rdma() -> bool {
+    std::env::var("LIBDAT_TEST_IA").is_ok_and(|ia| ia != "tcp-lo" && !ia.starts_with("tcp-"))
+}
+
+/// The address of the IA the tests open, where its listeners are reached.
 pub fn loopback() -> libc::sockaddr_in {
+    let ip: std::net::Ipv4Addr = std::env::var("LIBDAT_TEST_ADDR")
+        .map(|a| a.parse().expect("LIBDAT_TEST_ADDR is an IPv4 address"))
+        .unwrap_or(std::net::Ipv4Addr::LOCALHOST);
     let mut sin: libc::sockaddr_in = zero();
     sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+    sin.sin_addr.s_addr = u32::from(ip).to_be();
     sin
 }
 
-/// One side: an IA on tcp-lo with a PZ, its EVDs, one EP, and a registered buffer.
+/// One side: an IA (`test_ia`) with a PZ, its EVDs, one EP, and a registered buffer.
 pub struct Side {
     pub ia: DAT_IA_HANDLE,
     pub recv_evd: DAT_EVD_HANDLE,
@@ -41,13 +60,13 @@ pub struct Side {
     pub lmr_ctx: DAT_LMR_CONTEXT,
     pub rmr_ctx: DAT_RMR_CONTEXT,}
 
-/// An IA on the built-in `tcp-lo` and a protection zone in it.
+/// An IA (`test_ia`) and a protection zone in it.
 pub fn open_ia_and_pz() -> (DAT_IA_HANDLE, DAT_PZ_HANDLE) {
     let mut async_evd: DAT_EVD_HANDLE = null_mut();
     let (mut ia, mut pz) = (null_mut(), null_mut());
     // SAFETY: valid name and out-pointers for the calls.
     unsafe {
-        assert_eq!(dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
+        assert_eq!(dat_ia_openv(test_ia().as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
         assert_eq!(dat_pz_create(ia, &mut pz), OK);
     }
     (ia, pz)
@@ -213,18 +232,27 @@ pub fn connected_with_buffers(privileges: u32, len: usize) -> (Side, Side) {
     connect_pair(Side::with_buffer(privileges, len), Side::with_buffer(privileges, len))
 }
 
+/// Private data as received is what was sent, followed by nothing but zeros: rdma-cm
+/// carries it in a fixed-size field of the CM message and pads it (TCP carries it exactly).
+pub fn assert_private_data(received: &[u8], sent: &[u8]) {
+    assert!(
+        received.starts_with(sent) && received[sent.len()..].iter().all(|&b| b == 0),
+        "private data {received:?} is not {sent:?} (padded with zeros)"
+    );
+}
+
 /// Connects `a` (active) to `p` (passive).
 pub fn connect_pair(a: Side, p: Side) -> (Side, Side) {
     let (psp, port) = p.listen();
     assert_eq!(a.connect(port, b"hello", WAIT_US), OK);
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
     let (cr, pd) = p.request();
-    assert_eq!(pd, b"hello");
+    assert_private_data(&pd, b"hello");
     assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 7, b"welcome".as_ptr() as DAT_PVOID) }, OK);
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
     let (event, pd) = a.conn_event();
     assert_eq!(event, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
-    assert_eq!(pd, b"welcome");
+    assert_private_data(&pd, b"welcome");
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_CONNECTED);
     assert_eq!(p.state(), dat_ep_state::DAT_EP_STATE_CONNECTED);
     assert_eq!(unsafe { dat_psp_free(psp) }, OK);

@@ -42,7 +42,9 @@ for mode in path preload; do
         "-T T -t 2 -w 4 -i 300 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f" \
         "-T P -i 2000 RW 4096 2" \
         "-T P -i 2000 RR 4096 2" \
-        "-T P -i 2000 -m b RW 65536 1"
+        "-T P -i 2000 -m b RW 65536 1" \
+        "${DAPLTEST_FUNCTIONS[@]}"
+    dapltest_limits dapltest $mode /usr/bin/dapltest $ia
 done
 echo "consumers: $passed runs passed"
 exit $fail

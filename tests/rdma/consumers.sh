@@ -40,7 +40,9 @@ for mode in path preload; do
         "-T T -i 100 client SR 4096 2 server SR 4096 2" \
         "-T T -t 2 -w 2 -i 50 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2" \
         "-T P -i 500 RW 4096 2" \
-        "-T P -i 500 RR 4096 2"
+        "-T P -i 500 RR 4096 2" \
+        "${DAPLTEST_FUNCTIONS[@]}"
+    dapltest_limits dapltest $mode /usr/bin/dapltest $ia
 done
 # One library on each side: ours serves OpenFabrics' client, and the other way round.
 CLIENT_MODE=openfabrics pair "dtest, OpenFabrics client" path "waiting for client connection" \

@@ -10,8 +10,9 @@ if [ ! -x "$vm" ]; then
     echo "rdma: no $vm here: the soft-RoCE guest cannot be started"
     exit 77
 fi
-# The Rust tests that need a device: built here, run there.
-bins=$(cargo test --quiet --test verbs --no-run --message-format=json 2>/dev/null |
+# The Rust tests that need a device, and the connection tests both transports pass: built here,
+# run there.
+bins=$(cargo test --quiet --test verbs --test verbs_events --test connections --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
@@ -19,4 +20,4 @@ for l in sys.stdin:
         print(m["executable"])')
 [ -n "$bins" ] || { echo "rdma: the device tests did not build"; exit 1; }
 "$vm" --prepare > /dev/null
-exec "$vm" -t 900 -- tests/rdma/guest.sh "$datinfo" "$libdir" $bins
+exec "$vm" -t 1200 -- tests/rdma/guest.sh "$datinfo" "$libdir" $bins
