@@ -85,7 +85,9 @@ unsafe fn create(
     };
     let out = edge::out(ep_handle, attr_position + 1)?;
     let parts = Parts { pz, recv_evd, request_evd, connect_evd, srq };
-    out.set(ia.adopt(Arc::new(Ep::new(ia.clone(), parts, attr)))?);
+    let ep = Arc::new(Ep::new(ia.clone(), parts, attr));
+    out.set(ia.adopt(ep.clone())?);
+    ia.transport.endpoint_created(&ep);
     Ok(())
 }
 

@@ -77,6 +77,9 @@ pub trait Transport: Send + Sync {
     fn evd_domain(&self) -> usize {
         1
     }
+    /// An EP of this IA was made: a transport whose connections need objects of their own
+    /// (a QP) may make them now, so a connection does not wait for them.
+    fn endpoint_created(&self, _ep: &Arc<Ep>) {}
     /// The IA's async EVD, where failures of what the IA runs on are posted (a device's,
     /// on RDMA; a TCP IA has none that is not a connection's).
     fn report_async_errors_to(&self, _ia: DAT_IA_HANDLE, _evd: &Arc<Evd>) {}
@@ -133,6 +136,8 @@ pub struct EpWire {
     pub(crate) tcp: tcp::EpWire,
     /// The verbs connection (its rdma-cm id and QP) from the connect or accept on.
     pub(crate) verbs: Option<Arc<verbs::conn::Conn>>,
+    /// A QP made with the EP, which its first connection takes.
+    pub(crate) verbs_prepared: Option<verbs::conn::Prepared>,
 }
 
 impl EpWire {

@@ -2,8 +2,9 @@
 //! accept, the connection events mapped to DAT's (as OpenFabrics' openib_cma maps them, so
 //! either side may be OpenFabrics), and the requests posted on the QP.
 //!
-//! The QP is made as the connection is (after the route, or at the accept), in the EP's PZ,
-//! on its EVDs' CQs; receives posted before it go to it as it is made.
+//! The QP is made with the EP (`Prepared`), in its PZ, on its EVDs' CQs, and moved to the id
+//! that connects (after the route, or at the accept); one is made then if the EP changed its
+//! zone, EVDs or sizes since, or had none. Receives posted before go to it then.
 
 use std::io;
 use std::net::SocketAddrV4;
@@ -57,6 +58,83 @@ pub struct Conn {
     request_flushed: AtomicBool,
     /// The engine's timer of a connect with a timeout.
     timer: OnceLock<Token>,
+}
+
+/// What a QP is made of: the EP's protection domain, its EVDs' CQs, and its sizes.
+#[derive(Clone)]
+struct QpShape {
+    pd: Arc<Pd>,
+    send_cq: Arc<Cq>,
+    recv_cq: Arc<Cq>,
+    caps: QpCaps,
+}
+
+impl PartialEq for QpShape {
+    fn eq(&self, other: &QpShape) -> bool {
+        Arc::ptr_eq(&self.pd, &other.pd)
+            && Arc::ptr_eq(&self.send_cq, &other.send_cq)
+            && Arc::ptr_eq(&self.recv_cq, &other.recv_cq)
+            && self.caps == other.caps
+    }
+}
+
+impl QpShape {
+    fn of(inner: &EpInner, verbs: &Verbs) -> io::Result<QpShape> {
+        let pd = inner
+            .pz
+            .as_ref()
+            .and_then(|p| p.domain.as_ref().and_then(Pd::of))
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let send_cq = cq_of(inner.request_evd.as_deref(), verbs)?;
+        let recv_cq = cq_of(inner.recv_evd.as_deref(), verbs)?;
+        let a = &inner.attr;
+        let caps = QpCaps {
+            send_wr: a.max_request_dtos.max(1) as u32,
+            recv_wr: a.max_recv_dtos.max(1) as u32,
+            send_sge: (a.max_request_iov.max(a.max_rdma_write_iov).max(a.max_rdma_read_iov).max(1) as u32).min(MAX_SGE as u32),
+            recv_sge: (a.max_recv_iov.max(1) as u32).min(MAX_SGE as u32),
+            inline: INLINE,
+        };
+        Ok(QpShape { pd, send_cq, recv_cq, caps })
+    }
+
+    /// A QP of this shape on `id`.
+    fn create(&self, id: &CmId) -> io::Result<Qp> {
+        Qp::create(id, &self.pd, &self.send_cq, &self.recv_cq, self.caps).or_else(|_| {
+            let caps = QpCaps { inline: 0, ..self.caps }; // a device without inline sends
+            Qp::create(id, &self.pd, &self.send_cq, &self.recv_cq, caps)
+        })
+    }
+}
+
+/// The QP an EP is made with, on an id of its own bound to the IA's address (so the QP has
+/// its device); the EP's first connection moves it to the id that connects.
+pub struct Prepared {
+    /// First: dropping it destroys the QP if no connection took it.
+    id: CmId,
+    qp: Qp,
+    shape: QpShape,
+}
+
+impl Prepared {
+    /// Makes the EP's QP, if its zone and EVDs are of this transport (else its connection
+    /// makes one, and says why).
+    pub fn make(verbs: &Arc<Verbs>, ep: &Arc<Ep>) {
+        let mut inner = ep.inner.lock();
+        let made = (|| {
+            let shape = QpShape::of(&inner, verbs)?;
+            let quiet: Weak<dyn CmHandler> = Weak::<Conn>::new();
+            let id = CmId::new(quiet)?;
+            id.bind(SocketAddrV4::new(verbs.device.ip, 0))?;
+            let qp = shape.create(&id)?;
+            io::Result::Ok(Prepared { id, qp, shape })
+        })();
+        match made {
+            Ok(p) => inner.wire.verbs_prepared = Some(p),
+            Err(e) if debug() => eprintln!("libdat: EP {:p}: no QP before its connection: {e}", ep.handle()),
+            Err(_) => {}
+        }
+    }
 }
 
 /// What the engine's timer of a connect reports to (a weak link: the connection goes with
@@ -136,30 +214,18 @@ impl Conn {
         self.ep.upgrade()
     }
 
-    /// Makes the QP in the EP's zone on its EVDs' CQs, and posts the receives waiting.
+    /// Gives the connection the QP the EP was made with, if the EP's zone, EVDs and
+    /// attributes are still those it was made for, or makes one; then posts the receives
+    /// waiting.
     fn make_qp(self: &Arc<Self>, ep: &Ep) -> io::Result<()> {
-        let inner = ep.inner.lock();
-        let pd = inner
-            .pz
-            .as_ref()
-            .and_then(|p| p.domain.as_ref().and_then(Pd::of))
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-        let send_cq = cq_of(inner.request_evd.as_deref(), &self.verbs)?;
-        let recv_cq = cq_of(inner.recv_evd.as_deref(), &self.verbs)?;
-        let a = &inner.attr;
-        let mut caps = QpCaps {
-            send_wr: a.max_request_dtos.max(1) as u32,
-            recv_wr: a.max_recv_dtos.max(1) as u32,
-            send_sge: (a.max_request_iov.max(a.max_rdma_write_iov).max(a.max_rdma_read_iov).max(1) as u32).min(MAX_SGE as u32),
-            recv_sge: (a.max_recv_iov.max(1) as u32).min(MAX_SGE as u32),
-            inline: INLINE,
-        };
-        let qp = match Qp::create(&self.id, &pd, &send_cq, &recv_cq, caps) {
-            Ok(qp) => qp,
-            Err(_) => {
-                caps.inline = 0; // a device without inline sends
-                Qp::create(&self.id, &pd, &send_cq, &recv_cq, caps)?
+        let mut inner = ep.inner.lock();
+        let shape = QpShape::of(&inner, &self.verbs)?;
+        let qp = match inner.wire.verbs_prepared.take().filter(|p| p.shape == shape) {
+            Some(p) => {
+                p.qp.move_to(&p.id, &self.id);
+                p.qp
             }
+            None => shape.create(&self.id)?,
         };
         for r in &inner.recvs {
             qp.post_recv(RECV_ID, &sges(&r.segments).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?.0[..r.segments.len()])?;

@@ -39,7 +39,7 @@ pub struct SendFlags {
 }
 
 /// The sizes a QP is made with.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpCaps {
     pub send_wr: u32,
     pub recv_wr: u32,
@@ -99,6 +99,20 @@ impl Qp {
 
     pub fn raw(&self) -> *mut ibv::ibv_qp {
         self.raw
+    }
+
+    /// Moves the QP from the id it was made on to `to` (an id of the same device and port),
+    /// which destroys it when it goes; rdma-cm takes the QP through its states on the id
+    /// that connects, from the id's own attributes. OpenFabrics moves its EPs' QPs to the
+    /// ids of the requests they accept so.
+    pub fn move_to(&self, from: &CmId, to: &CmId) {
+        // SAFETY: both ids are live; the QP was made on `from` (rdma_create_qp set its
+        // pointer), and `to` has none: after this only `to` names it.
+        unsafe {
+            (*to.raw()).qp = self.raw;
+            (*to.raw()).pd = (*from.raw()).pd;
+            (*from.raw()).qp = std::ptr::null_mut();
+        }
     }
 
     /// What the connection gave the QP: its read depths (as initiator, as responder), its

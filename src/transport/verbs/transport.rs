@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 
 use super::cm::{CmEvent, CmHandler, CmId, EventType};
 use super::completions::CqSource;
-use super::conn::{Conn, Request};
+use super::conn::{Conn, Prepared, Request};
 use super::cq::Cq;
 use super::device::{access, Device, Mr, Pd};
 use crate::abi::DAT_IA_HANDLE;
@@ -143,6 +143,11 @@ impl Transport for Verbs {
     // rdma-cm opens each device once per process: its IAs share the context.
     fn evd_domain(&self) -> usize {
         self.device.context() as usize
+    }
+
+    // The EP's QP is made now, as OpenFabrics makes it, not in its connection's time.
+    fn endpoint_created(&self, ep: &Arc<Ep>) {
+        Prepared::make(&self.arc(), ep);
     }
 
     fn report_async_errors_to(&self, ia: DAT_IA_HANDLE, evd: &Arc<Evd>) {
