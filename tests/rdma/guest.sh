@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs inside the soft-RoCE guest (../shared/rxe-vm, started by tests/rdma/run.sh): the RDMA
 # device is found and listed, the verbs transport's pieces work (the Rust tests that need a
-# device, which the host run ignores), the connection tests and the conformance suite pass on
-# the RDMA IA, and Debian's dapl2-utils run on our library over it.
+# device, which the host run ignores), the connection tests, every way of waiting and the
+# conformance suite pass on the RDMA IA, and Debian's dapl2-utils run on our library over it.
 # usage: guest.sh DATINFO LIBDIR TEST_BINARY...
 set -uo pipefail
 datinfo=${1:?}; libdir=${2:?}; shift 2
@@ -45,6 +45,11 @@ for t in "$@"; do
     fi
 done
 rm -f "$log"
+# Every way of waiting (tests/waits), quiet and with a busy loop on each core.
+for load in quiet contention; do
+    WAITS_IA=$LIBDAT_TEST_IA WAITS_ITERS=16 tests/waits/run.sh "$libdir" $load 1 > "$log" 2>&1 || { cat "$log"; fail=1; }
+    echo "rdma-guest: waits ($load): $(tail -1 "$log")"
+done
 # The conformance suite on the RDMA IA, through an OpenFabrics dat.conf line.
 conf=$(mktemp)
 printf 'ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "%s 0" ""\n' "$RXE_VM_NETDEV" > "$conf"

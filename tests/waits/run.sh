@@ -4,7 +4,8 @@
 # library's threads: hand-offs and timeouts that never matter on a quiet one then do).
 # usage: run.sh LIBDIR [contention|quiet] [runs]
 # WAITS_ITERS (iterations per size, default 32) and WAITS_TIMEOUT (seconds a pair may go without
-# moving, default 10) are passed on; WAITS_HOLD keeps a hung pair for gdb (see waits.c).
+# moving, default 10) are passed on; WAITS_IA names the IA (default the built-in tcp-lo);
+# WAITS_HOLD keeps a hung pair for gdb (see waits.c).
 set -uo pipefail
 libdir=$(cd "${1:?usage: run.sh LIBDIR [contention|quiet] [runs]}" && pwd)
 load=${2:-quiet}

@@ -33,6 +33,7 @@
  * Prints one line: mode, op, sizes, iterations, elapsed, PASS or FAIL; exits 0 on PASS.
  *
  * -v prints what each side counted, also on PASS.
+ * WAITS_IA names the IA both sides open (default: the built-in tcp-lo).
  * WAITS_HOLD=N keeps a hung pair, or a side that failed, alive N seconds (to attach gdb).
  */
 #include <dat2/udat.h>
@@ -637,7 +638,8 @@ static void open_side(struct side *s)
 	size_t bytes = (size_t)SLOTS * (2 * SLOT + NOTE);
 	s->async_evd = DAT_HANDLE_NULL;
 	s->cno = DAT_HANDLE_NULL;
-	must(s, dat_ia_open("tcp-lo", 8, &s->async_evd, &s->ia), "dat_ia_open tcp-lo");
+	char *ia = getenv("WAITS_IA") ? getenv("WAITS_IA") : (char *)"tcp-lo";
+	must(s, dat_ia_open(ia, 8, &s->async_evd, &s->ia), "dat_ia_open");
 	must(s, dat_pz_create(s->ia, &s->pz), "dat_pz_create");
 	if (mode == CNO)
 		must(s, dat_cno_create(s->ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &s->cno), "dat_cno_create");
