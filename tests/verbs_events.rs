@@ -1,8 +1,9 @@
 //! DAT events and faults that only an RDMA device gives, through the exported functions on the
 //! RDMA IA (`LIBDAT_TEST_IA`, `LIBDAT_TEST_ADDR`): an address no neighbour answers for is
 //! UNREACHABLE, a host that never answers TIMED_OUT, a port that goes down an IA catastrophic
-//! error on the async EVD; a registration beyond RLIMIT_MEMLOCK is refused with a hint, and a
-//! process that forks after registering keeps working. The connection events both transports
+//! error on the async EVD; a registration beyond RLIMIT_MEMLOCK is refused with a hint, a
+//! process that forks after registering keeps working, and an EVD resized for the receives of
+//! four connections takes all their completions (its CQ grows with it). The connection events both transports
 //! give are tests/connections.rs, which `make test-rdma` runs on the RDMA IA too.
 //! Needs an RDMA device: `make test-rdma` runs these in the soft-RoCE guest (as root: two tests
 //! change the interface's settings for their time).
@@ -12,7 +13,7 @@ use std::process::Command;
 use std::ptr::null_mut;
 
 use dat::abi::*;
-use dat::api::{ep::*, ia::*, lmr::*};
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*};
 use dat::error::{DatError, Sub};
 
 mod common;
@@ -198,4 +199,50 @@ fn a_process_that_forks_after_registering_keeps_working() {
         assert!(p.buf[2048..2112].iter().all(|&b| b == round + 1), "round {round}: the write did not land in the parent's buffer");
         p.buf[1024] = 0;
     }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: make test-rdma runs it in the soft-RoCE guest"]
+fn an_evd_resized_takes_the_completions_of_all_its_eps() {
+    // Four connections' receives complete on one receive EVD, which nobody polls until every
+    // message is in: 1024 completions, more than the EVD's first CQ holds, so the CQ must
+    // grow with dat_evd_resize.
+    const CONNS: usize = 4;
+    const MSGS: u64 = 256; // each EP's default receive queue
+    let p = Side::new(ALL_PRIV);
+    assert_eq!(unsafe { dat_evd_resize(p.recv_evd, (CONNS as u64 * MSGS) as DAT_COUNT) }, OK);
+    let (psp, port) = p.listen();
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let mut actives = Vec::new();
+    for c in 0..CONNS {
+        let ep = if c == 0 {
+            p.ep
+        } else {
+            let mut ep = null_mut();
+            assert_eq!(unsafe { dat_ep_create(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, std::ptr::null(), &mut ep) }, OK);
+            ep
+        };
+        for m in 0..MSGS {
+            let iov = [p.iov(0, 8)];
+            assert_eq!(unsafe { dat_ep_post_recv(ep, 1, iov.as_ptr() as *mut _, cookie(m), flags) }, OK);
+        }
+        let a = Side::new(ALL_PRIV);
+        assert_eq!(a.connect(port, b"", WAIT_US), OK);
+        let (cr, _) = p.request();
+        assert_eq!(unsafe { dat_cr_accept(cr, ep, 0, null_mut()) }, OK);
+        assert_eq!(wait(p.conn_evd).event_number, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER);
+        assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+        actives.push(a);
+    }
+    for a in &actives {
+        for m in 0..MSGS {
+            assert_eq!(a.post_send(&[a.iov(0, 8)], m), OK);
+            assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+        }
+    }
+    for _ in 0..CONNS as u64 * MSGS {
+        assert_eq!(polled(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    }
+    assert!(empty(p.recv_evd));
+    unsafe { dat_psp_free(psp) };
 }

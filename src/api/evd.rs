@@ -108,6 +108,8 @@ pub unsafe extern "C" fn dat_evd_resize(evd_handle: DAT_EVD_HANDLE, evd_min_qlen
         if evd_min_qlen <= 0 || evd_min_qlen > limits::MAX_EVD_QLEN {
             return Err(DatError::invalid_arg(2));
         }
+        // The transport's queue first: an EVD never takes more than its CQ holds.
+        evd.ia.transport.resize_completion_queue(&evd, evd_min_qlen as usize)?;
         evd.resize(evd_min_qlen as usize)
     }
 }

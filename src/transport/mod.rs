@@ -63,6 +63,10 @@ pub trait Transport: Send + Sync {
     fn completion_queue(&self, _evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
         Ok(None)
     }
+    /// The EVD is resized to `qlen`: its completion queue follows.
+    fn resize_completion_queue(&self, _evd: &Arc<Evd>, _qlen: usize) -> DatResult {
+        Ok(())
+    }
     /// The address the transport found for the IA, where its parameters name no interface
     /// or address (a device and port).
     fn local_address(&self) -> Option<Ipv4Addr> {

@@ -2,8 +2,7 @@
 //! reported as OpenFabrics' openib providers report them: a QP's error breaks its EP's
 //! connection and posts `DAT_ASYNC_ERROR_EP_BROKEN` to its IA's async EVD; a device's or
 //! port's failure posts `DAT_ASYNC_ERROR_IA_CATASTROPHIC` to the async EVD of every IA on the
-//! device; a CQ's error is logged (our CQs are sized to their EVDs, which report their own
-//! overflow).
+//! device; a CQ's error (an overrun) is its EVD's overflow, `DAT_ASYNC_ERROR_EVD_OVERFLOW`.
 //!
 //! rdma-cm opens each device once per process, so one watcher serves every IA of a device.
 
@@ -105,6 +104,11 @@ impl DeviceEvents {
             conn.fail();
             if let Some(evd) = ep.ia.async_evd_object() {
                 post(&evd, dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN, ep.handle());
+            }
+        } else if is(T::IBV_EVENT_CQ_ERR) {
+            // SAFETY: for a CQ event the element is the CQ, live until the event is acked.
+            if let Some(cq) = unsafe { event.element.cq.as_ref() } {
+                super::completions::overflowed(cq as *const ibv::ibv_cq as *mut ibv::ibv_cq);
             }
         } else if [T::IBV_EVENT_DEVICE_FATAL, T::IBV_EVENT_PORT_ERR].into_iter().any(is) {
             for (ia, evd) in self.sinks.lock().iter() {

@@ -5,7 +5,8 @@
 //! finds its EP by QP number and completes the oldest request or receive it posted (a QP
 //! completes each queue in posting order).
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, OnceLock, Weak};
 
 use parking_lot::Mutex;
 use rdma_mummy_sys as ibv;
@@ -23,6 +24,21 @@ pub const RECV_ID: u64 = 1 << 63;
 /// Work completions taken at once.
 const BATCH: usize = 16;
 
+/// The smallest CQ of an EVD: EPs of several connections may complete on one EVD.
+const MIN_DEPTH: i32 = 256;
+
+/// Every CQ source, by its CQ: a device's report of a CQ's error names the CQ.
+static BY_CQ: LazyLock<Mutex<HashMap<usize, Weak<CqSource>>>> = LazyLock::new(Default::default);
+
+/// A CQ overran (the device reports it as the CQ's error): its EVD reports an overflow, as
+/// OpenFabrics maps it.
+pub fn overflowed(cq: *mut ibv::ibv_cq) {
+    let source = BY_CQ.lock().get(&(cq as usize)).and_then(Weak::upgrade);
+    if let Some(evd) = source.and_then(|s| s.evd.upgrade()) {
+        evd.overflowed();
+    }
+}
+
 pub struct CqSource {
     pub cq: Arc<Cq>,
     verbs: Weak<Verbs>,
@@ -38,7 +54,7 @@ pub struct CqSource {
 impl CqSource {
     /// The CQ of a DTO EVD, polled as the EVD is, and watched by the engine.
     pub fn attach(verbs: &Arc<Verbs>, evd: &Arc<Evd>) -> std::io::Result<Arc<CqSource>> {
-        let depth = (evd.qlen() as i32).max(256);
+        let depth = (evd.qlen() as i32).max(MIN_DEPTH);
         let cq = Arc::new(Cq::new(&verbs.device, depth)?);
         let source = Arc::new(CqSource {
             cq,
@@ -54,7 +70,14 @@ impl CqSource {
         let _ = source.token.set(token);
         source.watch();
         evd.attach(source.clone());
+        BY_CQ.lock().insert(source.cq.raw() as usize, Arc::downgrade(&source));
         Ok(source)
+    }
+
+    /// The EVD was resized to `qlen`: the CQ follows.
+    pub fn resize(&self, qlen: usize) -> std::io::Result<()> {
+        let _one = self.polling.lock();
+        self.cq.resize((qlen.min(i32::MAX as usize) as i32).max(MIN_DEPTH))
     }
 
     /// The CQ source of a DTO EVD of this transport.
@@ -124,6 +147,7 @@ impl Source for Watch {
 
 impl Drop for CqSource {
     fn drop(&mut self) {
+        BY_CQ.lock().remove(&(self.cq.raw() as usize));
         if let Some(token) = self.token.get() {
             self.engine.deregister(*token, Some(self.cq.channel_fd()));
         }

@@ -61,7 +61,6 @@ pub struct Conn {
 }
 
 /// What a QP is made of: the EP's protection domain, its EVDs' CQs, and its sizes.
-#[derive(Clone)]
 struct QpShape {
     pd: Arc<Pd>,
     send_cq: Arc<Cq>,
@@ -117,8 +116,8 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Makes the EP's QP, if its zone and EVDs are of this transport (else its connection
-    /// makes one, and says why).
+    /// Makes the EP's QP. Where it cannot (the EP has no PZ yet, or the device refuses), the
+    /// connection makes one; `LIBDAT_DEBUG` says why.
     pub fn make(verbs: &Arc<Verbs>, ep: &Arc<Ep>) {
         let mut inner = ep.inner.lock();
         let made = (|| {

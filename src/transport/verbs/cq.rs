@@ -61,6 +61,17 @@ impl Cq {
         n.max(0) as usize
     }
 
+    /// Makes room for at least `depth` completions (capped by the device).
+    pub fn resize(&self, depth: i32) -> io::Result<()> {
+        let depth = depth.clamp(1, self.device.attr.max_cqe.max(1));
+        // SAFETY: the CQ is live; polling it meanwhile is serialized by its owner's lock,
+        // which the caller holds.
+        match unsafe { ibv::ibv_resize_cq(self.raw, depth) } {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+
     /// Asks for the channel to report the next completion (solicited ones only when
     /// `solicited`).
     pub fn arm(&self, solicited: bool) -> io::Result<()> {

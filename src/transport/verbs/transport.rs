@@ -159,6 +159,18 @@ impl Transport for Verbs {
         false
     }
 
+    fn resize_completion_queue(&self, evd: &Arc<Evd>, qlen: usize) -> DatResult {
+        match CqSource::of(evd) {
+            Some(source) => source.resize(qlen).map_err(|e| {
+                if debug() {
+                    eprintln!("libdat: resizing a CQ to {qlen}: {e}");
+                }
+                DatError::resources(Sub::DAT_RESOURCE_TEVD)
+            }),
+            None => Ok(()),
+        }
+    }
+
     fn completion_queue(&self, evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
         let source = CqSource::attach(&self.arc(), evd).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEVD))?;
         Ok(Some(source))
