@@ -549,6 +549,7 @@ unsafe fn post_request(
                     cookie,
                     signalled: completion_flags & quiet == 0,
                     solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
+                    fence: completion_flags & dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32 != 0,
                 };
                 link.post(ep, inner, &request)?
             }

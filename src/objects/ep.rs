@@ -80,6 +80,9 @@ pub struct Outgoing<'a> {
     pub cookie: u64,
     pub signalled: bool,
     pub solicited: bool,
+    /// Starts only after the EP's RDMA reads posted before it have completed (the TCP
+    /// transport's peer serves requests in order, which keeps this always).
+    pub fence: bool,
 }
 
 /// Whether the transport took a request.

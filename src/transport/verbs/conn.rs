@@ -429,7 +429,7 @@ impl Link for Conn {
         inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, signalled: out.signalled });
         // Every request is signalled to the CQ (a suppressed success is dropped as it is
         // reported): so each completion names the oldest request, and flushes find theirs.
-        let flags = SendFlags { signalled: true, solicited: out.solicited, fence: false };
+        let flags = SendFlags { signalled: true, solicited: out.solicited, fence: out.fence };
         if qp.post_send(seq, op, &list[..n], flags).is_err() {
             inner.outstanding.pop_back();
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
