@@ -80,8 +80,8 @@ pub struct Outgoing<'a> {
     pub cookie: u64,
     pub signalled: bool,
     pub solicited: bool,
-    /// Starts only after the EP's RDMA reads posted before it have completed (the TCP
-    /// transport's peer serves requests in order, which keeps this always).
+    /// Starts only after the EP's RDMA reads posted before it have completed, so it may
+    /// carry what they brought (DAT_COMPLETION_BARRIER_FENCE_FLAG).
     pub fence: bool,
 }
 
