@@ -53,7 +53,8 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
 }
 
 dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each client's arguments
-    # One server serves every client run, then a quit command stops it.
+    # One server serves every client run, then a quit command stops it. CLIENT_MODE: the
+    # clients' mode, when it differs (one library on each side).
     local label=$1 mode=$2 bin=$3 ia=$4 args rc dpid local_t; shift 4
     # shellcheck disable=SC2046
     env $(loader "$mode") timeout 300 "$bin" -T S -D "$ia" > "$work/dapltest-server.log" 2>&1 &
@@ -69,7 +70,7 @@ dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each 
         set -- $args
         local_t="$1 $2"; shift 2
         # shellcheck disable=SC2046,SC2086
-        env $(loader "$mode") timeout 120 "$bin" $local_t -s "${server_host:-127.0.0.1}" -D "$ia" "$@" > "$work/client.log" 2>&1
+        env $(loader "${CLIENT_MODE:-$mode}") timeout 120 "$bin" $local_t -s "${server_host:-127.0.0.1}" -D "$ia" "$@" > "$work/client.log" 2>&1
         rc=$?
         # A function test prints "Error" where a case checks a code the man page or we decide
         # otherwise and still passes it (README); its verdict is its "Result:" lines.

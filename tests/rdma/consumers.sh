@@ -44,11 +44,16 @@ for mode in path preload; do
         "${DAPLTEST_FUNCTIONS[@]}"
     dapltest_limits dapltest $mode /usr/bin/dapltest $ia
 done
-# One library on each side: ours serves OpenFabrics' client, and the other way round.
+# One library on each side: ours serves OpenFabrics' client, and the other way round (dtest,
+# and dapltest's transaction test with data checked).
 CLIENT_MODE=openfabrics pair "dtest, OpenFabrics client" path "waiting for client connection" \
     "/usr/bin/dtest -P $ia -s -B 20 -b 65536" "/usr/bin/dtest -P $ia -h $host -B 20 -b 65536" 15828
 CLIENT_MODE=path pair "dtest, OpenFabrics server" openfabrics "waiting for client connection" \
     "/usr/bin/dtest -P $ia -s -B 20 -b 65536" "/usr/bin/dtest -P $ia -h $host -B 20 -b 65536" 15828
+interop_dapltest=("-T T -i 100 -V client SR 4096 2 server SR 4096 2"
+    "-T T -t 2 -w 2 -i 50 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2")
+CLIENT_MODE=openfabrics dapltest_against_server "dapltest, OpenFabrics client" path /usr/bin/dapltest $ia "${interop_dapltest[@]}"
+CLIENT_MODE=path dapltest_against_server "dapltest, OpenFabrics server" openfabrics /usr/bin/dapltest $ia "${interop_dapltest[@]}"
 # No dat.conf: the built-in IA of the device's port (its address from the port's interface).
 builtin_ia=ofa-v2-${RXE_VM_IBDEV:?}-1
 pair "dtest on the built-in $builtin_ia" builtin "waiting for client connection" \
