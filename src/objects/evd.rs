@@ -495,6 +495,12 @@ impl Evd {
                 return Ok(());
             }
             if self.queued.load(Ordering::Acquire) == 0 {
+                // Connection, request and async events come from another thread (the
+                // progress engine): a poller that finds none lets it run, where every CPU is
+                // busy, instead of spinning until the scheduler takes its CPU away.
+                if self.flags & dat_evd_flags::DAT_EVD_DTO_FLAG as u32 == 0 {
+                    std::thread::yield_now();
+                }
                 return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
             }
         }
