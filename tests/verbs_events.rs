@@ -19,27 +19,12 @@ use dat::error::{DatError, Sub};
 mod common;
 use common::*;
 
-fn connect_to(a: &Side, ip: Ipv4Addr, timeout: DAT_TIMEOUT) -> DAT_RETURN {
-    let mut sin = loopback();
-    sin.sin_addr.s_addr = u32::from(ip).to_be();
-    unsafe {
-        dat_ep_connect(
-            a.ep,
-            &mut sin as *mut libc::sockaddr_in as DAT_IA_ADDRESS_PTR,
-            4791,
-            timeout,
-            0,
-            null_mut(),
-            dat_qos::DAT_QOS_BEST_EFFORT as DAT_QOS,
-            dat_connect_flags::DAT_CONNECT_DEFAULT_FLAG as DAT_CONNECT_FLAGS,
-        )
-    }
-}
-
 /// An address on the device's subnet that no host has (the last byte flipped).
-fn nobody() -> Ipv4Addr {
-    let [a, b, c, d] = Ipv4Addr::from(u32::from_be(loopback().sin_addr.s_addr)).octets();
-    Ipv4Addr::new(a, b, c, d ^ 0x80)
+fn nobody() -> libc::sockaddr_in {
+    let mut sin = loopback();
+    let [a, b, c, d] = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).octets();
+    sin.sin_addr.s_addr = u32::from(Ipv4Addr::new(a, b, c, d ^ 0x80)).to_be();
+    sin
 }
 
 /// Runs `ip link set NETDEV SETTING...` now and `ip link set NETDEV UNDO...` however the test
@@ -69,7 +54,7 @@ fn an_address_nobody_answers_arp_for_is_unreachable() {
     // The guest's interface resolves no neighbour (NOARP) until told to ask.
     let _arp = Link::set(&netdev(), &["arp", "on"], &["arp", "off"]);
     let a = Side::new(ALL_PRIV);
-    assert_eq!(connect_to(&a, nobody(), WAIT_US), OK);
+    assert_eq!(a.connect_at(nobody(), 4791, b"", WAIT_US), OK);
     assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE);
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
 }
@@ -79,7 +64,7 @@ fn an_address_nobody_answers_arp_for_is_unreachable() {
 fn a_host_that_never_answers_times_out() {
     let a = Side::new(ALL_PRIV);
     // The interface (NOARP) sends the request into nothing.
-    assert_eq!(connect_to(&a, nobody(), 1_000_000), OK);
+    assert_eq!(a.connect_at(nobody(), 4791, b"", 1_000_000), OK);
     assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT);
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
 }

@@ -435,13 +435,18 @@ impl Evd {
             return; // the async EVD itself overflowed: nowhere left to report
         }
         if let Some(async_evd) = self.ia.async_evd_object() {
-            // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-            let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
-            e.event_number = dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW as DAT_EVENT_NUMBER;
-            e.event_data.asynch_error_event_data.dat_handle = self.handle();
-            e.event_data.asynch_error_event_data.reason = 0;
-            let _ = async_evd.post(e);
+            async_evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW, self.handle());
         }
+    }
+
+    /// Posts an asynchronous error about the object `handle` to this (async) EVD.
+    pub fn post_async_error(&self, number: dat_event_number, handle: DAT_HANDLE) {
+        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
+        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        e.event_number = number as DAT_EVENT_NUMBER;
+        e.event_data.asynch_error_event_data.dat_handle = handle;
+        e.event_data.asynch_error_event_data.reason = 0;
+        let _ = self.post(e);
     }
 
     /// A connection now feeds this EVD.

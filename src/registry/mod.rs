@@ -92,19 +92,7 @@ impl Entry {
     /// The built-in RDMA IAs of a port: `ofa-v2-<netdev>` (rdma-cm on the interface, as
     /// OpenFabrics' openib_cma line) when it carries one, and `ofa-v2-<dev>-<port>`.
     fn builtin_rdma(port: &RdmaPort) -> Vec<Entry> {
-        let entry = |ia_name: String, lib_path: &str, ia_params: String| Entry {
-            ia_name,
-            api_major: API_MAJOR,
-            api_minor: API_MINOR,
-            thread_safe: true,
-            is_default: false,
-            lib_path: lib_path.into(),
-            provider_version: PROVIDER_VERSION.into(),
-            ia_params,
-            platform_params: String::new(),
-            transport: Transport::Rdma,
-            origin: Origin::Builtin,
-        };
+        let entry = |ia_name: String, lib_path: &str, ia_params: String| Entry::built_in(ia_name, lib_path, ia_params, Transport::Rdma);
         let mut out = Vec::new();
         if let Some(n) = &port.netdev {
             out.push(entry(format!("ofa-v2-{n}"), "libdaplofa.so.2", format!("{n} 0")));
@@ -114,17 +102,22 @@ impl Entry {
     }
 
     fn builtin(netdev: &str) -> Entry {
+        Entry { is_default: netdev == "lo", ..Entry::built_in(format!("tcp-{netdev}"), "tcp", netdev.into(), Transport::Tcp) }
+    }
+
+    /// A built-in entry (not the default) of either transport.
+    fn built_in(ia_name: String, lib_path: &str, ia_params: String, transport: Transport) -> Entry {
         Entry {
-            ia_name: format!("tcp-{netdev}"),
+            ia_name,
             api_major: API_MAJOR,
             api_minor: API_MINOR,
             thread_safe: true,
-            is_default: netdev == "lo",
-            lib_path: "tcp".into(),
+            is_default: false,
+            lib_path: lib_path.into(),
             provider_version: PROVIDER_VERSION.into(),
-            ia_params: netdev.into(),
+            ia_params,
             platform_params: String::new(),
-            transport: Transport::Tcp,
+            transport,
             origin: Origin::Builtin,
         }
     }

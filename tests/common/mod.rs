@@ -128,7 +128,11 @@ impl Side {
     }
 
     pub fn connect(&self, port: DAT_CONN_QUAL, pd: &[u8], timeout: DAT_TIMEOUT) -> DAT_RETURN {
-        let mut sin = loopback();
+        self.connect_at(loopback(), port, pd, timeout)
+    }
+
+    /// `dat_ep_connect` to `port` at the address `sin`.
+    pub fn connect_at(&self, mut sin: libc::sockaddr_in, port: DAT_CONN_QUAL, pd: &[u8], timeout: DAT_TIMEOUT) -> DAT_RETURN {
         unsafe {
             dat_ep_connect(
                 self.ep,

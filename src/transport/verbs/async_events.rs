@@ -103,7 +103,7 @@ impl DeviceEvents {
             let Some(ep) = conn.ep() else { return };
             conn.fail();
             if let Some(evd) = ep.ia.async_evd_object() {
-                post(&evd, dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN, ep.handle());
+                evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN, ep.handle());
             }
         } else if is(T::IBV_EVENT_CQ_ERR) {
             // SAFETY: for a CQ event the element is the CQ, live until the event is acked.
@@ -113,20 +113,11 @@ impl DeviceEvents {
         } else if [T::IBV_EVENT_DEVICE_FATAL, T::IBV_EVENT_PORT_ERR].into_iter().any(is) {
             for (ia, evd) in self.sinks.lock().iter() {
                 if let Some(evd) = evd.upgrade() {
-                    post(&evd, dat_event_number::DAT_ASYNC_ERROR_IA_CATASTROPHIC, *ia);
+                    evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_IA_CATASTROPHIC, *ia);
                 }
             }
         }
     }
-}
-
-fn post(evd: &Evd, number: dat_event_number, handle: DAT_HANDLE) {
-    // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-    let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
-    e.event_number = number as DAT_EVENT_NUMBER;
-    e.event_data.asynch_error_event_data.dat_handle = handle;
-    e.event_data.asynch_error_event_data.reason = 0;
-    let _ = evd.post(e);
 }
 
 fn event_name(kind: u32) -> String {
