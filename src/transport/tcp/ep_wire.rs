@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use crate::abi::{dat_dto_completion_status, dat_dtos};
+use crate::abi::dat_dtos;
 use crate::objects::ep::{Ep, Request};
 use crate::objects::srq::Segments;
 
@@ -17,8 +17,6 @@ pub struct EpWire {
     /// Where the data of each RDMA read in the EP's `outstanding` goes, in the same order
     /// (kept apart: every other request would carry the room for them).
     pub read_targets: VecDeque<Segments>,
-    /// RDMA reads posted whose data has not all landed yet (a fenced request waits for none).
-    pub reads_landing: usize,
 }
 
 /// A message kept until a receive is posted for it.
@@ -37,18 +35,7 @@ impl EpWire {
         self.unexpected.clear();
         self.unexpected_bytes = 0;
         self.read_targets.clear();
-        self.reads_landing = 0;
     }
-}
-
-/// Completes a request `pop_request` took; an RDMA read's data has landed by now (or never
-/// will), which a fenced request waits for.
-pub fn complete_popped(ep: &Ep, request: &Request, status: dat_dto_completion_status, length: u32) {
-    if request.operation == dat_dtos::DAT_DTO_RDMA_READ {
-        let mut inner = ep.inner.lock();
-        inner.wire.tcp.reads_landing = inner.wire.tcp.reads_landing.saturating_sub(1);
-    }
-    ep.complete_request(request, status, length);
 }
 
 /// The oldest request in flight, as its answer arrives, and where its data goes (an RDMA

@@ -14,7 +14,7 @@ use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
 use super::link::TcpLink;
 use super::wire::{flags, Header, Op, HEADER_LEN};
 use crate::abi::*;
-use super::ep_wire::{complete_popped, pop_request, EarlyMessage};
+use super::ep_wire::{pop_request, EarlyMessage};
 use crate::objects::ep::{Ep, EpInner, Request};
 use crate::objects::evd::Evd;
 use crate::objects::lmr::{self, Lmr};
@@ -91,7 +91,7 @@ impl Inbound {
             Some(Sink::Receive { recv, evd, .. }) => {
                 ep.complete_recv_on(evd.as_deref(), recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0)
             }
-            Some(Sink::Read { request, .. }) => complete_popped(ep, &request, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0),
+            Some(Sink::Read { request, .. }) => ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0),
             _ => {}
         }
     }
@@ -201,7 +201,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
                 return Ok(Some(Stop::Lost));
             };
             if request.seq != h.id || request.operation != dat_dtos::DAT_DTO_RDMA_READ || h.payload_len != request.length {
-                complete_popped(ep, &request, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
+                ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
                 return Ok(Some(Stop::Lost));
             }
             let sink = Sink::Read { request, targets, pz: ep.pz(), walk: Walk::default() };
@@ -214,7 +214,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
                     .and_then(|s| dat_dto_completion_status::try_from(s).ok())
                     .filter(|s| *s != dat_dto_completion_status::DAT_DTO_SUCCESS)
                     .unwrap_or(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
-                complete_popped(ep, &r, status, 0);
+                ep.complete_request(&r, status, 0);
             }
             return Ok(Some(Stop::Broken));
         }
@@ -398,11 +398,11 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
         }
         Sink::Read { request, walk, .. } => match walk.failed {
             None => {
-                complete_popped(ep, &request, dat_dto_completion_status::DAT_DTO_SUCCESS, request.length);
+                ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_SUCCESS, request.length);
                 None
             }
             Some(status) => {
-                complete_popped(ep, &request, status, 0);
+                ep.complete_request(&request, status, 0);
                 Some(Stop::Broken)
             }
         },

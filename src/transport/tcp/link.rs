@@ -821,23 +821,9 @@ impl Link for TcpLink {
             dat_dtos::DAT_DTO_RDMA_READ => Op::RdmaReadRequest,
             _ => Op::Send,
         };
-        let mut inner = inner;
-        // A fenced request waits until the RDMA reads posted before it have landed (its
-        // payload may be what they bring), making progress meanwhile; the connection's end
-        // ends the wait.
-        if out.fence {
-            while inner.wire.tcp.reads_landing > 0 {
-                drop(inner);
-                self.progress();
-                std::thread::yield_now();
-                inner = ep.inner.lock();
-                if inner.link.is_none() {
-                    return Ok(Posted::Flush);
-                }
-            }
-        }
         // The writer is taken before the EP as a rule; the EP's lock the caller holds is kept
         // when the writer is free at once (the usual post), else let go and taken again.
+        let mut inner = inner;
         let mut w = match self.writer.try_lock() {
             Some(w) => w,
             None => {
@@ -868,7 +854,6 @@ impl Link for TcpLink {
         let alone_in_flight = inner.outstanding.len() == 1;
         if op == Op::RdmaReadRequest {
             inner.wire.tcp.read_targets.push_back(Segments::from_slice(out.segments));
-            inner.wire.tcp.reads_landing += 1;
         }
         drop(inner);
         let mut h = Header::new(op);
