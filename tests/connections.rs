@@ -237,6 +237,47 @@ fn rdma_write_and_read_move_data_within_the_remote_region() {
     p.buf[0] = 0;
 }
 
+/// A fenced request waits for the RDMA reads posted before it, and the requests behind it
+/// wait for it: a write and a send of what a read brought carry the read's bytes, a fenced
+/// read comes after the write it follows, and a graceful disconnect goes after all of them.
+#[test]
+fn fenced_requests_carry_what_the_reads_before_them_brought() {
+    const MB: usize = 1 << 20;
+    const TAIL: usize = 4096;
+    let (mut a, mut p) = connected_with_buffers(ALL_PRIV, 3 * MB);
+    for (i, b) in p.buf[..MB].iter_mut().enumerate() {
+        *b = (i % 251) as u8 + 1;
+    }
+    let default = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let fence = dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as DAT_COMPLETION_FLAGS;
+    p.post_recv(&[p.iov(MB, TAIL as u32)], 7);
+    // A read long enough to be in flight while the others are posted.
+    let (into, from) = ([a.iov(0, MB as u32)], p.rmr(0, MB as u32));
+    assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(1), &from, default) }, OK);
+    // Its last bytes: written back fenced, then sent plainly behind the fenced write.
+    let (tail, to) = ([a.iov(MB - TAIL, TAIL as u32)], p.rmr(2 * MB, TAIL as u32));
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, tail.as_ptr() as *mut _, cookie(2), &to, fence) }, OK);
+    assert_eq!(a.post_send(&tail, 3), OK);
+    // A fenced read of what the write put there.
+    let (back, written) = ([a.iov(2 * MB, TAIL as u32)], p.rmr(2 * MB, TAIL as u32));
+    assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, back.as_ptr() as *mut _, cookie(4), &written, fence) }, OK);
+    let graceful = dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS;
+    assert_eq!(unsafe { dat_ep_disconnect(a.ep, graceful) }, OK);
+    let ok = dat_dto_completion_status::DAT_DTO_SUCCESS;
+    assert_eq!(dto(a.req_evd), (1, ok, MB as u32, dat_dtos::DAT_DTO_RDMA_READ));
+    assert_eq!(dto(a.req_evd), (2, ok, TAIL as u32, dat_dtos::DAT_DTO_RDMA_WRITE));
+    assert_eq!(dto(a.req_evd), (3, ok, TAIL as u32, dat_dtos::DAT_DTO_SEND));
+    assert_eq!(dto(a.req_evd), (4, ok, TAIL as u32, dat_dtos::DAT_DTO_RDMA_READ));
+    assert_eq!(dto(p.recv_evd), (7, ok, TAIL as u32, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    let expected = &p.buf[MB - TAIL..MB];
+    assert!(a.buf[..MB] == p.buf[..MB], "the read brought the peer's bytes");
+    assert!(&p.buf[2 * MB..2 * MB + TAIL] == expected, "the fenced write carried what the read brought");
+    assert!(&p.buf[MB..MB + TAIL] == expected, "the send behind it carried the same");
+    assert!(&a.buf[2 * MB..2 * MB + TAIL] == expected, "the fenced read came after the write");
+    a.buf[0] = 0;
+}
+
 #[test]
 fn rdma_write_past_the_end_of_the_remote_region_is_a_remote_access_error_and_breaks_the_connection() {
     let (mut a, p) = connected(ALL_PRIV);

@@ -81,8 +81,8 @@ pub struct Outgoing<'a> {
     pub signalled: bool,
     pub solicited: bool,
     /// Starts only after the EP's RDMA reads posted before it have completed, so it may
-    /// carry what they brought (DAT_COMPLETION_BARRIER_FENCE_FLAG). Verbs honours it; the TCP
-    /// transport does not yet (README).
+    /// carry what they brought (DAT_COMPLETION_BARRIER_FENCE_FLAG); those posted after it
+    /// start after it.
     pub fence: bool,
 }
 

@@ -204,8 +204,9 @@ impl Answers {
 
     /// Writes queued answers in order without blocking, merging a run of acknowledgements.
     /// The caller holds the writer, so whoever takes an answer off the queue also writes it
-    /// in order.
-    pub fn write(&self, w: &mut WriterGuard<'_>) -> std::io::Result<Flushed> {
+    /// in order. The goodbye waits while `requests_held` (it follows every request posted
+    /// before the close).
+    pub fn write(&self, w: &mut WriterGuard<'_>, requests_held: bool) -> std::io::Result<Flushed> {
         if w.has_rest() && !w.continue_rest_now()? {
             return Ok(Flushed::Blocked);
         }
@@ -267,6 +268,12 @@ impl Answers {
                 }
                 Answer::Refuse { seq, status } => w.answer_now(&refusal(seq, status), &[], None)?,
                 Answer::Kept(_) => unreachable!("held above"),
+                Answer::Goodbye if requests_held => {
+                    let mut q = self.queue.lock();
+                    q.push_front(Answer::Goodbye);
+                    self.queued.store(q.len(), Ordering::Release);
+                    return Ok(Flushed::Done);
+                }
                 Answer::Goodbye => w.answer_now(&Header::new(Op::Disconnect), &[], None)?,
                 Answer::Finish => {
                     if w.has_rest() {

@@ -56,7 +56,7 @@ pub struct WriteHalf {
 
 /// The unwritten end of a frame the socket had no room for: header bytes, then payload bytes
 /// from memory that stays valid until it is written (the registered region `region`, checked
-/// again before each write).
+/// again before each write, or the copy `owned`).
 struct Rest {
     head: [u8; HEADER_LEN],
     head_from: usize,
@@ -64,6 +64,7 @@ struct Rest {
     payload_len: usize,
     payload_from: usize,
     region: Option<Arc<Lmr>>,
+    owned: Option<Box<[u8]>>,
 }
 
 
@@ -186,8 +187,11 @@ impl WriterGuard<'_> {
             half.rest = None;
             return Err(io::ErrorKind::BrokenPipe.into());
         }
-        // SAFETY: the payload names live registered memory (checked just above).
-        let payload = unsafe { std::slice::from_raw_parts(rest.payload, rest.payload_len) };
+        let payload = match &rest.owned {
+            Some(copy) => &copy[..],
+            // SAFETY: the payload names live registered memory (checked just above).
+            None => unsafe { std::slice::from_raw_parts(rest.payload, rest.payload_len) },
+        };
         let mut slices = [IoSlice::new(&rest.head[rest.head_from..]), IoSlice::new(&payload[rest.payload_from..])];
         let start = usize::from(slices[0].is_empty());
         let end = if slices[1].is_empty() { 1 } else { 2 };
@@ -205,25 +209,40 @@ impl WriterGuard<'_> {
     /// registered) without blocking. What the socket has no room for stays for
     /// [`WriterGuard::continue_rest_now`]; nothing is written while an earlier frame's rest waits.
     pub fn answer_now(&mut self, header: &Header, payload: &[u8], region: Option<Arc<Lmr>>) -> io::Result<Wrote> {
+        self.write_now(header, payload.as_ptr(), payload.len(), region, None)
+    }
+
+    /// [`WriterGuard::answer_now`] for a frame whose payload is a copy, kept until it is out.
+    pub fn write_owned_now(&mut self, header: &Header, payload: Box<[u8]>) -> io::Result<Wrote> {
+        let (at, len) = (payload.as_ptr(), payload.len());
+        // The box's bytes stay where they are as it moves into the rest.
+        self.write_now(header, at, len, None, Some(payload))
+    }
+
+    /// `payload_len` bytes at `payload` stay valid while `region` stays registered, or while
+    /// `owned` (which holds them) lives.
+    fn write_now(
+        &mut self,
+        header: &Header,
+        payload: *const u8,
+        payload_len: usize,
+        region: Option<Arc<Lmr>>,
+        owned: Option<Box<[u8]>>,
+    ) -> io::Result<Wrote> {
         if self.0.rest.is_some() && !self.continue_rest_now()? {
             return Ok(Wrote::Nothing);
         }
         let head = header.encode();
-        let mut slices = [IoSlice::new(&head), IoSlice::new(payload)];
-        let n = if payload.is_empty() { 1 } else { 2 };
+        // SAFETY: valid for `payload_len` bytes (this function's contract).
+        let bytes = unsafe { std::slice::from_raw_parts(payload, payload_len) };
+        let mut slices = [IoSlice::new(&head), IoSlice::new(bytes)];
+        let n = if payload_len == 0 { 1 } else { 2 };
         let sent = write_all_vectored(&self.0.stream, &mut slices[..n], libc::MSG_DONTWAIT)?;
-        if sent == HEADER_LEN + payload.len() {
+        if sent == HEADER_LEN + payload_len {
             return Ok(Wrote::All);
         }
         let from_head = sent.min(HEADER_LEN);
-        self.0.rest = Some(Rest {
-            head,
-            head_from: from_head,
-            payload: payload.as_ptr(),
-            payload_len: payload.len(),
-            payload_from: sent - from_head,
-            region,
-        });
+        self.0.rest = Some(Rest { head, head_from: from_head, payload, payload_len, payload_from: sent - from_head, region, owned });
         Ok(Wrote::Part)
     }
 

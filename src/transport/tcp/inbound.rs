@@ -399,6 +399,7 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
         Sink::Read { request, walk, .. } => match walk.failed {
             None => {
                 ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_SUCCESS, request.length);
+                link.read_landed();
                 None
             }
             Some(status) => {

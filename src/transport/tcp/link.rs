@@ -17,7 +17,7 @@
 
 use std::net::{SocketAddrV4, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use parking_lot::{Mutex, MutexGuard};
 use super::answers::{Answer, Answers, Flushed};
 use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
 use super::conn::{ConnError, Reader, Writer, MAX_PARTS};
+use super::held::{Held, HeldRequest};
 use super::inbound::{self, Inbound, Stop};
 use super::wire::{flags, Header, Op};
 use crate::abi::*;
@@ -99,6 +100,10 @@ pub struct TcpLink {
     /// Set when a thread found the writer taken as it had answers to write: the holder writes
     /// them as it lets go (see `flush_answers`).
     write_wanted: AtomicBool,
+    /// Requests that wait for the RDMA reads before a fenced one (see `held`).
+    held: Held,
+    /// Our RDMA reads sent and not yet answered with their data.
+    reads_in_flight: AtomicUsize,
     /// Set while answers wait for room in the socket.
     out_blocked: AtomicBool,
     inbound: Mutex<Inbound>,
@@ -190,6 +195,8 @@ impl TcpLink {
             next_seq: AtomicU64::new(1),
             answers: Answers::default(),
             write_wanted: AtomicBool::new(false),
+            held: Held::default(),
+            reads_in_flight: AtomicUsize::new(0),
             out_blocked: AtomicBool::new(false),
             inbound: Mutex::new(Inbound::new(reader)),
             polls: AtomicU64::new(0),
@@ -260,6 +267,16 @@ impl TcpLink {
         }
     }
 
+    /// One of our RDMA reads has its data in place: requests fenced behind it may go.
+    pub(super) fn read_landed(&self) {
+        self.reads_in_flight.fetch_sub(1, Ordering::AcqRel);
+        // Against `post`: it holds a request, then looks at the count.
+        fence(Ordering::SeqCst);
+        if self.held.any() {
+            self.flush_answers();
+        }
+    }
+
     /// A kept message landed with this local status.
     pub(super) fn landed(&self, seq: u64, status: dat_dto_completion_status) {
         if !self.answers.landed(seq, status) {
@@ -299,7 +316,7 @@ impl TcpLink {
     /// no room leaves them to the engine (or to the polls of the thread holding the lease).
     fn flush_answers(&self) {
         loop {
-            if !self.answers.pending() && !self.out_blocked.load(Ordering::Acquire) {
+            if !self.answers.pending() && !self.out_blocked.load(Ordering::Acquire) && !self.held.any() {
                 return;
             }
             let Some(mut w) = self.writer.try_lock() else {
@@ -311,7 +328,13 @@ impl TcpLink {
                 continue;
             };
             self.write_wanted.store(false, Ordering::Relaxed);
-            let flushed = self.answers.write(&mut w);
+            // Held requests first: they keep no order with the answers, and the goodbye
+            // among those waits for them.
+            let flushed = match self.held.write(&mut w, &self.reads_in_flight) {
+                Ok(true) => Ok(Flushed::Blocked),
+                Ok(false) => self.answers.write(&mut w, self.held.any()),
+                Err(e) => Err(e),
+            };
             let blocked = w.has_rest() || matches!(flushed, Ok(Flushed::Blocked));
             drop(w);
             let was_blocked = self.out_blocked.swap(blocked, Ordering::AcqRel);
@@ -572,6 +595,7 @@ impl TcpLink {
             );
         }
         self.inbound.lock().abandon(&self.ep);
+        self.held.clear();
         let end = match outcome {
             Ok(Stop::Goodbye) => End::Orderly,
             _ => End::Broken,
@@ -794,8 +818,12 @@ impl Link for TcpLink {
         match how {
             // The peer answers our requests, sees the goodbye, and closes.
             Close::Graceful => {}
-            Close::Abrupt => self.answers.push(Answer::Finish),
+            Close::Abrupt => {
+                self.held.clear(); // flushed, never sent
+                self.answers.push(Answer::Finish);
+            }
             Close::Released => {
+                self.held.clear();
                 self.answers.push(Answer::Finish);
                 self.stop(Ok(Stop::Goodbye));
             }
@@ -868,6 +896,18 @@ impl Link for TcpLink {
         }
         // An RDMA read request carries no payload: its segments are where the answer lands.
         let payload = if op == Op::RdmaReadRequest { &[][..] } else { out.segments };
+        // Fenced behind reads in flight, or behind a request that is: it waits (see `held`).
+        if self.held.any() || (out.fence && self.reads_in_flight.load(Ordering::Acquire) != 0) {
+            self.held.push(HeldRequest::new(h, out.fence, payload));
+            drop(w);
+            // The reads may have landed meanwhile (against `read_landed`).
+            fence(Ordering::SeqCst);
+            self.flush_answers();
+            return Ok(Posted::Queued);
+        }
+        if op == Op::RdmaReadRequest {
+            self.reads_in_flight.fetch_add(1, Ordering::AcqRel);
+        }
         let parts = payload.iter().map(|s| {
             // SAFETY: the segment was checked against a live LMR with local read privilege;
             // the consumer keeps the memory until the DTO completes.

@@ -4,12 +4,14 @@
 //! - `wire`: the frames; `conn`: the socket's two halves;
 //! - `cm`: listening and the connection handshake;
 //! - `link`: a connected EP; `inbound`: the peer's frames; `answers`: what we owe the peer;
+//!   `held`: requests fenced behind RDMA reads;
 //! - `ep_wire`: what an EP keeps for its connection.
 
 mod answers;
 pub mod cm;
 pub mod conn;
 mod ep_wire;
+mod held;
 mod inbound;
 pub mod link;
 pub mod wire;
