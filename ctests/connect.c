@@ -410,6 +410,69 @@ static void large_qual_and_shared_evd_cases(void)
 	close_side(&p);
 }
 
+/* DAT_COMPLETION_BARRIER_FENCE_FLAG ("Request for Barrier Fence", dat_ep_post_rdma_write(3DAT)):
+ * the DAT 2.0 specification starts a fenced request only once the RDMA reads posted before it
+ * on the EP have completed, so it may carry what they brought. Two reads of 16 MiB are in
+ * flight as a fenced write of the last one's last bytes is posted (smaller ones may land before
+ * the post, in the time the scheduler gives the thread that answers them). */
+static void fence_case(void)
+{
+	enum { BIG = 1 << 24, READS = 2, TAIL = 4096 };
+	struct side a, p;
+	unsigned char *abuf = calloc(READS, BIG), *pbuf = calloc(1, READS * BIG + TAIL);
+	DAT_LMR_HANDLE alm, plm;
+	DAT_LMR_CONTEXT actx, pctx;
+	DAT_RMR_CONTEXT prmr;
+	DAT_REGION_DESCRIPTION region;
+	DAT_LMR_TRIPLET l;
+	DAT_RMR_TRIPLET r;
+	DAT_DTO_COOKIE c;
+	DAT_EVENT e;
+	int i, in_order = 1;
+
+	if (!abuf || !pbuf) {
+		fprintf(stderr, "connect: no memory\n");
+		exit(2);
+	}
+	for (i = 0; i < READS * BIG; i++)
+		pbuf[i] = (unsigned char)(i % 251 + 1);
+	connected_pair(&a, &p);
+	region.for_va = abuf;
+	must(dat_lmr_create(a.ia, DAT_MEM_TYPE_VIRTUAL, region, READS * BIG, a.pz, DAT_MEM_PRIV_ALL_FLAG,
+			    DAT_VA_TYPE_VA, &alm, &actx, NULL, NULL, NULL), "dat_lmr_create");
+	region.for_va = pbuf;
+	must(dat_lmr_create(p.ia, DAT_MEM_TYPE_VIRTUAL, region, READS * BIG + TAIL, p.pz, DAT_MEM_PRIV_ALL_FLAG,
+			    DAT_VA_TYPE_VA, &plm, &pctx, &prmr, NULL, NULL), "dat_lmr_create");
+	r.rmr_context = prmr;
+	for (i = 0; i < READS; i++) {
+		l = triplet(actx, abuf, i * BIG, BIG);
+		r.virtual_address = (DAT_VADDR)(uintptr_t)(pbuf + i * BIG);
+		r.segment_length = BIG;
+		c.as_64 = (DAT_UINT64)i;
+		must(dat_ep_post_rdma_read(a.ep, 1, &l, c, &r, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_rdma_read");
+	}
+	l = triplet(actx, abuf, READS * BIG - TAIL, TAIL);
+	r.virtual_address = (DAT_VADDR)(uintptr_t)(pbuf + READS * BIG);
+	r.segment_length = TAIL;
+	c.as_64 = READS;
+	expect_ret("ep_post_rdma_write/fenced-behind-reads",
+		   dat_ep_post_rdma_write(a.ep, 1, &l, c, &r, DAT_COMPLETION_BARRIER_FENCE_FLAG), DAT_SUCCESS);
+	for (i = 0; i <= READS; i++) {
+		e = next(a.req_evd);
+		in_order &= e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS &&
+			    e.event_data.dto_completion_event_data.user_cookie.as_64 == (DAT_UINT64)i;
+	}
+	expect_true("ep_post_rdma_write/fenced-completes-after-the-reads", in_order,
+		    "the reads (cookies 0, 1), then the write (cookie 2), each DAT_DTO_SUCCESS");
+	expect_true("ep_post_rdma_write/fenced-carries-what-the-reads-brought",
+		    !memcmp(pbuf + READS * BIG, pbuf + READS * BIG - TAIL, TAIL), "the last 4096 bytes the last read brought");
+	close_side(&a);
+	close_side(&p);
+	free(abuf);
+	free(pbuf);
+}
+
 int main(void)
 {
 	watchdog(120);
@@ -418,6 +481,7 @@ int main(void)
 	ep_connect_cases();
 	disconnect_cases();
 	post_send_cases();
+	fence_case();
 	large_qual_and_shared_evd_cases();
 	return check_failures ? 1 : 0;
 }
