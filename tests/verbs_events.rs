@@ -186,20 +186,14 @@ fn a_process_that_forks_after_registering_keeps_working() {
     }
 }
 
-#[test]
-#[ignore = "needs an RDMA device: make test-rdma runs it in the soft-RoCE guest"]
-fn an_evd_resized_takes_the_completions_of_all_its_eps() {
-    // Four connections' receives complete on one receive EVD, which nobody polls until every
-    // message is in: 1024 completions, more than the EVD's first CQ holds, so the CQ must
-    // grow with dat_evd_resize.
-    const CONNS: usize = 4;
-    const MSGS: u64 = 256; // each EP's default receive queue
-    let p = Side::new(ALL_PRIV);
-    assert_eq!(unsafe { dat_evd_resize(p.recv_evd, (CONNS as u64 * MSGS) as DAT_COUNT) }, OK);
+/// Connects `conns` peers to `p`, each to an EP of its own whose receives complete on p's
+/// receive EVD (the first is p's own EP), with `msgs` receives posted on each. Returns the
+/// peers and the PSP.
+fn peers_sharing_a_receive_evd(p: &Side, conns: usize, msgs: u64) -> (Vec<Side>, DAT_PSP_HANDLE) {
     let (psp, port) = p.listen();
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
     let mut actives = Vec::new();
-    for c in 0..CONNS {
+    for c in 0..conns {
         let ep = if c == 0 {
             p.ep
         } else {
@@ -207,7 +201,7 @@ fn an_evd_resized_takes_the_completions_of_all_its_eps() {
             assert_eq!(unsafe { dat_ep_create(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, std::ptr::null(), &mut ep) }, OK);
             ep
         };
-        for m in 0..MSGS {
+        for m in 0..msgs {
             let iov = [p.iov(0, 8)];
             assert_eq!(unsafe { dat_ep_post_recv(ep, 1, iov.as_ptr() as *mut _, cookie(m), flags) }, OK);
         }
@@ -219,6 +213,20 @@ fn an_evd_resized_takes_the_completions_of_all_its_eps() {
         assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
         actives.push(a);
     }
+    (actives, psp)
+}
+
+#[test]
+#[ignore = "needs an RDMA device: make test-rdma runs it in the soft-RoCE guest"]
+fn an_evd_resized_takes_the_completions_of_all_its_eps() {
+    // Four connections' receives complete on one receive EVD, which nobody polls until every
+    // message is in: 1024 completions, more than the EVD's first CQ holds, so the CQ must
+    // grow with dat_evd_resize.
+    const CONNS: usize = 4;
+    const MSGS: u64 = 256; // each EP's default receive queue
+    let p = Side::new(ALL_PRIV);
+    assert_eq!(unsafe { dat_evd_resize(p.recv_evd, (CONNS as u64 * MSGS) as DAT_COUNT) }, OK);
+    let (actives, psp) = peers_sharing_a_receive_evd(&p, CONNS, MSGS);
     for a in &actives {
         for m in 0..MSGS {
             assert_eq!(a.post_send(&[a.iov(0, 8)], m), OK);
@@ -229,5 +237,38 @@ fn an_evd_resized_takes_the_completions_of_all_its_eps() {
         assert_eq!(polled(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
     }
     assert!(empty(p.recv_evd));
+    unsafe { dat_psp_free(psp) };
+}
+
+#[test]
+#[ignore = "needs an RDMA device: make test-rdma runs it in the soft-RoCE guest"]
+fn more_completions_than_an_evd_holds_are_its_overflow() {
+    // The same four connections without the resize: the EVD (64 events, a CQ of 256) takes
+    // 1024 completions nobody reaps. The device reports its CQ's overrun; the IA's async EVD
+    // reports the EVD's overflow.
+    const CONNS: usize = 4;
+    const MSGS: u64 = 256;
+    let p = Side::new(ALL_PRIV);
+    let mut async_evd = null_mut();
+    let mut attr: DAT_IA_ATTR = zero();
+    assert_eq!(unsafe { dat_ia_query(p.ia, &mut async_evd, 0, &mut attr, 0, null_mut()) }, OK);
+    let (actives, psp) = peers_sharing_a_receive_evd(&p, CONNS, MSGS);
+    'sending: for a in &actives {
+        for m in 0..MSGS {
+            // The overrun breaks the connection its completion was for: its sends fail, or
+            // wait for acknowledgements that do not come.
+            let mut e: DAT_EVENT = zero();
+            let mut more = 0;
+            if a.post_send(&[a.iov(0, 8)], m) != OK
+                || unsafe { dat_evd_wait(a.req_evd, WAIT_US, 1, &mut e, &mut more) } != OK
+                || unsafe { e.event_data.dto_completion_event_data.status } != dat_dto_completion_status::DAT_DTO_SUCCESS as u32
+            {
+                break 'sending;
+            }
+        }
+    }
+    let e = wait(async_evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW as DAT_EVENT_NUMBER);
+    assert_eq!(unsafe { e.event_data.asynch_error_event_data.dat_handle }, p.recv_evd);
     unsafe { dat_psp_free(psp) };
 }
