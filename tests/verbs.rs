@@ -179,13 +179,14 @@ fn sge(s: &Side, offset: usize, length: usize) -> Sge {
 /// The next completion on `cq`, polled until it comes (bounded).
 fn completion(cq: &Cq) -> WorkCompletion {
     let deadline = std::time::Instant::now() + WAIT;
-    // SAFETY: plain data; zero is valid.
-    let mut wc: [WorkCompletion; 1] = unsafe { std::mem::zeroed() };
-    while cq.poll(&mut wc) == 0 {
+    let mut wc = [std::mem::MaybeUninit::<WorkCompletion>::uninit()];
+    loop {
+        if let [done] = cq.poll(&mut wc) {
+            return *done;
+        }
         assert!(std::time::Instant::now() < deadline, "no completion within {WAIT:?}");
         std::thread::yield_now();
     }
-    wc[0]
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {

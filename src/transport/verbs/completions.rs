@@ -6,6 +6,7 @@
 //! completes each queue in posting order).
 
 use std::collections::HashMap;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, LazyLock, OnceLock, Weak};
 
 use parking_lot::Mutex;
@@ -97,15 +98,19 @@ impl CqSource {
     /// Takes every completion waiting and completes its DTO.
     pub fn poll(&self) {
         let _one = self.polling.lock();
-        let Some(verbs) = self.verbs.upgrade() else { return };
-        // SAFETY: plain data; zero is valid.
-        let mut wcs: [WorkCompletion; BATCH] = unsafe { std::mem::zeroed() };
+        // Most polls find nothing: they write no entry and take no reference.
+        let mut wcs = [MaybeUninit::<WorkCompletion>::uninit(); BATCH];
+        let mut verbs = None;
         loop {
-            let n = self.cq.poll(&mut wcs);
-            for wc in &wcs[..n] {
-                complete(&verbs, wc);
+            let done = self.cq.poll(&mut wcs);
+            if done.is_empty() {
+                break;
             }
-            if n < BATCH {
+            let Some(verbs) = verbs.get_or_insert_with(|| self.verbs.upgrade()) else { return };
+            for wc in done {
+                complete(verbs, wc);
+            }
+            if done.len() < BATCH {
                 break;
             }
         }

@@ -2,6 +2,7 @@
 //! progress engine) sleeps on.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
@@ -55,10 +56,12 @@ impl Cq {
     }
 
     /// Takes up to `out.len()` completions; how many.
-    pub fn poll(&self, out: &mut [WorkCompletion]) -> usize {
+    pub fn poll(&self, out: &mut [MaybeUninit<WorkCompletion>]) -> &[WorkCompletion] {
         // SAFETY: the CQ is live and `out` has room for the entries asked.
-        let n = unsafe { ibv::ibv_poll_cq(self.raw, out.len() as i32, out.as_mut_ptr()) };
-        n.max(0) as usize
+        let n = unsafe { ibv::ibv_poll_cq(self.raw, out.len() as i32, out.as_mut_ptr().cast()) };
+        let n = n.clamp(0, out.len() as i32) as usize;
+        // SAFETY: ibv_poll_cq wrote the first `n` entries.
+        unsafe { std::slice::from_raw_parts(out.as_ptr().cast(), n) }
     }
 
     /// Makes room for at least `depth` completions (capped by the device).
