@@ -1,7 +1,8 @@
 //! A connected EP over TCP. Frames move in three places:
 //!
 //! - the posting thread writes its request (send, RDMA write, RDMA read request) itself, under
-//!   the writer lock, recording it as outstanding in wire order;
+//!   the writer lock, recording it as outstanding in wire order; one fenced behind RDMA reads
+//!   in flight, and those posted after it, wait in `held` and go as answers do;
 //! - incoming frames are handled by whoever holds the inbound half (`inbound`), never blocking:
 //!   the consumer's thread as it polls or waits on an EVD the EP feeds, or else the progress
 //!   engine, which the kernel wakes as data arrives. One rule decides which (see `lease`): a
