@@ -2,9 +2,10 @@
 //! RDMA IA (`LIBDAT_TEST_IA`, `LIBDAT_TEST_ADDR`): an address no neighbour answers for is
 //! UNREACHABLE, a host that never answers TIMED_OUT, a port that goes down an IA catastrophic
 //! error on the async EVD; a registration beyond RLIMIT_MEMLOCK is refused with a hint, a
-//! process that forks after registering keeps working, and an EVD resized for the receives of
-//! four connections takes all their completions (its CQ grows with it). The connection events both transports
-//! give are tests/connections.rs, which `make test-rdma` runs on the RDMA IA too.
+//! process that forks after registering keeps working, an EVD resized for the receives of four
+//! connections takes all their completions (its CQ grows with it), and without the resize its
+//! CQ's overrun is the EVD's overflow. The connection events both transports give are
+//! tests/connections.rs, which `make test-rdma` runs on the RDMA IA too.
 //! Needs an RDMA device: `make test-rdma` runs these in the soft-RoCE guest (as root: two tests
 //! change the interface's settings for their time).
 

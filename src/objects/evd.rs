@@ -424,13 +424,9 @@ impl Evd {
         })
     }
 
-    /// The transport's queue behind the EVD overran (a verbs CQ): reported as the EVD's own
-    /// overflow.
-    pub fn overflowed(&self) {
-        self.report_overflow();
-    }
-
-    fn report_overflow(&self) {
+    /// Reports the EVD's overflow on the IA's async EVD: its own queue lost an event, or the
+    /// transport's queue behind it (a verbs CQ) overran.
+    pub fn report_overflow(&self) {
         if self.flags & dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32 != 0 {
             return; // the async EVD itself overflowed: nowhere left to report
         }

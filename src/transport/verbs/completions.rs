@@ -36,7 +36,7 @@ static BY_CQ: LazyLock<Mutex<HashMap<usize, Weak<CqSource>>>> = LazyLock::new(De
 pub fn overflowed(cq: *mut ibv::ibv_cq) {
     let source = BY_CQ.lock().get(&(cq as usize)).and_then(Weak::upgrade);
     if let Some(evd) = source.and_then(|s| s.evd.upgrade()) {
-        evd.overflowed();
+        evd.report_overflow();
     }
 }
 
