@@ -272,7 +272,7 @@ fn lmr_create_checks_every_parameter() {
         assert_eq!(create(VIRTUAL, region, u64::MAX, pz, ALL_PRIV, VA, &mut h), arg(4));
         assert_eq!(create(VIRTUAL, region, 1 << 40, pz, ALL_PRIV, VA, &mut h), arg(4));
         assert_eq!(create(VIRTUAL, region, 4096, pz, 0x04, VA, &mut h), arg(6));
-        assert_eq!(create(VIRTUAL, region, 4096, pz, 0x40, VA, &mut h), arg(6));
+        assert_eq!(create(VIRTUAL, region, 4096, pz, 0x80, VA, &mut h), arg(6));
         assert_eq!(create(VIRTUAL, region, 4096, pz, ALL_PRIV, 5, &mut h), arg(7));
         assert_eq!(create(VIRTUAL, region, 4096, pz, ALL_PRIV, VA, null_mut()), arg(8));
         // A PZ of another IA is not a PZ of this one.

@@ -629,3 +629,152 @@ fn send_with_invalidate_sends_plainly_and_refuses_an_invalidation_it_cannot_do()
     assert_eq!(dto(a.req_evd), (3, dat_dto_completion_status::DAT_DTO_SUCCESS, 8, dat_dtos::DAT_DTO_SEND));
     assert_eq!(dto(p.recv_evd).2, 8);
 }
+
+/// Posts an IB extension operation as the `dat_ib_*` macros do (through the shim's entry).
+fn extension_op(ep: DAT_EP_HANDLE, op: dat_ib_op, args: &[u64]) -> DAT_RETURN {
+    let mut a = dat::api::ext::ExtArgs { count: args.len() as i32, v: [0; 8] };
+    a.v[..args.len()].copy_from_slice(args);
+    unsafe { dat::api::ext::libdat_extension_op(ep, op as i32, &a) }
+}
+
+/// An extension's DTO completion: (cookie, status, length, operation, extension type,
+/// immediate data).
+fn ib_dto(evd: DAT_EVD_HANDLE) -> (u64, dat_dto_completion_status, u32, u32, u32, u32) {
+    let e = wait(evd);
+    assert_eq!(e.event_number, dat_ib_event_number::DAT_IB_DTO_EVENT as u32, "an extension's completion");
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    let x = unsafe { (e.event_extension_data.as_ptr() as *const DAT_IB_EXTENSION_EVENT_DATA).read() };
+    let status = dat_dto_completion_status::try_from(d.status).unwrap();
+    (unsafe { d.user_cookie.as_64 }, status, d.transfered_length, d.operation, x.r#type, unsafe { x.val.immed.data })
+}
+
+const ATOMIC_PRIV: u32 = ALL_PRIV | dat_ib_mem_priv_flags::DAT_IB_MEM_PRIV_REMOTE_ATOMIC as u32;
+
+/// An RDMA write with immediate data lands its bytes and consumes one of the peer's
+/// receives, which reports the write's length and the immediate, also when the receive is
+/// posted only after the write arrived; the writer's completion names the extension.
+#[test]
+fn a_write_with_immediate_data_completes_a_receive_with_its_data() {
+    let (mut a, mut p) = connected(ALL_PRIV);
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as u64;
+    let ok = dat_dto_completion_status::DAT_DTO_SUCCESS;
+    let (write_immed, recv_immed) = (dat_ib_dtos::DAT_IB_DTO_RDMA_WRITE_IMMED as u32, dat_ib_dtos::DAT_IB_DTO_RECV_IMMED as u32);
+    for (round, receive_first) in [(0u64, true), (1, false)] {
+        let at = 100 * round as usize;
+        a.buf[at..at + 5].copy_from_slice(b"hello");
+        if receive_first {
+            p.post_recv(&[p.iov(3000, 16)], 50 + round);
+        }
+        let (local, remote) = (a.iov(at, 5), p.rmr(1000 + at, 5));
+        let args = [1, &local as *const _ as u64, 10 + round, &remote as *const _ as u64, 0x7777 + round, flags];
+        assert_eq!(extension_op(a.ep, dat_ib_op::DAT_IB_RDMA_WRITE_IMMED_OP, &args), OK);
+        if !receive_first {
+            // Kept for the receive: neither side completes before it is posted.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(empty(a.req_evd) && empty(p.recv_evd));
+            p.post_recv(&[p.iov(3000, 16)], 50 + round);
+        }
+        let expected = (50 + round, ok, 5, recv_immed, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED_DATA as u32, 0x7777 + round as u32);
+        assert_eq!(ib_dto(p.recv_evd), expected);
+        assert_eq!(&p.buf[1000 + at..1005 + at], b"hello");
+        assert_eq!(ib_dto(a.req_evd), (10 + round, ok, 5, write_immed, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED as u32, 0));
+    }
+    a.buf[0] = 0;
+    p.buf[0] = 0;
+}
+
+/// The initiators of fetch-and-add and compare-and-swap on one 64-bit word of a target,
+/// each over its own connection, from its own thread at once: no update is lost (each
+/// original value is seen exactly once), and a compare-and-swap swaps only what it compares.
+#[test]
+fn atomics_from_several_peers_on_one_word_lose_no_update() {
+    const PEERS: usize = 3;
+    const ADDS: u64 = 200;
+    let p = Side::with_buffer(ATOMIC_PRIV, 4096);
+    let (psp, port) = p.listen();
+    let mut initiators = Vec::new();
+    for i in 0..PEERS {
+        let a = Side::with_buffer(ALL_PRIV, 4096);
+        let ep = if i == 0 {
+            p.ep
+        } else {
+            let mut ep = null_mut();
+            assert_eq!(unsafe { dat_ep_create(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, std::ptr::null(), &mut ep) }, OK);
+            ep
+        };
+        assert_eq!(a.connect(port, b"", WAIT_US), OK);
+        let (cr, _) = p.request();
+        assert_eq!(unsafe { dat_cr_accept(cr, ep, 0, null_mut()) }, OK);
+        let e = wait(p.conn_evd);
+        assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as u32);
+        assert_eq!(unsafe { e.event_data.connect_event_data.ep_handle }, ep);
+        assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+        initiators.push(a);
+    }
+    assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+    let word = p.rmr(8, 8);
+    struct Peer(Side);
+    // SAFETY: each thread uses only its own side's handles and buffer.
+    unsafe impl Send for Peer {}
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as u64;
+    let threads: Vec<_> = initiators
+        .into_iter()
+        .map(|a| {
+            let peer = Peer(a);
+            std::thread::spawn(move || {
+                let a = &peer.0;
+                let mut originals = Vec::new();
+                for n in 0..ADDS {
+                    let result = a.iov(64, 8);
+                    let args = [1, &result as *const _ as u64, n, &word as *const _ as u64, flags];
+                    assert_eq!(extension_op(a.ep, dat_ib_op::DAT_IB_FETCH_AND_ADD_OP, &args), OK);
+                    let (c, status, len, op, ty, _) = ib_dto(a.req_evd);
+                    assert_eq!((c, status, len), (n, dat_dto_completion_status::DAT_DTO_SUCCESS, 8));
+                    assert_eq!((op, ty), (dat_ib_dtos::DAT_IB_DTO_FETCH_ADD as u32, dat_ib_ext_type::DAT_IB_FETCH_AND_ADD as u32));
+                    originals.push(u64::from_ne_bytes(a.buf[64..72].try_into().unwrap()));
+                }
+                (peer, originals)
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    let mut peers = Vec::new();
+    for t in threads {
+        let (peer, originals) = t.join().unwrap();
+        seen.extend(originals);
+        peers.push(peer);
+    }
+    seen.sort();
+    assert_eq!(seen, (0..PEERS as u64 * ADDS).collect::<Vec<_>>(), "every update once");
+    let total = PEERS as u64 * ADDS;
+    assert_eq!(u64::from_ne_bytes(p.buf[8..16].try_into().unwrap()), total);
+    // Compare-and-swap: a wrong guess leaves the word, a right one swaps it; both bring back
+    // the original.
+    let a = &peers[0].0;
+    for (guess, after) in [(total + 1, total), (total, 42)] {
+        let result = a.iov(64, 8);
+        let args = [guess, 42, &result as *const _ as u64, 9, &word as *const _ as u64, flags];
+        assert_eq!(extension_op(a.ep, dat_ib_op::DAT_IB_CMP_AND_SWAP_OP, &args), OK);
+        let (_, status, _, _, ty, _) = ib_dto(a.req_evd);
+        assert_eq!((status, ty), (dat_dto_completion_status::DAT_DTO_SUCCESS, dat_ib_ext_type::DAT_IB_CMP_AND_SWAP as u32));
+        assert_eq!(u64::from_ne_bytes(a.buf[64..72].try_into().unwrap()), total);
+        assert_eq!(u64::from_ne_bytes(p.buf[8..16].try_into().unwrap()), after);
+    }
+}
+
+/// An atomic on a region registered without remote atomic privilege is a remote access
+/// error that breaks the connection, and the word is left alone.
+#[test]
+fn an_atomic_without_the_atomic_privilege_is_a_remote_access_error() {
+    let (a, mut p) = connected(ALL_PRIV);
+    p.buf[8..16].copy_from_slice(&5u64.to_ne_bytes());
+    let (result, word) = (a.iov(64, 8), p.rmr(8, 8));
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as u64;
+    let args = [1, &result as *const _ as u64, 3, &word as *const _ as u64, flags];
+    assert_eq!(extension_op(a.ep, dat_ib_op::DAT_IB_FETCH_AND_ADD_OP, &args), OK);
+    let (c, status, ..) = ib_dto(a.req_evd);
+    assert_eq!((c, status), (3, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS));
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert_eq!(u64::from_ne_bytes(p.buf[8..16].try_into().unwrap()), 5);
+    p.buf[0] = 0;
+}

@@ -9,6 +9,7 @@ use super::srq::check_recv_segments;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{self, Close, End, Ep, Outgoing, Parts, Posted};
+use crate::objects::extension::Extended;
 use crate::objects::conn_qual;
 use crate::objects::ep_state::{self, Post};
 use crate::objects::evd::Evd;
@@ -490,9 +491,10 @@ fn check_completion_flags(flags: DAT_COMPLETION_FLAGS, ep_flags: u32, position: 
     Ok(())
 }
 
-/// The common checks and the flush of a request DTO (send, RDMA write, RDMA read).
+/// The common checks and the flush of a request DTO (send, RDMA write, RDMA read, and the
+/// IB extension's, `extended`, which move data as `operation`).
 #[allow(clippy::too_many_arguments)]
-unsafe fn post_request(
+pub(super) unsafe fn post_request(
     ep_handle: DAT_EP_HANDLE,
     num_segments: DAT_COUNT,
     local_iov: *const DAT_LMR_TRIPLET,
@@ -501,6 +503,7 @@ unsafe fn post_request(
     completion_flags: DAT_COMPLETION_FLAGS,
     flags_position: u8,
     operation: dat_dtos,
+    extended: Option<Extended>,
     checks_only: bool,
 ) -> DatResult {
     with_ep(ep_handle, |ep| {
@@ -550,6 +553,7 @@ unsafe fn post_request(
                     signalled: completion_flags & quiet == 0,
                     solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
                     fence: completion_flags & dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32 != 0,
+                    extended,
                 };
                 link.post(ep, inner, &request)?
             }
@@ -561,7 +565,10 @@ unsafe fn post_request(
         if posted == Posted::Flush {
             let evd = ep.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
             if let Some(evd) = evd {
-                ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, operation, 0);
+                let flushed = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED;
+                // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+                let request = ep::Request { seq: 0, cookie: unsafe { user_cookie.as_64 }, operation, length: 0, signalled: true, extended };
+                ep.complete_request_on(Some(&evd), &request, flushed, 0);
             }
         }
         Ok(())
@@ -578,7 +585,7 @@ pub unsafe extern "C" fn dat_ep_post_send(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, false) }
     }
 }
 
@@ -596,7 +603,7 @@ pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
         ep(ep_handle)?;
         let invalidate = edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)? == dat_boolean::DAT_TRUE;
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, invalidate)? };
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, invalidate)? };
         if invalidate {
             // Invalidating the peer's RMR needs RMRs bound over the wire, which no transport
             // of ours does yet: refuse (after every check) rather than send without it.
@@ -617,7 +624,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_write(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, None, false) }
     }
 }
 
@@ -632,7 +639,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, None, false) }
     }
 }
 

@@ -1,6 +1,7 @@
 //! `dat_extension_op`: the C shim (src/ext/shim.c) reads the variadic arguments and calls
-//! [`libdat_extension_op`]. Our IAs report `DAT_EXTENSION_NONE`, so every known operation is
-//! refused with `DAT_NOT_IMPLEMENTED` after its handle is checked.
+//! [`libdat_extension_op`]. The IB extension's data transfers (RDMA write with immediate data,
+//! fetch-and-add, compare-and-swap) are posted as the standard ones are, with the same checks;
+//! the operations no transport of ours carries are `DAT_NOT_IMPLEMENTED`.
 //!
 //! `dat_strerror_extension` and `dat_strerror_ext_status` name an extension's return codes and
 //! completion statuses, with OpenFabrics' strings (its header defines them inline).
@@ -8,35 +9,74 @@
 use std::ffi::{c_char, CStr};
 
 use super::edge::{self, entry};
+use super::ep;
 use super::registry::error_names;
 use crate::abi::*;
-use crate::error::{DatError, Sub};
+use crate::error::{DatError, DatResult, Sub};
 use crate::handle;
+use crate::objects::extension::{Extended, ATOMIC_LEN};
 
 /// The shim's argument array: each argument widened to 64 bits, in call order.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct ExtArgs {
     pub count: i32,
     pub v: [u64; 8],
 }
 
-/// Whether `op` is a DAT_IB_OP value.
-fn known(op: i32) -> bool {
-    u32::try_from(op).ok().and_then(|o| dat_ib_op::try_from(o).ok()).is_some()
-}
-
 /// Called by the shim only; not exported from the shared library.
 #[no_mangle]
-pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, _args: *const ExtArgs) -> DAT_RETURN {
+pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, args: *const ExtArgs) -> DAT_RETURN {
     entry! {
         if op != dat_ib_op::DAT_IB_OPEN_QUERY_OP as i32 && handle::kind_of(handle).is_none() {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE1));
         }
-        if !known(op) {
+        let Some(op) = u32::try_from(op).ok().and_then(|o| dat_ib_op::try_from(o).ok()) else {
             return Err(DatError::invalid_arg(2));
+        };
+        // SAFETY: the shim passes its argument array, read as the operation's macro passes
+        // the arguments.
+        let v = unsafe { edge::required_in(args, 3)? }.v;
+        // SAFETY (each post below): the pointers are the caller's, as the macros pass them.
+        match op {
+            dat_ib_op::DAT_IB_FETCH_AND_ADD_OP => unsafe {
+                post_atomic(handle, Extended::FetchAdd(v[0]), v[1] as *const DAT_LMR_TRIPLET, v[2], v[3] as *const DAT_RMR_TRIPLET, v[4] as u32, 4)
+            },
+            dat_ib_op::DAT_IB_CMP_AND_SWAP_OP => unsafe {
+                let compare_swap = Extended::CompareSwap { compare: v[0], swap: v[1] };
+                post_atomic(handle, compare_swap, v[2] as *const DAT_LMR_TRIPLET, v[3], v[4] as *const DAT_RMR_TRIPLET, v[5] as u32, 5)
+            },
+            dat_ib_op::DAT_IB_RDMA_WRITE_IMMED_OP => unsafe {
+                let (segments, local, remote) = (v[0] as i64 as DAT_COUNT, v[1] as *const DAT_LMR_TRIPLET, v[3] as *const DAT_RMR_TRIPLET);
+                let write = Extended::WriteImmediate(v[4] as u32);
+                let cookie = DAT_DTO_COOKIE { as_64: v[2] };
+                ep::post_request(handle, segments, local, cookie, Some(remote), v[5] as u32, 7, write.carrier(), Some(write), false)
+            },
+            _ => Err(DatError::not_implemented()),
         }
-        Err(DatError::not_implemented())
     }
+}
+
+/// Posts an atomic: its local segment receives the peer's original word (the first
+/// `ATOMIC_LEN` bytes of it; a shorter one is refused as argument `local_position`).
+unsafe fn post_atomic(
+    handle: DAT_HANDLE,
+    op: Extended,
+    local: *const DAT_LMR_TRIPLET,
+    cookie: u64,
+    remote: *const DAT_RMR_TRIPLET,
+    flags: u32,
+    local_position: u8,
+) -> DatResult {
+    // SAFETY: a non-NULL local IOV points to a triplet (API contract).
+    let mut segment = unsafe { edge::required_in(local, local_position)? };
+    if segment.segment_length < ATOMIC_LEN {
+        return Err(DatError::invalid_arg(local_position));
+    }
+    segment.segment_length = ATOMIC_LEN;
+    let cookie = DAT_DTO_COOKIE { as_64: cookie };
+    // SAFETY: `segment` is one triplet on our stack; `remote` is forwarded from our caller.
+    unsafe { ep::post_request(handle, 1, &segment, cookie, Some(remote), flags, local_position + 3, op.carrier(), Some(op), false) }
 }
 
 #[no_mangle]

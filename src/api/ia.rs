@@ -175,7 +175,8 @@ fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
     a.max_rdma_read_per_ep_in_guaranteed = dat_boolean::DAT_TRUE as DAT_BOOLEAN;
     a.max_rdma_read_per_ep_out_guaranteed = dat_boolean::DAT_TRUE as DAT_BOOLEAN;
     a.zb_supported = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
-    a.extension_supported = dat_extension::DAT_EXTENSION_NONE as DAT_EXTENSION;
+    a.extension_supported = dat_extension::DAT_EXTENSION_IB as DAT_EXTENSION;
+    a.extension_version = DAT_IB_EXTENSION_VERSION;
     a
 }
 
@@ -210,15 +211,9 @@ fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
     p.rmr_scope_supported = dat_rmr_scope::DAT_RMR_SCOPE_EP as DAT_RMR_SCOPE;
     p.is_signal_safe = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
     p.ha_supported = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
-    p.num_provider_specific_attr = PROVIDER_SPECIFIC.0.len() as DAT_COUNT;
-    p.provider_specific_attr = PROVIDER_SPECIFIC.0.as_ptr() as *mut DAT_NAMED_ATTR;
+    let named = ia.provider_specific.as_slice();
+    p.num_provider_specific_attr = named.len() as DAT_COUNT;
+    p.provider_specific_attr = named.as_ptr() as *mut DAT_NAMED_ATTR;
     p
 }
 
-/// The provider-specific attributes programs look for, named and valued as OpenFabrics'
-/// providers report them: `dtest` runs its RDMA-read and message ping-pong phases only when
-/// `DAT_IB_RDMA_READ` is `TRUE` (both transports do RDMA reads).
-struct NamedAttrs([DAT_NAMED_ATTR; 1]);
-// SAFETY: the pointers are to static C strings, never written.
-unsafe impl Sync for NamedAttrs {}
-static PROVIDER_SPECIFIC: NamedAttrs = NamedAttrs([DAT_NAMED_ATTR { name: c"DAT_IB_RDMA_READ".as_ptr(), value: c"TRUE".as_ptr() }]);

@@ -28,7 +28,7 @@ pub unsafe extern "C" fn dat_lmr_create(
         let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
         let mem_type = edge::enum_in::<dat_mem_type, _>(mem_type, 2)?;
         let pz = edge::object::<Pz>(pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
-        let privileges = edge::flags_in(privileges, lmr::PRIV_ALL, 6)?;
+        let privileges = edge::flags_in(privileges, lmr::PRIV_KNOWN, 6)?;
         let va_type = edge::enum_in::<dat_va_type, _>(va_type, 7)?;
         let out = edge::out(lmr_handle, 8)?;
         if !std::sync::Arc::ptr_eq(&pz.ia, &ia) {

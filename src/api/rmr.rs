@@ -82,7 +82,7 @@ pub unsafe extern "C" fn dat_rmr_bind(
         let lmr = edge::object::<Lmr>(lmr_handle, Sub::DAT_INVALID_HANDLE_LMR)?;
         // SAFETY: a non-NULL triplet pointer points to a triplet (API contract).
         let triplet = unsafe { edge::required_in(lmr_triplet, 3)? };
-        let mem_priv = edge::flags_in(mem_priv, lmr::PRIV_ALL, 4)?;
+        let mem_priv = edge::flags_in(mem_priv, lmr::PRIV_KNOWN, 4)?;
         let va_type = edge::enum_in::<dat_va_type, _>(va_type, 5)?;
         let ep = edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?;
         edge::flags_in(completion_flags, BIND_COMPLETION_FLAGS, 8)?;

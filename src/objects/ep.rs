@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 
 use super::ep_state::{self, State};
 use super::evd::Evd;
+use super::extension::{self, Extended};
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
@@ -58,6 +59,8 @@ pub struct Request {
     pub length: u32,
     /// Whether a successful completion is reported (not suppressed or unsignalled).
     pub signalled: bool,
+    /// An IB extension's request: `operation` is what it moves data as.
+    pub extended: Option<Extended>,
 }
 
 /// How this side ends a connection.
@@ -84,6 +87,8 @@ pub struct Outgoing<'a> {
     /// carry what they brought (DAT_COMPLETION_BARRIER_FENCE_FLAG); those posted after it
     /// start after it.
     pub fence: bool,
+    /// An IB extension's request: `operation` is what it moves data as.
+    pub extended: Option<Extended>,
 }
 
 /// Whether the transport took a request.
@@ -435,9 +440,12 @@ impl Ep {
         status: dat_dto_completion_status,
         length: u32,
     ) {
-        if let Some(evd) = evd.filter(|_| reported(request, status)) {
-            let cookie = DAT_DTO_COOKIE { as_64: request.cookie };
-            self.complete(evd, cookie, status, request.operation, length);
+        let Some(evd) = evd.filter(|_| reported(request, status)) else { return };
+        match request.extended {
+            Some(op) => {
+                let _ = evd.post(extension::request_event(self.handle(), request.cookie, status, length, op));
+            }
+            None => self.complete(evd, DAT_DTO_COOKIE { as_64: request.cookie }, status, request.operation, length),
         }
     }
 
@@ -452,6 +460,14 @@ impl Ep {
     pub fn complete_recv_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32) {
         if let Some(evd) = evd {
             self.complete(evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
+        }
+    }
+
+    /// Reports the receive an RDMA write with immediate `data` of `length` bytes consumed, on
+    /// the receive EVD the caller took from the EP.
+    pub fn complete_immediate_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32, data: u32) {
+        if let Some(evd) = evd {
+            let _ = evd.post(extension::immediate_event(self.handle(), cookie, status, length, data));
         }
     }
 

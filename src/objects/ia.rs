@@ -26,6 +26,49 @@ pub struct Ia {
     handle: std::sync::atomic::AtomicUsize,
     /// Handles of the objects created under this IA, in creation order.
     children: Mutex<Children>,
+    /// The provider-specific attributes `dat_ia_query` reports.
+    pub provider_specific: NamedAttrs,
+}
+
+/// Named attributes as C sees them, and the strings they point to, kept as long as the IA.
+pub struct NamedAttrs {
+    attrs: Box<[DAT_NAMED_ATTR]>,
+    _strings: Vec<std::ffi::CString>,
+}
+
+// SAFETY: the attributes point only into `_strings`, which is never changed after it is made.
+unsafe impl Send for NamedAttrs {}
+// SAFETY: as above.
+unsafe impl Sync for NamedAttrs {}
+
+impl NamedAttrs {
+    pub fn new(pairs: &[(&str, String)]) -> NamedAttrs {
+        let c = |s: &str| std::ffi::CString::new(s.replace('\0', "")).expect("no NUL left");
+        let strings: Vec<_> = pairs.iter().flat_map(|(n, v)| [c(n), c(v)]).collect();
+        let attrs = strings.chunks(2).map(|p| DAT_NAMED_ATTR { name: p[0].as_ptr(), value: p[1].as_ptr() }).collect();
+        NamedAttrs { attrs, _strings: strings }
+    }
+
+    pub fn as_slice(&self) -> &[DAT_NAMED_ATTR] {
+        &self.attrs
+    }
+}
+
+/// The provider-specific attributes an IA on `transport` at `ip` reports, named and valued as
+/// OpenFabrics' providers report them where programs read them: `dtest` runs its RDMA-read
+/// phases only when `DAT_IB_RDMA_READ` is `TRUE`, `dtestx` its atomics only where
+/// `DAT_IB_FETCH_AND_ADD` and `DAT_IB_CMP_AND_SWAP` are, `dtestsrq` sizes its messages by
+/// `DAT_IB_TRANSPORT_MTU`.
+fn provider_specific(transport: &dyn Transport, ip: std::net::Ipv4Addr) -> NamedAttrs {
+    let truth = |b: bool| if b { "TRUE" } else { "FALSE" }.to_string();
+    let mut pairs = transport.provider_specific(ip);
+    pairs.push(("DAT_IB_CONNECTIVITY_MODE", "DIRECT".into()));
+    pairs.push(("DAT_IB_RDMA_READ", truth(true)));
+    pairs.push(("DAT_EXTENSION_INTERFACE", truth(true)));
+    pairs.push(("DAT_IB_FETCH_AND_ADD", truth(transport.atomics())));
+    pairs.push(("DAT_IB_CMP_AND_SWAP", truth(transport.atomics())));
+    pairs.push(("DAT_IB_IMMED_DATA", truth(true)));
+    NamedAttrs::new(&pairs)
 }
 
 #[derive(Default)]
@@ -50,6 +93,7 @@ impl Ia {
             .ok_or(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE))?;
         Ok(Arc::new(Ia {
             entry,
+            provider_specific: provider_specific(&*transport, ip),
             transport,
             address: Box::new(transport::sys::sockaddr_in(std::net::SocketAddrV4::new(ip, 0))),
             async_evd: Mutex::new(None),

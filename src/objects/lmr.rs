@@ -19,8 +19,12 @@ pub const PRIV_LOCAL_READ: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_READ_FLA
 pub const PRIV_LOCAL_WRITE: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_WRITE_FLAG as u32;
 pub const PRIV_REMOTE_READ: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_REMOTE_READ_FLAG as u32;
 pub const PRIV_REMOTE_WRITE: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_REMOTE_WRITE_FLAG as u32;
+/// The IB extension's privilege: the peer's atomics may operate on the region.
+pub const PRIV_REMOTE_ATOMIC: u32 = dat_ib_mem_priv_flags::DAT_IB_MEM_PRIV_REMOTE_ATOMIC as u32;
 pub const PRIV_ALL: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
-pub const PRIV_REMOTE: u32 = PRIV_REMOTE_READ | PRIV_REMOTE_WRITE;
+/// Every privilege a registration may ask for.
+pub const PRIV_KNOWN: u32 = PRIV_ALL | PRIV_REMOTE_ATOMIC;
+pub const PRIV_REMOTE: u32 = PRIV_REMOTE_READ | PRIV_REMOTE_WRITE | PRIV_REMOTE_ATOMIC;
 
 pub struct Lmr {
     pub ia: Arc<Ia>,
@@ -238,7 +242,7 @@ impl Lmr {
     }
 
     /// An access a peer asks for through an EP of zone `pz`: bounds, `privilege`
-    /// (`PRIV_REMOTE_READ` or `PRIV_REMOTE_WRITE`) and zone.
+    /// (`PRIV_REMOTE_READ`, `PRIV_REMOTE_WRITE` or `PRIV_REMOTE_ATOMIC`) and zone.
     pub fn check_remote(&self, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<(), AccessError> {
         self.check(address, length, privilege & PRIV_REMOTE, pz)
     }

@@ -5,6 +5,7 @@ pub mod conn_qual;
 pub mod ep;
 pub mod ep_state;
 pub mod evd;
+pub mod extension;
 pub mod ia;
 pub mod limits;
 pub mod lmr;

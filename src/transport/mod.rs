@@ -72,6 +72,14 @@ pub trait Transport: Send + Sync {
     fn local_address(&self) -> Option<Ipv4Addr> {
         None
     }
+    /// The provider-specific attributes this transport's IAs at `ip` report beside those
+    /// every IA reports, named and formatted as OpenFabrics' providers report them (the device,
+    /// its MTU, the port).
+    fn provider_specific(&self, ip: Ipv4Addr) -> Vec<(&'static str, String)>;
+    /// Whether the IB extension's atomics (fetch-and-add, compare-and-swap) run on it.
+    fn atomics(&self) -> bool {
+        true
+    }
     /// Whether shared receive queues work on this transport.
     fn shared_receive_queues(&self) -> bool {
         true

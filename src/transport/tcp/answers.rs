@@ -33,6 +33,9 @@ pub enum Answer {
         address: u64,
         length: u32,
     },
+    /// The original value of the word the peer's atomic `seq` operated on, sent as the data
+    /// of a read.
+    AtomicResult { seq: u64, original: u64 },
     /// The request failed here with this completion status; the connection ends.
     Refuse {
         seq: u64,
@@ -265,6 +268,12 @@ impl Answers {
                     } else {
                         w.answer_now(&refusal(seq, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS), &[], None)?
                     }
+                }
+                Answer::AtomicResult { seq, original } => {
+                    let mut h = Header::new(Op::RdmaReadResponse);
+                    h.id = seq;
+                    h.payload_len = original.to_le_bytes().len() as u32;
+                    w.write_owned_now(&h, Box::new(original.to_le_bytes()))?
                 }
                 Answer::Refuse { seq, status } => w.answer_now(&refusal(seq, status), &[], None)?,
                 Answer::Kept(_) => unreachable!("held above"),

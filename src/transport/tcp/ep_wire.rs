@@ -24,6 +24,8 @@ pub struct EarlyMessage {
     /// The sender's sequence number: acknowledged when the message lands.
     pub seq: u64,
     pub data: Vec<u8>,
+    /// An RDMA write's immediate data and length, which the receive reports (no data then).
+    pub immediate: Option<(u32, u32)>,
 }
 
 impl EpWire {

@@ -13,25 +13,28 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use super::conn::{WriterGuard, Wrote};
-use super::wire::{Header, Op};
+use super::wire::Header;
 use crate::abi::DAT_LMR_TRIPLET;
 
 /// A request numbered and counted as outstanding, not yet written.
 pub struct HeldRequest {
     header: Header,
     fence: bool,
-    /// Where its payload is read from as it goes (none for an RDMA read request).
+    /// Its payload's bytes copied as it was posted (an atomic's operands).
+    copied: Vec<u8>,
+    /// Where the rest of its payload is read from as it goes (none for an RDMA read request).
     segments: Vec<DAT_LMR_TRIPLET>,
 }
 
 impl HeldRequest {
-    pub fn new(header: Header, fence: bool, segments: &[DAT_LMR_TRIPLET]) -> HeldRequest {
-        HeldRequest { header, fence, segments: segments.to_vec() }
+    pub fn new(header: Header, fence: bool, copied: &[u8], segments: &[DAT_LMR_TRIPLET]) -> HeldRequest {
+        HeldRequest { header, fence, copied: copied.to_vec(), segments: segments.to_vec() }
     }
 
     /// Its payload, copied now: the bytes the fenced reads brought.
     fn payload(&self) -> Box<[u8]> {
         let mut data = Vec::with_capacity(self.header.payload_len as usize);
+        data.extend_from_slice(&self.copied);
         for s in &self.segments {
             // SAFETY: checked against a live LMR with local read privilege when posted; the
             // consumer keeps the memory until the request completes, which it has not.
@@ -89,7 +92,7 @@ impl Held {
                 self.count.store(q.len(), Ordering::Release);
                 r
             };
-            if r.header.op == Op::RdmaReadRequest {
+            if r.header.op.answered_with_data() {
                 reads_in_flight.fetch_add(1, Ordering::AcqRel);
             }
             match w.write_owned_now(&r.header, r.payload())? {

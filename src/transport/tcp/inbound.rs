@@ -7,16 +7,18 @@
 //! reads after checking them against our registered regions, and completes our requests as
 //! their answers come back. Answers come back in request order, so completions are too.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::answers::Answer;
 use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
 use super::link::TcpLink;
-use super::wire::{flags, Header, Op, HEADER_LEN};
+use super::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN};
 use crate::abi::*;
 use super::ep_wire::{pop_request, EarlyMessage};
 use crate::objects::ep::{Ep, EpInner, Request};
 use crate::objects::evd::Evd;
+use crate::objects::extension::ATOMIC_LEN;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
 use crate::objects::srq::{PostedRecv, Segments};
@@ -67,6 +69,8 @@ enum Sink {
     Early { data: Vec<u8>, filled: usize },
     /// The data of one of our RDMA reads.
     Read { request: Request, targets: Segments, pz: Option<Arc<Pz>>, walk: Walk },
+    /// An atomic's operands (`filled` of them are in).
+    Operands { data: [u8; ATOMIC_OPERANDS as usize], filled: usize },
     /// Bytes to drop, then the end of the connection (the cause was answered already).
     Drop { then: Option<Stop> },
 }
@@ -196,6 +200,21 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
                 return Ok(Some(stop));
             }
         }
+        Op::Immediate => {
+            let Ok(length) = u32::try_from(h.remote_addr) else { return Ok(Some(Stop::Lost)) };
+            return Ok(immediate(ep, link, h.id, h.rkey, length, in_caller));
+        }
+        Op::FetchAdd | Op::CompareSwap => {
+            if h.payload_len != ATOMIC_OPERANDS {
+                return Ok(Some(Stop::Lost));
+            }
+            if inb.reader.buffered() >= ATOMIC_OPERANDS as usize {
+                let mut operands = [0u8; ATOMIC_OPERANDS as usize];
+                inb.reader.take_buffered(&mut operands);
+                return Ok(atomic(ep, link, &h, operands));
+            }
+            return Ok(start(inb, h, Sink::Operands { data: [0; ATOMIC_OPERANDS as usize], filled: 0 }));
+        }
         Op::RdmaReadResponse => {
             let Some((request, targets)) = pop_request(ep) else {
                 return Ok(Some(Stop::Lost));
@@ -295,6 +314,11 @@ fn feed(reader: &mut Reader, p: &mut Partial) -> Result<bool, ConnError> {
                 *filled += n;
                 Some(n)
             }
+            Sink::Operands { data, filled } => {
+                let n = reader.read_some(&mut data[*filled..], 0)?;
+                *filled += n;
+                Some(n)
+            }
             Sink::Receive { recv, pz, walk, .. } => Some(walk.fill(&recv.segments, p.left, Some(pz), reader)?),
             Sink::Read { targets, pz, walk, .. } => Some(walk.fill(targets, p.left, pz.as_ref(), reader)?),
             Sink::Drop { .. } => Some(reader.skip_some(p.left)?),
@@ -361,8 +385,14 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
     }
     match p.sink {
         Sink::Memory { at, region, last } => {
+            // A write whose immediate follows is acknowledged with it.
+            let acknowledge = |in_caller| {
+                if h.flags & flags::IMMEDIATE == 0 {
+                    link.acknowledge(h.id, in_caller)
+                }
+            };
             let Some(byte) = last else {
-                link.acknowledge(h.id, in_caller); // a write of nothing
+                acknowledge(in_caller); // a write of nothing
                 return None;
             };
             let gate = region.as_ref().map(|r| r.access());
@@ -371,7 +401,7 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
                 refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
                 return Some(Stop::Broken);
             }
-            link.acknowledge(h.id, in_caller);
+            acknowledge(in_caller);
             // The bytes before it are stored first (a poller that sees it sees them).
             std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
             // SAFETY: the frame's last byte, inside the region checked when the frame began
@@ -393,9 +423,10 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
             }
         },
         Sink::Early { data, .. } => {
-            keep(ep, link, h.id, data);
+            keep(ep, link, EarlyMessage { seq: h.id, data, immediate: None });
             None
         }
+        Sink::Operands { data, .. } => atomic(ep, link, &h, data),
         Sink::Read { request, walk, .. } => match walk.failed {
             None => {
                 ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_SUCCESS, request.length);
@@ -548,11 +579,11 @@ fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
 
 /// A message that arrived before a receive: kept (its bytes were counted as it began), and
 /// the sender hears of it only once it lands.
-fn keep(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: Vec<u8>) {
-    link.answer(Answer::Kept(seq));
+fn keep(ep: &Arc<Ep>, link: &TcpLink, message: EarlyMessage) {
+    link.answer(Answer::Kept(message.seq));
     let srq = {
         let mut inner = ep.inner.lock();
-        inner.wire.tcp.unexpected.push_back(EarlyMessage { seq, data });
+        inner.wire.tcp.unexpected.push_back(message);
         inner.srq.as_ref().map(|s| s.arc().clone())
     };
     if let Some(srq) = srq {
@@ -578,8 +609,14 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
         let status = place(&recv.segments, &message.data, &pz);
         // The sender hears first: a consumer that answers the message must not overtake it.
         link.landed(message.seq, status);
-        let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS { message.data.len() as u32 } else { 0 };
-        ep.complete_recv_on(inner.recv_evd.as_deref(), recv.cookie, status, len);
+        let evd = inner.recv_evd.as_deref();
+        match message.immediate {
+            Some((data, length)) => ep.complete_immediate_on(evd, recv.cookie, status, length, data),
+            None => {
+                let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS { message.data.len() as u32 } else { 0 };
+                ep.complete_recv_on(evd, recv.cookie, status, len);
+            }
+        }
     }
 }
 
@@ -617,6 +654,58 @@ fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) -> dat_dto_
 /// How many bytes a receive's segments hold.
 fn room(segments: &[DAT_LMR_TRIPLET]) -> u64 {
     segments.iter().map(|s| u64::from(s.segment_length)).sum()
+}
+
+/// The immediate data of the peer's RDMA write `seq` of `length` bytes (landed already): the
+/// next posted receive reports it, and the write is acknowledged; with no receive posted (or
+/// messages waiting for one before it), it is kept as a message is.
+fn immediate(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: u32, length: u32, in_caller: bool) -> Option<Stop> {
+    let mut inner = ep.inner.lock();
+    let recv = if inner.wire.tcp.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+    if let Some(recv) = recv {
+        link.acknowledge(seq, in_caller);
+        let success = dat_dto_completion_status::DAT_DTO_SUCCESS;
+        ep.complete_immediate_on(inner.recv_evd.as_deref(), recv.cookie, success, length, data);
+        return None;
+    }
+    drop(inner);
+    keep(ep, link, EarlyMessage { seq, data: Vec::new(), immediate: Some((data, length)) });
+    None
+}
+
+/// The peer's atomic (`FetchAdd` or `CompareSwap`, with its two operands), carried out on our
+/// word atomically (concurrent atomics of any connection on it never lose an update), its
+/// original value sent back as a read's data. A word the EP may not reach this way ends the
+/// connection: a bad key, bounds, zone or privilege as an access error, a word not aligned to
+/// 8 bytes as an invalid request (as a verbs responder answers them).
+fn atomic(ep: &Arc<Ep>, link: &TcpLink, h: &Header, operands: [u8; ATOMIC_OPERANDS as usize]) -> Option<Stop> {
+    let [first, second] = [0, 8].map(|at| u64::from_le_bytes(operands[at..at + 8].try_into().expect("8 bytes")));
+    let access_error = dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS;
+    let region = Lmr::lookup_rmr_context(h.rkey).filter(|lmr| {
+        ep.pz().is_some_and(|pz| lmr.check_remote(h.remote_addr, u64::from(ATOMIC_LEN), lmr::PRIV_REMOTE_ATOMIC, &pz).is_ok())
+    });
+    let status = match &region {
+        None => access_error,
+        Some(_) if h.remote_addr % u64::from(ATOMIC_LEN) != 0 => dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+        Some(lmr) => match lmr.access() {
+            None => access_error, // freed meanwhile
+            Some(_registered) => {
+                // SAFETY: an aligned 64-bit word inside a region the consumer registered with
+                // remote atomic privilege in the EP's zone, registered still (its gate is
+                // held); others reach it only by atomics (a peer's, through any connection)
+                // or by the consumer, as with an RDMA device.
+                let word = unsafe { AtomicU64::from_ptr(h.remote_addr as *mut u64) };
+                let original = match h.op {
+                    Op::CompareSwap => word.compare_exchange(first, second, Ordering::SeqCst, Ordering::SeqCst).unwrap_or_else(|v| v),
+                    _ => word.fetch_add(first, Ordering::SeqCst),
+                };
+                link.answer(Answer::AtomicResult { seq: h.id, original });
+                return None;
+            }
+        },
+    };
+    refuse(link, h.id, status);
+    Some(Stop::Broken)
 }
 
 /// The region a peer's RDMA names, if the access is allowed: its key, bounds, privilege and

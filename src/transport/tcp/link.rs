@@ -29,11 +29,12 @@ use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
 use super::conn::{ConnError, Reader, Writer, MAX_PARTS};
 use super::held::{Held, HeldRequest};
 use super::inbound::{self, Inbound, Stop};
-use super::wire::{flags, Header, Op};
+use super::wire::{flags, Header, Op, ATOMIC_OPERANDS};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use super::wire_limits;
 use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request};
+use crate::objects::extension::Extended;
 use crate::objects::srq::Segments;
 use crate::transport::engine::{self, Engine, Source, Token};
 use crate::transport::lease::{self, Lent};
@@ -845,11 +846,25 @@ impl Link for TcpLink {
         if total > u64::from(wire_limits().max_message) {
             return Err(DatError::invalid_arg(3));
         }
-        let op = match out.operation {
-            dat_dtos::DAT_DTO_RDMA_WRITE => Op::RdmaWrite,
-            dat_dtos::DAT_DTO_RDMA_READ => Op::RdmaReadRequest,
+        let op = match (out.extended, out.operation) {
+            (Some(Extended::FetchAdd(_)), _) => Op::FetchAdd,
+            (Some(Extended::CompareSwap { .. }), _) => Op::CompareSwap,
+            (_, dat_dtos::DAT_DTO_RDMA_WRITE) => Op::RdmaWrite,
+            (_, dat_dtos::DAT_DTO_RDMA_READ) => Op::RdmaReadRequest,
             _ => Op::Send,
         };
+        // An atomic's payload is its operands; its segments are where the answer lands.
+        let operands = match out.extended {
+            Some(Extended::FetchAdd(add)) => Some((add, 0)),
+            Some(Extended::CompareSwap { compare, swap }) => Some((compare, swap)),
+            _ => None,
+        }
+        .map(|(a, b)| {
+            let mut bytes = [0u8; ATOMIC_OPERANDS as usize];
+            bytes[..8].copy_from_slice(&a.to_le_bytes());
+            bytes[8..].copy_from_slice(&b.to_le_bytes());
+            bytes
+        });
         // The writer is taken before the EP as a rule; the EP's lock the caller holds is kept
         // when the writer is free at once (the usual post), else let go and taken again.
         let mut inner = inner;
@@ -878,16 +893,29 @@ impl Link for TcpLink {
             operation: out.operation,
             length: total as u32,
             signalled: out.signalled,
+            extended: out.extended,
         });
         // The only request in flight: a ping-pong's, not a stream's (see the yield below).
         let alone_in_flight = inner.outstanding.len() == 1;
-        if op == Op::RdmaReadRequest {
+        if op.answered_with_data() {
             inner.wire.tcp.read_targets.push_back(Segments::from_slice(out.segments));
         }
         drop(inner);
         let mut h = Header::new(op);
         h.id = seq;
-        h.payload_len = total as u32;
+        h.payload_len = if operands.is_some() { ATOMIC_OPERANDS } else { total as u32 };
+        // A write with immediate data: the immediate follows it, in the same system call.
+        let immediate = match out.extended {
+            Some(Extended::WriteImmediate(data)) => {
+                h.flags |= flags::IMMEDIATE;
+                let mut i = Header::new(Op::Immediate);
+                i.id = seq;
+                i.rkey = data;
+                i.remote_addr = total;
+                Some(i)
+            }
+            _ => None,
+        };
         if out.solicited {
             h.flags |= flags::SOLICITED;
         }
@@ -895,18 +923,23 @@ impl Link for TcpLink {
             h.rkey = r.rmr_context;
             h.remote_addr = r.virtual_address;
         }
-        // An RDMA read request carries no payload: its segments are where the answer lands.
-        let payload = if op == Op::RdmaReadRequest { &[][..] } else { out.segments };
+        // A request answered with data carries none of its segments: they are where the
+        // answer lands.
+        let payload = if op.answered_with_data() { &[][..] } else { out.segments };
+        let copied = operands.as_ref().map_or(&[][..], |o| &o[..]);
         // Fenced behind reads in flight, or behind a request that is: it waits (see `held`).
         if self.held.any() || (out.fence && self.reads_in_flight.load(Ordering::Acquire) != 0) {
-            self.held.push(HeldRequest::new(h, out.fence, payload));
+            self.held.push(HeldRequest::new(h, out.fence, copied, payload));
+            if let Some(i) = immediate {
+                self.held.push(HeldRequest::new(i, false, &[], &[]));
+            }
             drop(w);
             // The reads may have landed meanwhile (against `read_landed`).
             fence(Ordering::SeqCst);
             self.flush_answers();
             return Ok(Posted::Queued);
         }
-        if op == Op::RdmaReadRequest {
+        if op.answered_with_data() {
             self.reads_in_flight.fetch_add(1, Ordering::AcqRel);
         }
         let parts = payload.iter().map(|s| {
@@ -914,6 +947,9 @@ impl Link for TcpLink {
             // the consumer keeps the memory until the DTO completes.
             unsafe { std::slice::from_raw_parts(s.virtual_address as *const u8, s.segment_length as usize) }
         });
+        // After the payload: the immediate's frame, whole.
+        let immediate = immediate.map(|i| i.encode());
+        let parts = std::iter::once(copied).chain(parts).chain(immediate.as_ref().map(|i| &i[..]));
         // Waiting acknowledgements (and only those: answers keep their order) go out with the
         // request: inside a send's header, else as a frame ahead of it in the same system call.
         let mut ack = None;

@@ -40,6 +40,16 @@ impl Transport for Tcp {
     fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
         link::connect(ep, remote, conn_qual, private_data, timeout)
     }
+
+    /// The network interface the IA's address is on, and its MTU (what a program that sizes
+    /// its messages by the transport's MTU should use).
+    fn provider_specific(&self, ip: Ipv4Addr) -> Vec<(&'static str, String)> {
+        let Some(netdev) = crate::registry::builtin::interface_of(ip) else { return Vec::new() };
+        let mtu = std::fs::read_to_string(format!("/sys/class/net/{netdev}/mtu")).ok();
+        let mut attrs = vec![("DAT_IB_DEVICE_NAME", netdev)];
+        attrs.extend(mtu.map(|m| ("DAT_IB_TRANSPORT_MTU", m.trim().to_string())));
+        attrs
+    }
 }
 
 impl Listening for cm::Listener {

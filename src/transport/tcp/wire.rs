@@ -6,8 +6,11 @@
 //! request carries none: its `payload_len` is the length asked for.
 
 pub const MAGIC: u16 = 0xDA7A;
-/// Version 2: a send may carry an acknowledgement (`flags::ACK`).
-pub const VERSION: u8 = 2;
+/// Version 2: a send may carry an acknowledgement (`flags::ACK`). Version 3: the IB
+/// extension's operations (`Immediate`, `FetchAdd`, `CompareSwap`).
+pub const VERSION: u8 = 3;
+/// The payload of an atomic: its two operands (the value to add, or to compare and to swap).
+pub const ATOMIC_OPERANDS: u32 = 16;
 pub const HEADER_LEN: usize = 32;
 
 /// What a frame asks of its receiver.
@@ -37,6 +40,22 @@ pub enum Op {
     Disconnect = 10,
     /// Every request up to and including `id` has been carried out by the receiver.
     Ack = 11,
+    /// Follows the `RdmaWrite` of request `id` (flagged `IMMEDIATE`): the write's immediate
+    /// data (`rkey`) and length (`remote_addr`), for the receiver's next posted receive.
+    Immediate = 12,
+    /// Add the payload's first 8 bytes to the 64-bit word at `remote_addr` in `rkey`, and send
+    /// back its original value as the data of read `id`.
+    FetchAdd = 13,
+    /// Store the payload's second 8 bytes in the 64-bit word at `remote_addr` in `rkey` when it
+    /// holds the first 8; send back its original value as the data of read `id`.
+    CompareSwap = 14,
+}
+
+impl Op {
+    /// A request the peer answers with data (an RDMA read's, an atomic's original word).
+    pub fn answered_with_data(self) -> bool {
+        matches!(self, Op::RdmaReadRequest | Op::FetchAdd | Op::CompareSwap)
+    }
 }
 
 impl TryFrom<u8> for Op {
@@ -54,6 +73,9 @@ impl TryFrom<u8> for Op {
             9 => Op::RemoteAccessError,
             10 => Op::Disconnect,
             11 => Op::Ack,
+            12 => Op::Immediate,
+            13 => Op::FetchAdd,
+            14 => Op::CompareSwap,
             _ => return Err(WireError::UnknownOp(v)),
         })
     }
@@ -66,6 +88,8 @@ pub mod flags {
     /// A send whose `remote_addr` (unused by sends) acknowledges every request of the
     /// receiver's up to it, as an `Ack` frame would: a ping-pong's reply carries it.
     pub const ACK: u16 = 0x2;
+    /// An RDMA write whose `Immediate` follows: the receiver acknowledges it with that.
+    pub const IMMEDIATE: u16 = 0x4;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,7 +158,11 @@ impl Header {
         }
         let op = Op::try_from(b[3])?;
         let flags = le16(4);
-        let allowed = if op == Op::Send { flags::SOLICITED | flags::ACK } else { flags::SOLICITED };
+        let allowed = match op {
+            Op::Send => flags::SOLICITED | flags::ACK,
+            Op::RdmaWrite => flags::SOLICITED | flags::IMMEDIATE,
+            _ => flags::SOLICITED,
+        };
         if flags & !allowed != 0 || le16(6) != 0 {
             return Err(WireError::BadFlags(flags));
         }
@@ -143,7 +171,8 @@ impl Header {
             Op::ConnectRequest | Op::Accept | Op::Reject => limits.max_private_data,
             // A read request carries no payload: its payload_len is the length asked for.
             Op::Send | Op::RdmaWrite | Op::RdmaReadResponse | Op::RdmaReadRequest => limits.max_message,
-            Op::Ready | Op::RemoteAccessError | Op::Disconnect | Op::Ack => 0,
+            Op::FetchAdd | Op::CompareSwap => ATOMIC_OPERANDS,
+            Op::Ready | Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate => 0,
         };
         if payload_len > max {
             return Err(WireError::TooLong { op, len: payload_len });
@@ -199,7 +228,7 @@ mod tests {
         h.flags = flags::ACK | flags::SOLICITED;
         h.remote_addr = 7;
         assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
-        for op in [Op::RdmaWrite, Op::RdmaReadRequest, Op::RdmaReadResponse, Op::Ack, Op::Disconnect] {
+        for op in [Op::RdmaWrite, Op::RdmaReadRequest, Op::RdmaReadResponse, Op::Ack, Op::Disconnect, Op::FetchAdd] {
             let mut h = Header::new(op);
             h.flags = flags::ACK;
             assert_eq!(Header::decode(&h.encode(), LIMITS), Err(WireError::BadFlags(flags::ACK)));
@@ -219,6 +248,22 @@ mod tests {
         let mut h = Header::new(Op::Ack);
         h.payload_len = 1;
         assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        let mut h = Header::new(Op::CompareSwap);
+        h.payload_len = ATOMIC_OPERANDS + 1;
+        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        let mut h = Header::new(Op::Immediate);
+        h.payload_len = 1;
+        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+    }
+
+    #[test]
+    fn only_a_write_announces_an_immediate() {
+        let mut h = Header::new(Op::RdmaWrite);
+        h.flags = flags::IMMEDIATE;
+        assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
+        let mut h = Header::new(Op::Send);
+        h.flags = flags::IMMEDIATE;
+        assert_eq!(Header::decode(&h.encode(), LIMITS), Err(WireError::BadFlags(flags::IMMEDIATE)));
     }
 
     #[test]

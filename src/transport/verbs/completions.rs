@@ -195,7 +195,14 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
         let mut inner = ep.inner.lock();
         if let Some(r) = inner.recvs.pop_front() {
             let len = if ok { wc.byte_len } else { 0 };
-            ep.complete_recv_on(inner.recv_evd.as_deref(), r.cookie, st, len);
+            let evd = inner.recv_evd.as_deref();
+            if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
+                // SAFETY: a write with immediate data completes with the immediate.
+                let data = unsafe { wc.imm_data_invalidated_rkey_union.imm_data };
+                ep.complete_immediate_on(evd, r.cookie, st, len, data);
+            } else {
+                ep.complete_recv_on(evd, r.cookie, st, len);
+            }
         }
     } else {
         let mut inner = ep.inner.lock();
@@ -204,6 +211,7 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
             if st == dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {
                 conn.request_flushed();
             }
+            // A read's (and an atomic's) length is what landed.
             let len = match (ok, r.operation) {
                 (false, _) => 0,
                 (true, dat_dtos::DAT_DTO_RDMA_READ) => wc.byte_len,

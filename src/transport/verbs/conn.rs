@@ -23,6 +23,7 @@ use super::transport::Verbs;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request as Outstanding};
+use crate::objects::extension::Extended;
 use crate::objects::evd::Evd;
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys::{self, debug};
@@ -420,13 +421,21 @@ impl Link for Conn {
         }
         let (list, n) = sges(out.segments)?;
         let total: u64 = out.segments.iter().map(|s| s.segment_length as u64).sum();
-        let op = match (out.operation, out.remote) {
-            (dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write { remote_address: r.virtual_address, rkey: r.rmr_context },
-            (dat_dtos::DAT_DTO_RDMA_READ, Some(r)) => SendOp::Read { remote_address: r.virtual_address, rkey: r.rmr_context },
+        let op = match (out.extended, out.operation, out.remote) {
+            (Some(x), _, Some(r)) => {
+                let (remote_address, rkey) = (r.virtual_address, r.rmr_context);
+                match x {
+                    Extended::WriteImmediate(data) => SendOp::WriteImmediate { remote_address, rkey, data },
+                    Extended::FetchAdd(add) => SendOp::FetchAdd { remote_address, rkey, add },
+                    Extended::CompareSwap { compare, swap } => SendOp::CompareSwap { remote_address, rkey, compare, swap },
+                }
+            }
+            (_, dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write { remote_address: r.virtual_address, rkey: r.rmr_context },
+            (_, dat_dtos::DAT_DTO_RDMA_READ, Some(r)) => SendOp::Read { remote_address: r.virtual_address, rkey: r.rmr_context },
             _ => SendOp::Send,
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, signalled: out.signalled });
+        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, signalled: out.signalled, extended: out.extended });
         // Every request is signalled to the CQ (a suppressed success is dropped as it is
         // reported): so each completion names the oldest request, and flushes find theirs.
         let flags = SendFlags { signalled: true, solicited: out.solicited, fence: out.fence };

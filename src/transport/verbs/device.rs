@@ -59,6 +59,34 @@ impl Device {
         self.bound.verbs()
     }
 
+    /// What OpenFabrics' providers report of the device and the IA's port as provider-specific
+    /// attributes, formatted as they format them.
+    pub fn provider_specific(&self) -> Vec<(&'static str, String)> {
+        let mut attrs = vec![("DAT_IB_DEVICE_NAME", self.name())];
+        let guid = u64::from_be(self.attr.node_guid).to_be_bytes();
+        let groups = |bytes: &[u8]| bytes.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":");
+        attrs.push(("DAT_IB_NODE_GUID", groups(&guid)));
+        // SAFETY: the bound id is live; rdma-cm set its port as it bound.
+        let number = unsafe { (*self.bound.raw()).port_num };
+        // SAFETY: plain data, all-zero valid; filled by the queries.
+        let mut port: ibv::ibv_port_attr = unsafe { std::mem::zeroed() };
+        let mut gid: ibv::ibv_gid = unsafe { std::mem::zeroed() };
+        // SAFETY: the context is open, `number` its port, the out-structures ours.
+        if unsafe { ibv::ibv_query_gid(self.context(), number, 0, &mut gid) } == 0 {
+            // SAFETY: every bit pattern of the union is a valid byte array.
+            attrs.push(("DAT_IB_GID", groups(&unsafe { gid.raw })));
+        }
+        // SAFETY: as above.
+        if unsafe { ibv::ibv_query_port(self.context(), number, &mut port) } == 0 {
+            // IBV_MTU_256 is 1, each next one doubles.
+            attrs.push(("DAT_IB_TRANSPORT_MTU", (128u32 << (port.active_mtu as u32).clamp(1, 5)).to_string()));
+            let state = if port.state == ibv::ibv_port_state::IBV_PORT_ACTIVE { "ACTIVE" } else { "DOWN" };
+            attrs.push(("DAT_IB_PORT_STATUS", state.to_string()));
+        }
+        attrs.push(("DAT_IB_PORT_NUMBER", number.to_string()));
+        attrs
+    }
+
     /// The device's name (`rxe0`, `mlx5_0`).
     pub fn name(&self) -> String {
         // SAFETY: the context is open; its device and name live as long.
@@ -122,6 +150,7 @@ pub mod access {
     pub const LOCAL_WRITE: u32 = ibv::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0;
     pub const REMOTE_WRITE: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0;
     pub const REMOTE_READ: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
+    pub const REMOTE_ATOMIC: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
 }
 
 impl Mr {

@@ -28,6 +28,12 @@ pub enum SendOp {
     Send,
     Write { remote_address: u64, rkey: u32 },
     Read { remote_address: u64, rkey: u32 },
+    /// An RDMA write whose immediate data (as the consumer gave it: OpenFabrics passes it
+    /// through unswapped) the peer's receive reports.
+    WriteImmediate { remote_address: u64, rkey: u32, data: u32 },
+    /// The atomics: the original word lands in the local segment.
+    FetchAdd { remote_address: u64, rkey: u32, add: u64 },
+    CompareSwap { remote_address: u64, rkey: u32, compare: u64, swap: u64 },
 }
 
 /// Flags of a send-queue request.
@@ -164,10 +170,24 @@ impl Qp {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_RDMA_READ;
                 wr.wr.rdma = ibv::rdma_t { remote_addr: remote_address, rkey };
             }
+            SendOp::WriteImmediate { remote_address, rkey, data } => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM;
+                wr.wr.rdma = ibv::rdma_t { remote_addr: remote_address, rkey };
+                wr.imm_data_invalidated_rkey_union.imm_data = data;
+            }
+            SendOp::FetchAdd { remote_address, rkey, add } => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD;
+                wr.wr.atomic = ibv::atomic_t { remote_addr: remote_address, compare_add: add, swap: 0, rkey };
+            }
+            SendOp::CompareSwap { remote_address, rkey, compare, swap } => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP;
+                wr.wr.atomic = ibv::atomic_t { remote_addr: remote_address, compare_add: compare, swap, rkey };
+            }
         }
         // Small sends and writes go inline: the device copies them at the post, and the
-        // region need not be read later.
-        if !matches!(op, SendOp::Read { .. }) && total <= u64::from(self.max_inline) && total > 0 {
+        // region need not be read later (what lands locally cannot).
+        let lands_locally = matches!(op, SendOp::Read { .. } | SendOp::FetchAdd { .. } | SendOp::CompareSwap { .. });
+        if !lands_locally && total <= u64::from(self.max_inline) && total > 0 {
             send_flags |= ibv::ibv_send_flags::IBV_SEND_INLINE.0;
         }
         wr.send_flags = send_flags;

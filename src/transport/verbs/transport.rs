@@ -105,6 +105,14 @@ impl Transport for Verbs {
         })
     }
 
+    fn provider_specific(&self, _ip: Ipv4Addr) -> Vec<(&'static str, String)> {
+        self.device.provider_specific()
+    }
+
+    fn atomics(&self) -> bool {
+        self.device.attr.atomic_cap != rdma_mummy_sys::ibv_atomic_cap::IBV_ATOMIC_NONE
+    }
+
     fn protection_domain(&self) -> DatResult<Option<Resource>> {
         let pd = Pd::new(&self.device).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_PROTECTION_DOMAIN))?;
         Ok(Some(pd))
@@ -120,6 +128,9 @@ impl Transport for Verbs {
         }
         if privileges & lmr::PRIV_REMOTE_READ != 0 {
             flags |= access::REMOTE_READ;
+        }
+        if privileges & lmr::PRIV_REMOTE_ATOMIC != 0 {
+            flags |= access::REMOTE_ATOMIC;
         }
         let mr = Mr::register(&pd, address, length, flags).map_err(|e| {
             if debug() {
