@@ -211,7 +211,7 @@ fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
     p.rmr_scope_supported = dat_rmr_scope::DAT_RMR_SCOPE_EP as DAT_RMR_SCOPE;
     p.is_signal_safe = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
     p.ha_supported = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
-    let named = ia.provider_specific.as_slice();
+    let named = ia.provider_specific();
     p.num_provider_specific_attr = named.len() as DAT_COUNT;
     p.provider_specific_attr = named.as_ptr() as *mut DAT_NAMED_ATTR;
     p

@@ -1,7 +1,7 @@
 //! The Interface Adapter: one open instance of a registered IA. It owns every object created
 //! under it (so an abrupt close can free them) and its address.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
@@ -26,8 +26,9 @@ pub struct Ia {
     handle: std::sync::atomic::AtomicUsize,
     /// Handles of the objects created under this IA, in creation order.
     children: Mutex<Children>,
-    /// The provider-specific attributes `dat_ia_query` reports.
-    pub provider_specific: NamedAttrs,
+    /// The provider-specific attributes `dat_ia_query` reports, found at its first call (they
+    /// ask the interface or the device, which an IA that is never queried need not do).
+    provider_specific: OnceLock<NamedAttrs>,
 }
 
 /// Named attributes as C sees them, and the strings they point to, kept as long as the IA.
@@ -93,7 +94,7 @@ impl Ia {
             .ok_or(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE))?;
         Ok(Arc::new(Ia {
             entry,
-            provider_specific: provider_specific(&*transport, ip),
+            provider_specific: OnceLock::new(),
             transport,
             address: Box::new(transport::sys::sockaddr_in(std::net::SocketAddrV4::new(ip, 0))),
             async_evd: Mutex::new(None),
@@ -111,6 +112,11 @@ impl Ia {
 
     pub fn handle(&self) -> DAT_IA_HANDLE {
         self.handle.load(std::sync::atomic::Ordering::Acquire) as DAT_IA_HANDLE
+    }
+
+    /// The provider-specific attributes the IA reports.
+    pub fn provider_specific(&self) -> &[DAT_NAMED_ATTR] {
+        self.provider_specific.get_or_init(|| provider_specific(&*self.transport, self.ipv4())).as_slice()
     }
 
     pub fn ipv4(&self) -> std::net::Ipv4Addr {

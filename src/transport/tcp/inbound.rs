@@ -494,7 +494,7 @@ fn deliver_buffered(
     }
     // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of this EP
     // waits for one (a message must not overtake those); else it waits too.
-    let recv = if inner.wire.tcp.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+    let recv = receive_in_order(&mut inner);
     let Some(recv) = recv else {
         // No receive yet: the message is kept (its acknowledgement is settled).
         return None;
@@ -546,7 +546,7 @@ fn deliver_buffered(
 fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
     let len = h.payload_len as usize;
     let mut inner = ep.inner.lock();
-    let recv = if inner.wire.tcp.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+    let recv = receive_in_order(&mut inner);
     match recv {
         Some(recv) => {
             let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone());
@@ -620,6 +620,16 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
     }
 }
 
+/// The receive an arriving message (or immediate) lands in, when no earlier one of this EP
+/// waits for one: it must not overtake those.
+fn receive_in_order(inner: &mut EpInner) -> Option<PostedRecv> {
+    if inner.wire.tcp.unexpected.is_empty() {
+        next_receive(inner)
+    } else {
+        None
+    }
+}
+
 /// The next receive a message of this EP lands in: its SRQ's, or its own.
 fn next_receive(inner: &mut EpInner) -> Option<PostedRecv> {
     match &inner.srq {
@@ -661,7 +671,7 @@ fn room(segments: &[DAT_LMR_TRIPLET]) -> u64 {
 /// messages waiting for one before it), it is kept as a message is.
 fn immediate(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: u32, length: u32, in_caller: bool) -> Option<Stop> {
     let mut inner = ep.inner.lock();
-    let recv = if inner.wire.tcp.unexpected.is_empty() { next_receive(&mut inner) } else { None };
+    let recv = receive_in_order(&mut inner);
     if let Some(recv) = recv {
         link.acknowledge(seq, in_caller);
         let success = dat_dto_completion_status::DAT_DTO_SUCCESS;
@@ -681,12 +691,10 @@ fn immediate(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: u32, length: u32, in_
 fn atomic(ep: &Arc<Ep>, link: &TcpLink, h: &Header, operands: [u8; ATOMIC_OPERANDS as usize]) -> Option<Stop> {
     let [first, second] = [0, 8].map(|at| u64::from_le_bytes(operands[at..at + 8].try_into().expect("8 bytes")));
     let access_error = dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS;
-    let region = Lmr::lookup_rmr_context(h.rkey).filter(|lmr| {
-        ep.pz().is_some_and(|pz| lmr.check_remote(h.remote_addr, u64::from(ATOMIC_LEN), lmr::PRIV_REMOTE_ATOMIC, &pz).is_ok())
-    });
+    let region = permitted_region(ep, h.rkey, h.remote_addr, ATOMIC_LEN, lmr::PRIV_REMOTE_ATOMIC);
     let status = match &region {
         None => access_error,
-        Some(_) if h.remote_addr % u64::from(ATOMIC_LEN) != 0 => dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+        Some(_) if !h.remote_addr.is_multiple_of(u64::from(ATOMIC_LEN)) => dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
         Some(lmr) => match lmr.access() {
             None => access_error, // freed meanwhile
             Some(_registered) => {
@@ -714,8 +722,15 @@ fn remote_access(ep: &Arc<Ep>, h: &Header, privilege: u32) -> Option<(Option<Arc
     if h.payload_len == 0 {
         return Some((None, h.remote_addr));
     }
-    let lmr = Lmr::lookup_rmr_context(h.rkey)?;
-    let pz = ep.pz()?;
-    lmr.check_remote(h.remote_addr, u64::from(h.payload_len), privilege, &pz).ok()?;
+    let lmr = permitted_region(ep, h.rkey, h.remote_addr, h.payload_len, privilege)?;
     Some((Some(lmr), h.remote_addr))
+}
+
+/// The live region `rkey` names, if `length` bytes at `address` in it may be reached with
+/// `privilege` through our EP (its key, bounds, privilege and the EP's protection zone).
+fn permitted_region(ep: &Ep, rkey: u32, address: u64, length: u32, privilege: u32) -> Option<Arc<Lmr>> {
+    let lmr = Lmr::lookup_rmr_context(rkey)?;
+    let pz = ep.pz()?;
+    lmr.check_remote(address, u64::from(length), privilege, &pz).ok()?;
+    Some(lmr)
 }
