@@ -11,9 +11,10 @@ listening() {  # port: whether a socket listens on it (/proc/net/tcp, state 0A)
 wait_ready() {  # log file, pattern, pid [, port]: until the server says it is ready and, when
     # a port is given, listens on it (dtest and dtestcm print their ready line before they
     # listen on their side channel, port 15828: a client started on the line alone may find
-    # nobody there); or until the server dies
+    # nobody there); or until the server dies. An empty pattern waits for the port alone
+    # (dtestx's output reaches its log only as it exits: stdout to a file is block-buffered)
     for _ in $(seq 400); do
-        if grep -q "$2" "$1" 2>/dev/null && { [ -z "${4:-}" ] || listening "$4"; }; then
+        if { [ -z "$2" ] || grep -q "$2" "$1" 2>/dev/null; } && { [ -z "${4:-}" ] || listening "$4"; }; then
             return 0
         fi
         kill -0 "$3" 2>/dev/null || return 1

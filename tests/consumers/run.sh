@@ -37,7 +37,7 @@ for mode in path preload; do
         "/usr/bin/dtestcm -P $ia -s -c 500" "/usr/bin/dtestcm -P $ia -h 127.0.0.1 -c 500" 15828
     pair "dtestcm 200 connections, wait" $mode "Server ready" \
         "/usr/bin/dtestcm -P $ia -s -c 200 -w" "/usr/bin/dtestcm -P $ia -h 127.0.0.1 -c 200 -w" 15828
-    pair "dtestx (write with immediate data, compare-and-swap, fetch-and-add)" $mode "waiting to snd addr" \
+    pair "dtestx (write with immediate data, compare-and-swap, fetch-and-add)" $mode "" \
         "/usr/bin/dtestx -P $ia -s" "/usr/bin/dtestx -P $ia -c -h 127.0.0.1" 15828
     dapltest_against_server dapltest $mode /usr/bin/dapltest $ia \
         "-T T -i 500 client SR 4096 2 server SR 4096 2" \
