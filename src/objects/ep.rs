@@ -391,14 +391,21 @@ impl Ep {
     /// A connection (or an attempt at one) is over: DISCONNECTED, every posted DTO flushed,
     /// and the event: `failure` for a pending attempt, else DISCONNECTED when orderly and
     /// BROKEN when not.
+    ///
+    /// An EP of an SRQ whose connection was up also posts `DAT_ASYNC_ERROR_EP_BROKEN` to its
+    /// IA's async EVD, after the connection event: OpenFabrics reports the QP's "last work
+    /// request reached" so, and programs (`dtestsrq`) wait for it before freeing the EP.
     pub fn ended(&self, end: End, failure: dat_event_number, private_data: &[u8]) {
-        let (event, gone) = {
+        let (event, gone, last_of_srq) = {
             let mut inner = self.inner.lock();
             let pending = matches!(
                 inner.state,
                 dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING
                     | dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING
             );
+            // The link is there until the first end of an established connection (an abrupt
+            // disconnect has made the EP DISCONNECTED already).
+            let last_of_srq = !pending && inner.link.is_some() && inner.srq.is_some() && !inner.released;
             let event = if pending {
                 failure
             } else if end == End::Orderly || inner.closing {
@@ -408,13 +415,18 @@ impl Ep {
             };
             inner.state = dat_ep_state::DAT_EP_STATE_DISCONNECTED;
             let gone = inner.link.take().map(|link| (link, dto_evds(&inner)));
-            (event, gone)
+            (event, gone, last_of_srq)
         };
         if let Some((link, evds)) = gone {
             detach(&link, &evds);
         }
         self.flush_all();
         self.connection_event(event, private_data);
+        if last_of_srq {
+            if let Some(evd) = self.ia.async_evd_object() {
+                evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN, self.handle());
+            }
+        }
     }
 
     /// Reports a finished request: errors always, success only when signalled.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian's unmodified dapl2-utils binaries run end to end on our library over TCP on loopback:
-# dtest in its modes, dtestcm with hundreds of connections, dtestx's IB extensions, dapltest
+# dtest in its modes, dtestcm with hundreds of connections, dtestx's IB extensions, dtestsrq's shared receive queue, dapltest
 # transaction and performance tests. Half the runs load us by LD_LIBRARY_PATH with no dat.conf at all (the
 # built-in tcp-lo), half by LD_PRELOAD with a dat.conf naming the TCP transport.
 # Servers are started first and awaited (their ready line, or their port listening), never
@@ -39,6 +39,10 @@ for mode in path preload; do
         "/usr/bin/dtestcm -P $ia -s -c 200 -w" "/usr/bin/dtestcm -P $ia -h 127.0.0.1 -c 200 -w" 15828
     pair "dtestx (write with immediate data, compare-and-swap, fetch-and-add)" $mode "" \
         "/usr/bin/dtestx -P $ia -s" "/usr/bin/dtestx -P $ia -c -h 127.0.0.1" 15828
+    pair "dtestsrq (4 EPs on one SRQ, bursts of 8)" $mode "" \
+        "/usr/bin/dtestsrq -P $ia -s -c 4 -B 8 -t 10" "/usr/bin/dtestsrq -P $ia -h 127.0.0.1 -c 4 -B 8 -t 10" 45248
+    pair "dtestsrq default" $mode "" \
+        "/usr/bin/dtestsrq -P $ia -s" "/usr/bin/dtestsrq -P $ia -h 127.0.0.1" 45248
     dapltest_against_server dapltest $mode /usr/bin/dapltest $ia \
         "-T T -i 500 client SR 4096 2 server SR 4096 2" \
         "-T T -t 2 -w 4 -i 300 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f" \

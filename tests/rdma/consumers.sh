@@ -38,6 +38,10 @@ for mode in path preload; do
         "/usr/bin/dtestcm -P $ia -s -c 50" "/usr/bin/dtestcm -P $ia -h $host -c 50" 15828
     pair "dtestx (write with immediate data, compare-and-swap, fetch-and-add)" $mode "" \
         "/usr/bin/dtestx -P $ia -s" "/usr/bin/dtestx -P $ia -c -h $host" 15828
+    pair "dtestsrq (4 EPs on one SRQ, bursts of 8)" $mode "" \
+        "/usr/bin/dtestsrq -P $ia -s -c 4 -B 8 -t 10" "/usr/bin/dtestsrq -P $ia -h $host -c 4 -B 8 -t 10" 45248
+    pair "dtestsrq default" $mode "" \
+        "/usr/bin/dtestsrq -P $ia -s" "/usr/bin/dtestsrq -P $ia -h $host" 45248
     dapltest_against_server dapltest $mode /usr/bin/dapltest $ia \
         "-T T -i 100 client SR 4096 2 server SR 4096 2" \
         "-T T -t 2 -w 2 -i 50 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2" \
