@@ -186,6 +186,25 @@ int main(void)
 			    (nbufs == DAT_VALUE_UNKNOWN || span == DAT_VALUE_UNKNOWN || span >= nbufs),
 		    "counts >= 0 (or DAT_VALUE_UNKNOWN), span >= nbufs");
 
+	/* "When an EP does not use SRQ, a buffer is allocated as soon as it is posted to the EP":
+	 * two receives posted to the plain EP are two buffers allocated, spanning two (or
+	 * DAT_VALUE_UNKNOWN; or DAT_MODEL_NOT_SUPPORTED, "When the Provider does not support both
+	 * of these counts"). */
+	t = triplet(lmr_ctx, buf, 0, 64);
+	must(dat_ep_post_recv(plain_ep, 1, &t, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+	t = triplet(lmr_ctx, buf, 64, 64);
+	must(dat_ep_post_recv(plain_ep, 1, &t, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+	{
+		DAT_RETURN r;
+		nbufs = span = -100;
+		r = dat_ep_recv_query(plain_ep, &nbufs, &span);
+		expect_true("srq/ep_recv_query-plain-ep-posted",
+			    (r == DAT_SUCCESS && (nbufs == 2 || nbufs == DAT_VALUE_UNKNOWN) &&
+			     (span == 2 || span == DAT_VALUE_UNKNOWN)) ||
+				    DAT_GET_TYPE(r) == DAT_MODEL_NOT_SUPPORTED,
+			    "2 buffers spanning 2 (or DAT_VALUE_UNKNOWN, or DAT_MODEL_NOT_SUPPORTED)");
+	}
+
 	/* dat_ep_set_watermark: "DAT_INVALID_HANDLE: The ep_handle argument is an invalid DAT
 	 * handle." */
 	H("ep_set_watermark-garbage", dat_ep_set_watermark(g, DAT_WATERMARK_INFINITE, DAT_WATERMARK_INFINITE),

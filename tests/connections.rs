@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::ptr::null_mut;
 
 use dat::abi::*;
-use dat::api::{cm::*, ep::*, evd::*, lmr::*, srq::*};
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, srq::*};
 use dat::error::{DatError, Sub, Type};
 use dat::transport::tcp::wire::{Header, Op, HEADER_LEN};
 
@@ -776,5 +776,102 @@ fn an_atomic_without_the_atomic_privilege_is_a_remote_access_error() {
     assert_eq!((c, status), (3, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS));
     assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
     assert_eq!(u64::from_ne_bytes(p.buf[8..16].try_into().unwrap()), 5);
+    p.buf[0] = 0;
+}
+
+/// Three EPs of a target draw their receives from one SRQ, each connected to its own
+/// initiator: a message sent before any receive is posted waits for one (kept, over TCP;
+/// retried by the initiator's QP, over RDMA), every later message lands in the receive posted
+/// next whichever EP it reaches, and an EP's end is followed by `DAT_ASYNC_ERROR_EP_BROKEN`
+/// on the IA's async EVD (as OpenFabrics reports the QP's last work request).
+#[test]
+fn eps_sharing_one_srq_take_its_receives_and_report_their_end() {
+    const PEERS: usize = 3;
+    let mut p = Side::new(ALL_PRIV);
+    let mut srq = null_mut();
+    let mut eps = Vec::new();
+    unsafe {
+        assert_eq!(dat_ep_free(p.ep), OK);
+        let attr = DAT_SRQ_ATTR { max_recv_dtos: 16, max_recv_iov: 2, low_watermark: 0 };
+        assert_eq!(dat_srq_create(p.ia, p.pz, &attr as *const _ as *mut _, &mut srq), OK);
+        for _ in 0..PEERS {
+            let mut ep = null_mut();
+            assert_eq!(dat_ep_create_with_srq(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, srq, &dat::objects::ep::default_attr(), &mut ep), OK);
+            eps.push(ep);
+        }
+    }
+    let (psp, port) = p.listen();
+    let mut initiators = Vec::new();
+    for &ep in &eps {
+        let a = Side::new(ALL_PRIV);
+        assert_eq!(a.connect(port, b"", WAIT_US), OK);
+        let (cr, _) = p.request();
+        assert_eq!(unsafe { dat_cr_accept(cr, ep, 0, null_mut()) }, OK);
+        p.ep = ep;
+        assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+        assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+        initiators.push(a);
+    }
+    assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+    let srq_available = || {
+        let mut param: DAT_SRQ_PARAM = zero();
+        assert_eq!(unsafe { dat_srq_query(srq, dat_srq_param_mask::DAT_SRQ_FIELD_ALL as u32, &mut param) }, OK);
+        param.available_dto_count
+    };
+    // Before any receive: the message waits, and so does its sender's completion.
+    initiators[1].buf[..5].copy_from_slice(b"early");
+    assert_eq!(initiators[1].post_send(&[initiators[1].iov(0, 5)], 1), OK);
+    assert!(empty(p.recv_evd));
+    let first = [p.iov(0, 64)];
+    assert_eq!(unsafe { dat_srq_post_recv(srq, 1, first.as_ptr() as *mut _, cookie(100)) }, OK);
+    let e = wait(p.recv_evd);
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    assert_eq!((unsafe { d.user_cookie.as_64 }, d.transfered_length, d.ep_handle), (100, 5, eps[1]));
+    assert_eq!(&p.buf[..5], b"early");
+    assert_eq!(dto(initiators[1].req_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 5, dat_dtos::DAT_DTO_SEND));
+    // Two messages from each peer, into six receives: each lands whole, and the SRQ empties.
+    for slot in 0..2 * PEERS {
+        let iov = [p.iov(64 * (slot + 1), 64)];
+        assert_eq!(unsafe { dat_srq_post_recv(srq, 1, iov.as_ptr() as *mut _, cookie(200 + slot as u64)) }, OK);
+    }
+    assert_eq!(srq_available(), 2 * PEERS as DAT_COUNT);
+    for (i, a) in initiators.iter_mut().enumerate() {
+        for m in 0..2 {
+            let at = 64 * (2 * i + m);
+            a.buf[at..at + 8].copy_from_slice(&[b'p', b'0' + i as u8, b'm', b'0' + m as u8, 0, 0, 0, 0]);
+            assert_eq!(a.post_send(&[a.iov(at, 8)], 10 + m as u64), OK);
+        }
+    }
+    let mut landed = Vec::new();
+    for _ in 0..2 * PEERS {
+        let e = wait(p.recv_evd);
+        let d = unsafe { e.event_data.dto_completion_event_data };
+        assert_eq!((d.status, d.transfered_length), (dat_dto_completion_status::DAT_DTO_SUCCESS as u32, 8));
+        let slot = (unsafe { d.user_cookie.as_64 } - 200) as usize;
+        let at = 64 * (slot + 1);
+        let peer = eps.iter().position(|&ep| ep == d.ep_handle).expect("one of the SRQ's EPs");
+        assert_eq!(&p.buf[at..at + 2], &[b'p', b'0' + peer as u8], "the message of the EP that reported it");
+        landed.push(p.buf[at..at + 4].to_vec());
+    }
+    landed.sort();
+    let expected: Vec<Vec<u8>> = (0..PEERS as u8).flat_map(|i| (0..2u8).map(move |m| vec![b'p', b'0' + i, b'm', b'0' + m])).collect();
+    assert_eq!(landed, expected, "every message once");
+    assert_eq!(srq_available(), 0);
+    for a in &initiators {
+        assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+        assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    }
+    // The end of an SRQ EP's connection: DISCONNECTED, then the async event names the EP.
+    assert_eq!(unsafe { dat_ep_disconnect(initiators[2].ep, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as u32) }, OK);
+    let e = wait(p.conn_evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as u32);
+    assert_eq!(unsafe { e.event_data.connect_event_data.ep_handle }, eps[2]);
+    let mut async_evd = null_mut();
+    let mut ia_attr: DAT_IA_ATTR = zero();
+    assert_eq!(unsafe { dat_ia_query(p.ia, &mut async_evd, 0, &mut ia_attr, 0, null_mut()) }, OK);
+    let e = wait(async_evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN as u32);
+    assert_eq!(unsafe { e.event_data.asynch_error_event_data.dat_handle }, eps[2] as DAT_HANDLE);
+    assert!(empty(async_evd), "one event for the one EP that ended");
     p.buf[0] = 0;
 }

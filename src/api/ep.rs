@@ -253,15 +253,19 @@ pub unsafe extern "C" fn dat_ep_recv_query(ep_handle: DAT_EP_HANDLE, nbufs_alloc
     entry! {
         let ep = ep(ep_handle)?;
         let inner = ep.inner.lock();
-        if inner.srq.is_none() {
-            // Only EPs of an SRQ keep this account (the man page).
-            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-        }
+        // "When an EP does not use SRQ, a buffer is allocated as soon as it is posted": its
+        // receives not yet completed, which messages fill in order (so the span is the
+        // same). An SRQ's receive is the EP's only while a message streams into it, which no
+        // transport of ours counts: DAT_VALUE_UNKNOWN, as the man page allows.
+        let count = match inner.srq {
+            None => inner.recvs.len().min(DAT_COUNT::MAX as usize) as DAT_COUNT,
+            Some(_) => DAT_VALUE_UNKNOWN as DAT_COUNT,
+        };
         if let Some(o) = edge::optional_out(nbufs_allocated) {
-            o.set(DAT_VALUE_UNKNOWN as DAT_COUNT);
+            o.set(count);
         }
         if let Some(o) = edge::optional_out(bufs_alloc_span) {
-            o.set(DAT_VALUE_UNKNOWN as DAT_COUNT);
+            o.set(count);
         }
         Ok(())
     }

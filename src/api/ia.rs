@@ -163,10 +163,10 @@ fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
     a.max_rmrs = limits::MAX_RMRS;
     a.max_rmr_target_address = limits::MAX_RMR_TARGET_ADDRESS;
     // A transport without shared receive queues reports none (dat_srq_create: NOT_IMPLEMENTED).
-    if ia.transport.shared_receive_queues() {
-        a.max_srqs = limits::MAX_SRQS;
+    if let Some((srqs, recvs)) = ia.transport.srq_limits() {
+        a.max_srqs = srqs;
         a.max_ep_per_srq = limits::MAX_EP_PER_SRQ;
-        a.max_recv_per_srq = limits::MAX_RECV_PER_SRQ;
+        a.max_recv_per_srq = recvs;
     }
     a.max_iov_segments_per_rdma_read = limits::MAX_IOV_SEGMENTS;
     a.max_iov_segments_per_rdma_write = limits::MAX_IOV_SEGMENTS;

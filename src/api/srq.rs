@@ -41,10 +41,14 @@ pub unsafe extern "C" fn dat_srq_create(
         if !Arc::ptr_eq(&pz.ia, &ia) {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ));
         }
-        if !ia.transport.shared_receive_queues() {
+        let Some((_, max_recv)) = ia.transport.srq_limits() else {
             return Err(DatError::not_implemented());
+        };
+        if attr.max_recv_dtos > max_recv {
+            return Err(DatError::invalid_arg(3));
         }
-        out.set(ia.adopt(Arc::new(Srq::new(ia.clone(), pz, &attr)))?);
+        let queue = ia.transport.shared_receive_queue(pz.domain.as_ref(), attr.max_recv_dtos as u32, attr.max_recv_iov as u32)?;
+        out.set(ia.adopt(Arc::new(Srq::new(ia.clone(), pz, &attr, queue)))?);
         Ok(())
     }
 }
@@ -95,20 +99,14 @@ pub unsafe extern "C" fn dat_srq_post_recv(
         }
         // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
         let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
-        let mut state = srq.state.lock();
+        let state = srq.state.lock();
         if num_segments > state.max_recv_iov {
             return Err(DatError::invalid_arg(2));
         }
         check_recv_segments(segments, srq.pz.arc(), 3)?;
-        if state.posted.len() >= state.max_recv_dtos as usize {
-            return Err(DatError::resources(Sub::DAT_RESOURCE_SRQ));
-        }
         // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
         let cookie = unsafe { user_cookie.as_64 };
-        state.posted.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
-        drop(state);
-        srq.receive_posted();
-        Ok(())
+        srq.post(state, PostedRecv { cookie, segments: Segments::from_slice(segments) })
     }
 }
 
@@ -130,8 +128,8 @@ pub unsafe extern "C" fn dat_srq_query(
             max_recv_dtos: s.max_recv_dtos,
             max_recv_iov: s.max_recv_iov,
             low_watermark: s.low_watermark,
-            available_dto_count: s.posted.len() as DAT_COUNT,
-            outstanding_dto_count: s.posted.len() as DAT_COUNT,
+            available_dto_count: srq.available(&s) as DAT_COUNT,
+            outstanding_dto_count: srq.available(&s) as DAT_COUNT,
         });
         Ok(())
     }
@@ -146,8 +144,11 @@ pub unsafe extern "C" fn dat_srq_resize(srq_handle: DAT_SRQ_HANDLE, srq_max_recv
         }
         let mut s = srq.state.lock();
         // Never below what is outstanding, nor below the low watermark.
-        if (srq_max_recv_dto as usize) < s.posted.len() || srq_max_recv_dto < s.low_watermark {
+        if (srq_max_recv_dto as usize) < srq.available(&s) || srq_max_recv_dto < s.low_watermark {
             return Err(DatError::invalid_state(Sub::DAT_NO_SUBTYPE));
+        }
+        if let Some(queue) = &srq.queue {
+            queue.resize(srq_max_recv_dto as u32)?;
         }
         s.max_recv_dtos = srq_max_recv_dto;
         Ok(())

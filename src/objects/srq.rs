@@ -3,14 +3,16 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::ep::Ep;
 use super::ia::Ia;
 use super::pz::Pz;
 use super::{Counted, Held, Users};
 use crate::abi::*;
+use crate::error::{DatError, DatResult, Sub};
 use crate::handle::{Kind, Object, SelfHandle};
+use crate::transport::SharedQueue;
 
 /// A DTO's local segments, kept inline up to a few (the usual case), so posting one
 /// allocates nothing.
@@ -38,6 +40,9 @@ pub struct Srq {
     pub ia: Arc<Ia>,
     pub pz: Held<Pz>,
     pub state: Mutex<SrqState>,
+    /// The transport's queue, where it keeps the receives (verbs); None: they wait in
+    /// `state.posted` for the EPs' links (TCP).
+    pub queue: Option<Arc<dyn SharedQueue>>,
     /// EPs keeping messages that arrived before a receive was posted here, in the order
     /// they began to wait.
     waiting: Mutex<VecDeque<Weak<Ep>>>,
@@ -59,10 +64,11 @@ impl Counted for Srq {
 }
 
 impl Srq {
-    pub fn new(ia: Arc<Ia>, pz: Arc<Pz>, attr: &DAT_SRQ_ATTR) -> Srq {
+    pub fn new(ia: Arc<Ia>, pz: Arc<Pz>, attr: &DAT_SRQ_ATTR, queue: Option<Arc<dyn SharedQueue>>) -> Srq {
         Srq {
             ia,
             pz: Held::new(pz),
+            queue,
             state: Mutex::new(SrqState {
                 max_recv_dtos: attr.max_recv_dtos,
                 max_recv_iov: attr.max_recv_iov,
@@ -81,6 +87,27 @@ impl Srq {
 
     pub fn pz(&self) -> &Arc<Pz> {
         self.pz.arc()
+    }
+
+    /// Receives posted and not yet taken by a message.
+    pub fn available(&self, state: &SrqState) -> usize {
+        state.posted.len() + self.queue.as_ref().map_or(0, |q| q.posted())
+    }
+
+    /// Posts a receive (checked by the caller, who holds `state`'s lock and lets go of it
+    /// here): to the transport's queue, or to ours, where an EP that keeps a message gets it.
+    pub fn post(&self, state: MutexGuard<'_, SrqState>, recv: PostedRecv) -> DatResult {
+        if self.available(&state) >= state.max_recv_dtos as usize {
+            return Err(DatError::resources(Sub::DAT_RESOURCE_SRQ));
+        }
+        if let Some(queue) = &self.queue {
+            return queue.post_recv(recv.cookie, &recv.segments);
+        }
+        let mut state = state;
+        state.posted.push_back(recv);
+        drop(state);
+        self.receive_posted();
+        Ok(())
     }
 
     /// The oldest posted receive, for an EP of this SRQ that gets a message.

@@ -80,9 +80,16 @@ pub trait Transport: Send + Sync {
     fn atomics(&self) -> bool {
         true
     }
-    /// Whether shared receive queues work on this transport.
-    fn shared_receive_queues(&self) -> bool {
-        true
+    /// How many shared receive queues an IA may make, and how many receives each holds;
+    /// None: none work on this transport.
+    fn srq_limits(&self) -> Option<(i32, i32)> {
+        Some((crate::objects::limits::MAX_SRQS, crate::objects::limits::MAX_RECV_PER_SRQ))
+    }
+    /// An SRQ's queue in the transport, in the PZ's domain, for `max_recv` receives of
+    /// `max_iov` segments each; None: the objects keep the SRQ's receives themselves and hand
+    /// them to its EPs' links as messages arrive (TCP).
+    fn shared_receive_queue(&self, _domain: Option<&Resource>, _max_recv: u32, _max_iov: u32) -> DatResult<Option<Arc<dyn SharedQueue>>> {
+        Ok(None)
     }
     /// IAs whose transports give the same value here may use each other's EVDs (every TCP
     /// IA of the process; the verbs IAs of one device, whose CQs any of its QPs may use).
@@ -95,6 +102,19 @@ pub trait Transport: Send + Sync {
     /// The IA's async EVD, where failures of what the IA runs on are posted (a device's,
     /// on RDMA; a TCP IA has none that is not a connection's).
     fn report_async_errors_to(&self, _ia: DAT_IA_HANDLE, _evd: &Arc<Evd>) {}
+}
+
+/// An SRQ's queue of receives kept by the transport (a verbs SRQ): receives go to it as they
+/// are posted, and return through the completions of the EPs that consumed them.
+pub trait SharedQueue: Send + Sync {
+    /// Posts a receive: `cookie` comes back in the completion of the EP that takes it.
+    fn post_recv(&self, cookie: u64, segments: &[crate::abi::DAT_LMR_TRIPLET]) -> DatResult;
+    /// Receives posted and not yet taken by a message.
+    fn posted(&self) -> usize;
+    /// The queue is to hold `max_recv` receives.
+    fn resize(&self, max_recv: u32) -> DatResult;
+    /// The transport's own type, for the transport's use.
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// Where a listener hands its requests.

@@ -24,9 +24,9 @@ done
 # The tests' IA: the built-in one of the device's interface (common::test_ia).
 export LIBDAT_TEST_IA=ofa-v2-$RXE_VM_NETDEV LIBDAT_TEST_ADDR=$RXE_VM_IP
 # Connection tests that are TCP's alone: a raw TCP socket as the peer (malformed frames, another
-# frame version, a guessed key, a requester that vanishes), an SRQ (not on this transport yet),
-# and an RDMA write that overtakes a send waiting for its receive (over RC the write waits behind
-# the send's RNR retries, as the QP keeps order).
+# frame version, a guessed key, a requester that vanishes), and an RDMA write that overtakes a
+# send waiting for its receive, to an EP or to an SRQ (over RC the write waits behind the send's
+# RNR retries, as the QP keeps order).
 tcp_only=(a_malformed_frame_breaks_only_that_connection peers_of_another_frame_version_do_not_connect
     a_peer_writing_with_a_guessed_key_moves_no_byte a_requester_that_vanishes_after_the_accept_is_an_accept_completion_error
     a_message_that_arrives_before_any_shared_receive_waits_for_one

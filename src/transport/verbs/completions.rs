@@ -13,13 +13,16 @@ use parking_lot::Mutex;
 use rdma_mummy_sys as ibv;
 
 use super::cq::{Cq, WorkCompletion};
+use super::srq::{VerbsSrq, SRQ_RECV_ID};
 use super::transport::Verbs;
 use crate::abi::*;
+use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::Progress;
 
-/// A receive's work request id; a request's is its sequence number, always below.
+/// A receive's work request id (an SRQ's receives have ids of their own, with
+/// [`SRQ_RECV_ID`]); a request's is its sequence number, always below both.
 pub const RECV_ID: u64 = 1 << 63;
 
 /// Work completions taken at once.
@@ -190,19 +193,19 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
         let name = unsafe { std::ffi::CStr::from_ptr(ibv::ibv_wc_status_str(wc.status)) };
         eprintln!("libdat: QP {:#x}: work request {:#x} completed with {name:?} (vendor error {:#x})", wc.qp_num, wc.wr_id, wc.vendor_err);
     }
-    if wc.wr_id == RECV_ID {
+    if wc.wr_id & SRQ_RECV_ID != 0 {
+        // A receive of the EP's SRQ: its cookie waits in the SRQ, whichever EP took it.
+        let inner = ep.inner.lock();
+        let srq = inner.srq.as_ref().map(|s| s.arc().clone());
+        let cookie = srq.as_ref().and_then(|s| s.queue.as_deref()).and_then(VerbsSrq::of).and_then(|q| q.completed(wc.wr_id));
+        if let Some(cookie) = cookie {
+            complete_receive(&ep, inner.recv_evd.as_deref(), cookie, st, wc);
+        }
+    } else if wc.wr_id == RECV_ID {
         let _in_order = ep.receiving.lock();
         let mut inner = ep.inner.lock();
         if let Some(r) = inner.recvs.pop_front() {
-            let len = if ok { wc.byte_len } else { 0 };
-            let evd = inner.recv_evd.as_deref();
-            if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
-                // SAFETY: a write with immediate data completes with the immediate.
-                let data = unsafe { wc.imm_data_invalidated_rkey_union.imm_data };
-                ep.complete_immediate_on(evd, r.cookie, st, len, data);
-            } else {
-                ep.complete_recv_on(evd, r.cookie, st, len);
-            }
+            complete_receive(&ep, inner.recv_evd.as_deref(), r.cookie, st, wc);
         }
     } else {
         let mut inner = ep.inner.lock();
@@ -222,5 +225,19 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
     }
     if !ok && st != dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {
         conn.fail();
+    }
+}
+
+/// Reports the receive a work completion finished (with the immediate data of a write that
+/// carried some).
+fn complete_receive(ep: &Ep, evd: Option<&Evd>, cookie: u64, st: dat_dto_completion_status, wc: &WorkCompletion) {
+    let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
+    let len = if ok { wc.byte_len } else { 0 };
+    if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
+        // SAFETY: a write with immediate data completes with the immediate.
+        let data = unsafe { wc.imm_data_invalidated_rkey_union.imm_data };
+        ep.complete_immediate_on(evd, cookie, st, len, data);
+    } else {
+        ep.complete_recv_on(evd, cookie, st, len);
     }
 }

@@ -19,6 +19,7 @@ use super::completions::{CqSource, RECV_ID};
 use super::cq::Cq;
 use super::device::Pd;
 use super::qp::{Qp, QpCaps, SendFlags, SendOp, Sge, MAX_SGE};
+use super::srq::VerbsSrq;
 use super::transport::Verbs;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
@@ -27,7 +28,7 @@ use crate::objects::extension::Extended;
 use crate::objects::evd::Evd;
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys::{self, debug};
-use crate::transport::{ConnRequest, Link, Progress};
+use crate::transport::{ConnRequest, Link, Progress, SharedQueue};
 
 /// How long address and route resolution may take, in milliseconds.
 const RESOLVE_MS: i32 = 4000;
@@ -66,6 +67,8 @@ struct QpShape {
     pd: Arc<Pd>,
     send_cq: Arc<Cq>,
     recv_cq: Arc<Cq>,
+    /// The EP's SRQ, whose receives the QP takes instead of its own.
+    srq: Option<Arc<dyn SharedQueue>>,
     caps: QpCaps,
 }
 
@@ -74,6 +77,10 @@ impl PartialEq for QpShape {
         Arc::ptr_eq(&self.pd, &other.pd)
             && Arc::ptr_eq(&self.send_cq, &other.send_cq)
             && Arc::ptr_eq(&self.recv_cq, &other.recv_cq)
+            && match (&self.srq, &other.srq) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
             && self.caps == other.caps
     }
 }
@@ -95,14 +102,18 @@ impl QpShape {
             recv_sge: (a.max_recv_iov.max(1) as u32).min(MAX_SGE as u32),
             inline: INLINE,
         };
-        Ok(QpShape { pd, send_cq, recv_cq, caps })
+        let srq = inner.srq.as_ref().and_then(|s| s.arc().queue.clone());
+        if srq.as_deref().is_some_and(|q| VerbsSrq::of(q).is_none()) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        Ok(QpShape { pd, send_cq, recv_cq, srq, caps })
     }
 
     /// A QP of this shape on `id`.
     fn create(&self, id: &CmId) -> io::Result<Qp> {
-        Qp::create(id, &self.pd, &self.send_cq, &self.recv_cq, self.caps).or_else(|_| {
+        Qp::create(id, &self.pd, &self.send_cq, &self.recv_cq, self.srq.as_ref(), self.caps).or_else(|_| {
             let caps = QpCaps { inline: 0, ..self.caps }; // a device without inline sends
-            Qp::create(id, &self.pd, &self.send_cq, &self.recv_cq, caps)
+            Qp::create(id, &self.pd, &self.send_cq, &self.recv_cq, self.srq.as_ref(), caps)
         })
     }
 }
@@ -155,7 +166,7 @@ impl Source for Deadline {
 }
 
 /// The pieces of a DAT segment list a work request carries.
-fn sges(segments: &[DAT_LMR_TRIPLET]) -> DatResult<([Sge; MAX_SGE], usize)> {
+pub(super) fn sges(segments: &[DAT_LMR_TRIPLET]) -> DatResult<([Sge; MAX_SGE], usize)> {
     if segments.len() > MAX_SGE {
         return Err(DatError::invalid_arg(2));
     }

@@ -6,6 +6,7 @@
 //! - `device`: an opened device, its protection domains and memory regions;
 //! - `async_events`: a device's asynchronous events (QP errors, device and port failures);
 //! - `cq`: completion queues and their channels; `qp`: queue pairs and their work requests;
+//!   `srq`: shared receive queues;
 //! - `transport`: an IA's transport (its device, listeners, PDs, regions, CQs);
 //!   `conn`: an EP's connection; `completions`: a DTO EVD's CQ, polled and watched.
 
@@ -17,6 +18,7 @@ pub mod cq;
 pub mod device;
 pub mod devices;
 pub mod qp;
+pub mod srq;
 pub mod transport;
 
 use std::net::Ipv4Addr;

@@ -10,6 +10,8 @@ use rdma_mummy_sys as ibv;
 use super::cm::CmId;
 use super::cq::Cq;
 use super::device::Pd;
+use super::srq::VerbsSrq;
+use crate::transport::SharedQueue;
 
 /// Scatter/gather entries one request carries at most.
 pub const MAX_SGE: usize = 16;
@@ -61,6 +63,8 @@ pub struct Qp {
     pub pd: Arc<Pd>,
     pub send_cq: Arc<Cq>,
     pub recv_cq: Arc<Cq>,
+    /// The SRQ it takes receives from, held as long as the QP is.
+    pub srq: Option<Arc<dyn SharedQueue>>,
 }
 
 // SAFETY: a QP is used only through verbs calls; posting to one queue from two threads at
@@ -69,7 +73,7 @@ unsafe impl Send for Qp {}
 // SAFETY: as above.
 unsafe impl Sync for Qp {}
 
-fn sges<const N: usize>(list: &[Sge]) -> io::Result<([ibv::ibv_sge; N], usize)> {
+pub(super) fn sges<const N: usize>(list: &[Sge]) -> io::Result<([ibv::ibv_sge; N], usize)> {
     if list.len() > N {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -81,8 +85,9 @@ fn sges<const N: usize>(list: &[Sge]) -> io::Result<([ibv::ibv_sge; N], usize)> 
 }
 
 impl Qp {
-    /// Makes the id's QP in `pd` with the two CQs; the device may lower the inline size.
-    pub fn create(id: &CmId, pd: &Arc<Pd>, send_cq: &Arc<Cq>, recv_cq: &Arc<Cq>, caps: QpCaps) -> io::Result<Qp> {
+    /// Makes the id's QP in `pd` with the two CQs, on `srq` if given (a [`VerbsSrq`]); the
+    /// device may lower the inline size.
+    pub fn create(id: &CmId, pd: &Arc<Pd>, send_cq: &Arc<Cq>, recv_cq: &Arc<Cq>, srq: Option<&Arc<dyn SharedQueue>>, caps: QpCaps) -> io::Result<Qp> {
         // SAFETY: plain data; all-zero valid.
         let mut attr: ibv::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
         attr.qp_type = ibv::ibv_qp_type::IBV_QPT_RC;
@@ -94,13 +99,25 @@ impl Qp {
         attr.cap.max_recv_sge = caps.recv_sge.max(1);
         attr.cap.max_inline_data = caps.inline;
         attr.sq_sig_all = 0;
+        if let Some(shared) = srq.and_then(|q| VerbsSrq::of(&**q)) {
+            attr.srq = shared.raw();
+            attr.cap.max_recv_wr = 0;
+            attr.cap.max_recv_sge = 0;
+        }
         // SAFETY: the id is bound to the PD's device; the CQs are of that device.
         if unsafe { ibv::rdma_create_qp(id.raw(), pd.raw(), &mut attr) } != 0 {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: rdma_create_qp set the id's QP.
         let raw = unsafe { (*id.raw()).qp };
-        Ok(Qp { raw, max_inline: attr.cap.max_inline_data, pd: pd.clone(), send_cq: send_cq.clone(), recv_cq: recv_cq.clone() })
+        Ok(Qp {
+            raw,
+            max_inline: attr.cap.max_inline_data,
+            pd: pd.clone(),
+            send_cq: send_cq.clone(),
+            recv_cq: recv_cq.clone(),
+            srq: srq.cloned(),
+        })
     }
 
     pub fn raw(&self) -> *mut ibv::ibv_qp {

@@ -14,13 +14,14 @@ use super::completions::CqSource;
 use super::conn::{Conn, Prepared, Request};
 use super::cq::Cq;
 use super::device::{access, Device, Mr, Pd};
+use super::srq::VerbsSrq;
 use crate::abi::DAT_IA_HANDLE;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
 use crate::objects::lmr;
 use crate::transport::sys::debug;
-use crate::transport::{Listening, OnRequest, Registration, Resource, Transport};
+use crate::transport::{Listening, OnRequest, Registration, Resource, SharedQueue, Transport};
 
 /// The connections by device context and QP number: a work completion finds its EP here
 /// (one map for the process: an EP may complete on the CQ of another IA of its device).
@@ -165,9 +166,20 @@ impl Transport for Verbs {
         self.device.events.report_to(ia, evd);
     }
 
-    // Not yet on this transport (README): an SRQ's receives would need a verbs SRQ.
-    fn shared_receive_queues(&self) -> bool {
-        false
+    fn srq_limits(&self) -> Option<(i32, i32)> {
+        let a = &self.device.attr;
+        (a.max_srq > 0 && a.max_srq_wr > 0).then(|| (a.max_srq, a.max_srq_wr))
+    }
+
+    fn shared_receive_queue(&self, domain: Option<&Resource>, max_recv: u32, max_iov: u32) -> DatResult<Option<Arc<dyn SharedQueue>>> {
+        let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
+        let srq = VerbsSrq::create(&pd, max_recv, max_iov).map_err(|e| {
+            if debug() {
+                eprintln!("libdat: an SRQ of {max_recv} receives on {}: {e}", self.device.name());
+            }
+            DatError::resources(Sub::DAT_RESOURCE_SRQ)
+        })?;
+        Ok(Some(srq))
     }
 
     fn resize_completion_queue(&self, evd: &Arc<Evd>, qlen: usize) -> DatResult {
