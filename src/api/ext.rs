@@ -1,7 +1,8 @@
 //! `dat_extension_op`: the C shim (src/ext/shim.c) reads the variadic arguments and calls
 //! [`libdat_extension_op`]. The IB extension's data transfers (RDMA write with immediate data,
 //! fetch-and-add, compare-and-swap) are posted as the standard ones are, with the same checks;
-//! the operations no transport of ours carries are `DAT_NOT_IMPLEMENTED`.
+//! `dat_ib_open_query` / `dat_ib_close_query` open an IA for a query and close it; the
+//! operations no transport of ours carries are `DAT_NOT_IMPLEMENTED`.
 //!
 //! `dat_strerror_extension` and `dat_strerror_ext_status` name an extension's return codes and
 //! completion statuses, with OpenFabrics' strings (its header defines them inline).
@@ -9,7 +10,7 @@
 use std::ffi::{c_char, CStr};
 
 use super::edge::{self, entry};
-use super::ep;
+use super::{ep, ia};
 use super::registry::error_names;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
@@ -52,6 +53,10 @@ pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, args: 
                 let cookie = DAT_DTO_COOKIE { as_64: v[2] };
                 ep::post_request(handle, segments, local, cookie, Some(remote), v[5] as u32, 7, write.carrier(), Some(write), false)
             },
+            dat_ib_op::DAT_IB_OPEN_QUERY_OP => unsafe {
+                ia::open_query(v[0] as *const c_char, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
+            },
+            dat_ib_op::DAT_IB_CLOSE_QUERY_OP => ia::close_query(handle),
             _ => Err(DatError::not_implemented()),
         }
     }

@@ -129,6 +129,47 @@ fn close(ia: &Arc<Ia>, h: DAT_IA_HANDLE, flags: dat_close_flags) -> DatResult {
     Ok(())
 }
 
+/// `dat_ib_open_query`: opens the IA named `name` without an async EVD for a query of its
+/// attributes (each filled when its pointer is not NULL), as OpenFabrics' fast query does; the
+/// handle is closed by `dat_ib_close_query` (or `dat_ia_close`). As OpenFabrics: a name no
+/// provider has is argument 1, and both attribute pointers NULL is argument 5.
+pub(crate) unsafe fn open_query(
+    name: *const c_char,
+    ia_handle: *mut DAT_IA_HANDLE,
+    ia_attr_mask: DAT_IA_ATTR_MASK,
+    ia_attr: *mut DAT_IA_ATTR,
+    provider_attr_mask: DAT_PROVIDER_ATTR_MASK,
+    provider_attr: *mut DAT_PROVIDER_ATTR,
+) -> DatResult {
+    let name = edge::c_str(name, 1)?.to_str().map_err(|_| DatError::invalid_arg(1))?;
+    let entry = registry::find(name).filter(|e| e.api_major == API_MAJOR).ok_or(DatError::invalid_arg(1))?;
+    let out = edge::out(ia_handle, 2)?;
+    if ia_attr.is_null() && provider_attr.is_null() {
+        return Err(DatError::invalid_arg(5));
+    }
+    if ia_attr_mask & !DAT_IA_FIELD_ALL != 0 {
+        return Err(DatError::invalid_arg(3));
+    }
+    if provider_attr_mask & !DAT_PROVIDER_FIELD_ALL != 0 {
+        return Err(DatError::invalid_arg(5));
+    }
+    let ia = Ia::open(entry)?;
+    if let Some(o) = edge::optional_out(ia_attr) {
+        o.set(ia_attributes(&ia));
+    }
+    if let Some(o) = edge::optional_out(provider_attr) {
+        o.set(provider_attributes(&ia));
+    }
+    out.set(ia.register()?);
+    Ok(())
+}
+
+/// `dat_ib_close_query`: closes what `dat_ib_open_query` opened, abruptly.
+pub(crate) fn close_query(ia_handle: DAT_IA_HANDLE) -> DatResult {
+    let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+    close(&ia, ia_handle, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG)
+}
+
 /// Copies `s` into a fixed C name buffer, always NUL-terminated.
 pub(crate) fn fill_name(dst: &mut [c_char], s: &str) {
     let n = s.len().min(dst.len() - 1);
