@@ -61,6 +61,14 @@ int main(void)
 	expect_type("ep/ep_modify-ia-handle", dat_ep_modify(ep, DAT_EP_FIELD_IA_HANDLE, &p), DAT_INVALID_PARAMETER);
 	expect_type("ep/ep_modify-null-param", dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, NULL),
 		    DAT_INVALID_PARAMETER);
+	/* dat_ep_get_status names no invalid parameter: each output is optional. */
+	{
+		DAT_BOOLEAN in_idle = 99, out_idle = 99;
+		expect_ret("ep/ep_get_status-state-not-asked", dat_ep_get_status(ep, NULL, &in_idle, &out_idle),
+			   DAT_SUCCESS);
+		expect_true("ep/ep_get_status-idle-flags", in_idle == DAT_TRUE && out_idle == DAT_TRUE,
+			    "an EP with nothing posted is idle both ways");
+	}
 	/* "Maximum Recv DTO: Can be modified when in Unconnected ... states." */
 	p.ep_attr.max_recv_dtos = p.ep_attr.max_recv_dtos > 2 ? p.ep_attr.max_recv_dtos - 1 : 2;
 	expect_ret("ep/ep_modify-max-recv-dtos", dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, &p), DAT_SUCCESS);

@@ -875,3 +875,50 @@ fn eps_sharing_one_srq_take_its_receives_and_report_their_end() {
     assert!(empty(async_evd), "one event for the one EP that ended");
     p.buf[0] = 0;
 }
+
+/// The IB extension's counters (`dat_ib_query_counters`): an EP counts its posts and
+/// receives with their bytes, the IA the objects it made and its connections, an EVD its
+/// waits; one counter can be read alone, and reading with reset zeroes what was read.
+#[test]
+fn counters_count_posts_receives_objects_and_waits() {
+    let query = |h: DAT_HANDLE, which: u64, out: &mut [u64], reset: u64| {
+        extension_op(h, dat_ib_op::DAT_IB_QUERY_COUNTERS_OP, &[which, out.as_mut_ptr() as u64, reset])
+    };
+    use dat_ep_counters as E;
+    let (a, p) = connected(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 64)], 1);
+    p.post_recv(&[p.iov(64, 64)], 2);
+    assert_eq!(a.post_send(&[a.iov(0, 10)], 3), OK);
+    assert_eq!(a.post_send(&[a.iov(0, 20)], 4), OK);
+    for _ in 0..2 {
+        assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+        assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    }
+    let mut ep = [0u64; E::DCNT_EP_ALL_COUNTERS as usize];
+    assert_eq!(query(a.ep, E::DCNT_EP_ALL_COUNTERS as u64, &mut ep, 0), OK);
+    assert_eq!((ep[E::DCNT_EP_CONNECT as usize], ep[E::DCNT_EP_POST_SEND as usize], ep[E::DCNT_EP_POST_SEND_DATA as usize]), (1, 2, 30));
+    let mut ep = [0u64; E::DCNT_EP_ALL_COUNTERS as usize];
+    assert_eq!(query(p.ep, E::DCNT_EP_ALL_COUNTERS as u64, &mut ep, 0), OK);
+    assert_eq!((ep[E::DCNT_EP_POST_RECV as usize], ep[E::DCNT_EP_POST_RECV_DATA as usize]), (2, 128));
+    assert_eq!((ep[E::DCNT_EP_RECV as usize], ep[E::DCNT_EP_RECV_DATA as usize]), (2, 30));
+    // One counter alone lands at its index; a reset zeroes it.
+    let mut one = [u64::MAX; E::DCNT_EP_ALL_COUNTERS as usize];
+    assert_eq!(query(p.ep, E::DCNT_EP_RECV as u64, &mut one, 1), OK);
+    assert_eq!(one[E::DCNT_EP_RECV as usize], 2);
+    assert_eq!(one[E::DCNT_EP_POST_RECV as usize], u64::MAX, "only the counter asked for is written");
+    assert_eq!(query(p.ep, E::DCNT_EP_RECV as u64, &mut one, 0), OK);
+    assert_eq!(one[E::DCNT_EP_RECV as usize], 0);
+    use dat_ia_counters as I;
+    let mut ia = [0u64; I::DCNT_IA_ALL_COUNTERS as usize];
+    assert_eq!(query(p.ia, I::DCNT_IA_ALL_COUNTERS as u64, &mut ia, 0), OK);
+    assert_eq!((ia[I::DCNT_IA_EP_CREATE as usize], ia[I::DCNT_IA_PZ_CREATE as usize], ia[I::DCNT_IA_LMR_CREATE as usize]), (1, 1, 1));
+    assert_eq!((ia[I::DCNT_IA_SP_CR as usize], ia[I::DCNT_IA_SP_CR_ACCEPTED as usize], ia[I::DCNT_IA_CM_PASSIVE_EST as usize]), (1, 1, 1));
+    assert_eq!((ia[I::DCNT_IA_PSP_CREATE_ANY as usize], ia[I::DCNT_IA_PSP_FREE as usize], ia[I::DCNT_IA_CM_LISTEN as usize]), (1, 1, 1));
+    use dat_evd_counters as V;
+    let mut evd = [0u64; V::DCNT_EVD_ALL_COUNTERS as usize];
+    assert_eq!(query(p.recv_evd, V::DCNT_EVD_ALL_COUNTERS as u64, &mut evd, 0), OK);
+    assert_eq!(evd[V::DCNT_EVD_WAIT as usize], 2);
+    // A counter the object does not have, and an object without counters.
+    assert_eq!(query(p.ep, E::DCNT_EP_ALL_COUNTERS as u64 + 1, &mut ep, 0), DatError::invalid_arg(3).code());
+    assert_eq!(query(p.pz, 0, &mut ep, 0), DatError::bare(Type::DAT_INVALID_HANDLE).code());
+}

@@ -213,13 +213,13 @@ fn pair(recvs: usize) -> Pair {
     let p = side(&device, 1 << 17);
     let (listener, port, lr, lrx) = listen();
     let (a_id, ar, arx) = resolved(port);
-    let a_qp = Qp::create(&a_id, &a.pd, &a.scq, &a.rcq, CAPS).unwrap();
+    let a_qp = Qp::create(&a_id, &a.pd, &a.scq, &a.rcq, None, CAPS).unwrap();
     a_id.connect(&ConnParam { responder_resources: 4, initiator_depth: 4, retry_count: 7, rnr_retry_count: 7, ..Default::default() }).unwrap();
     let mut request = next(&lrx, EventType::RDMA_CM_EVENT_CONNECT_REQUEST);
     let p_id = request.request.take().unwrap();
     let (pr, prx) = recorder();
     p_id.set_handler(weak(&pr)).unwrap();
-    let p_qp = Qp::create(&p_id, &p.pd, &p.scq, &p.rcq, CAPS).unwrap();
+    let p_qp = Qp::create(&p_id, &p.pd, &p.scq, &p.rcq, None, CAPS).unwrap();
     for i in 0..recvs {
         p_qp.post_recv(i as u64, &[sge(&p, i * 8192, 8192)]).unwrap();
     }

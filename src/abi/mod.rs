@@ -19,6 +19,16 @@ macro_rules! c_enum {
                 v as $raw
             }
         }
+        impl $name {
+            /// The enumerator's C name.
+            #[allow(unreachable_patterns, dead_code)]
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => stringify!($variant),)+
+                    _ => "",
+                }
+            }
+        }
     };
 }
 

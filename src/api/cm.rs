@@ -27,10 +27,12 @@ fn cr_evd(ia: &Arc<Ia>, h: DAT_EVD_HANDLE) -> DatResult<Arc<Evd>> {
 /// use, by another program or by a qualifier that maps to the same one, is
 /// `DAT_CONN_QUAL_IN_USE`.
 fn listen(sp: &Arc<ServicePoint>, conn_qual: DAT_CONN_QUAL) -> DatResult<DAT_CONN_QUAL> {
-    sp.listen(conn_qual).map_err(|e| match e.kind() {
+    let listening = sp.listen(conn_qual).map_err(|e| match e.kind() {
         std::io::ErrorKind::AddrInUse => DatError::bare(Type::DAT_CONN_QUAL_IN_USE),
         _ => DatError::bare(Type::DAT_CONN_QUAL_UNAVAILABLE),
-    })
+    })?;
+    sp.ia.counters.bump(dat_ia_counters::DCNT_IA_CM_LISTEN as u32);
+    Ok(listening)
 }
 
 fn psp_flags(flags: DAT_PSP_FLAGS, position: u8) -> DatResult {
@@ -57,6 +59,7 @@ pub unsafe extern "C" fn dat_psp_create(
         let sp = ServicePoint::new(ia.clone(), evd, SpKind::Public { flags: psp_flags });
         listen(&sp, conn_qual)?;
         out.set(ia.adopt(Arc::new(Psp(sp)))?);
+        ia.counters.bump(dat_ia_counters::DCNT_IA_PSP_CREATE as u32);
         Ok(())
     }
 }
@@ -78,6 +81,7 @@ pub unsafe extern "C" fn dat_psp_create_any(
         let sp = ServicePoint::new(ia.clone(), evd, SpKind::Public { flags: psp_flags });
         let qual = listen(&sp, 0)?;
         out.set(ia.adopt(Arc::new(Psp(sp)))?);
+        ia.counters.bump(dat_ia_counters::DCNT_IA_PSP_CREATE_ANY as u32);
         qual_out.set(qual);
         Ok(())
     }
@@ -276,6 +280,7 @@ pub unsafe extern "C" fn dat_cr_accept(
             // The CR is consumed by the accept.
             cr.ia.release::<Cr>(cr_handle);
             request.accept(ep, pd)?;
+            cr.ia.counters.bump(dat_ia_counters::DCNT_IA_SP_CR_ACCEPTED as u32);
         }
         Ok(())
     }
@@ -290,6 +295,8 @@ pub unsafe extern "C" fn dat_cr_reject(cr_handle: DAT_CR_HANDLE, private_data_si
         // Reject with the consumer's private data before the release refuses with none.
         cr.reject(pd);
         let cr = cr.ia.release::<Cr>(cr_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
+        cr.ia.counters.bump(dat_ia_counters::DCNT_IA_SP_CR_REJECTED as u32);
+        cr.ia.counters.bump(dat_ia_counters::DCNT_IA_CM_USER_REJ_TX as u32);
         if let SpKind::Reserved { ep } = &cr.sp.kind {
             let mut inner = ep.inner.lock();
             if inner.state == dat_ep_state::DAT_EP_STATE_RESERVED {

@@ -209,9 +209,12 @@ pub unsafe extern "C" fn dat_ep_get_status(
 ) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
-        let state_out = edge::out(ep_state, 2)?;
         let inner = ep.inner.lock();
-        state_out.set(inner.state as DAT_EP_STATE);
+        // Each output is optional: the man page names no invalid parameter, and programs
+        // (dtestx) ask for the idle flags alone, as OpenFabrics allows.
+        if let Some(o) = edge::optional_out(ep_state) {
+            o.set(inner.state as DAT_EP_STATE);
+        }
         let bool_of = |b: bool| if b { dat_boolean::DAT_TRUE } else { dat_boolean::DAT_FALSE } as DAT_BOOLEAN;
         if let Some(o) = edge::optional_out(recv_idle) {
             o.set(bool_of(inner.recvs.is_empty()));
@@ -325,6 +328,7 @@ fn start_connect(ep: Arc<Ep>, ip: std::net::Ipv4Addr, conn_qual: DAT_CONN_QUAL, 
     let timeout = (timeout != DAT_TIMEOUT_INFINITE).then(|| std::time::Duration::from_micros(u64::from(timeout)));
     let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
     let started = ep.ia.transport.connect(ep.clone(), remote, conn_qual, private_data.to_vec(), timeout);
+    ep.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
     if started.is_err() {
         ep.inner.lock().state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
     }
@@ -415,6 +419,7 @@ pub unsafe extern "C" fn dat_ep_disconnect(ep_handle: DAT_EP_HANDLE, close_flags
         let ep = ep(ep_handle)?;
         let flags = edge::enum_in::<dat_close_flags, _>(close_flags, 2)?;
         let graceful = flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG;
+        ep.counters.bump(dat_ep_counters::DCNT_EP_DISCONNECT as u32);
         let link = {
             let mut inner = ep.inner.lock();
             match ep_state::disconnect(inner.state, graceful)? {
@@ -559,7 +564,9 @@ pub(super) unsafe fn post_request(
                     fence: completion_flags & dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32 != 0,
                     extended,
                 };
-                link.post(ep, inner, &request)?
+                let posted = link.post(ep, inner, &request)?;
+                count_post(ep, operation, extended, segments);
+                posted
             }
             None => {
                 drop(inner);
@@ -713,6 +720,8 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                         inner.recvs.pop_back();
                         return Err(e);
                     }
+                    ep.counters.bump(dat_ep_counters::DCNT_EP_POST_RECV as u32);
+                    ep.counters.add(dat_ep_counters::DCNT_EP_POST_RECV_DATA as u32, segments.iter().map(|s| u64::from(s.segment_length)).sum());
                     if inner.wire.messages_waiting() {
                         let link = inner.link.clone();
                         drop(inner);
@@ -727,3 +736,19 @@ pub unsafe extern "C" fn dat_ep_post_recv(
     }
 }
 
+/// Counts a request posted on its way out (the IB extension's EP counters).
+fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, segments: &[DAT_LMR_TRIPLET]) {
+    use dat_ep_counters as C;
+    let (posts, bytes) = match (extended, operation) {
+        (Some(Extended::FetchAdd(_)), _) => (C::DCNT_EP_POST_FETCH_ADD, None),
+        (Some(Extended::CompareSwap { .. }), _) => (C::DCNT_EP_POST_CMP_SWAP, None),
+        (Some(Extended::WriteImmediate(_)), _) => (C::DCNT_EP_POST_WRITE_IMM, Some(C::DCNT_EP_POST_WRITE_IMM_DATA)),
+        (None, dat_dtos::DAT_DTO_RDMA_WRITE) => (C::DCNT_EP_POST_WRITE, Some(C::DCNT_EP_POST_WRITE_DATA)),
+        (None, dat_dtos::DAT_DTO_RDMA_READ) => (C::DCNT_EP_POST_READ, Some(C::DCNT_EP_POST_READ_DATA)),
+        (None, _) => (C::DCNT_EP_POST_SEND, Some(C::DCNT_EP_POST_SEND_DATA)),
+    };
+    ep.counters.bump(posts as u32);
+    if let Some(bytes) = bytes {
+        ep.counters.add(bytes as u32, segments.iter().map(|s| u64::from(s.segment_length)).sum());
+    }
+}

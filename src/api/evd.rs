@@ -134,7 +134,11 @@ pub unsafe extern "C" fn dat_evd_dequeue(evd_handle: DAT_EVD_HANDLE, event: *mut
     entry! {
         edge::with_object(&RECENT, evd_handle, EVD_SUB, |evd| {
             let mut out = edge::out(event, 2)?;
-            evd.dequeue(out.storage())
+            let result = evd.dequeue(out.storage());
+            // DCNT_EVD_DEQUEUE is their sum, made as the counters are read.
+            let counter = if result.is_ok() { dat_evd_counters::DCNT_EVD_DEQUEUE_FOUND } else { dat_evd_counters::DCNT_EVD_DEQUEUE_NOT_FOUND };
+            evd.counters.bump(counter as u32);
+            result
         })
     }
 }
@@ -154,6 +158,7 @@ pub unsafe extern "C" fn dat_evd_wait(
             }
             let out = edge::out(event, 4)?;
             let more = edge::optional_out(n_more_events);
+            evd.counters.bump(dat_evd_counters::DCNT_EVD_WAIT as u32);
             let (result, remaining) = evd.wait(self::timeout(timeout), threshold as usize);
             if let Some(more) = more {
                 more.set(remaining as DAT_COUNT);

@@ -13,8 +13,12 @@ use super::edge::{self, entry};
 use super::{ep, ia};
 use super::registry::error_names;
 use crate::abi::*;
-use crate::error::{DatError, DatResult, Sub};
-use crate::handle;
+use crate::error::{DatError, DatResult, Sub, Type};
+use crate::handle::{self, Kind};
+use crate::objects::counters::{reset_evd, Reading};
+use crate::objects::ep::Ep;
+use crate::objects::evd::Evd;
+use crate::objects::ia::Ia;
 use crate::objects::extension::{Extended, ATOMIC_LEN};
 
 /// The shim's argument array: each argument widened to 64 bits, in call order.
@@ -57,9 +61,67 @@ pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, args: 
                 ia::open_query(v[0] as *const c_char, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
             },
             dat_ib_op::DAT_IB_CLOSE_QUERY_OP => ia::close_query(handle),
+            dat_ib_op::DAT_IB_QUERY_COUNTERS_OP => unsafe { query_counters(handle, v[0] as i64, v[1] as *mut u64, v[2] as i64 != 0) },
+            dat_ib_op::DAT_IB_PRINT_COUNTERS_OP => print_counters(handle, v[0] as i64, v[1] as i64 != 0),
             _ => Err(DatError::not_implemented()),
         }
     }
+}
+
+/// The counters of the IA, EP or EVD `handle` names.
+fn counters_of(handle: DAT_HANDLE) -> DatResult<(Reading, Box<dyn Fn(usize)>)> {
+    match handle::kind_of(handle) {
+        Some(Kind::Ia) => {
+            let ia = edge::object::<Ia>(handle, Sub::DAT_INVALID_HANDLE_IA)?;
+            Ok((Reading::ia(&ia.counters), Box::new(move |i| ia.counters.reset(i))))
+        }
+        Some(Kind::Ep) => {
+            let ep = edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
+            Ok((Reading::ep(&ep.counters), Box::new(move |i| ep.counters.reset(i))))
+        }
+        Some(Kind::Evd) => {
+            let evd = edge::object::<Evd>(handle, Sub::DAT_INVALID_HANDLE1)?;
+            Ok((Reading::evd(&evd.counters), Box::new(move |i| reset_evd(&evd.counters, i))))
+        }
+        // As OpenFabrics: other objects keep no counters.
+        _ => Err(DatError::bare(Type::DAT_INVALID_HANDLE)),
+    }
+}
+
+/// `dat_ib_query_counters`: counter `which` of the object (all of them when `which` is its
+/// count, `DCNT_*_ALL_COUNTERS`) lands at its index in `out`, as OpenFabrics writes it.
+unsafe fn query_counters(handle: DAT_HANDLE, which: i64, out: *mut u64, reset: bool) -> DatResult {
+    let (reading, zero) = counters_of(handle)?;
+    let range = usize::try_from(which).ok().and_then(|w| reading.covered(w)).ok_or(DatError::invalid_arg(3))?;
+    if out.is_null() {
+        return Err(DatError::invalid_arg(4));
+    }
+    for i in range {
+        // SAFETY: the caller's array holds the object's counters up to the one asked for
+        // (the macro's contract, as OpenFabrics fills it).
+        unsafe { out.add(i).write(reading.values[i]) };
+        if reset {
+            zero(i);
+        }
+    }
+    Ok(())
+}
+
+/// `dat_ib_print_counters`: each counter asked for, on stdout, as OpenFabrics prints them.
+fn print_counters(handle: DAT_HANDLE, which: i64, reset: bool) -> DatResult {
+    use std::io::Write;
+    let (reading, zero) = counters_of(handle)?;
+    let range = usize::try_from(which).ok().and_then(|w| reading.covered(w)).ok_or(DatError::invalid_arg(3))?;
+    let host = crate::transport::sys::hostname();
+    let pid = std::process::id();
+    let mut out = std::io::stdout().lock();
+    for i in range {
+        let _ = writeln!(out, " {host}:0x{pid:x}: {} = {} ", (reading.name)(i as u32), reading.values[i]);
+        if reset {
+            zero(i);
+        }
+    }
+    Ok(())
 }
 
 /// Posts an atomic: its local segment receives the peer's original word (the first

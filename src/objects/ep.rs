@@ -13,6 +13,7 @@ use super::extension::{self, Extended};
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
+use super::counters::{Counters, EP_COUNTERS};
 use super::srq::{PostedRecv, Srq};
 use super::Held;
 use crate::abi::*;
@@ -121,6 +122,8 @@ pub struct Ep {
     /// the EP's lock cannot be held throughout (a payload still coming in, a flush), taken
     /// before `inner`: receives complete in the order their messages arrived.
     pub receiving: Mutex<()>,
+    /// The IB extension's counters of this EP.
+    pub counters: Counters<EP_COUNTERS>,
 }
 
 impl Object for Ep {
@@ -262,6 +265,7 @@ impl Ep {
             ia,
             handle: SelfHandle::default(),
             receiving: Mutex::new(()),
+            counters: Counters::default(),
             inner: Mutex::new(EpInner {
                 state: dat_ep_state::DAT_EP_STATE_UNCONNECTED,
                 pz: parts.pz.map(Held::new),
@@ -319,6 +323,19 @@ impl Ep {
 
     /// Posts a connection event with the given private data on the connect EVD.
     pub fn connection_event(&self, number: dat_event_number, private_data: &[u8]) {
+        use dat_event_number as E;
+        use dat_ia_counters as C;
+        let outcome = match number {
+            E::DAT_CONNECTION_EVENT_PEER_REJECTED => Some(C::DCNT_IA_CM_USER_REJ_RX),
+            E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED => Some(C::DCNT_IA_CM_ERR_REFUSED),
+            E::DAT_CONNECTION_EVENT_TIMED_OUT => Some(C::DCNT_IA_CM_ERR_TIMEOUT),
+            E::DAT_CONNECTION_EVENT_BROKEN => Some(C::DCNT_IA_CM_ERR_RESET),
+            E::DAT_CONNECTION_EVENT_UNREACHABLE | E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR => Some(C::DCNT_IA_CM_ERR),
+            _ => None,
+        };
+        if let Some(counter) = outcome {
+            self.ia.counters.bump(counter as u32);
+        }
         let mut inner = self.inner.lock();
         if inner.released {
             return;
@@ -373,6 +390,12 @@ impl Ep {
             if inner.released {
                 return false;
             }
+            let side = if inner.state == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING {
+                dat_ia_counters::DCNT_IA_CM_ACTIVE_EST
+            } else {
+                dat_ia_counters::DCNT_IA_CM_PASSIVE_EST
+            };
+            self.ia.counters.bump(side as u32);
             inner.state = next;
             inner.closing = false;
             if let Some((link, remote)) = link {
@@ -470,6 +493,10 @@ impl Ep {
     /// [`Ep::complete_recv`] on the receive EVD the caller took from the EP (under its lock,
     /// where the caller holds it).
     pub fn complete_recv_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32) {
+        if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
+            self.counters.bump(dat_ep_counters::DCNT_EP_RECV as u32);
+            self.counters.add(dat_ep_counters::DCNT_EP_RECV_DATA as u32, u64::from(length));
+        }
         if let Some(evd) = evd {
             self.complete(evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
         }
@@ -478,6 +505,10 @@ impl Ep {
     /// Reports the receive an RDMA write with immediate `data` of `length` bytes consumed, on
     /// the receive EVD the caller took from the EP.
     pub fn complete_immediate_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32, data: u32) {
+        if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
+            self.counters.bump(dat_ep_counters::DCNT_EP_RECV_RDMA_IMM as u32);
+            self.counters.add(dat_ep_counters::DCNT_EP_RECV_RDMA_IMM_DATA as u32, u64::from(length));
+        }
         if let Some(evd) = evd {
             let _ = evd.post(extension::immediate_event(self.handle(), cookie, status, length, data));
         }

@@ -13,6 +13,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use super::cno::Cno;
+use super::counters::{Counters, EVD_COUNTERS};
 use super::ia::Ia;
 use super::{Counted, Held, Users};
 use crate::abi::*;
@@ -275,6 +276,8 @@ pub struct Evd {
     has_cno: AtomicBool,
     /// The transport's completion queue of a DTO EVD (none for TCP).
     pub completion_queue: std::sync::OnceLock<crate::transport::Resource>,
+    /// The IB extension's counters of this EVD (waits and dequeues).
+    pub counters: Counters<EVD_COUNTERS>,
 }
 
 impl Object for Evd {
@@ -333,6 +336,7 @@ impl Evd {
             has_cno: AtomicBool::new(has_cno),
             spin_us: AtomicU64::new(spin_budget().as_micros() as u64),
             completion_queue: std::sync::OnceLock::new(),
+            counters: Counters::default(),
         });
         if flags & dat_evd_flags::DAT_EVD_DTO_FLAG as u32 != 0 {
             if let Some(cq) = ia.transport.completion_queue(&evd)? {
@@ -430,6 +434,7 @@ impl Evd {
         if self.flags & dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32 != 0 {
             return; // the async EVD itself overflowed: nowhere left to report
         }
+        self.ia.counters.bump(dat_ia_counters::DCNT_IA_ASYNC_CQ_ERROR as u32);
         if let Some(async_evd) = self.ia.async_evd_object() {
             async_evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW, self.handle());
         }
@@ -442,6 +447,7 @@ impl Evd {
         e.event_number = number as DAT_EVENT_NUMBER;
         e.event_data.asynch_error_event_data.dat_handle = handle;
         e.event_data.asynch_error_event_data.reason = 0;
+        self.ia.counters.bump(dat_ia_counters::DCNT_IA_ASYNC_ERROR as u32);
         let _ = self.post(e);
     }
 
@@ -564,6 +570,7 @@ impl Evd {
         let slept_at = (q.events.len() < threshold).then(Instant::now);
         // A wait that may sleep hands its connections back (one of no time is a poll).
         if slept_at.is_some() && timeout != Some(Duration::ZERO) {
+            self.counters.bump(dat_evd_counters::DCNT_EVD_WAIT_BLOCKED as u32);
             MutexGuard::unlocked(&mut q, || {
                 self.flush_sources();
                 before_sleep();

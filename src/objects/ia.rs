@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
+use super::counters::{Counters, IA_COUNTERS};
 use super::evd::Evd;
 use super::Held;
 use crate::abi::*;
@@ -29,6 +30,8 @@ pub struct Ia {
     /// The provider-specific attributes `dat_ia_query` reports, found at its first call (they
     /// ask the interface or the device, which an IA that is never queried need not do).
     provider_specific: OnceLock<NamedAttrs>,
+    /// The IB extension's counters of this IA.
+    pub counters: Counters<IA_COUNTERS>,
 }
 
 /// Named attributes as C sees them, and the strings they point to, kept as long as the IA.
@@ -59,7 +62,7 @@ impl NamedAttrs {
 /// OpenFabrics' providers report them where programs read them: `dtest` runs its RDMA-read
 /// phases only when `DAT_IB_RDMA_READ` is `TRUE`, `dtestx` its atomics only where
 /// `DAT_IB_FETCH_AND_ADD` and `DAT_IB_CMP_AND_SWAP` are, `dtestsrq` sizes its messages by
-/// `DAT_IB_TRANSPORT_MTU`.
+/// `DAT_IB_TRANSPORT_MTU`, `dtestx -p` its counters where `DAT_COUNTERS` is named.
 fn provider_specific(transport: &dyn Transport, ip: std::net::Ipv4Addr) -> NamedAttrs {
     let truth = |b: bool| if b { "TRUE" } else { "FALSE" }.to_string();
     let mut pairs = transport.provider_specific(ip);
@@ -69,6 +72,8 @@ fn provider_specific(transport: &dyn Transport, ip: std::net::Ipv4Addr) -> Named
     pairs.push(("DAT_IB_FETCH_AND_ADD", truth(transport.atomics())));
     pairs.push(("DAT_IB_CMP_AND_SWAP", truth(transport.atomics())));
     pairs.push(("DAT_IB_IMMED_DATA", truth(true)));
+    // Named as OpenFabrics' counters build names it: `dtestx -p` queries counters only then.
+    pairs.push(("DAT_COUNTERS", truth(true)));
     NamedAttrs::new(&pairs)
 }
 
@@ -95,6 +100,7 @@ impl Ia {
         Ok(Arc::new(Ia {
             entry,
             provider_specific: OnceLock::new(),
+            counters: Counters::default(),
             transport,
             address: Box::new(transport::sys::sockaddr_in(std::net::SocketAddrV4::new(ip, 0))),
             async_evd: Mutex::new(None),
@@ -163,6 +169,9 @@ impl Ia {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_IA));
         }
         children.handles.push(h as usize);
+        if let Some((Some(made), _)) = lifecycle_counters(T::KIND) {
+            self.counters.bump(made as u32);
+        }
         Ok(h)
     }
 
@@ -170,6 +179,9 @@ impl Ia {
     pub fn release<T: Object>(&self, h: DAT_HANDLE) -> Option<Arc<T>> {
         let object = handle::remove::<T>(h)?;
         self.children.lock().handles.retain(|c| *c != h as usize);
+        if let Some((_, Some(freed))) = lifecycle_counters(T::KIND) {
+            self.counters.bump(freed as u32);
+        }
         Some(object)
     }
 
@@ -255,4 +267,24 @@ mod tests {
         assert_eq!(resolve_ipv4("no-such-netdev0"), None);
         assert_eq!(resolve_ipv4(""), None);
     }
+}
+
+/// The counters of an object kind's creation and free (a CR's creation is its arrival; its
+/// end, an accept or a reject, is counted where it happens).
+fn lifecycle_counters(kind: Kind) -> Option<(Option<dat_ia_counters>, Option<dat_ia_counters>)> {
+    use dat_ia_counters as C;
+    let (made, freed) = match kind {
+        Kind::Pz => (C::DCNT_IA_PZ_CREATE, C::DCNT_IA_PZ_FREE),
+        Kind::Lmr => (C::DCNT_IA_LMR_CREATE, C::DCNT_IA_LMR_FREE),
+        Kind::Rmr => (C::DCNT_IA_RMR_CREATE, C::DCNT_IA_RMR_FREE),
+        Kind::Rsp => (C::DCNT_IA_RSP_CREATE, C::DCNT_IA_RSP_FREE),
+        Kind::Evd => (C::DCNT_IA_EVD_CREATE, C::DCNT_IA_EVD_FREE),
+        Kind::Ep => (C::DCNT_IA_EP_CREATE, C::DCNT_IA_EP_FREE),
+        Kind::Srq => (C::DCNT_IA_SRQ_CREATE, C::DCNT_IA_SRQ_FREE),
+        Kind::Cr => return Some((Some(C::DCNT_IA_SP_CR), None)),
+        // dat_psp_create and dat_psp_create_any count themselves, apart.
+        Kind::Psp => return Some((None, Some(C::DCNT_IA_PSP_FREE))),
+        _ => return None,
+    };
+    Some((Some(made), Some(freed)))
 }

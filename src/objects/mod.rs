@@ -2,6 +2,7 @@
 
 pub mod cno;
 pub mod conn_qual;
+pub mod counters;
 pub mod ep;
 pub mod ep_state;
 pub mod evd;

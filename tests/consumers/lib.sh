@@ -25,7 +25,7 @@ wait_ready() {  # log file, pattern, pid [, port]: until the server says it is r
 
 pair() {  # name, mode, ready pattern, server command, client command (both quoted strings)
     # [, a port the server listens on once ready]; CLIENT_MODE: the client's mode, when it
-    # differs (one library on each side)
+    # differs (one library on each side); ERRORS: a grep pattern of failure lines
     local name=$1 mode=$2 ready=$3 server=$4 client=$5 port=${6:-}
     local env; env=$(loader "$mode")
     local cenv; cenv=$(loader "${CLIENT_MODE:-$mode}")
@@ -41,14 +41,32 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
     local crc=$?
     wait $spid
     local src=$?
-    if [ $crc != 0 ] || [ $src != 0 ] || grep -q "FAILED\|Error\|ERR" "$work/client.log" "$work/server.log"; then
+    # ERRORS: what in the logs is a failure (counters' names hold "ERR": DCNT_IA_CM_ERR)
+    local errors=${ERRORS:-FAILED\|Error\|ERR}
+    if [ $crc != 0 ] || [ $src != 0 ] || grep -q "$errors" "$work/client.log" "$work/server.log"; then
         echo "consumers: $name ($mode): client exit $crc, server exit $src"
-        grep -h "FAILED\|Error\|ERR" "$work/client.log" "$work/server.log" | head -5
+        grep -h "$errors" "$work/client.log" "$work/server.log" | head -5
         fail=1
     else
         local summary
         summary=$(grep -h "PASSED\|CPS\|raw:\|MB/sec\|Total WQE" "$work/client.log" | tail -1 | tr -s ' ')
         echo "consumers: $name ($mode): ok ${summary:+- $summary}"
+        passed=$((passed + 1))
+    fi
+}
+
+alone() {  # name, mode, command (a quoted string), a line its output must hold: one program,
+    # no peer, time-bounded
+    local name=$1 mode=$2 cmd=$3 want=$4
+    local env; env=$(loader "$mode")
+    # shellcheck disable=SC2086
+    env $env timeout 60 $cmd > "$work/alone.log" 2>&1
+    local rc=$?
+    if [ $rc != 0 ] || ! grep -q "$want" "$work/alone.log"; then
+        echo "consumers: $name ($mode): exit $rc, no \"$want\""; tail -5 "$work/alone.log"
+        fail=1
+    else
+        echo "consumers: $name ($mode): ok - $(grep -m1 "$want" "$work/alone.log" | tr -s ' ')"
         passed=$((passed + 1))
     fi
 }

@@ -38,6 +38,9 @@ for mode in path preload; do
         "/usr/bin/dtestcm -P $ia -s -c 50" "/usr/bin/dtestcm -P $ia -h $host -c 50" 15828
     pair "dtestx (write with immediate data, compare-and-swap, fetch-and-add)" $mode "" \
         "/usr/bin/dtestx -P $ia -s" "/usr/bin/dtestx -P $ia -c -h $host" 15828
+    ERRORS="FAILED\|Error\| returned " pair "dtestx -p (the same, then the IA's, EPs' and EVDs' counters)" $mode "" \
+        "/usr/bin/dtestx -P $ia -s -p" "/usr/bin/dtestx -P $ia -c -h $host -p" 15828
+    alone "dtestx -q (dat_ib_open_query)" $mode "/usr/bin/dtestx -P $ia -q" "Open_Query: $ia num_attrs"
     pair "dtestsrq (4 EPs on one SRQ, bursts of 8)" $mode "" \
         "/usr/bin/dtestsrq -P $ia -s -c 4 -B 8 -t 10" "/usr/bin/dtestsrq -P $ia -h $host -c 4 -B 8 -t 10" 45248
     pair "dtestsrq default" $mode "" \

@@ -101,6 +101,7 @@ impl DeviceEvents {
             let Some(qp) = (unsafe { event.element.qp.as_ref() }) else { return };
             let Some(conn) = conn_of_qp(self.context as usize, qp.qp_num) else { return };
             let Some(ep) = conn.ep() else { return };
+            ep.ia.counters.bump(dat_ia_counters::DCNT_IA_ASYNC_QP_ERROR as u32);
             conn.fail();
             if let Some(evd) = ep.ia.async_evd_object() {
                 evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN, ep.handle());
