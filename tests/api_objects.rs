@@ -176,6 +176,10 @@ fn ep_create_defaults_query_and_modify() {
         let mut attr: DAT_EP_ATTR = zero();
         attr.service_type = 7;
         assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, &attr, &mut ep), arg(6));
+        // The IB extension's unreliable datagrams: a model no transport of ours carries.
+        let mut ud = dat::objects::ep::default_attr();
+        ud.service_type = dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
+        assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, &ud, &mut ep), DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code());
         assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, null_mut(), null_mut()), arg(7));
         assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, null_mut(), &mut ep), OK);
         let mut p: DAT_EP_PARAM = zero();

@@ -212,6 +212,10 @@ const ATTR_COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS
 /// consumer's named-attribute lists.
 pub fn check_attr(a: &DAT_EP_ATTR, position: u8) -> DatResult<DAT_EP_ATTR> {
     let bad = || DatError::invalid_arg(position);
+    if a.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE {
+        // A known model that no transport of ours carries (README).
+        return Err(DatError::bare(crate::error::Type::DAT_MODEL_NOT_SUPPORTED));
+    }
     if a.service_type != dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE {
         return Err(bad());
     }
