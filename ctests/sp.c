@@ -2,8 +2,8 @@
  * Service points: dat_psp_query, dat_rsp_create, dat_rsp_query, dat_cr_handoff,
  * dat_csp_create, dat_csp_query, dat_csp_free. For each, a garbage handle, an invalid
  * parameter on an otherwise valid call, and a success where it is cheap. The one connection
- * request (for dat_cr_handoff's parameter) comes from an EP of the same IA over loopback and
- * is rejected; no connection is established.
+ * request (for dat_cr_handoff) comes from an EP of the same IA over loopback, is handed off to
+ * a second PSP, and is rejected there; no connection is established.
  */
 #include "check.h"
 
@@ -143,7 +143,28 @@ int main(void)
 		cr = e.event_data.cr_arrival_event_data.cr_handle;
 	expect_true("sp/cr_handoff-request-arrives", cr != DAT_HANDLE_NULL, "a DAT_CONNECTION_REQUEST_EVENT");
 	if (cr != DAT_HANDLE_NULL) {
+		DAT_PSP_HANDLE other = DAT_HANDLE_NULL;
+		DAT_CONN_QUAL other_port = 0;
+		DAT_CR_PARAM crp;
 		expect_type("sp/cr_handoff-conn-qual-zero", dat_cr_handoff(cr, 0), DAT_INVALID_PARAMETER);
+		/* "hands off the Connection Request to another Service Point specified by the
+		 * Connection Qualifier handoff" ... "This operation also destroys the Connection Request
+		 * instance": a new request event at the other PSP, the old CR gone. */
+		must(dat_psp_create_any(ia, &other_port, cr_evd, DAT_PSP_CONSUMER_FLAG, &other), "dat_psp_create_any");
+		expect_ret("sp/cr_handoff", dat_cr_handoff(cr, other_port), DAT_SUCCESS);
+		expect_type("sp/cr_handoff-destroys-cr", dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp), DAT_INVALID_HANDLE);
+		memset(&e, 0, sizeof(e));
+		cr = DAT_HANDLE_NULL;
+		if (dat_evd_wait(cr_evd, WAIT_US, 1, &e, &n) == DAT_SUCCESS && e.event_number == DAT_CONNECTION_REQUEST_EVENT)
+			cr = e.event_data.cr_arrival_event_data.cr_handle;
+		expect_true("sp/cr_handoff-arrives-at-other-sp",
+			    cr != DAT_HANDLE_NULL && e.event_data.cr_arrival_event_data.sp_handle.psp_handle == other &&
+				    e.event_data.cr_arrival_event_data.conn_qual == other_port,
+			    "a DAT_CONNECTION_REQUEST_EVENT of the other PSP, with its qualifier");
+		dat_psp_free(other);
+		/* A qualifier nobody listens on (the other PSP's, freed) names no service point. */
+		if (cr != DAT_HANDLE_NULL)
+			expect_type("sp/cr_handoff-conn-qual-unused", dat_cr_handoff(cr, other_port), DAT_INVALID_PARAMETER);
 		dat_cr_reject(cr, 0, NULL);
 		/* The client learns of the rejection; the EP is freed after. */
 		dat_evd_wait(conn_evd, WAIT_US, 1, &e, &n);

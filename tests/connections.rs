@@ -922,3 +922,47 @@ fn counters_count_posts_receives_objects_and_waits() {
     assert_eq!(query(p.ep, E::DCNT_EP_ALL_COUNTERS as u64 + 1, &mut ep, 0), DatError::invalid_arg(3).code());
     assert_eq!(query(p.pz, 0, &mut ep, 0), DatError::bare(Type::DAT_INVALID_HANDLE).code());
 }
+
+/// `dat_cr_handoff`: a request handed to another conn_qual of the IA arrives there as a new
+/// CR (its service point's, its qualifier, the requester's private data), the old CR is
+/// gone, and the new one accepts as any does; a qualifier nobody listens on is refused and
+/// leaves the CR as it was.
+#[test]
+fn a_handed_off_request_arrives_at_the_other_service_point_and_connects() {
+    let (a, p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
+    let (first, first_qual) = p.listen();
+    let (second, second_qual) = p.listen();
+    assert_eq!(a.connect(first_qual, b"hand me", WAIT_US), OK);
+    let e = wait(p.cr_evd);
+    let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle };
+    assert_eq!(unsafe { e.event_data.cr_arrival_event_data.sp_handle.psp_handle }, first);
+    let unused = second_qual.wrapping_add(1).max(1);
+    assert_eq!(unsafe { dat_cr_handoff(cr, unused) }, DatError::invalid_arg(2).code());
+    assert_eq!(unsafe { dat_cr_handoff(cr, 0) }, DatError::invalid_arg(2).code());
+    assert_eq!(unsafe { dat_cr_handoff(cr, second_qual) }, OK);
+    let mut param: DAT_CR_PARAM = zero();
+    assert_eq!(unsafe { dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut param) }, DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR).code());
+    let e = wait(p.cr_evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as u32);
+    let arrival = unsafe { e.event_data.cr_arrival_event_data };
+    assert_eq!((unsafe { arrival.sp_handle.psp_handle }, arrival.conn_qual), (second, second_qual));
+    let mut param: DAT_CR_PARAM = zero();
+    assert_eq!(unsafe { dat_cr_query(arrival.cr_handle, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut param) }, OK);
+    let pd = unsafe { std::slice::from_raw_parts(param.private_data as *const u8, param.private_data_size as usize) };
+    assert_private_data(pd, b"hand me");
+    assert_eq!(unsafe { dat_cr_accept(arrival.cr_handle, p.ep, 0, null_mut()) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    let (mut a, mut p) = (a, p);
+    p.post_recv(&[p.iov(0, 16)], 1);
+    a.buf[..4].copy_from_slice(b"move");
+    assert_eq!(a.post_send(&[a.iov(0, 4)], 2), OK);
+    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(&p.buf[..4], b"move");
+    unsafe {
+        assert_eq!(dat_psp_free(first), OK);
+        assert_eq!(dat_psp_free(second), OK);
+    }
+    a.buf[0] = 0;
+    p.buf[0] = 0;
+}

@@ -310,12 +310,15 @@ pub unsafe extern "C" fn dat_cr_reject(cr_handle: DAT_CR_HANDLE, private_data_si
 #[no_mangle]
 pub unsafe extern "C" fn dat_cr_handoff(cr_handle: DAT_CR_HANDLE, handoff: DAT_CONN_QUAL) -> DAT_RETURN {
     entry! {
-        cr(cr_handle)?;
-        // Qualifier 0 names no service point (a PSP created with it listens on any port).
-        if handoff == 0 {
-            return Err(DatError::invalid_arg(2));
-        }
-        // Handing a request to another service point needs the transport's accept path.
-        Err(DatError::not_implemented())
+        let cr = cr(cr_handle)?;
+        // "another Connection Qualifier on the same IA": one a service point of the CR's IA
+        // listens on (0 names none: a PSP created with it listens on any port).
+        let target = (handoff != 0).then(|| cr.ia.service_point(handoff)).flatten().ok_or(DatError::invalid_arg(2))?;
+        let request = cr.take_request().ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
+        // "This operation also destroys the Connection Request instance"; the request, which
+        // it no longer holds, arrives at the other service point as a new CR.
+        cr.ia.release::<Cr>(cr_handle);
+        target.arrive(request);
+        Ok(())
     }
 }

@@ -96,8 +96,9 @@ impl ServicePoint {
         Ok(conn_qual)
     }
 
-    /// A request arrived: a CR and a connection request event.
-    fn arrive(self: Arc<Self>, request: Box<dyn ConnRequest>) {
+    /// A request arrived (or was handed off to this service point): a CR and a connection
+    /// request event.
+    pub fn arrive(self: Arc<Self>, request: Box<dyn ConnRequest>) {
         let cr = Arc::new(Cr::new(self.clone(), request));
         let Ok(cr_handle) = self.ia.adopt(cr.clone()) else {
             return;
@@ -122,6 +123,10 @@ impl ServicePoint {
                 cr.reject(&[]);
             }
         }
+    }
+
+    pub fn is_listening(&self) -> bool {
+        self.listener.lock().is_some()
     }
 
     /// Stops listening; requests not yet accepted stay valid CRs.
