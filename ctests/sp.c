@@ -188,12 +188,38 @@ int main(void)
 	H("csp_query-evd-handle", dat_csp_query(cr_evd, DAT_CSP_FIELD_ALL, &cp), DAT_INVALID_HANDLE_CSP);
 	H("csp_free-garbage", dat_csp_free(g), DAT_INVALID_HANDLE_CSP);
 	H("csp_free-null", dat_csp_free(DAT_HANDLE_NULL), DAT_INVALID_HANDLE_CSP);
-	/* The parameter cases of dat_csp_query and dat_csp_free need a CSP; the README documents
-	 * that dat_csp_create returns DAT_NOT_IMPLEMENTED, so they run only where one exists. */
+	/* A CSP at the IA's address, on the port the PSP above held (free again). The cases below
+	 * need one, so they run only where dat_csp_create makes it (OpenFabrics has none). */
 	csp = DAT_HANDLE_NULL;
+	sin.sin_port = htons((unsigned short)port);
 	r = exported("dat_csp_create") ? dat_csp_create(ia, &comm, (DAT_IA_ADDRESS_PTR)&sin, cr_evd, &csp)
 				       : DAT_NOT_IMPLEMENTED;
 	if (r == DAT_SUCCESS) {
+		memset(&cp, 0, sizeof(cp));
+		expect_ret("sp/csp_query", dat_csp_query(csp, DAT_CSP_FIELD_ALL, &cp), DAT_SUCCESS);
+		expect_true("sp/csp_query-values",
+			    cp.ia_handle == ia && cp.evd_handle == cr_evd && cp.comm && cp.comm->domain == AF_INET &&
+				    cp.comm->type == SOCK_STREAM && cp.address_ptr &&
+				    ((struct sockaddr_in *)cp.address_ptr)->sin_port == sin.sin_port,
+			    "the IA, the communicator, the address and its port, the CR EVD");
+		/* dat_ep_common_connect: a connect to the CSP named by the remote address (and its
+		 * port) arrives as a request of the CSP; rejected, the requester is PEER_REJECTED. */
+		dat_ep_reset(client);
+		expect_ret("sp/ep_common_connect", dat_ep_common_connect(client, (DAT_IA_ADDRESS_PTR)&sin, WAIT_US, 0, NULL),
+			   DAT_SUCCESS);
+		memset(&e, 0, sizeof(e));
+		cr = DAT_HANDLE_NULL;
+		if (dat_evd_wait(cr_evd, WAIT_US, 1, &e, &n) == DAT_SUCCESS && e.event_number == DAT_CONNECTION_REQUEST_EVENT)
+			cr = e.event_data.cr_arrival_event_data.cr_handle;
+		expect_true("sp/ep_common_connect-arrives-at-csp",
+			    cr != DAT_HANDLE_NULL && e.event_data.cr_arrival_event_data.sp_handle.csp_handle == csp,
+			    "a DAT_CONNECTION_REQUEST_EVENT of the CSP");
+		if (cr != DAT_HANDLE_NULL) {
+			dat_cr_reject(cr, 0, NULL);
+			memset(&e, 0, sizeof(e));
+			dat_evd_wait(conn_evd, WAIT_US, 1, &e, &n);
+			expect_event("sp/ep_common_connect-rejected", e.event_number, DAT_CONNECTION_EVENT_PEER_REJECTED);
+		}
 		expect_type("sp/csp_query-unknown-mask-bits", dat_csp_query(csp, 0x100000, &cp), DAT_INVALID_PARAMETER);
 		expect_type("sp/csp_query-null-param", dat_csp_query(csp, DAT_CSP_FIELD_ALL, NULL), DAT_INVALID_PARAMETER);
 		expect_ret("sp/csp_free", dat_csp_free(csp), DAT_SUCCESS);

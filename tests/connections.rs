@@ -966,3 +966,50 @@ fn a_handed_off_request_arrives_at_the_other_service_point_and_connects() {
     a.buf[0] = 0;
     p.buf[0] = 0;
 }
+
+/// The common connection model: a CSP listens at the IA's address on the port of the address
+/// it is given, `dat_ep_common_connect` reaches it by that address, and the request accepted
+/// connects as any other.
+#[test]
+fn a_common_connect_reaches_the_csp_of_its_address_and_connects() {
+    let (a, p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
+    // A port free for the CSP: one a PSP held a moment ago.
+    let (psp, port) = p.listen();
+    assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+    let mut comm = DAT_COMM { domain: libc::AF_INET, r#type: libc::SOCK_STREAM, protocol: 0 };
+    let mut address = loopback();
+    address.sin_port = (port as u16).to_be();
+    let mut csp = null_mut();
+    let at = &mut address as *mut libc::sockaddr_in as DAT_IA_ADDRESS_PTR;
+    assert_eq!(unsafe { dat_csp_create(p.ia, &mut comm, at, p.cr_evd, &mut csp) }, OK);
+    let mut param: DAT_CSP_PARAM = zero();
+    assert_eq!(unsafe { dat_csp_query(csp, dat_csp_param_mask::DAT_CSP_FIELD_ALL as u32, &mut param) }, OK);
+    assert_eq!((param.ia_handle, param.evd_handle), (p.ia, p.cr_evd));
+    assert_eq!(unsafe { (*param.comm).r#type }, libc::SOCK_STREAM);
+    // Another CSP on that port: the qualifier is in use.
+    let mut other = null_mut();
+    assert_eq!(unsafe { dat_csp_create(p.ia, &mut comm, at, p.cr_evd, &mut other) }, DatError::bare(Type::DAT_CONN_QUAL_IN_USE).code());
+    assert_eq!(unsafe { dat_ep_common_connect(a.ep, at, WAIT_US, 6, b"common".as_ptr() as DAT_PVOID) }, OK);
+    let e = wait(p.cr_evd);
+    let arrival = unsafe { e.event_data.cr_arrival_event_data };
+    assert_eq!(unsafe { arrival.sp_handle.csp_handle }, csp);
+    let (_, pd) = {
+        let mut c: DAT_CR_PARAM = zero();
+        assert_eq!(unsafe { dat_cr_query(arrival.cr_handle, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut c) }, OK);
+        ((), unsafe { std::slice::from_raw_parts(c.private_data as *const u8, c.private_data_size as usize) }.to_vec())
+    };
+    assert_private_data(&pd, b"common");
+    assert_eq!(unsafe { dat_cr_accept(arrival.cr_handle, p.ep, 0, null_mut()) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    let (mut a, mut p) = (a, p);
+    p.post_recv(&[p.iov(0, 16)], 1);
+    a.buf[..6].copy_from_slice(b"joined");
+    assert_eq!(a.post_send(&[a.iov(0, 6)], 2), OK);
+    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 6, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(&p.buf[..6], b"joined");
+    assert_eq!(unsafe { dat_csp_free(csp) }, OK);
+    assert_eq!(unsafe { dat_csp_free(csp) }, DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CSP).code());
+    a.buf[0] = 0;
+    p.buf[0] = 0;
+}

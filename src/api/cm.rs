@@ -12,7 +12,7 @@ use crate::objects::ep_state;
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
 use crate::objects::limits;
-use crate::objects::sp::{Cr, Psp, Rsp, ServicePoint, SpKind};
+use crate::objects::sp::{Cr, Csp, Psp, Rsp, ServicePoint, SpKind};
 
 /// A service point's EVD: one with the CR stream that the IA can feed (see `Ia::feeds_evds_of`).
 fn cr_evd(ia: &Arc<Ia>, h: DAT_EVD_HANDLE) -> DatResult<Arc<Evd>> {
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn dat_psp_query(psp_handle: DAT_PSP_HANDLE, psp_param_mas
         let out = edge::out(psp_param, 3)?;
         let flags = match psp.0.kind {
             SpKind::Public { flags } => flags,
-            SpKind::Reserved { .. } => 0,
+            _ => 0,
         };
         out.set(DAT_PSP_PARAM {
             ia_handle: psp.0.ia.handle(),
@@ -150,7 +150,7 @@ pub unsafe extern "C" fn dat_rsp_query(rsp_handle: DAT_RSP_HANDLE, rsp_param_mas
         let out = edge::out(rsp_param, 3)?;
         let ep = match &rsp.0.kind {
             SpKind::Reserved { ep } => ep.handle(),
-            SpKind::Public { .. } => std::ptr::null_mut(),
+            _ => std::ptr::null_mut(),
         };
         out.set(DAT_RSP_PARAM {
             ia_handle: rsp.0.ia.handle(),
@@ -187,32 +187,66 @@ pub unsafe extern "C" fn dat_csp_create(
 ) -> DAT_RETURN {
     entry! {
         let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+        let evd = cr_evd(&ia, evd_handle)?;
         // SAFETY: non-NULL pointers point to their types (API contract).
-        unsafe {
-            edge::required_in(comm as *const DAT_COMM, 2)?;
-            edge::required_in(address as *const DAT_SOCK_ADDR, 3)?;
+        let comm = unsafe { edge::required_in(comm as *const DAT_COMM, 2)? };
+        // SAFETY: as above.
+        let sin = unsafe { common_address(address, 3)? };
+        // The CSP listens at the IA's address (or any of its own), on the address's port.
+        let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+        if !ip.is_unspecified() && ip != ia.ipv4() {
+            return Err(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE));
         }
-        cr_evd(&ia, evd_handle)?;
-        edge::out(csp_handle, 5)?;
-        // Common service points (connections by communicator) have no transport of ours yet.
-        Err(DatError::not_implemented())
+        let out = edge::out(csp_handle, 5)?;
+        let kind = SpKind::Common { comm: Box::new(comm), address: Box::new(sin) };
+        let sp = ServicePoint::new(ia.clone(), evd, kind);
+        listen(&sp, u64::from(u16::from_be(sin.sin_port)))?;
+        out.set(ia.adopt(Arc::new(Csp(sp)))?);
+        Ok(())
     }
 }
 
+/// A common service point's address, or the remote one of `dat_ep_common_connect`: IPv4 with
+/// a port (which names the service point, as a qualifier up to 0xffff does).
+pub(crate) unsafe fn common_address(address: DAT_IA_ADDRESS_PTR, position: u8) -> DatResult<libc::sockaddr_in> {
+    // SAFETY: a non-NULL address points to a sockaddr (API contract).
+    let sa = unsafe { edge::required_in(address as *const libc::sockaddr, position)? };
+    if i32::from(sa.sa_family) != libc::AF_INET {
+        return Err(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNSUPPORTED));
+    }
+    // SAFETY: an AF_INET address is a sockaddr_in.
+    let sin = unsafe { edge::required_in(address as *const libc::sockaddr_in, position)? };
+    if sin.sin_port == 0 {
+        return Err(DatError::invalid_arg(position));
+    }
+    Ok(sin)
+}
+
 #[no_mangle]
-pub unsafe extern "C" fn dat_csp_query(csp_handle: DAT_CSP_HANDLE, _csp_param_mask: DAT_CSP_PARAM_MASK, _csp_param: *mut DAT_CSP_PARAM) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_csp_query(csp_handle: DAT_CSP_HANDLE, csp_param_mask: DAT_CSP_PARAM_MASK, csp_param: *mut DAT_CSP_PARAM) -> DAT_RETURN {
     entry! {
-        // No CSP can be created (see dat_csp_create), so no handle is a live CSP.
-        let _ = csp_handle;
-        Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CSP))
+        let csp = edge::object::<Csp>(csp_handle, Sub::DAT_INVALID_HANDLE_CSP)?;
+        edge::flags_in(csp_param_mask, dat_csp_param_mask::DAT_CSP_FIELD_ALL as u32, 2)?;
+        let out = edge::out(csp_param, 3)?;
+        let SpKind::Common { comm, address } = &csp.0.kind else {
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CSP));
+        };
+        out.set(DAT_CSP_PARAM {
+            ia_handle: csp.0.ia.handle(),
+            comm: &**comm as *const DAT_COMM as *mut DAT_COMM,
+            address_ptr: &**address as *const libc::sockaddr_in as DAT_IA_ADDRESS_PTR,
+            evd_handle: csp.0.evd.handle(),
+        });
+        Ok(())
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn dat_csp_free(csp_handle: DAT_CSP_HANDLE) -> DAT_RETURN {
     entry! {
-        let _ = csp_handle;
-        Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CSP))
+        let csp = edge::object::<Csp>(csp_handle, Sub::DAT_INVALID_HANDLE_CSP)?;
+        csp.0.ia.release::<Csp>(csp_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CSP))?;
+        Ok(())
     }
 }
 
@@ -228,7 +262,7 @@ pub unsafe extern "C" fn dat_cr_query(cr_handle: DAT_CR_HANDLE, cr_param_mask: D
         let out = edge::out(cr_param, 3)?;
         let local_ep = match &cr.sp.kind {
             SpKind::Reserved { ep } => ep.handle(),
-            SpKind::Public { .. } => std::ptr::null_mut(),
+            _ => std::ptr::null_mut(),
         };
         out.set(DAT_CR_PARAM {
             remote_ia_address_ptr: &*cr.remote as *const libc::sockaddr_in as DAT_IA_ADDRESS_PTR,

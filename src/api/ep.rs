@@ -398,18 +398,21 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
 pub unsafe extern "C" fn dat_ep_common_connect(
     ep_handle: DAT_EP_HANDLE,
     remote_ia_address: DAT_IA_ADDRESS_PTR,
-    _timeout: DAT_TIMEOUT,
+    timeout: DAT_TIMEOUT,
     private_data_size: DAT_COUNT,
     private_data: DAT_PVOID,
 ) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
         // SAFETY: forwarded from our caller.
-        unsafe { remote_address(remote_ia_address)? };
+        let ip = unsafe { remote_address(remote_ia_address)? };
+        // The common service point is named by the address's port (a CSP listens there).
         // SAFETY: forwarded from our caller.
-        unsafe { self::private_data(private_data_size, private_data, 4)? };
-        ep_state::connect(ep.state())?;
-        Err(DatError::not_implemented())
+        let sin = unsafe { super::cm::common_address(remote_ia_address, 2)? };
+        // SAFETY: forwarded from our caller.
+        let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
+        check_connectable(&ep)?;
+        start_connect(ep, ip, u64::from(u16::from_be(sin.sin_port)), timeout, pd)
     }
 }
 

@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 
 use super::counters::{Counters, IA_COUNTERS};
 use super::evd::Evd;
-use super::sp::{Psp, Rsp, ServicePoint};
+use super::sp::{Csp, Psp, Rsp, ServicePoint};
 use super::Held;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
@@ -186,11 +186,14 @@ impl Ia {
         Some(object)
     }
 
-    /// The listening service point (PSP or RSP) of this IA for `conn_qual`.
+    /// The listening service point (PSP, RSP or CSP) of this IA for `conn_qual`.
     pub fn service_point(&self, conn_qual: u64) -> Option<Arc<ServicePoint>> {
         let handles = self.children.lock().handles.clone();
         handles.into_iter().map(|h| h as DAT_HANDLE).find_map(|h| {
-            let sp = handle::get::<Psp>(h).map(|p| p.0.clone()).or_else(|| handle::get::<Rsp>(h).map(|r| r.0.clone()))?;
+            let sp = handle::get::<Psp>(h)
+                .map(|p| p.0.clone())
+                .or_else(|| handle::get::<Rsp>(h).map(|r| r.0.clone()))
+                .or_else(|| handle::get::<Csp>(h).map(|c| c.0.clone()))?;
             (sp.conn_qual() == conn_qual && sp.is_listening()).then_some(sp)
         })
     }

@@ -1,6 +1,7 @@
 //! Service points and connection requests. A PSP or RSP listens on the port its conn_qual
-//! maps to (`conn_qual::port`); each request that arrives becomes a CR and a connection request event on the
-//! service point's EVD.
+//! maps to (`conn_qual::port`), a CSP on the port of its address (its qualifier, as every
+//! qualifier up to 0xffff is its own port); each request that arrives becomes a CR and a
+//! connection request event on the service point's EVD.
 
 use std::sync::Arc;
 
@@ -19,7 +20,15 @@ use crate::transport::{ConnRequest, Listening};
 pub enum SpKind {
     Public { flags: DAT_PSP_FLAGS },
     Reserved { ep: Arc<Ep> },
+    /// A common service point: the communicator and address it was made with, kept for
+    /// `dat_csp_query` to point at.
+    Common { comm: Box<DAT_COMM>, address: Box<libc::sockaddr_in> },
 }
+
+// SAFETY: the Common kind's boxes are plain data, only read.
+unsafe impl Send for SpKind {}
+// SAFETY: as above.
+unsafe impl Sync for SpKind {}
 
 pub struct ServicePoint {
     pub ia: Arc<Ia>,
@@ -34,6 +43,18 @@ pub struct ServicePoint {
 pub struct Psp(pub Arc<ServicePoint>);
 /// An RSP handle names a reserved one.
 pub struct Rsp(pub Arc<ServicePoint>);
+/// A CSP handle names a common one.
+pub struct Csp(pub Arc<ServicePoint>);
+
+impl Object for Csp {
+    const KIND: Kind = Kind::Csp;
+    fn self_handle(&self) -> Option<&SelfHandle> {
+        Some(&self.0.handle)
+    }
+    fn on_release(&self) {
+        self.0.close();
+    }
+}
 
 impl Object for Psp {
     const KIND: Kind = Kind::Psp;
@@ -113,8 +134,10 @@ impl ServicePoint {
             cr_handle,
             truncate_flag: dat_boolean::DAT_FALSE as DAT_BOOLEAN,
         };
-        if let SpKind::Reserved { .. } = self.kind {
-            data.sp_handle = DAT_SP_HANDLE { rsp_handle: self.handle() };
+        match self.kind {
+            SpKind::Reserved { .. } => data.sp_handle = DAT_SP_HANDLE { rsp_handle: self.handle() },
+            SpKind::Common { .. } => data.sp_handle = DAT_SP_HANDLE { csp_handle: self.handle() },
+            SpKind::Public { .. } => {}
         }
         e.event_data.cr_arrival_event_data = data;
         if self.evd.post(e).is_err() {
