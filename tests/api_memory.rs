@@ -500,7 +500,8 @@ fn rmr_bind_checks_everything_before_the_transport() {
         assert_eq!(bind(rmr, olmr, &triplet(&obuf, 8, octx), remote, VA, ep, 0, &mut c), bad(Sub::DAT_INVALID_HANDLE_LMR));
         assert_eq!(bind(rmr, lmr, &seg, remote, VA, oep, 0, &mut c), bad(Sub::DAT_INVALID_HANDLE_EP));
 
-        // On a DISCONNECTED EP the bind is flushed to the request EVD.
+        // On a DISCONNECTED EP the bind is flushed to the request EVD, as a bind completion
+        // (OpenFabrics' event for binds).
         let ep_obj = dat::handle::get::<Ep>(ep).unwrap();
         ep_obj.inner.lock().state = dat_ep_state::DAT_EP_STATE_DISCONNECTED;
         c = 77;
@@ -508,25 +509,30 @@ fn rmr_bind_checks_everything_before_the_transport() {
         assert_eq!(c, 0, "the RMR stays unbound");
         let mut event: DAT_EVENT = zero();
         assert_eq!(dat_evd_dequeue(evd, &mut event), OK);
-        assert_eq!(event.event_number, dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER);
-        let data = event.event_data.dto_completion_event_data;
-        assert_eq!(data.ep_handle, ep);
+        assert_eq!(event.event_number, dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as DAT_EVENT_NUMBER);
+        let data = event.event_data.rmr_completion_event_data;
+        assert_eq!(data.rmr_handle, rmr);
         assert_eq!(data.user_cookie.as_64, 9);
         assert_eq!(data.status, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED as DAT_DTO_COMPLETION_STATUS);
-        assert_eq!(data.operation, dat_dtos::DAT_DTO_BIND_MW as DAT_DTOS);
-
-        // On a CONNECTED EP the bind needs the transport.
-        ep_obj.inner.lock().state = dat_ep_state::DAT_EP_STATE_CONNECTED;
-        assert_eq!(bind(rmr, lmr, &seg, remote, VA, ep, 0, &mut c), bare(Type::DAT_NOT_IMPLEMENTED));
-        ep_obj.inner.lock().state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
-        drop(ep_obj);
-
         let mut p: DAT_RMR_PARAM = zero();
         assert_eq!(dat_rmr_query(rmr, dat_rmr_param_mask::DAT_RMR_FIELD_ALL as u32, &mut p), OK);
         assert_eq!(p.rmr_context, 0);
-        // No bind happened: the LMR is not in use by the RMR.
-        assert_eq!(dat_lmr_free(lmr), OK);
+
+        // On a CONNECTED EP of the TCP transport the window is bound at once: a new context,
+        // the completion, and the LMR in use by the RMR until it is freed.
+        ep_obj.inner.lock().state = dat_ep_state::DAT_EP_STATE_CONNECTED;
+        assert_eq!(bind(rmr, lmr, &seg, remote, VA, ep, 0, &mut c), OK);
+        assert_ne!(c, 0);
+        assert_eq!(dat_evd_dequeue(evd, &mut event), OK);
+        assert_eq!(event.event_number, dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as DAT_EVENT_NUMBER);
+        assert_eq!(event.event_data.rmr_completion_event_data.status, dat_dto_completion_status::DAT_DTO_SUCCESS as DAT_DTO_COMPLETION_STATUS);
+        assert_eq!(dat_rmr_query(rmr, dat_rmr_param_mask::DAT_RMR_FIELD_ALL as u32, &mut p), OK);
+        assert_eq!(p.rmr_context, c);
+        ep_obj.inner.lock().state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
+        drop(ep_obj);
+        assert_eq!(dat_lmr_free(lmr), DatError::invalid_state(Sub::DAT_INVALID_STATE_LMR_IN_USE).code());
         assert_eq!(dat_rmr_free(rmr), OK);
+        assert_eq!(dat_lmr_free(lmr), OK);
     }
 }
 

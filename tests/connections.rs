@@ -11,7 +11,8 @@ use std::net::TcpStream;
 use std::ptr::null_mut;
 
 use dat::abi::*;
-use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, srq::*};
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, rmr::*, srq::*};
+use dat::objects::lmr::{PRIV_REMOTE_READ, PRIV_REMOTE_WRITE};
 use dat::error::{DatError, Sub, Type};
 use dat::transport::tcp::wire::{Header, Op, HEADER_LEN};
 
@@ -615,19 +616,104 @@ fn connect_checks_its_arguments_and_the_ep_state() {
     assert_eq!(b.state(), dat_ep_state::DAT_EP_STATE_UNCONNECTED);
 }
 
+/// Binds `rmr` to `len` bytes at `offset` of `side`'s buffer for `ep`'s peer (a zero length
+/// unbinds): the new context, after the bind's completion on the request EVD.
+fn bind(side: &Side, rmr: DAT_RMR_HANDLE, ep: DAT_EP_HANDLE, offset: usize, len: u32, privileges: u32, c: u64) -> DAT_RMR_CONTEXT {
+    let triplet = side.iov(offset, len);
+    let mut context = 0;
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let va = dat_va_type::DAT_VA_TYPE_VA as DAT_VA_TYPE;
+    assert_eq!(unsafe { dat_rmr_bind(rmr, side.lmr, &triplet, privileges, va, ep, cookie(c), flags, &mut context) }, OK);
+    let e = wait(side.req_evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as u32);
+    let data = unsafe { e.event_data.rmr_completion_event_data };
+    assert_eq!((data.rmr_handle, unsafe { data.user_cookie.as_64 }, data.status), (rmr, c, 0));
+    context
+}
+
+/// RMRs over the wire: a bind exposes part of a region its LMR does not expose (the LMR grants
+/// no remote access) to the EP's peer, with the bind's privileges; a send with invalidate
+/// unbinds it as it lands; each bind gives a new context; a read lands in an RMR of the
+/// reader's (`dat_ep_post_rdma_read_to_rmr`); and a context that is no longer bound fails on
+/// the initiator. The verbs transport refuses binds on a connected EP (memory windows are not
+/// built): there, only that.
 #[test]
-fn send_with_invalidate_sends_plainly_and_refuses_an_invalidation_it_cannot_do() {
-    let (a, p) = connected(ALL_PRIV);
-    p.post_recv(&[p.iov(0, 16)], 1);
-    let iov = [a.iov(0, 8)];
+fn rmrs_bound_over_the_wire_expose_invalidate_and_go_stale() {
+    let (mut a, mut p) = connect_pair(Side::new(ALL_PRIV), Side::new(LOCAL_PRIV));
+    let mut rmr = null_mut();
+    assert_eq!(unsafe { dat_rmr_create(p.pz, &mut rmr) }, OK);
+    let rw = PRIV_REMOTE_READ | PRIV_REMOTE_WRITE;
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
     let (f, t) = (dat_boolean::DAT_FALSE as DAT_BOOLEAN, dat_boolean::DAT_TRUE as DAT_BOOLEAN);
-    let rc = unsafe { dat_ep_post_send_with_invalidate(a.ep, 1, iov.as_ptr() as *mut _, cookie(2), flags, t, p.rmr_ctx) };
-    assert_eq!(rc, DatError::not_implemented().code());
-    let rc = unsafe { dat_ep_post_send_with_invalidate(a.ep, 1, iov.as_ptr() as *mut _, cookie(3), flags, f, 0) };
-    assert_eq!(rc, OK);
-    assert_eq!(dto(a.req_evd), (3, dat_dto_completion_status::DAT_DTO_SUCCESS, 8, dat_dtos::DAT_DTO_SEND));
-    assert_eq!(dto(p.recv_evd).2, 8);
+    if on_rdma() {
+        let triplet = p.iov(1024, 256);
+        let mut c = 0;
+        let va = dat_va_type::DAT_VA_TYPE_VA as DAT_VA_TYPE;
+        assert_eq!(unsafe { dat_rmr_bind(rmr, p.lmr, &triplet, rw, va, p.ep, cookie(1), flags, &mut c) }, DatError::not_implemented().code());
+        let iov = [a.iov(0, 8)];
+        let rc = unsafe { dat_ep_post_send_with_invalidate(a.ep, 1, iov.as_ptr() as *mut _, cookie(2), flags, t, 1) };
+        assert_eq!(rc, DatError::not_implemented().code());
+        return;
+    }
+    // The window: p's bytes 1024..1280, read and write.
+    let window = bind(&p, rmr, p.ep, 1024, 256, rw, 1);
+    let base = p.addr(0);
+    let remote = |context, offset: usize, len| DAT_RMR_TRIPLET { rmr_context: context, virtual_address: base + offset as u64, segment_length: len };
+    a.buf[..5].copy_from_slice(b"bound");
+    let (local, at) = ([a.iov(0, 5)], remote(window, 1100, 5));
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(10), &at, flags) }, OK);
+    assert_eq!(dto(a.req_evd), (10, dat_dto_completion_status::DAT_DTO_SUCCESS, 5, dat_dtos::DAT_DTO_RDMA_WRITE));
+    assert_eq!(&p.buf[1100..1105], b"bound");
+    p.buf[1200..1204].copy_from_slice(b"back");
+    let (into, from) = ([a.iov(64, 4)], remote(window, 1200, 4));
+    assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(11), &from, flags) }, OK);
+    assert_eq!(dto(a.req_evd), (11, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RDMA_READ));
+    assert_eq!(&a.buf[64..68], b"back");
+    // A send with invalidate FALSE is a plain send; TRUE unbinds the window as it lands.
+    p.post_recv(&[p.iov(0, 16)], 20);
+    p.post_recv(&[p.iov(16, 16)], 21);
+    let iov = [a.iov(0, 8)];
+    assert_eq!(unsafe { dat_ep_post_send_with_invalidate(a.ep, 1, iov.as_ptr() as *mut _, cookie(12), flags, f, 0) }, OK);
+    assert_eq!(unsafe { dat_ep_post_send_with_invalidate(a.ep, 1, iov.as_ptr() as *mut _, cookie(13), flags, t, window) }, OK);
+    assert_eq!(dto(p.recv_evd).0, 20);
+    assert_eq!(dto(p.recv_evd).0, 21);
+    assert_eq!(dto(a.req_evd).0, 12);
+    assert_eq!(dto(a.req_evd).0, 13);
+    let mut param: DAT_RMR_PARAM = zero();
+    assert_eq!(unsafe { dat_rmr_query(rmr, dat_rmr_param_mask::DAT_RMR_FIELD_ALL as u32, &mut param) }, OK);
+    assert_eq!(param.rmr_context, 0, "the invalidated RMR is unbound");
+    // A new bind, a new context; then an unbind.
+    let again = bind(&p, rmr, p.ep, 2048, 64, PRIV_REMOTE_WRITE, 2);
+    assert_ne!(again, window);
+    let at = remote(again, 2048, 5);
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(14), &at, flags) }, OK);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(&p.buf[2048..2053], b"bound");
+    // A read lands in an RMR of the reader's: a's bytes 512..768, bound through a's EP.
+    let mut own = null_mut();
+    assert_eq!(unsafe { dat_rmr_create(a.pz, &mut own) }, OK);
+    let target = bind(&a, own, a.ep, 512, 256, PRIV_REMOTE_WRITE, 3);
+    p.buf[1500..1504].copy_from_slice(b"read");
+    // p's own region grants no remote read: the peer reads through a window of p's.
+    let readable = bind(&p, rmr, p.ep, 1500, 4, PRIV_REMOTE_READ, 4);
+    let into = DAT_RMR_TRIPLET { rmr_context: target, virtual_address: a.addr(600), segment_length: 4 };
+    let from = remote(readable, 1500, 4);
+    assert_eq!(unsafe { dat_ep_post_rdma_read_to_rmr(a.ep, &into, cookie(15), &from, flags) }, OK);
+    assert_eq!(dto(a.req_evd), (15, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RDMA_READ));
+    assert_eq!(&a.buf[600..604], b"read");
+    // Reading into a part of a's buffer no RMR of a's covers is refused before it starts.
+    let outside = DAT_RMR_TRIPLET { rmr_context: target, virtual_address: a.addr(100), segment_length: 4 };
+    assert_eq!(unsafe { dat_ep_post_rdma_read_to_rmr(a.ep, &outside, cookie(16), &from, flags) }, DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_RDMA_WRITE).code());
+    // Rebound since, then unbound: the write window's context is stale, and a write through
+    // it (which succeeded above) fails on the initiator.
+    bind(&p, rmr, p.ep, 0, 0, 0, 5);
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(17), &at, flags) }, OK);
+    assert_eq!(dto(a.req_evd), (17, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS, 0, dat_dtos::DAT_DTO_RDMA_WRITE));
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert_eq!(unsafe { dat_rmr_free(own) }, OK);
+    assert_eq!(unsafe { dat_rmr_free(rmr) }, OK);
+    a.buf[0] = 0;
+    p.buf[0] = 0;
 }
 
 /// Posts an IB extension operation as the `dat_ib_*` macros do (through the shim's entry).

@@ -40,7 +40,7 @@ use common::*;
 // The wire format, as the protocol states it (not the crate's encoder).
 
 const MAGIC: u16 = 0xDA7A;
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 const HEADER: usize = 32;
 
 const CONNECT_REQUEST: u8 = 1;
@@ -64,6 +64,8 @@ const F_SOLICITED: u16 = 0x1;
 const F_ACK: u16 = 0x2;
 /// On an RDMA write: its Immediate follows, and acknowledges it.
 const F_IMMEDIATE: u16 = 0x4;
+/// A send with invalidate: the receiver unbinds its RMR of `rkey` (the target binds none here).
+const F_INVALIDATE: u16 = 0x8;
 
 /// The most bytes of messages one EP keeps for receives not yet posted.
 const MAX_KEPT: usize = 64 << 20;
@@ -153,7 +155,7 @@ fn header_fault(f: &Frame, l: Limits) -> Option<&'static str> {
         return Some("unknown operation");
     }
     let allowed = match f.op {
-        SEND => F_SOLICITED | F_ACK,
+        SEND => F_SOLICITED | F_ACK | F_INVALIDATE,
         RDMA_WRITE => F_SOLICITED | F_IMMEDIATE,
         _ => F_SOLICITED,
     };

@@ -16,6 +16,7 @@ use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
 use crate::objects::lmr::{self, AccessError, Lmr};
 use crate::objects::pz::Pz;
+use crate::objects::rmr::Window;
 use crate::objects::srq::{PostedRecv, Segments, Srq};
 use crate::objects::limits;
 
@@ -516,6 +517,7 @@ pub(super) unsafe fn post_request(
     flags_position: u8,
     operation: dat_dtos,
     extended: Option<Extended>,
+    invalidate: Option<u32>,
     checks_only: bool,
 ) -> DatResult {
     with_ep(ep_handle, |ep| {
@@ -566,6 +568,7 @@ pub(super) unsafe fn post_request(
                     solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
                     fence: completion_flags & dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32 != 0,
                     extended,
+                    invalidate,
                 };
                 let posted = link.post(ep, inner, &request)?;
                 count_post(ep, operation, extended, segments);
@@ -599,7 +602,7 @@ pub unsafe extern "C" fn dat_ep_post_send(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, None, false) }
     }
 }
 
@@ -611,19 +614,24 @@ pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
     user_cookie: DAT_DTO_COOKIE,
     completion_flags: DAT_COMPLETION_FLAGS,
     invalidate_flag: DAT_BOOLEAN,
-    _rmr_context: DAT_RMR_CONTEXT,
+    rmr_context: DAT_RMR_CONTEXT,
 ) -> DAT_RETURN {
     entry! {
-        ep(ep_handle)?;
+        let ep = ep(ep_handle)?;
         let invalidate = edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)? == dat_boolean::DAT_TRUE;
-        // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, invalidate)? };
-        if invalidate {
-            // Invalidating the peer's RMR needs RMRs bound over the wire, which no transport
-            // of ours does yet: refuse (after every check) rather than send without it.
+        if invalidate && !ep.ia.transport.checks_remote_access() {
+            // The peer's RMR would be a memory window its device invalidates, which the verbs
+            // transport does not bind yet: refuse (after every check) rather than send
+            // without it.
+            // SAFETY: forwarded from our caller.
+            unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, None, true)? };
             return Err(DatError::not_implemented());
         }
-        Ok(())
+        // The peer unbinds its RMR of this context as the message lands (TCP: a flag of the
+        // send's frame).
+        let invalidate = invalidate.then_some(rmr_context);
+        // SAFETY: forwarded from our caller.
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, invalidate, false) }
     }
 }
 
@@ -638,7 +646,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_write(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, None, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, None, None, false) }
     }
 }
 
@@ -653,7 +661,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, None, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, None, None, false) }
     }
 }
 
@@ -661,22 +669,33 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
 pub unsafe extern "C" fn dat_ep_post_rdma_read_to_rmr(
     ep_handle: DAT_EP_HANDLE,
     local_iov: *const DAT_RMR_TRIPLET,
-    _user_cookie: DAT_DTO_COOKIE,
+    user_cookie: DAT_DTO_COOKIE,
     remote_iov: *const DAT_RMR_TRIPLET,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
         // SAFETY: non-NULL triplet pointers point to triplets (API contract).
-        unsafe {
-            edge::required_in(local_iov, 2)?;
-            edge::required_in(remote_iov, 4)?;
-        }
+        let local = unsafe { edge::required_in(local_iov, 2)? };
+        // SAFETY: as above.
+        unsafe { edge::required_in(remote_iov, 4)? };
         let attr = ep.inner.lock().attr;
         check_completion_flags(completion_flags, attr.request_completion_flags, 5)?;
         ep_state::post_request(ep.state())?;
-        // Reading into an RMR needs iWARP-style RMR targets; no transport of ours has them.
-        Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED))
+        // Reading into an RMR needs windows of ours (iWARP's RMR targets); a device that
+        // checks keys itself would need a memory window as the target (README).
+        if !ep.ia.transport.checks_remote_access() {
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
+        // The data lands as a peer's write into the RMR would: within an RMR bound through
+        // this EP with remote write privilege, in the region behind it.
+        let length = u64::from(local.segment_length);
+        let lmr = Window::lookup(local.rmr_context)
+            .and_then(|w| w.reach(&ep, local.virtual_address, length, lmr::PRIV_REMOTE_WRITE))
+            .ok_or(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_RDMA_WRITE))?;
+        let segment = DAT_LMR_TRIPLET { lmr_context: lmr.context, virtual_address: local.virtual_address, segment_length: local.segment_length };
+        // SAFETY: `segment` is one triplet on our stack; `remote_iov` is forwarded from our caller.
+        unsafe { post_request(ep_handle, 1, &segment, user_cookie, Some(remote_iov), completion_flags, 5, dat_dtos::DAT_DTO_RDMA_READ, None, None, false) }
     }
 }
 

@@ -8,6 +8,7 @@ use crate::abi::*;
 use crate::error::{DatError, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::ep_state::{self, Post};
+use crate::objects::evd::Evd;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
 use crate::objects::rmr::Rmr;
@@ -135,20 +136,41 @@ pub unsafe extern "C" fn dat_rmr_bind(
             Some(_) => return Err(DatError::bare(Type::DAT_PROTECTION_VIOLATION)),
             None => return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ)),
         }
+        let evd = request_evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
         match ep_state::post_request(state)? {
             Post::Flush => {
-                let evd = request_evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
-                ep.complete(&evd, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, dat_dtos::DAT_DTO_BIND_MW, 0);
+                bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED);
                 // The bind never happened: the RMR keeps what it had, and the context it
                 // reports is the one it already has.
                 let current = rmr.binding.lock().as_ref().map_or(0, |b| b.context);
                 edge::out(context, 9)?.set(current);
                 Ok(())
             }
-            // Binding is posted on the EP's send queue: it waits for the transport.
-            Post::Run => Err(DatError::not_implemented()),
+            // A device that checks peers' accesses itself needs a memory window (README).
+            Post::Run if !ep.ia.transport.checks_remote_access() => Err(DatError::not_implemented()),
+            // The window is ours: bound at once, so whatever is posted after the bind (the
+            // send that carries the new context) finds it there, as the bind's fence asks.
+            Post::Run => {
+                edge::out(context, 9)?.set(rmr.bind(lmr, triplet, mem_priv, va_type, &ep));
+                let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32 | unsignalled;
+                if completion_flags & quiet == 0 {
+                    bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_SUCCESS);
+                }
+                Ok(())
+            }
         }
     }
+}
+
+/// Reports a bind on the request EVD as OpenFabrics does: a `DAT_RMR_BIND_COMPLETION_EVENT`
+/// naming the RMR (dapltest waits for one).
+fn bind_completion(evd: &Evd, rmr: DAT_RMR_HANDLE, cookie: DAT_RMR_COOKIE, status: dat_dto_completion_status) {
+    // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
+    let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+    e.event_number = dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as DAT_EVENT_NUMBER;
+    e.event_data.rmr_completion_event_data =
+        DAT_RMR_BIND_COMPLETION_EVENT_DATA { rmr_handle: rmr, user_cookie: cookie, status: status as DAT_DTO_COMPLETION_STATUS };
+    let _ = evd.post(e);
 }
 
 #[no_mangle]

@@ -90,6 +90,8 @@ pub struct Outgoing<'a> {
     pub fence: bool,
     /// An IB extension's request: `operation` is what it moves data as.
     pub extended: Option<Extended>,
+    /// A send with invalidate: the peer's RMR of this context is unbound as it lands.
+    pub invalidate: Option<u32>,
 }
 
 /// Whether the transport took a request.

@@ -124,7 +124,7 @@ fn free_key(contexts: &IntMap<u32, Entry>) -> u32 {
 }
 
 /// A fresh, unpredictable, never-repeating (within 2^32 registrations), non-zero key.
-fn new_key() -> u32 {
+pub(crate) fn new_key() -> u32 {
     loop {
         // Multiplying by an odd constant and xoring a seed are bijections on u32: distinct
         // counters give distinct keys, and a peer cannot guess the next one from the last.

@@ -1,11 +1,13 @@
 //! Remote Memory Regions: windows onto an LMR that a bind exposes to one peer.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Weak};
 
-use parking_lot::Mutex;
+use nohash_hasher::IntMap;
+use parking_lot::{Mutex, RwLock};
 
+use super::ep::Ep;
 use super::ia::Ia;
-use super::lmr::Lmr;
+use super::lmr::{self, Lmr};
 use super::pz::Pz;
 use super::Held;
 use crate::abi::*;
@@ -31,6 +33,9 @@ unsafe impl Send for Binding {}
 
 impl Object for Rmr {
     const KIND: Kind = Kind::Rmr;
+    fn on_release(&self) {
+        self.unbind();
+    }
 }
 
 impl Rmr {
@@ -40,5 +45,89 @@ impl Rmr {
 
     pub fn pz(&self) -> &Arc<Pz> {
         self.pz.arc()
+    }
+}
+
+/// A bound RMR as peers reach it, where the transport checks their accesses itself (TCP): the
+/// part of an LMR it exposes, with the privileges of the bind, through the one EP it was bound
+/// on (the RMR's scope is its EP, as `rmr_scope_supported` reports). A verbs transport binds a
+/// memory window instead, which the device checks.
+pub struct Window {
+    lmr: Arc<Lmr>,
+    address: u64,
+    length: u64,
+    privileges: u32,
+    ep: Weak<Ep>,
+    rmr: Weak<Rmr>,
+}
+
+/// Every bound window, by the `rmr_context` its bind returned. Its keys come from the same
+/// never-repeating sequence as the regions' (`lmr::new_key`), so a window's context names no
+/// region and no earlier window.
+static WINDOWS: LazyLock<RwLock<IntMap<u32, Arc<Window>>>> = LazyLock::new(Default::default);
+
+impl Window {
+    pub fn lookup(context: u32) -> Option<Arc<Window>> {
+        WINDOWS.read().get(&context).cloned()
+    }
+
+    /// The region behind the window, if `length` bytes at `address` in it may be reached with
+    /// `privilege` through `ep`.
+    pub fn reach(&self, ep: &Ep, address: u64, length: u64, privilege: u32) -> Option<Arc<Lmr>> {
+        let inside = address >= self.address && address.checked_add(length).is_some_and(|end| end <= self.address + self.length);
+        (std::ptr::eq(self.ep.as_ptr(), ep) && inside && privilege & !self.privileges == 0).then(|| self.lmr.clone())
+    }
+
+    /// A peer's send with invalidate named `context` through `ep`: the window closes and its
+    /// RMR is unbound, if it was bound through that EP (another context is left alone).
+    pub fn invalidate(context: u32, ep: &Ep) {
+        let window = {
+            let mut windows = WINDOWS.write();
+            match windows.get(&context) {
+                Some(w) if std::ptr::eq(w.ep.as_ptr(), ep) => windows.remove(&context),
+                _ => None,
+            }
+        };
+        if let Some(rmr) = window.and_then(|w| w.rmr.upgrade()) {
+            let mut binding = rmr.binding.lock();
+            if binding.as_ref().is_some_and(|b| b.context == context) {
+                *binding = None;
+            }
+        }
+    }
+}
+
+impl Rmr {
+    /// Binds the RMR to `triplet` of `lmr` with `privileges` for `ep`'s peer, or unbinds it
+    /// (a zero length): the window it had closes, and the new context is returned (one that
+    /// names nothing, for an unbind: "the return value of rmr_context for that case is
+    /// undefined").
+    pub fn bind(self: &Arc<Self>, lmr: Arc<Lmr>, triplet: DAT_LMR_TRIPLET, privileges: u32, va_type: dat_va_type, ep: &Arc<Ep>) -> u32 {
+        let mut binding = self.binding.lock();
+        let mut windows = WINDOWS.write();
+        if let Some(old) = binding.take() {
+            windows.remove(&old.context);
+        }
+        let context = lmr::new_key();
+        if triplet.segment_length != 0 {
+            let window = Window {
+                lmr: lmr.clone(),
+                address: triplet.virtual_address,
+                length: u64::from(triplet.segment_length),
+                privileges,
+                ep: Arc::downgrade(ep),
+                rmr: Arc::downgrade(self),
+            };
+            windows.insert(context, Arc::new(window));
+            *binding = Some(Binding { lmr: Held::new(lmr), triplet, privileges, va_type, context });
+        }
+        context
+    }
+
+    /// The window of a bound RMR closes (the RMR is freed).
+    fn unbind(&self) {
+        if let Some(old) = self.binding.lock().take() {
+            WINDOWS.write().remove(&old.context);
+        }
     }
 }

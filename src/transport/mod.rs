@@ -96,6 +96,11 @@ pub trait Transport: Send + Sync {
     fn evd_domain(&self) -> usize {
         1
     }
+    /// Whether peers' accesses are checked by us against our regions (TCP), so an RMR's bound
+    /// window is ours to keep; false where the device checks them (verbs: a memory window).
+    fn checks_remote_access(&self) -> bool {
+        true
+    }
     /// An EP of this IA was made: a transport whose connections need objects of their own
     /// (a QP) may make them now, so a connection does not wait for them.
     fn endpoint_created(&self, _ep: &Arc<Ep>) {}

@@ -26,6 +26,8 @@ pub struct EarlyMessage {
     pub data: Vec<u8>,
     /// An RDMA write's immediate data and length, which the receive reports (no data then).
     pub immediate: Option<(u32, u32)>,
+    /// A send with invalidate's `rmr_context`, unbound as the message lands.
+    pub invalidate: Option<u32>,
 }
 
 impl EpWire {

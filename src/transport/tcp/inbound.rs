@@ -21,6 +21,7 @@ use crate::objects::evd::Evd;
 use crate::objects::extension::ATOMIC_LEN;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
+use crate::objects::rmr::Window;
 use crate::objects::srq::{PostedRecv, Segments};
 
 /// Why a connection ends, as its frames tell.
@@ -413,6 +414,7 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
         Sink::Receive { recv, evd, walk, .. } => match walk.failed {
             None => {
                 link.acknowledge(h.id, in_caller);
+                invalidate(ep, &h);
                 ep.complete_recv_on(evd.as_deref(), recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, h.payload_len);
                 None
             }
@@ -423,7 +425,7 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
             }
         },
         Sink::Early { data, .. } => {
-            keep(ep, link, EarlyMessage { seq: h.id, data, immediate: None });
+            keep(ep, link, EarlyMessage { seq: h.id, data, immediate: None, invalidate: invalidated_context(&h) });
             None
         }
         Sink::Operands { data, .. } => atomic(ep, link, &h, data),
@@ -537,8 +539,22 @@ fn deliver_buffered(
         let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
         reader.take_buffered(dst);
     }
+    invalidate(ep, h);
     complete(dat_dto_completion_status::DAT_DTO_SUCCESS, len as u32);
     Some(None)
+}
+
+/// The `rmr_context` a send with invalidate names.
+fn invalidated_context(h: &Header) -> Option<u32> {
+    (h.flags & flags::INVALIDATE != 0).then_some(h.rkey)
+}
+
+/// A send with invalidate landed: the RMR it names, bound through this EP, is unbound before
+/// the receive completes (the consumer that sees the message finds the window closed).
+fn invalidate(ep: &Ep, h: &Header) {
+    if let Some(context) = invalidated_context(h) {
+        Window::invalidate(context, ep);
+    }
 }
 
 /// Where a message's payload goes when it cannot land at once: a posted receive (the payload
@@ -613,7 +629,11 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
         match message.immediate {
             Some((data, length)) => ep.complete_immediate_on(evd, recv.cookie, status, length, data),
             None => {
-                let len = if status == dat_dto_completion_status::DAT_DTO_SUCCESS { message.data.len() as u32 } else { 0 };
+                let landed = status == dat_dto_completion_status::DAT_DTO_SUCCESS;
+                if let Some(context) = message.invalidate.filter(|_| landed) {
+                    Window::invalidate(context, ep);
+                }
+                let len = if landed { message.data.len() as u32 } else { 0 };
                 ep.complete_recv_on(evd, recv.cookie, status, len);
             }
         }
@@ -679,7 +699,7 @@ fn immediate(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: u32, length: u32, in_
         return None;
     }
     drop(inner);
-    keep(ep, link, EarlyMessage { seq, data: Vec::new(), immediate: Some((data, length)) });
+    keep(ep, link, EarlyMessage { seq, data: Vec::new(), immediate: Some((data, length)), invalidate: None });
     None
 }
 
@@ -728,8 +748,13 @@ fn remote_access(ep: &Arc<Ep>, h: &Header, privilege: u32) -> Option<(Option<Arc
 
 /// The live region `rkey` names, if `length` bytes at `address` in it may be reached with
 /// `privilege` through our EP (its key, bounds, privilege and the EP's protection zone).
+///
+/// `rkey` is a region's `rmr_context`, or that of an RMR bound through this EP (a window onto
+/// a region, with the bind's privileges).
 fn permitted_region(ep: &Ep, rkey: u32, address: u64, length: u32, privilege: u32) -> Option<Arc<Lmr>> {
-    let lmr = Lmr::lookup_rmr_context(rkey)?;
+    let Some(lmr) = Lmr::lookup_rmr_context(rkey) else {
+        return Window::lookup(rkey)?.reach(ep, address, u64::from(length), privilege);
+    };
     let pz = ep.pz()?;
     lmr.check_remote(address, u64::from(length), privilege, &pz).ok()?;
     Some(lmr)

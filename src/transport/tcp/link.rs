@@ -919,6 +919,10 @@ impl Link for TcpLink {
         if out.solicited {
             h.flags |= flags::SOLICITED;
         }
+        if let Some(context) = out.invalidate {
+            h.flags |= flags::INVALIDATE;
+            h.rkey = context;
+        }
         if let Some(r) = out.remote {
             h.rkey = r.rmr_context;
             h.remote_addr = r.virtual_address;

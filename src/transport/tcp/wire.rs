@@ -7,8 +7,9 @@
 
 pub const MAGIC: u16 = 0xDA7A;
 /// Version 2: a send may carry an acknowledgement (`flags::ACK`). Version 3: the IB
-/// extension's operations (`Immediate`, `FetchAdd`, `CompareSwap`).
-pub const VERSION: u8 = 3;
+/// extension's operations (`Immediate`, `FetchAdd`, `CompareSwap`). Version 4: a send with
+/// invalidate (`flags::INVALIDATE`).
+pub const VERSION: u8 = 4;
 /// The payload of an atomic: its two operands (the value to add, or to compare and to swap).
 pub const ATOMIC_OPERANDS: u32 = 16;
 pub const HEADER_LEN: usize = 32;
@@ -90,6 +91,9 @@ pub mod flags {
     pub const ACK: u16 = 0x2;
     /// An RDMA write whose `Immediate` follows: the receiver acknowledges it with that.
     pub const IMMEDIATE: u16 = 0x4;
+    /// A send with invalidate: as it lands, the receiver's RMR bound through this connection
+    /// with the `rmr_context` in `rkey` is unbound.
+    pub const INVALIDATE: u16 = 0x8;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +163,7 @@ impl Header {
         let op = Op::try_from(b[3])?;
         let flags = le16(4);
         let allowed = match op {
-            Op::Send => flags::SOLICITED | flags::ACK,
+            Op::Send => flags::SOLICITED | flags::ACK | flags::INVALIDATE,
             Op::RdmaWrite => flags::SOLICITED | flags::IMMEDIATE,
             _ => flags::SOLICITED,
         };

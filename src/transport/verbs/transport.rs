@@ -166,6 +166,11 @@ impl Transport for Verbs {
         self.device.events.report_to(ia, evd);
     }
 
+    // The device checks peers' keys: a bound RMR would be a memory window, not built yet.
+    fn checks_remote_access(&self) -> bool {
+        false
+    }
+
     fn srq_limits(&self) -> Option<(i32, i32)> {
         let a = &self.device.attr;
         (a.max_srq > 0 && a.max_srq_wr > 0).then(|| (a.max_srq, a.max_srq_wr))
