@@ -518,7 +518,6 @@ pub(super) unsafe fn post_request(
     operation: dat_dtos,
     extended: Option<Extended>,
     invalidate: Option<u32>,
-    checks_only: bool,
 ) -> DatResult {
     with_ep(ep_handle, |ep| {
         // The checks run under the EP's lock, on what it holds (no references taken); only the
@@ -546,9 +545,6 @@ pub(super) unsafe fn post_request(
             return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST));
         }
         let post = ep_state::post_request(inner.state)?;
-        if checks_only {
-            return Ok(());
-        }
         let link = match post {
             Post::Run => inner.link.clone(),
             Post::Flush => None,
@@ -584,7 +580,7 @@ pub(super) unsafe fn post_request(
             if let Some(evd) = evd {
                 let flushed = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED;
                 // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                let request = ep::Request { seq: 0, cookie: unsafe { user_cookie.as_64 }, operation, length: 0, signalled: true, extended };
+                let request = ep::Request { seq: 0, cookie: unsafe { user_cookie.as_64 }, operation, length: 0, signalled: true, extended, bind: None };
                 ep.complete_request_on(Some(&evd), &request, flushed, 0);
             }
         }
@@ -602,7 +598,7 @@ pub unsafe extern "C" fn dat_ep_post_send(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, None, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, None) }
     }
 }
 
@@ -617,21 +613,14 @@ pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
     rmr_context: DAT_RMR_CONTEXT,
 ) -> DAT_RETURN {
     entry! {
-        let ep = ep(ep_handle)?;
+        ep(ep_handle)?;
         let invalidate = edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)? == dat_boolean::DAT_TRUE;
-        if invalidate && !ep.ia.transport.checks_remote_access() {
-            // The peer's RMR would be a memory window its device invalidates, which the verbs
-            // transport does not bind yet: refuse (after every check) rather than send
-            // without it.
-            // SAFETY: forwarded from our caller.
-            unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, None, true)? };
-            return Err(DatError::not_implemented());
-        }
         // The peer unbinds its RMR of this context as the message lands (TCP: a flag of the
-        // send's frame).
+        // send's frame; verbs: IBV_WR_SEND_WITH_INV, the peer's device invalidating the
+        // window).
         let invalidate = invalidate.then_some(rmr_context);
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, invalidate, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, invalidate) }
     }
 }
 
@@ -646,7 +635,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_write(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, None, None, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, None, None) }
     }
 }
 
@@ -661,7 +650,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
 ) -> DAT_RETURN {
     entry! {
         // SAFETY: forwarded from our caller.
-        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, None, None, false) }
+        unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, None, None) }
     }
 }
 
@@ -682,20 +671,16 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read_to_rmr(
         let attr = ep.inner.lock().attr;
         check_completion_flags(completion_flags, attr.request_completion_flags, 5)?;
         ep_state::post_request(ep.state())?;
-        // Reading into an RMR needs windows of ours (iWARP's RMR targets); a device that
-        // checks keys itself would need a memory window as the target (README).
-        if !ep.ia.transport.checks_remote_access() {
-            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-        }
         // The data lands as a peer's write into the RMR would: within an RMR bound through
-        // this EP with remote write privilege, in the region behind it.
+        // this EP with remote write privilege, in the region behind it (a read's local
+        // segment names that region: verbs reads into memory regions, not windows).
         let length = u64::from(local.segment_length);
         let lmr = Window::lookup(local.rmr_context)
             .and_then(|w| w.reach(&ep, local.virtual_address, length, lmr::PRIV_REMOTE_WRITE))
             .ok_or(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_RDMA_WRITE))?;
         let segment = DAT_LMR_TRIPLET { lmr_context: lmr.context, virtual_address: local.virtual_address, segment_length: local.segment_length };
         // SAFETY: `segment` is one triplet on our stack; `remote_iov` is forwarded from our caller.
-        unsafe { post_request(ep_handle, 1, &segment, user_cookie, Some(remote_iov), completion_flags, 5, dat_dtos::DAT_DTO_RDMA_READ, None, None, false) }
+        unsafe { post_request(ep_handle, 1, &segment, user_cookie, Some(remote_iov), completion_flags, 5, dat_dtos::DAT_DTO_RDMA_READ, None, None) }
     }
 }
 

@@ -55,7 +55,7 @@ pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, args: 
                 let (segments, local, remote) = (v[0] as i64 as DAT_COUNT, v[1] as *const DAT_LMR_TRIPLET, v[3] as *const DAT_RMR_TRIPLET);
                 let write = Extended::WriteImmediate(v[4] as u32);
                 let cookie = DAT_DTO_COOKIE { as_64: v[2] };
-                ep::post_request(handle, segments, local, cookie, Some(remote), v[5] as u32, 7, write.carrier(), Some(write), None, false)
+                ep::post_request(handle, segments, local, cookie, Some(remote), v[5] as u32, 7, write.carrier(), Some(write), None)
             },
             dat_ib_op::DAT_IB_OPEN_QUERY_OP => unsafe {
                 ia::open_query(v[0] as *const c_char, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
@@ -143,7 +143,7 @@ unsafe fn post_atomic(
     segment.segment_length = ATOMIC_LEN;
     let cookie = DAT_DTO_COOKIE { as_64: cookie };
     // SAFETY: `segment` is one triplet on our stack; `remote` is forwarded from our caller.
-    unsafe { ep::post_request(handle, 1, &segment, cookie, Some(remote), flags, local_position + 3, op.carrier(), Some(op), None, false) }
+    unsafe { ep::post_request(handle, 1, &segment, cookie, Some(remote), flags, local_position + 3, op.carrier(), Some(op), None) }
 }
 
 #[no_mangle]

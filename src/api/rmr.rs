@@ -8,10 +8,11 @@ use crate::abi::*;
 use crate::error::{DatError, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::ep_state::{self, Post};
-use crate::objects::evd::Evd;
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
-use crate::objects::rmr::Rmr;
+use crate::objects::ep::Request;
+use crate::objects::rmr::{self, Rmr};
+use crate::transport::WindowBind;
 
 fn create(pz_handle: DAT_PZ_HANDLE, rmr_handle: *mut DAT_RMR_HANDLE) -> crate::error::DatResult {
     let pz = edge::object::<Pz>(pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
@@ -139,38 +140,63 @@ pub unsafe extern "C" fn dat_rmr_bind(
         let evd = request_evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
         match ep_state::post_request(state)? {
             Post::Flush => {
-                bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED);
+                rmr::bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED);
                 // The bind never happened: the RMR keeps what it had, and the context it
                 // reports is the one it already has.
                 let current = rmr.binding.lock().as_ref().map_or(0, |b| b.context);
                 edge::out(context, 9)?.set(current);
                 Ok(())
             }
-            // A device that checks peers' accesses itself needs a memory window (README).
-            Post::Run if !ep.ia.transport.checks_remote_access() => Err(DatError::not_implemented()),
+            // A device that checks peers' accesses itself binds a memory window on the EP's
+            // send queue: the bind completes when the device has done it, and requests posted
+            // after it start after it.
+            Post::Run if !ep.ia.transport.checks_remote_access() && (triplet.segment_length != 0 || rmr.binding.lock().is_some()) => {
+                let window = match rmr.window.get() {
+                    Some(w) => w.clone(),
+                    None => {
+                        let made = ep.ia.transport.memory_window(rmr.pz().domain.as_ref())?;
+                        rmr.window.get_or_init(|| made).clone()
+                    }
+                };
+                let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32 | unsignalled;
+                let bind = WindowBind {
+                    window,
+                    region: (triplet.segment_length != 0).then(|| lmr.registration()).flatten(),
+                    bound: rmr.binding.lock().is_some(),
+                    address: triplet.virtual_address,
+                    length: u64::from(triplet.segment_length),
+                    privileges: mem_priv,
+                    // SAFETY: every member of DAT_RMR_COOKIE is 64 bits of plain data.
+                    request: Request {
+                        seq: 0,
+                        cookie: unsafe { user_cookie.as_64 },
+                        operation: dat_dtos::DAT_DTO_BIND_MW,
+                        length: 0,
+                        signalled: completion_flags & quiet == 0,
+                        extended: None,
+                        bind: Some(rmr_handle as usize),
+                    },
+                    signalled: completion_flags & quiet == 0,
+                };
+                let inner = ep.inner.lock();
+                let Some(link) = inner.link.clone() else { return Err(DatError::invalid_state(ep_state::subtype(inner.state))) };
+                let key = link.bind_window(&ep, inner, &bind)?;
+                edge::out(context, 9)?.set(rmr.bind(lmr, triplet, mem_priv, va_type, &ep, Some(key)));
+                Ok(())
+            }
             // The window is ours: bound at once, so whatever is posted after the bind (the
             // send that carries the new context) finds it there, as the bind's fence asks.
+            // (An unbind of an RMR that is not bound has nothing to do on any transport.)
             Post::Run => {
-                edge::out(context, 9)?.set(rmr.bind(lmr, triplet, mem_priv, va_type, &ep));
+                edge::out(context, 9)?.set(rmr.bind(lmr, triplet, mem_priv, va_type, &ep, None));
                 let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32 | unsignalled;
                 if completion_flags & quiet == 0 {
-                    bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_SUCCESS);
+                    rmr::bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_SUCCESS);
                 }
                 Ok(())
             }
         }
     }
-}
-
-/// Reports a bind on the request EVD as OpenFabrics does: a `DAT_RMR_BIND_COMPLETION_EVENT`
-/// naming the RMR (dapltest waits for one).
-fn bind_completion(evd: &Evd, rmr: DAT_RMR_HANDLE, cookie: DAT_RMR_COOKIE, status: dat_dto_completion_status) {
-    // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-    let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
-    e.event_number = dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as DAT_EVENT_NUMBER;
-    e.event_data.rmr_completion_event_data =
-        DAT_RMR_BIND_COMPLETION_EVENT_DATA { rmr_handle: rmr, user_cookie: cookie, status: status as DAT_DTO_COMPLETION_STATUS };
-    let _ = evd.post(e);
 }
 
 #[no_mangle]

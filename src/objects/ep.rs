@@ -62,6 +62,8 @@ pub struct Request {
     pub signalled: bool,
     /// An IB extension's request: `operation` is what it moves data as.
     pub extended: Option<Extended>,
+    /// An RMR's bind (the RMR's handle): it completes as a bind, not as a DTO.
+    pub bind: Option<usize>,
 }
 
 /// How this side ends a connection.
@@ -482,6 +484,10 @@ impl Ep {
         length: u32,
     ) {
         let Some(evd) = evd.filter(|_| reported(request, status)) else { return };
+        if let Some(rmr) = request.bind {
+            super::rmr::bind_completion(evd, rmr as DAT_RMR_HANDLE, DAT_DTO_COOKIE { as_64: request.cookie }, status);
+            return;
+        }
         match request.extended {
             Some(op) => {
                 let _ = evd.post(extension::request_event(self.handle(), request.cookie, status, length, op));

@@ -214,6 +214,11 @@ impl Lmr {
         self.pz.arc()
     }
 
+    /// The transport's registration of the region (verbs: its memory region).
+    pub fn registration(&self) -> Option<crate::transport::Resource> {
+        self.registration.lock().clone()
+    }
+
     /// The `rmr_context` handed to the consumer: generated only when the region grants a
     /// remote privilege (`dat_lmr_create(3DAT)`), else 0.
     pub fn rmr_context(&self) -> u32 {

@@ -6,6 +6,7 @@ use nohash_hasher::IntMap;
 use parking_lot::{Mutex, RwLock};
 
 use super::ep::Ep;
+use super::evd::Evd;
 use super::ia::Ia;
 use super::lmr::{self, Lmr};
 use super::pz::Pz;
@@ -26,6 +27,9 @@ pub struct Rmr {
     pub ia: Arc<Ia>,
     pub pz: Held<Pz>,
     pub binding: Mutex<Option<Binding>>,
+    /// The transport's memory window, made at the first bind on a connected EP where the
+    /// device checks peers' keys (verbs).
+    pub window: std::sync::OnceLock<crate::transport::Resource>,
 }
 
 // SAFETY: the triplet inside a binding is plain integers.
@@ -40,7 +44,7 @@ impl Object for Rmr {
 
 impl Rmr {
     pub fn new(ia: Arc<Ia>, pz: Arc<Pz>) -> Rmr {
-        Rmr { ia, pz: Held::new(pz), binding: Mutex::new(None) }
+        Rmr { ia, pz: Held::new(pz), binding: Mutex::new(None), window: std::sync::OnceLock::new() }
     }
 
     pub fn pz(&self) -> &Arc<Pz> {
@@ -99,16 +103,16 @@ impl Window {
 
 impl Rmr {
     /// Binds the RMR to `triplet` of `lmr` with `privileges` for `ep`'s peer, or unbinds it
-    /// (a zero length): the window it had closes, and the new context is returned (one that
-    /// names nothing, for an unbind: "the return value of rmr_context for that case is
-    /// undefined").
-    pub fn bind(self: &Arc<Self>, lmr: Arc<Lmr>, triplet: DAT_LMR_TRIPLET, privileges: u32, va_type: dat_va_type, ep: &Arc<Ep>) -> u32 {
+    /// (a zero length), under `context` (the transport's key for it: verbs; None: a new key of
+    /// ours, TCP): the window it had closes, and the new context is returned (one that names
+    /// nothing, for an unbind: "the return value of rmr_context for that case is undefined").
+    pub fn bind(self: &Arc<Self>, lmr: Arc<Lmr>, triplet: DAT_LMR_TRIPLET, privileges: u32, va_type: dat_va_type, ep: &Arc<Ep>, context: Option<u32>) -> u32 {
         let mut binding = self.binding.lock();
         let mut windows = WINDOWS.write();
         if let Some(old) = binding.take() {
             windows.remove(&old.context);
         }
-        let context = lmr::new_key();
+        let context = context.unwrap_or_else(lmr::new_key);
         if triplet.segment_length != 0 {
             let window = Window {
                 lmr: lmr.clone(),
@@ -130,4 +134,15 @@ impl Rmr {
             WINDOWS.write().remove(&old.context);
         }
     }
+}
+
+/// Reports a bind on the request EVD as OpenFabrics does: a `DAT_RMR_BIND_COMPLETION_EVENT`
+/// naming the RMR (dapltest waits for one).
+pub fn bind_completion(evd: &Evd, rmr: DAT_RMR_HANDLE, cookie: DAT_RMR_COOKIE, status: dat_dto_completion_status) {
+    // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
+    let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+    e.event_number = dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as DAT_EVENT_NUMBER;
+    e.event_data.rmr_completion_event_data =
+        DAT_RMR_BIND_COMPLETION_EVENT_DATA { rmr_handle: rmr, user_cookie: cookie, status: status as DAT_DTO_COMPLETION_STATUS };
+    let _ = evd.post(e);
 }

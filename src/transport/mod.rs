@@ -97,9 +97,14 @@ pub trait Transport: Send + Sync {
         1
     }
     /// Whether peers' accesses are checked by us against our regions (TCP), so an RMR's bound
-    /// window is ours to keep; false where the device checks them (verbs: a memory window).
+    /// window is ours to keep; false where the device checks them (verbs: a memory window,
+    /// made by `memory_window` and bound by `Link::bind_window`).
     fn checks_remote_access(&self) -> bool {
         true
+    }
+    /// A memory window in the PZ's domain, for an RMR that binds on a connected EP.
+    fn memory_window(&self, _domain: Option<&Resource>) -> DatResult<Resource> {
+        Err(DatError::not_implemented())
     }
     /// An EP of this IA was made: a transport whose connections need objects of their own
     /// (a QP) may make them now, so a connection does not wait for them.
@@ -163,6 +168,28 @@ pub trait Link: Progress {
     /// A receive was posted while messages waited for one ([`EpWire::messages_waiting`]): they
     /// land now.
     fn receive_posted(&self, ep: &Ep);
+    /// Binds a memory window (`Transport::memory_window`) on the EP's send queue, recorded in
+    /// `EpInner::outstanding` as `bind.request` until its completion; returns the window's new
+    /// key. Transports that check peers' accesses themselves keep their windows above (TCP).
+    fn bind_window(&self, _ep: &Ep, _inner: MutexGuard<'_, EpInner>, _bind: &WindowBind) -> DatResult<u32> {
+        Err(DatError::not_implemented())
+    }
+}
+
+/// A bind of an RMR's memory window, as the objects hand it to the transport.
+pub struct WindowBind {
+    pub window: Resource,
+    /// The LMR's registration it exposes part of; None: the window is unbound.
+    pub region: Option<Resource>,
+    /// Whether the window is bound now (a type 2 window is invalidated before it binds again).
+    pub bound: bool,
+    pub address: u64,
+    pub length: u64,
+    /// DAT_MEM_PRIV flags (remote ones).
+    pub privileges: u32,
+    /// Its record among the EP's outstanding requests (`bind` names the RMR).
+    pub request: crate::objects::ep::Request,
+    pub signalled: bool,
 }
 
 /// What the transports keep in each EP, under the EP's lock so it changes together with the

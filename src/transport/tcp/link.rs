@@ -894,6 +894,7 @@ impl Link for TcpLink {
             length: total as u32,
             signalled: out.signalled,
             extended: out.extended,
+            bind: None,
         });
         // The only request in flight: a ping-pong's, not a stream's (see the yield below).
         let alone_in_flight = inner.outstanding.len() == 1;

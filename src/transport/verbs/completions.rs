@@ -17,6 +17,7 @@ use super::srq::{VerbsSrq, SRQ_RECV_ID};
 use super::transport::Verbs;
 use crate::abi::*;
 use crate::objects::ep::Ep;
+use crate::objects::rmr::Window;
 use crate::objects::evd::Evd;
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::Progress;
@@ -191,7 +192,10 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
     if crate::transport::sys::debug() && (!ok || std::env::var_os("LIBDAT_DEBUG_WC").is_some()) {
         // SAFETY: ibv_wc_status_str returns a static string for any status.
         let name = unsafe { std::ffi::CStr::from_ptr(ibv::ibv_wc_status_str(wc.status)) };
-        eprintln!("libdat: QP {:#x}: work request {:#x} completed with {name:?} (vendor error {:#x})", wc.qp_num, wc.wr_id, wc.vendor_err);
+        eprintln!(
+            "libdat: QP {:#x}: work request {:#x} completed with {name:?} (vendor error {:#x}, opcode {}, flags {:#x})",
+            wc.qp_num, wc.wr_id, wc.vendor_err, wc.opcode, wc.wc_flags
+        );
     }
     if wc.wr_id & SRQ_RECV_ID != 0 {
         // A receive of the EP's SRQ: its cookie waits in the SRQ, whichever EP took it.
@@ -228,10 +232,22 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
     }
 }
 
+/// The flags of a receive that invalidated a window: IBV_WC_WITH_INV, and the kernel's own
+/// value of it, which soft-RoCE passes to user space unchanged (where it reads as
+/// IBV_WC_IP_CSUM_OK, which no RC receive carries otherwise).
+const WITH_INVALIDATE: u32 = ibv::ibv_wc_flags::IBV_WC_WITH_INV.0 | ibv::ibv_wc_flags::IBV_WC_IP_CSUM_OK.0;
+
 /// Reports the receive a work completion finished (with the immediate data of a write that
 /// carried some).
 fn complete_receive(ep: &Ep, evd: Option<&Evd>, cookie: u64, st: dat_dto_completion_status, wc: &WorkCompletion) {
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
+    if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV && wc.wc_flags & WITH_INVALIDATE != 0 {
+        // A send with invalidate: the device invalidated our window of that key; its RMR is
+        // unbound before the receive is reported (a key that names no window bound through
+        // this EP changes nothing).
+        // SAFETY: a completion flagged so carries the invalidated key.
+        Window::invalidate(unsafe { wc.imm_data_invalidated_rkey_union.invalidated_rkey }, ep);
+    }
     let len = if ok { wc.byte_len } else { 0 };
     if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
         // SAFETY: a write with immediate data completes with the immediate.

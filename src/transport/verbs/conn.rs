@@ -17,7 +17,7 @@ use parking_lot::MutexGuard;
 use super::cm::{CmEvent, CmHandler, CmId, ConnParam, EventType};
 use super::completions::{CqSource, RECV_ID};
 use super::cq::Cq;
-use super::device::Pd;
+use super::device::{access, Mr, Mw, Pd};
 use super::qp::{Qp, QpCaps, SendFlags, SendOp, Sge, MAX_SGE};
 use super::srq::VerbsSrq;
 use super::transport::Verbs;
@@ -28,7 +28,8 @@ use crate::objects::extension::Extended;
 use crate::objects::evd::Evd;
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys::{self, debug};
-use crate::transport::{ConnRequest, Link, Progress, SharedQueue};
+use crate::objects::lmr;
+use crate::transport::{ConnRequest, Link, Progress, SharedQueue, WindowBind};
 
 /// How long address and route resolution may take, in milliseconds.
 const RESOLVE_MS: i32 = 4000;
@@ -443,10 +444,13 @@ impl Link for Conn {
             }
             (_, dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write { remote_address: r.virtual_address, rkey: r.rmr_context },
             (_, dat_dtos::DAT_DTO_RDMA_READ, Some(r)) => SendOp::Read { remote_address: r.virtual_address, rkey: r.rmr_context },
-            _ => SendOp::Send,
+            _ => match out.invalidate {
+                Some(rkey) => SendOp::SendWithInvalidate { rkey },
+                None => SendOp::Send,
+            },
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, signalled: out.signalled, extended: out.extended });
+        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, signalled: out.signalled, extended: out.extended, bind: None });
         // Every request is signalled to the CQ (a suppressed success is dropped as it is
         // reported): so each completion names the oldest request, and flushes find theirs.
         let flags = SendFlags { signalled: true, solicited: out.solicited, fence: out.fence };
@@ -458,6 +462,57 @@ impl Link for Conn {
     }
 
     fn receive_posted(&self, _ep: &Ep) {}
+
+    fn bind_window(&self, _ep: &Ep, inner: MutexGuard<'_, EpInner>, bind: &WindowBind) -> DatResult<u32> {
+        let Some(qp) = self.qp.get() else { return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_DISCONNECTED)) };
+        let mw = Mw::of(&bind.window).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_RMR))?;
+        let region = match &bind.region {
+            Some(r) => Some(Mr::of(r).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_LMR))?),
+            None => None,
+        };
+        let mut inner = inner;
+        if inner.outstanding.len() + 1 >= inner.attr.max_request_dtos.max(2) as usize {
+            return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+        }
+        let mut access = 0;
+        if bind.privileges & lmr::PRIV_REMOTE_READ != 0 {
+            access |= access::REMOTE_READ;
+        }
+        if bind.privileges & lmr::PRIV_REMOTE_WRITE != 0 {
+            access |= access::REMOTE_WRITE;
+        }
+        if bind.privileges & lmr::PRIV_REMOTE_ATOMIC != 0 {
+            access |= access::REMOTE_ATOMIC;
+        }
+        // A type 2 window binds only when free: a bound one is invalidated first (an unbind is
+        // that alone), by a request of the bind's that reports only a failure.
+        if bind.bound && region.is_some() {
+            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+            inner.outstanding.push_back(Outstanding { seq, signalled: false, ..bind.request });
+            if qp.post_window(seq, &mw, None, mw.rkey(), true).is_err() {
+                inner.outstanding.pop_back();
+                return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+            }
+        }
+        // A bind takes the window's next key; an unbind invalidates the one it has.
+        let rkey = if region.is_some() { mw.next_rkey() } else { mw.rkey() };
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        inner.outstanding.push_back(Outstanding { seq, ..bind.request });
+        // Signalled always, as every request (a suppressed success is dropped as it is
+        // reported).
+        let target = region.as_deref().map(|mr| (mr, bind.address, bind.length, access));
+        if let Err(e) = qp.post_window(seq, &mw, target, rkey, true) {
+            inner.outstanding.pop_back();
+            if debug() {
+                eprintln!("libdat: binding a memory window: {e}");
+            }
+            return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+        }
+        if region.is_some() {
+            mw.set_rkey(rkey);
+        }
+        Ok(rkey)
+    }
 }
 
 impl Drop for Conn {

@@ -151,6 +151,8 @@ pub mod access {
     pub const REMOTE_WRITE: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0;
     pub const REMOTE_READ: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
     pub const REMOTE_ATOMIC: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
+    /// Memory windows may be bound to the region (an RMR onto an LMR).
+    pub const MW_BIND: u32 = ibv::ibv_access_flags::IBV_ACCESS_MW_BIND.0;
 }
 
 impl Mr {
@@ -173,6 +175,77 @@ impl Mr {
     pub fn rkey(&self) -> u32 {
         // SAFETY: the region is registered.
         unsafe { (*self.raw).rkey }
+    }
+
+    pub fn raw(&self) -> *mut ibv::ibv_mr {
+        self.raw
+    }
+
+    /// The memory region an LMR of this transport holds.
+    pub fn of(registration: &crate::transport::Resource) -> Option<Arc<Mr>> {
+        registration.clone().downcast::<Mr>().ok()
+    }
+}
+
+/// A memory window (type 2: bound by a work request on one QP, and invalidated by the peer's
+/// send with invalidate), the RMR of a PZ of this transport. Each bind gives it a new key:
+/// the same index, the next tag in the low byte.
+pub struct Mw {
+    raw: *mut ibv::ibv_mw,
+    /// The key of its last bind (or of its allocation).
+    rkey: std::sync::atomic::AtomicU32,
+    _pd: Arc<Pd>,
+}
+
+// SAFETY: a window is used only through verbs calls and its keys.
+unsafe impl Send for Mw {}
+// SAFETY: as above.
+unsafe impl Sync for Mw {}
+
+impl Mw {
+    pub fn alloc(pd: &Arc<Pd>) -> io::Result<Mw> {
+        // SAFETY: the PD is live.
+        let raw = unsafe { ibv::ibv_alloc_mw(pd.raw, ibv::ibv_mw_type::IBV_MW_TYPE_2) };
+        if raw.is_null() {
+            return Err(last_error());
+        }
+        // SAFETY: allocated just now.
+        let rkey = unsafe { (*raw).rkey };
+        Ok(Mw { raw, rkey: std::sync::atomic::AtomicU32::new(rkey), _pd: pd.clone() })
+    }
+
+    pub fn of(window: &crate::transport::Resource) -> Option<Arc<Mw>> {
+        window.clone().downcast::<Mw>().ok()
+    }
+
+    pub fn raw(&self) -> *mut ibv::ibv_mw {
+        self.raw
+    }
+
+    /// The key its next bind gives it (kept by the caller once the bind is posted).
+    pub fn next_rkey(&self) -> u32 {
+        let k = self.rkey.load(std::sync::atomic::Ordering::Acquire);
+        (k & !0xff) | (k.wrapping_add(1) & 0xff)
+    }
+
+    /// A bind under `rkey` was posted: the window's struct says so too (a provider names the
+    /// window of the next bind by the key it holds there, and the device checks it).
+    pub fn set_rkey(&self, rkey: u32) {
+        self.rkey.store(rkey, std::sync::atomic::Ordering::Release);
+        // SAFETY: the window is live; its key field is ours to keep current (verbs leaves a
+        // type 2 window's key to the consumer).
+        unsafe { (*self.raw).rkey = rkey };
+    }
+
+    pub fn rkey(&self) -> u32 {
+        self.rkey.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl Drop for Mw {
+    fn drop(&mut self) {
+        // SAFETY: allocated by us, deallocated once (a bound window is invalidated with it).
+        unsafe { ibv::ibv_dealloc_mw(self.raw) };
     }
 }
 

@@ -9,7 +9,7 @@ use rdma_mummy_sys as ibv;
 
 use super::cm::CmId;
 use super::cq::Cq;
-use super::device::Pd;
+use super::device::{Mr, Mw, Pd};
 use super::srq::VerbsSrq;
 use crate::transport::SharedQueue;
 
@@ -28,6 +28,8 @@ pub struct Sge {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendOp {
     Send,
+    /// A send that invalidates the peer's memory window of key `rkey` as it lands.
+    SendWithInvalidate { rkey: u32 },
     Write { remote_address: u64, rkey: u32 },
     Read { remote_address: u64, rkey: u32 },
     /// An RDMA write whose immediate data (as the consumer gave it: OpenFabrics passes it
@@ -179,6 +181,10 @@ impl Qp {
         }
         match op {
             SendOp::Send => wr.opcode = ibv::ibv_wr_opcode::IBV_WR_SEND,
+            SendOp::SendWithInvalidate { rkey } => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_SEND_WITH_INV;
+                wr.imm_data_invalidated_rkey_union.invalidated_rkey = rkey;
+            }
             SendOp::Write { remote_address, rkey } => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
                 wr.wr.rdma = ibv::rdma_t { remote_addr: remote_address, rkey };
@@ -210,6 +216,39 @@ impl Qp {
         wr.send_flags = send_flags;
         let mut bad: *mut ibv::ibv_send_wr = std::ptr::null_mut();
         // SAFETY: the QP is live; `wr` and its list live through the call, which copies them.
+        match unsafe { ibv::ibv_post_send(self.raw, &mut wr, &mut bad) } {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+
+    /// Binds the type 2 memory window `mw` to `length` bytes at `address` of `mr` with
+    /// `access` (IBV_ACCESS_REMOTE_* flags) under key `rkey`, or invalidates the window's key
+    /// `rkey` (no region); `wr_id` comes back in its completion.
+    pub fn post_window(&self, wr_id: u64, mw: &Mw, region: Option<(&Mr, u64, u64, u32)>, rkey: u32, signalled: bool) -> io::Result<()> {
+        // SAFETY: plain data; all-zero valid.
+        let mut wr: ibv::ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.wr_id = wr_id;
+        if signalled {
+            wr.send_flags = ibv::ibv_send_flags::IBV_SEND_SIGNALED.0;
+        }
+        match region {
+            Some((mr, address, length, access)) => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_BIND_MW;
+                wr.bind_mw_tso_union.bind_mw = ibv::bind_mw_t {
+                    mw: mw.raw(),
+                    rkey,
+                    bind_info: ibv::ibv_mw_bind_info { mr: mr.raw(), addr: address, length, mw_access_flags: access },
+                };
+            }
+            None => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_LOCAL_INV;
+                wr.imm_data_invalidated_rkey_union.invalidated_rkey = rkey;
+            }
+        }
+        let mut bad: *mut ibv::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: the QP, window and region are live; `wr` lives through the call, which
+        // copies it.
         match unsafe { ibv::ibv_post_send(self.raw, &mut wr, &mut bad) } {
             0 => Ok(()),
             e => Err(io::Error::from_raw_os_error(e)),

@@ -13,7 +13,7 @@ use super::cm::{CmEvent, CmHandler, CmId, EventType};
 use super::completions::CqSource;
 use super::conn::{Conn, Prepared, Request};
 use super::cq::Cq;
-use super::device::{access, Device, Mr, Pd};
+use super::device::{access, Device, Mr, Mw, Pd};
 use super::srq::VerbsSrq;
 use crate::abi::DAT_IA_HANDLE;
 use crate::error::{DatError, DatResult, Sub, Type};
@@ -123,7 +123,7 @@ impl Transport for Verbs {
         let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
         // Local write always: a region a DTO receives into, or an RDMA read lands in, needs it,
         // and verbs requires it beside remote write.
-        let mut flags = access::LOCAL_WRITE;
+        let mut flags = access::LOCAL_WRITE | access::MW_BIND;
         if privileges & lmr::PRIV_REMOTE_WRITE != 0 {
             flags |= access::REMOTE_WRITE;
         }
@@ -166,9 +166,20 @@ impl Transport for Verbs {
         self.device.events.report_to(ia, evd);
     }
 
-    // The device checks peers' keys: a bound RMR would be a memory window, not built yet.
+    // The device checks peers' keys: a bound RMR is a memory window.
     fn checks_remote_access(&self) -> bool {
         false
+    }
+
+    fn memory_window(&self, domain: Option<&Resource>) -> DatResult<Resource> {
+        let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
+        let mw = Mw::alloc(&pd).map_err(|e| {
+            if debug() {
+                eprintln!("libdat: a memory window on {}: {e}", self.device.name());
+            }
+            DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION)
+        })?;
+        Ok(Arc::new(mw))
     }
 
     fn srq_limits(&self) -> Option<(i32, i32)> {
