@@ -126,6 +126,19 @@ int main(void)
 		    DAT_INVALID_PARAMETER);
 	/* dat_srq_set_lw: "DAT_SUCCESS: The operation was successful." (4 is within max_recv_dtos) */
 	expect_ret("srq/srq_set_lw", dat_srq_set_lw(srq, 4), DAT_SUCCESS);
+	/* "If the new low watermark value is below the current number of free Receive DTOs posted
+	 * to the SRQ, an asynchronous event will be generated immediately" (two are posted, below
+	 * 4): the async EVD's event names the SRQ with reason DAT_SRQ_LOW_WATERMARK_EVENT. */
+	{
+		DAT_EVENT e;
+		DAT_COUNT more;
+		memset(&e, 0, sizeof(e));
+		expect_true("srq/srq_set_lw-event-when-below",
+			    dat_evd_wait(async_evd, 1000000 * time_scale(), 1, &e, &more) == DAT_SUCCESS &&
+				    e.event_data.asynch_error_event_data.dat_handle == srq &&
+				    e.event_data.asynch_error_event_data.reason == DAT_SRQ_LOW_WATERMARK_EVENT,
+			    "an async event of the SRQ, reason DAT_SRQ_LOW_WATERMARK_EVENT");
+	}
 
 	/* dat_srq_resize: "DAT_INVALID_HANDLE: The srq_handle argument is an invalid DAT handle." */
 	H("srq_resize-garbage", dat_srq_resize(g, 16), DAT_INVALID_HANDLE_SRQ);
@@ -215,8 +228,16 @@ int main(void)
 		    DAT_INVALID_PARAMETER);
 	expect_type("srq/ep_set_watermark-negative-hard", dat_ep_set_watermark(ep, DAT_WATERMARK_INFINITE, -5),
 		    DAT_INVALID_PARAMETER);
-	/* "The operation is supported for all states of Endpoint." */
-	expect_ret("srq/ep_set_watermark", dat_ep_set_watermark(ep, 4, 8), DAT_SUCCESS);
+	/* "The operation is supported for all states of Endpoint.": the default, no watermark,
+	 * always; finite ones where the provider supports them ("DAT_MODEL_NOT_SUPPORTED: ... The
+	 * Provider does not support EP Soft or Hard High Watermarks"). */
+	expect_ret("srq/ep_set_watermark", dat_ep_set_watermark(ep, DAT_WATERMARK_INFINITE, DAT_WATERMARK_INFINITE),
+		   DAT_SUCCESS);
+	{
+		DAT_RETURN r = dat_ep_set_watermark(ep, 4, 8);
+		expect_true("srq/ep_set_watermark-finite", r == DAT_SUCCESS || DAT_GET_TYPE(r) == DAT_MODEL_NOT_SUPPORTED,
+			    "DAT_SUCCESS or DAT_MODEL_NOT_SUPPORTED");
+	}
 
 	expect_ret("srq/ep_free", dat_ep_free(ep), DAT_SUCCESS);
 	expect_ret("srq/srq_free", dat_srq_free(srq), DAT_SUCCESS);

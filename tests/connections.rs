@@ -1088,3 +1088,52 @@ fn a_common_connect_reaches_the_csp_of_its_address_and_connects() {
     a.buf[0] = 0;
     p.buf[0] = 0;
 }
+
+/// The SRQ's low watermark: once the receives left fall below it, one event on the IA's async
+/// EVD names the SRQ with reason DAT_SRQ_LOW_WATERMARK_EVENT; it comes once per setting, and
+/// at once when the SRQ is below it as it is set.
+#[test]
+fn an_srq_below_its_low_watermark_reports_it_once_per_setting() {
+    let mut p = Side::new(ALL_PRIV);
+    let mut srq = null_mut();
+    unsafe {
+        assert_eq!(dat_ep_free(p.ep), OK);
+        let attr = DAT_SRQ_ATTR { max_recv_dtos: 8, max_recv_iov: 1, low_watermark: 0 };
+        assert_eq!(dat_srq_create(p.ia, p.pz, &attr as *const _ as *mut _, &mut srq), OK);
+        let mut ep = null_mut();
+        assert_eq!(dat_ep_create_with_srq(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, srq, &dat::objects::ep::default_attr(), &mut ep), OK);
+        p.ep = ep;
+    }
+    let (mut a, p) = connect_pair(Side::new(ALL_PRIV), p);
+    let mut async_evd = null_mut();
+    let mut ia_attr: DAT_IA_ATTR = zero();
+    assert_eq!(unsafe { dat_ia_query(p.ia, &mut async_evd, 0, &mut ia_attr, 0, null_mut()) }, OK);
+    for slot in 0..4u64 {
+        let iov = [p.iov(64 * slot as usize, 64)];
+        assert_eq!(unsafe { dat_srq_post_recv(srq, 1, iov.as_ptr() as *mut _, cookie(slot)) }, OK);
+    }
+    assert_eq!(unsafe { dat_srq_set_lw(srq, 3) }, OK);
+    assert!(empty(async_evd), "4 receives are not below 3");
+    let mut send = |n: u64| {
+        a.buf[0] = n as u8;
+        assert_eq!(a.post_send(&[a.iov(0, 1)], n), OK);
+        assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+        assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    };
+    send(1);
+    assert!(empty(async_evd), "3 receives are not below 3");
+    send(2);
+    let low = |e: DAT_EVENT| {
+        let data = unsafe { e.event_data.asynch_error_event_data };
+        (e.event_number, data.dat_handle, data.reason)
+    };
+    let expected = (dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN as u32, srq as DAT_HANDLE, srq_async_error_reason::DAT_SRQ_LOW_WATERMARK_EVENT as DAT_COUNT);
+    assert_eq!(low(wait(async_evd)), expected);
+    send(3);
+    assert!(empty(async_evd), "once per setting");
+    // Set again while below it: the event comes at once.
+    assert_eq!(unsafe { dat_srq_set_lw(srq, 3) }, OK);
+    assert_eq!(low(wait(async_evd)), expected);
+    assert_eq!(p.state(), dat_ep_state::DAT_EP_STATE_CONNECTED, "the EP is not broken for it");
+    a.buf[0] = 0;
+}

@@ -287,7 +287,12 @@ pub unsafe extern "C" fn dat_ep_set_watermark(ep_handle: DAT_EP_HANDLE, soft_hig
         if !valid(hard_high_watermark) {
             return Err(DatError::invalid_arg(3));
         }
-        if inner.srq.is_none() {
+        // The count the watermarks watch, an SRQ's receives allocated to the EP and not yet
+        // completed, is one neither transport keeps (dat_ep_recv_query reports it unknown):
+        // "DAT_MODEL_NOT_SUPPORTED: ... The Provider does not support EP Soft or Hard High
+        // Watermarks", except for the default, no watermark at all, which asks for nothing.
+        let infinite = DAT_WATERMARK_INFINITE as DAT_COUNT;
+        if inner.srq.is_none() || soft_high_watermark != infinite || hard_high_watermark != infinite {
             return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
         }
         Ok(())

@@ -245,7 +245,7 @@ fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
     p.pz_support = dat_pz_support::DAT_PZ_UNIQUE as DAT_PZ_SUPPORT;
     p.optimal_buffer_alignment = limits::OPTIMAL_BUFFER_ALIGNMENT;
     p.evd_stream_merging_supported = [[t; 6]; 6];
-    p.srq_supported = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
+    p.srq_supported = if ia.transport.srq_limits().is_some() { t } else { dat_boolean::DAT_FALSE as DAT_BOOLEAN };
     p.lmr_sync_req = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
     p.dto_async_return_guaranteed = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
     p.rdma_write_for_rdma_read_req = dat_boolean::DAT_FALSE as DAT_BOOLEAN;

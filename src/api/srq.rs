@@ -48,7 +48,11 @@ pub unsafe extern "C" fn dat_srq_create(
             return Err(DatError::invalid_arg(3));
         }
         let queue = ia.transport.shared_receive_queue(pz.domain.as_ref(), attr.max_recv_dtos as u32, attr.max_recv_iov as u32)?;
-        out.set(ia.adopt(Arc::new(Srq::new(ia.clone(), pz, &attr, queue)))?);
+        let srq = Arc::new(Srq::new(ia.clone(), pz, &attr, queue));
+        out.set(ia.adopt(srq.clone())?);
+        // "The Consumer must set low_watermark to DAT_SRQ_LW_DEFAULT to ensure that an
+        // asynchronous event will not be generated immediately": another comes at once.
+        srq.check_low_watermark();
         Ok(())
     }
 }
@@ -163,7 +167,13 @@ pub unsafe extern "C" fn dat_srq_set_lw(srq_handle: DAT_SRQ_HANDLE, low_watermar
         if low_watermark < 0 || low_watermark > s.max_recv_dtos {
             return Err(DatError::invalid_arg(2));
         }
+        // Armed again, "regardless of whether an asynchronous event for the low watermark
+        // has been generated" (0, DAT_SRQ_LW_DEFAULT: no event); below it already, the event
+        // comes now.
         s.low_watermark = low_watermark;
+        s.low_watermark_armed = low_watermark > 0;
+        drop(s);
+        srq.check_low_watermark();
         Ok(())
     }
 }

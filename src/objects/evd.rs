@@ -442,11 +442,17 @@ impl Evd {
 
     /// Posts an asynchronous error about the object `handle` to this (async) EVD.
     pub fn post_async_error(&self, number: dat_event_number, handle: DAT_HANDLE) {
+        self.post_async_event(number, handle, 0);
+    }
+
+    /// Posts an asynchronous event about the object `handle` with the object-specific
+    /// `reason` (dat.h's `*_ASYNC_ERROR_REASON`) to this (async) EVD.
+    pub fn post_async_event(&self, number: dat_event_number, handle: DAT_HANDLE, reason: DAT_COUNT) {
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         e.event_number = number as DAT_EVENT_NUMBER;
         e.event_data.asynch_error_event_data.dat_handle = handle;
-        e.event_data.asynch_error_event_data.reason = 0;
+        e.event_data.asynch_error_event_data.reason = reason;
         self.ia.counters.bump(dat_ia_counters::DCNT_IA_ASYNC_ERROR as u32);
         let _ = self.post(e);
     }

@@ -33,6 +33,8 @@ pub struct SrqState {
     pub max_recv_dtos: i32,
     pub max_recv_iov: i32,
     pub low_watermark: i32,
+    /// Whether the low watermark's event is still to come (`dat_srq_set_lw` arms it, once).
+    pub low_watermark_armed: bool,
     pub posted: VecDeque<PostedRecv>,
 }
 
@@ -73,6 +75,7 @@ impl Srq {
                 max_recv_dtos: attr.max_recv_dtos,
                 max_recv_iov: attr.max_recv_iov,
                 low_watermark: attr.low_watermark,
+                low_watermark_armed: attr.low_watermark > 0,
                 posted: VecDeque::new(),
             }),
             waiting: Mutex::new(VecDeque::new()),
@@ -112,7 +115,33 @@ impl Srq {
 
     /// The oldest posted receive, for an EP of this SRQ that gets a message.
     pub fn take(&self) -> Option<PostedRecv> {
-        self.state.lock().posted.pop_front()
+        let taken = self.state.lock().posted.pop_front();
+        if taken.is_some() {
+            self.check_low_watermark();
+        }
+        taken
+    }
+
+    /// A receive was taken (or the watermark set): once the receives left fall below an armed
+    /// low watermark, the IA's async EVD gets the SRQ's event, and the watermark disarms
+    /// until it is set again (`dat_srq_set_lw`). DAT 2.0 names the reason,
+    /// `DAT_SRQ_LOW_WATERMARK_EVENT`, with the SRQ's handle; the event's number is the one
+    /// OpenFabrics gives the device's SRQ limit event, `DAT_ASYNC_ERROR_EP_BROKEN`.
+    pub fn check_low_watermark(&self) {
+        {
+            let mut state = self.state.lock();
+            if !state.low_watermark_armed || self.available(&state) >= state.low_watermark.max(0) as usize {
+                return;
+            }
+            state.low_watermark_armed = false;
+        }
+        if let Some(evd) = self.ia.async_evd_object() {
+            evd.post_async_event(
+                dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN,
+                self.handle(),
+                srq_async_error_reason::DAT_SRQ_LOW_WATERMARK_EVENT as DAT_COUNT,
+            );
+        }
     }
 
     /// `ep` keeps a message until a receive is posted here.

@@ -204,6 +204,10 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
         let cookie = srq.as_ref().and_then(|s| s.queue.as_deref()).and_then(VerbsSrq::of).and_then(|q| q.completed(wc.wr_id));
         if let Some(cookie) = cookie {
             complete_receive(&ep, inner.recv_evd.as_deref(), cookie, st, wc);
+            drop(inner);
+            if let Some(srq) = srq {
+                srq.check_low_watermark();
+            }
         }
     } else if wc.wr_id == RECV_ID {
         let _in_order = ep.receiving.lock();
