@@ -680,8 +680,8 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read_to_rmr(
         // this EP with remote write privilege, in the region behind it (a read's local
         // segment names that region: verbs reads into memory regions, not windows).
         let length = u64::from(local.segment_length);
-        let lmr = Window::lookup(local.rmr_context)
-            .and_then(|w| w.reach(&ep, local.virtual_address, length, lmr::PRIV_REMOTE_WRITE))
+        let lmr = Window::lookup(&ep, local.rmr_context)
+            .and_then(|w| w.reach(local.virtual_address, length, lmr::PRIV_REMOTE_WRITE))
             .ok_or(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_RDMA_WRITE))?;
         let segment = DAT_LMR_TRIPLET { lmr_context: lmr.context, virtual_address: local.virtual_address, segment_length: local.segment_length };
         // SAFETY: `segment` is one triplet on our stack; `remote_iov` is forwarded from our caller.

@@ -138,6 +138,8 @@ pub unsafe extern "C" fn dat_rmr_bind(
             None => return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ)),
         }
         let evd = request_evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
+        let signalled = completion_flags & (dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32 | unsignalled) == 0;
+        let bound = rmr.binding.lock().is_some();
         match ep_state::post_request(state)? {
             Post::Flush => {
                 rmr::bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED);
@@ -150,7 +152,7 @@ pub unsafe extern "C" fn dat_rmr_bind(
             // A device that checks peers' accesses itself binds a memory window on the EP's
             // send queue: the bind completes when the device has done it, and requests posted
             // after it start after it.
-            Post::Run if !ep.ia.transport.checks_remote_access() && (triplet.segment_length != 0 || rmr.binding.lock().is_some()) => {
+            Post::Run if !ep.ia.transport.checks_remote_access() && (triplet.segment_length != 0 || bound) => {
                 let window = match rmr.window.get() {
                     Some(w) => w.clone(),
                     None => {
@@ -158,11 +160,10 @@ pub unsafe extern "C" fn dat_rmr_bind(
                         rmr.window.get_or_init(|| made).clone()
                     }
                 };
-                let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32 | unsignalled;
                 let bind = WindowBind {
                     window,
                     region: (triplet.segment_length != 0).then(|| lmr.registration()).flatten(),
-                    bound: rmr.binding.lock().is_some(),
+                    bound,
                     address: triplet.virtual_address,
                     length: u64::from(triplet.segment_length),
                     privileges: mem_priv,
@@ -172,11 +173,10 @@ pub unsafe extern "C" fn dat_rmr_bind(
                         cookie: unsafe { user_cookie.as_64 },
                         operation: dat_dtos::DAT_DTO_BIND_MW,
                         length: 0,
-                        signalled: completion_flags & quiet == 0,
+                        signalled,
                         extended: None,
                         bind: Some(rmr_handle as usize),
                     },
-                    signalled: completion_flags & quiet == 0,
                 };
                 let inner = ep.inner.lock();
                 let Some(link) = inner.link.clone() else { return Err(DatError::invalid_state(ep_state::subtype(inner.state))) };
@@ -189,8 +189,7 @@ pub unsafe extern "C" fn dat_rmr_bind(
             // (An unbind of an RMR that is not bound has nothing to do on any transport.)
             Post::Run => {
                 edge::out(context, 9)?.set(rmr.bind(lmr, triplet, mem_priv, va_type, &ep, None));
-                let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32 | unsignalled;
-                if completion_flags & quiet == 0 {
+                if signalled {
                     rmr::bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_SUCCESS);
                 }
                 Ok(())

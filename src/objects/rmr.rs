@@ -1,8 +1,8 @@
 //! Remote Memory Regions: windows onto an LMR that a bind exposes to one peer.
 
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Weak};
 
-use nohash_hasher::IntMap;
 use parking_lot::{Mutex, RwLock};
 
 use super::ep::Ep;
@@ -21,6 +21,8 @@ pub struct Binding {
     pub privileges: u32,
     pub va_type: dat_va_type,
     pub context: u32,
+    /// Its window's key in `WINDOWS`.
+    window: (usize, u32),
 }
 
 pub struct Rmr {
@@ -61,37 +63,38 @@ pub struct Window {
     address: u64,
     length: u64,
     privileges: u32,
-    ep: Weak<Ep>,
     rmr: Weak<Rmr>,
+    /// Held so the EP's address, the window's key, names no other EP while it is here.
+    _ep: Weak<Ep>,
 }
 
-/// Every bound window, by the `rmr_context` its bind returned. Its keys come from the same
-/// never-repeating sequence as the regions' (`lmr::new_key`), so a window's context names no
-/// region and no earlier window.
-static WINDOWS: LazyLock<RwLock<IntMap<u32, Arc<Window>>>> = LazyLock::new(Default::default);
+/// Every bound window, by the EP it was bound through and the `rmr_context` its bind returned
+/// (a window is reached only through its EP; over TCP its keys come from the same
+/// never-repeating sequence as the regions', `lmr::new_key`, so a context names no region and
+/// no earlier window; over RDMA they are the device's memory window keys).
+static WINDOWS: LazyLock<RwLock<HashMap<(usize, u32), Arc<Window>>>> = LazyLock::new(Default::default);
+
+fn key(ep: &Ep, context: u32) -> (usize, u32) {
+    (ep as *const Ep as usize, context)
+}
 
 impl Window {
-    pub fn lookup(context: u32) -> Option<Arc<Window>> {
-        WINDOWS.read().get(&context).cloned()
+    /// The window bound through `ep` under `context`.
+    pub fn lookup(ep: &Ep, context: u32) -> Option<Arc<Window>> {
+        WINDOWS.read().get(&key(ep, context)).cloned()
     }
 
     /// The region behind the window, if `length` bytes at `address` in it may be reached with
-    /// `privilege` through `ep`.
-    pub fn reach(&self, ep: &Ep, address: u64, length: u64, privilege: u32) -> Option<Arc<Lmr>> {
+    /// `privilege`.
+    pub fn reach(&self, address: u64, length: u64, privilege: u32) -> Option<Arc<Lmr>> {
         let inside = address >= self.address && address.checked_add(length).is_some_and(|end| end <= self.address + self.length);
-        (std::ptr::eq(self.ep.as_ptr(), ep) && inside && privilege & !self.privileges == 0).then(|| self.lmr.clone())
+        (inside && privilege & !self.privileges == 0).then(|| self.lmr.clone())
     }
 
     /// A peer's send with invalidate named `context` through `ep`: the window closes and its
     /// RMR is unbound, if it was bound through that EP (another context is left alone).
     pub fn invalidate(context: u32, ep: &Ep) {
-        let window = {
-            let mut windows = WINDOWS.write();
-            match windows.get(&context) {
-                Some(w) if std::ptr::eq(w.ep.as_ptr(), ep) => windows.remove(&context),
-                _ => None,
-            }
-        };
+        let window = WINDOWS.write().remove(&key(ep, context));
         if let Some(rmr) = window.and_then(|w| w.rmr.upgrade()) {
             let mut binding = rmr.binding.lock();
             if binding.as_ref().is_some_and(|b| b.context == context) {
@@ -110,7 +113,7 @@ impl Rmr {
         let mut binding = self.binding.lock();
         let mut windows = WINDOWS.write();
         if let Some(old) = binding.take() {
-            windows.remove(&old.context);
+            windows.remove(&old.window);
         }
         let context = context.unwrap_or_else(lmr::new_key);
         if triplet.segment_length != 0 {
@@ -119,11 +122,11 @@ impl Rmr {
                 address: triplet.virtual_address,
                 length: u64::from(triplet.segment_length),
                 privileges,
-                ep: Arc::downgrade(ep),
                 rmr: Arc::downgrade(self),
+                _ep: Arc::downgrade(ep),
             };
-            windows.insert(context, Arc::new(window));
-            *binding = Some(Binding { lmr: Held::new(lmr), triplet, privileges, va_type, context });
+            windows.insert(key(ep, context), Arc::new(window));
+            *binding = Some(Binding { lmr: Held::new(lmr), triplet, privileges, va_type, context, window: key(ep, context) });
         }
         context
     }
@@ -131,7 +134,7 @@ impl Rmr {
     /// The window of a bound RMR closes (the RMR is freed).
     fn unbind(&self) {
         if let Some(old) = self.binding.lock().take() {
-            WINDOWS.write().remove(&old.context);
+            WINDOWS.write().remove(&old.window);
         }
     }
 }

@@ -187,9 +187,9 @@ pub struct WindowBind {
     pub length: u64,
     /// DAT_MEM_PRIV flags (remote ones).
     pub privileges: u32,
-    /// Its record among the EP's outstanding requests (`bind` names the RMR).
+    /// Its record among the EP's outstanding requests (`bind` names the RMR; `signalled`:
+    /// whether its success is reported).
     pub request: crate::objects::ep::Request,
-    pub signalled: bool,
 }
 
 /// What the transports keep in each EP, under the EP's lock so it changes together with the

@@ -753,7 +753,7 @@ fn remote_access(ep: &Arc<Ep>, h: &Header, privilege: u32) -> Option<(Option<Arc
 /// a region, with the bind's privileges).
 fn permitted_region(ep: &Ep, rkey: u32, address: u64, length: u32, privilege: u32) -> Option<Arc<Lmr>> {
     let Some(lmr) = Lmr::lookup_rmr_context(rkey) else {
-        return Window::lookup(rkey)?.reach(ep, address, u64::from(length), privilege);
+        return Window::lookup(ep, rkey)?.reach(address, u64::from(length), privilege);
     };
     let pz = ep.pz()?;
     lmr.check_remote(address, u64::from(length), privilege, &pz).ok()?;
