@@ -180,7 +180,7 @@ pub unsafe extern "C" fn dat_rmr_bind(
                 };
                 let inner = ep.inner.lock();
                 let Some(link) = inner.link.clone() else { return Err(DatError::invalid_state(ep_state::subtype(inner.state))) };
-                let key = link.bind_window(&ep, inner, &bind)?;
+                let key = link.bind_window(inner, &bind)?;
                 edge::out(context, 9)?.set(rmr.bind(lmr, triplet, mem_priv, va_type, &ep, Some(key)));
                 Ok(())
             }

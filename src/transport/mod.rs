@@ -171,7 +171,7 @@ pub trait Link: Progress {
     /// Binds a memory window (`Transport::memory_window`) on the EP's send queue, recorded in
     /// `EpInner::outstanding` as `bind.request` until its completion; returns the window's new
     /// key. Transports that check peers' accesses themselves keep their windows above (TCP).
-    fn bind_window(&self, _ep: &Ep, _inner: MutexGuard<'_, EpInner>, _bind: &WindowBind) -> DatResult<u32> {
+    fn bind_window(&self, _inner: MutexGuard<'_, EpInner>, _bind: &WindowBind) -> DatResult<u32> {
         Err(DatError::not_implemented())
     }
 }

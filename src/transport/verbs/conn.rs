@@ -463,7 +463,7 @@ impl Link for Conn {
 
     fn receive_posted(&self, _ep: &Ep) {}
 
-    fn bind_window(&self, _ep: &Ep, inner: MutexGuard<'_, EpInner>, bind: &WindowBind) -> DatResult<u32> {
+    fn bind_window(&self, inner: MutexGuard<'_, EpInner>, bind: &WindowBind) -> DatResult<u32> {
         let Some(qp) = self.qp.get() else { return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_DISCONNECTED)) };
         let mw = Mw::of(&bind.window).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_RMR))?;
         let region = match &bind.region {
@@ -489,7 +489,7 @@ impl Link for Conn {
         if bind.bound && region.is_some() {
             let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
             inner.outstanding.push_back(Outstanding { seq, signalled: false, ..bind.request });
-            if qp.post_window(seq, &mw, None, mw.rkey(), true).is_err() {
+            if qp.post_window(seq, &mw, None, mw.rkey()).is_err() {
                 inner.outstanding.pop_back();
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
             }
@@ -498,10 +498,8 @@ impl Link for Conn {
         let rkey = if region.is_some() { mw.next_rkey() } else { mw.rkey() };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         inner.outstanding.push_back(Outstanding { seq, ..bind.request });
-        // Signalled always, as every request (a suppressed success is dropped as it is
-        // reported).
         let target = region.as_deref().map(|mr| (mr, bind.address, bind.length, access));
-        if let Err(e) = qp.post_window(seq, &mw, target, rkey, true) {
+        if let Err(e) = qp.post_window(seq, &mw, target, rkey) {
             inner.outstanding.pop_back();
             if debug() {
                 eprintln!("libdat: binding a memory window: {e}");

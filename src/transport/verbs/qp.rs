@@ -224,14 +224,13 @@ impl Qp {
 
     /// Binds the type 2 memory window `mw` to `length` bytes at `address` of `mr` with
     /// `access` (IBV_ACCESS_REMOTE_* flags) under key `rkey`, or invalidates the window's key
-    /// `rkey` (no region); `wr_id` comes back in its completion.
-    pub fn post_window(&self, wr_id: u64, mw: &Mw, region: Option<(&Mr, u64, u64, u32)>, rkey: u32, signalled: bool) -> io::Result<()> {
+    /// `rkey` (no region); `wr_id` comes back in its completion (always signalled, as every
+    /// request: each completion names the oldest request).
+    pub fn post_window(&self, wr_id: u64, mw: &Mw, region: Option<(&Mr, u64, u64, u32)>, rkey: u32) -> io::Result<()> {
         // SAFETY: plain data; all-zero valid.
         let mut wr: ibv::ibv_send_wr = unsafe { std::mem::zeroed() };
         wr.wr_id = wr_id;
-        if signalled {
-            wr.send_flags = ibv::ibv_send_flags::IBV_SEND_SIGNALED.0;
-        }
+        wr.send_flags = ibv::ibv_send_flags::IBV_SEND_SIGNALED.0;
         match region {
             Some((mr, address, length, access)) => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_BIND_MW;
