@@ -75,10 +75,11 @@ int main(void)
 			    "a handle, and the IA's attributes");
 		if (q != DAT_HANDLE_NULL)
 			expect_ret("ext/close_query", dat_ib_close_query(q), DAT_SUCCESS);
-		/* OpenFabrics: a name no provider has is DAT_INVALID_PARAMETER (argument 1). */
+		/* A name no provider has: as dat_ia_open, "DAT_PROVIDER_NOT_FOUND: The specified
+		 * provider was not registered in the registry." */
 		expect_type("ext/open_query-unknown-name",
 			    dat_ib_open_query((DAT_NAME_PTR) "no-such-ia", &q, DAT_IA_FIELD_ALL, &qa, 0, NULL),
-			    DAT_INVALID_PARAMETER);
+			    DAT_PROVIDER_NOT_FOUND);
 	}
 
 	/* RDMA write with immediate data: "the immediate data is delivered to the remote side via

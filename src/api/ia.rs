@@ -132,7 +132,8 @@ fn close(ia: &Arc<Ia>, h: DAT_IA_HANDLE, flags: dat_close_flags) -> DatResult {
 /// `dat_ib_open_query`: opens the IA named `name` without an async EVD for a query of its
 /// attributes (each filled when its pointer is not NULL), as OpenFabrics' fast query does; the
 /// handle is closed by `dat_ib_close_query` (or `dat_ia_close`). As OpenFabrics: a name no
-/// provider has is argument 1, and both attribute pointers NULL is argument 5.
+/// provider has is `DAT_PROVIDER_NOT_FOUND` (as `dat_ia_open` says it), and both attribute
+/// pointers NULL is argument 5.
 pub(crate) unsafe fn open_query(
     name: *const c_char,
     ia_handle: *mut DAT_IA_HANDLE,
@@ -142,7 +143,9 @@ pub(crate) unsafe fn open_query(
     provider_attr: *mut DAT_PROVIDER_ATTR,
 ) -> DatResult {
     let name = edge::c_str(name, 1)?.to_str().map_err(|_| DatError::invalid_arg(1))?;
-    let entry = registry::find(name).filter(|e| e.api_major == API_MAJOR).ok_or(DatError::invalid_arg(1))?;
+    let entry = registry::find(name)
+        .filter(|e| e.api_major == API_MAJOR)
+        .ok_or(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))?;
     let out = edge::out(ia_handle, 2)?;
     if ia_attr.is_null() && provider_attr.is_null() {
         return Err(DatError::invalid_arg(5));
