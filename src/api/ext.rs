@@ -68,8 +68,11 @@ pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, args: 
     }
 }
 
+/// Zeroes one counter (by index) of the object read.
+type Reset = Box<dyn Fn(usize)>;
+
 /// The counters of the IA, EP or EVD `handle` names.
-fn counters_of(handle: DAT_HANDLE) -> DatResult<(Reading, Box<dyn Fn(usize)>)> {
+fn counters_of(handle: DAT_HANDLE) -> DatResult<(Reading, Reset)> {
     match handle::kind_of(handle) {
         Some(Kind::Ia) => {
             let ia = edge::object::<Ia>(handle, Sub::DAT_INVALID_HANDLE_IA)?;

@@ -72,7 +72,10 @@ pub struct Window {
 /// (a window is reached only through its EP; over TCP its keys come from the same
 /// never-repeating sequence as the regions', `lmr::new_key`, so a context names no region and
 /// no earlier window; over RDMA they are the device's memory window keys).
-static WINDOWS: LazyLock<RwLock<HashMap<(usize, u32), Arc<Window>>>> = LazyLock::new(Default::default);
+static WINDOWS: LazyLock<RwLock<Windows>> = LazyLock::new(Default::default);
+
+/// Windows by (EP address, context).
+type Windows = HashMap<(usize, u32), Arc<Window>>;
 
 fn key(ep: &Ep, context: u32) -> (usize, u32) {
     (ep as *const Ep as usize, context)
