@@ -342,8 +342,8 @@ DAT_RETURN dat_csp_create(DAT_IA_HANDLE ia_handle,
                           DAT_CSP_HANDLE *csp_handle);
 
 DAT_RETURN dat_csp_query(DAT_CSP_HANDLE csp_handle,
-                         DAT_CSP_PARAM_MASK _csp_param_mask,
-                         DAT_CSP_PARAM *_csp_param);
+                         DAT_CSP_PARAM_MASK csp_param_mask,
+                         DAT_CSP_PARAM *csp_param);
 
 DAT_RETURN dat_csp_free(DAT_CSP_HANDLE csp_handle);
 
@@ -442,7 +442,7 @@ DAT_RETURN dat_ep_dup_connect(DAT_EP_HANDLE ep_handle,
 
 DAT_RETURN dat_ep_common_connect(DAT_EP_HANDLE ep_handle,
                                  DAT_IA_ADDRESS_PTR remote_ia_address,
-                                 DAT_TIMEOUT _timeout,
+                                 DAT_TIMEOUT timeout,
                                  DAT_COUNT private_data_size,
                                  DAT_PVOID private_data);
 
@@ -460,7 +460,7 @@ DAT_RETURN dat_ep_post_send_with_invalidate(DAT_EP_HANDLE ep_handle,
                                             DAT_DTO_COOKIE user_cookie,
                                             DAT_COMPLETION_FLAGS completion_flags,
                                             DAT_BOOLEAN invalidate_flag,
-                                            DAT_RMR_CONTEXT _rmr_context);
+                                            DAT_RMR_CONTEXT rmr_context);
 
 DAT_RETURN dat_ep_post_rdma_write(DAT_EP_HANDLE ep_handle,
                                   DAT_COUNT num_segments,
@@ -478,7 +478,7 @@ DAT_RETURN dat_ep_post_rdma_read(DAT_EP_HANDLE ep_handle,
 
 DAT_RETURN dat_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
                                         const DAT_RMR_TRIPLET *local_iov,
-                                        DAT_DTO_COOKIE _user_cookie,
+                                        DAT_DTO_COOKIE user_cookie,
                                         const DAT_RMR_TRIPLET *remote_iov,
                                         DAT_COMPLETION_FLAGS completion_flags);
 

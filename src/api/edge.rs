@@ -171,6 +171,24 @@ pub unsafe fn c_str<'a>(p: *const std::ffi::c_char, position: u8) -> DatResult<&
     Ok(unsafe { CStr::from_ptr(p) })
 }
 
+/// A provider (IA) name: NUL-terminated within `DAT_NAME_MAX_LENGTH` bytes, UTF-8; read no
+/// further than that, so an unterminated one is `DAT_INVALID_PARAMETER` naming `position`,
+/// not a read past its buffer.
+pub unsafe fn name_in<'a>(p: *const std::ffi::c_char, position: u8) -> DatResult<&'a str> {
+    if p.is_null() {
+        return Err(DatError::invalid_arg(position));
+    }
+    let max = crate::abi::DAT_NAME_MAX_LENGTH as usize;
+    // SAFETY: p is non-NULL; strnlen reads at most `max` bytes of the caller's name.
+    let len = unsafe { libc::strnlen(p, max) };
+    if len >= max {
+        return Err(DatError::invalid_arg(position));
+    }
+    // SAFETY: `len` bytes at p were just read, and the byte after them is its NUL.
+    let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+    std::str::from_utf8(bytes).map_err(|_| DatError::invalid_arg(position))
+}
+
 /// A C enum value converted to its Rust enum without transmuting: an unknown value is
 /// `DAT_INVALID_PARAMETER` naming `position`.
 pub fn enum_in<E: TryFrom<R>, R>(raw: R, position: u8) -> DatResult<E> {

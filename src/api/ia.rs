@@ -28,11 +28,9 @@ pub unsafe extern "C" fn dat_ia_openv(
     thread_safety: DAT_BOOLEAN,
 ) -> DAT_RETURN {
     entry! {
-        let name = edge::c_str(ia_name_ptr as *const c_char, 1)?;
-        let name = name.to_str().map_err(|_| DatError::invalid_arg(1))?;
-        if name.len() >= DAT_NAME_MAX_LENGTH as usize {
-            return Err(DatError::invalid_arg(1));
-        }
+        // SAFETY: a non-NULL name points to the caller's string, read no further than a name
+        // may go.
+        let name = unsafe { edge::name_in(ia_name_ptr as *const c_char, 1)? };
         let async_inout = edge::out(async_evd_handle, 3)?;
         let ia_out = edge::out(ia_handle, 4)?;
         edge::enum_in::<dat_boolean, _>(thread_safety, 7)?;
@@ -142,7 +140,8 @@ pub(crate) unsafe fn open_query(
     provider_attr_mask: DAT_PROVIDER_ATTR_MASK,
     provider_attr: *mut DAT_PROVIDER_ATTR,
 ) -> DatResult {
-    let name = edge::c_str(name, 1)?.to_str().map_err(|_| DatError::invalid_arg(1))?;
+    // SAFETY: the macro passes the caller's name (read no further than a name may go).
+    let name = unsafe { edge::name_in(name, 1)? };
     let entry = registry::find(name)
         .filter(|e| e.api_major == API_MAJOR)
         .ok_or(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))?;
