@@ -42,9 +42,9 @@ for mode in path preload; do
     ERRORS="FAILED\|Error\| returned " pair "dtestx -p (the same, then the IA's, EPs' and EVDs' counters)" $mode "" \
         "/usr/bin/dtestx -P $ia -s -p" "/usr/bin/dtestx -P $ia -c -h 127.0.0.1 -p" 15828
     alone "dtestx -q (dat_ib_open_query)" $mode "/usr/bin/dtestx -P $ia -q" "Open_Query: $ia num_attrs"
-    pair "dtestsrq (4 EPs on one SRQ, bursts of 8)" $mode "" \
+    pair "dtestsrq (4 EPs on one SRQ, bursts of 8)" $mode "server ready on port" \
         "/usr/bin/dtestsrq -P $ia -s -c 4 -B 8 -t 10" "/usr/bin/dtestsrq -P $ia -h 127.0.0.1 -c 4 -B 8 -t 10" 45248
-    pair "dtestsrq default" $mode "" \
+    pair "dtestsrq default" $mode "server ready on port" \
         "/usr/bin/dtestsrq -P $ia -s" "/usr/bin/dtestsrq -P $ia -h 127.0.0.1" 45248
     dapltest_against_server dapltest $mode /usr/bin/dapltest $ia \
         "-T T -i 500 client SR 4096 2 server SR 4096 2" \

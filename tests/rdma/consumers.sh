@@ -41,10 +41,12 @@ for mode in path preload; do
     ERRORS="FAILED\|Error\| returned " pair "dtestx -p (the same, then the IA's, EPs' and EVDs' counters)" $mode "" \
         "/usr/bin/dtestx -P $ia -s -p" "/usr/bin/dtestx -P $ia -c -h $host -p" 15828
     alone "dtestx -q (dat_ib_open_query)" $mode "/usr/bin/dtestx -P $ia -q" "Open_Query: $ia num_attrs"
-    pair "dtestsrq (4 EPs on one SRQ, bursts of 8)" $mode "" \
-        "/usr/bin/dtestsrq -P $ia -s -c 4 -B 8 -t 10" "/usr/bin/dtestsrq -P $ia -h $host -c 4 -B 8 -t 10" 45248
-    pair "dtestsrq default" $mode "" \
-        "/usr/bin/dtestsrq -P $ia -s" "/usr/bin/dtestsrq -P $ia -h $host" 45248
+    # dtestsrq has no side channel, and an rdma-cm listener is no TCP socket: its ready line
+    # (it flushes its output) says it listens.
+    pair "dtestsrq (4 EPs on one SRQ, bursts of 8)" $mode "server ready on port" \
+        "/usr/bin/dtestsrq -P $ia -s -c 4 -B 8 -t 10" "/usr/bin/dtestsrq -P $ia -h $host -c 4 -B 8 -t 10"
+    pair "dtestsrq default" $mode "server ready on port" \
+        "/usr/bin/dtestsrq -P $ia -s" "/usr/bin/dtestsrq -P $ia -h $host"
     dapltest_against_server dapltest $mode /usr/bin/dapltest $ia \
         "-T T -i 100 client SR 4096 2 server SR 4096 2" \
         "-T T -t 2 -w 2 -i 50 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2" \
