@@ -733,7 +733,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                         return Err(e);
                     }
                     ep.counters.bump(dat_ep_counters::DCNT_EP_POST_RECV as u32);
-                    ep.counters.add(dat_ep_counters::DCNT_EP_POST_RECV_DATA as u32, segments.iter().map(|s| u64::from(s.segment_length)).sum());
+                    ep.counters.add(dat_ep_counters::DCNT_EP_POST_RECV_DATA as u32, lmr::total_length(segments));
                     if inner.wire.messages_waiting() {
                         let link = inner.link.clone();
                         drop(inner);
@@ -761,6 +761,6 @@ fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, segments
     };
     ep.counters.bump(posts as u32);
     if let Some(bytes) = bytes {
-        ep.counters.add(bytes as u32, segments.iter().map(|s| u64::from(s.segment_length)).sum());
+        ep.counters.add(bytes as u32, lmr::total_length(segments));
     }
 }

@@ -292,6 +292,11 @@ impl Lmr {
     }
 }
 
+/// How many bytes a DTO's segments hold together.
+pub fn total_length(segments: &[DAT_LMR_TRIPLET]) -> u64 {
+    segments.iter().map(|s| u64::from(s.segment_length)).sum()
+}
+
 /// Checks `[address, address + length)` against a region (its zone, start, length and
 /// privileges): bounds, `privilege` and protection zone.
 fn check_access(

@@ -414,7 +414,7 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
         Sink::Receive { recv, evd, walk, .. } => match walk.failed {
             None => {
                 link.acknowledge(h.id, in_caller);
-                invalidate(ep, &h);
+                invalidate(ep, invalidated_context(&h));
                 ep.complete_recv_on(evd.as_deref(), recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, h.payload_len);
                 None
             }
@@ -503,7 +503,7 @@ fn deliver_buffered(
     };
     let evd = inner.recv_evd.as_deref();
     let complete = |status, n| ep.complete_recv_on(evd, recv.cookie, status, n);
-    if len as u64 > room(&recv.segments) {
+    if len as u64 > lmr::total_length(&recv.segments) {
         reader.skip_buffered(len);
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
         refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
@@ -539,7 +539,7 @@ fn deliver_buffered(
         let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
         reader.take_buffered(dst);
     }
-    invalidate(ep, h);
+    invalidate(ep, invalidated_context(h));
     complete(dat_dto_completion_status::DAT_DTO_SUCCESS, len as u32);
     Some(None)
 }
@@ -549,10 +549,11 @@ fn invalidated_context(h: &Header) -> Option<u32> {
     (h.flags & flags::INVALIDATE != 0).then_some(h.rkey)
 }
 
-/// A send with invalidate landed: the RMR it names, bound through this EP, is unbound before
-/// the receive completes (the consumer that sees the message finds the window closed).
-fn invalidate(ep: &Ep, h: &Header) {
-    if let Some(context) = invalidated_context(h) {
+/// A send with invalidate of `context` landed: the RMR it names, bound through this EP, is
+/// unbound before the receive completes (the consumer that sees the message finds the window
+/// closed).
+fn invalidate(ep: &Ep, context: Option<u32>) {
+    if let Some(context) = context {
         Window::invalidate(context, ep);
     }
 }
@@ -568,7 +569,7 @@ fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
             let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone());
             let pz = inner.pz.as_ref().map(|p| p.arc().clone());
             drop(inner);
-            if len as u64 > room(&recv.segments) || pz.is_none() {
+            if len as u64 > lmr::total_length(&recv.segments) || pz.is_none() {
                 let status = if pz.is_none() {
                     dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION
                 } else {
@@ -630,9 +631,7 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
             Some((data, length)) => ep.complete_immediate_on(evd, recv.cookie, status, length, data),
             None => {
                 let landed = status == dat_dto_completion_status::DAT_DTO_SUCCESS;
-                if let Some(context) = message.invalidate.filter(|_| landed) {
-                    Window::invalidate(context, ep);
-                }
+                invalidate(ep, message.invalidate.filter(|_| landed));
                 let len = if landed { message.data.len() as u32 } else { 0 };
                 ep.complete_recv_on(evd, recv.cookie, status, len);
             }
@@ -660,7 +659,7 @@ fn next_receive(inner: &mut EpInner) -> Option<PostedRecv> {
 
 /// Copies a kept message into a receive's segments, each checked against its live region.
 fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) -> dat_dto_completion_status {
-    if message.len() as u64 > room(segments) {
+    if message.len() as u64 > lmr::total_length(segments) {
         return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH;
     }
     let mut rest = message;
@@ -679,11 +678,6 @@ fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) -> dat_dto_
         rest = &rest[n..];
     }
     dat_dto_completion_status::DAT_DTO_SUCCESS
-}
-
-/// How many bytes a receive's segments hold.
-fn room(segments: &[DAT_LMR_TRIPLET]) -> u64 {
-    segments.iter().map(|s| u64::from(s.segment_length)).sum()
 }
 
 /// The immediate data of the peer's RDMA write `seq` of `length` bytes (landed already): the

@@ -432,7 +432,7 @@ impl Link for Conn {
             }
         }
         let (list, n) = sges(out.segments)?;
-        let total: u64 = out.segments.iter().map(|s| s.segment_length as u64).sum();
+        let total = lmr::total_length(out.segments);
         let op = match (out.extended, out.operation, out.remote) {
             (Some(x), _, Some(r)) => {
                 let (remote_address, rkey) = (r.virtual_address, r.rmr_context);
