@@ -474,16 +474,7 @@ impl Link for Conn {
         if inner.outstanding.len() + 1 >= inner.attr.max_request_dtos.max(2) as usize {
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
         }
-        let mut access = 0;
-        if bind.privileges & lmr::PRIV_REMOTE_READ != 0 {
-            access |= access::REMOTE_READ;
-        }
-        if bind.privileges & lmr::PRIV_REMOTE_WRITE != 0 {
-            access |= access::REMOTE_WRITE;
-        }
-        if bind.privileges & lmr::PRIV_REMOTE_ATOMIC != 0 {
-            access |= access::REMOTE_ATOMIC;
-        }
+        let access = access::remote(bind.privileges);
         // A type 2 window binds only when free: a bound one is invalidated first (an unbind is
         // that alone), by a request of the bind's that reports only a failure.
         if bind.bound && region.is_some() {

@@ -153,6 +153,22 @@ pub mod access {
     pub const REMOTE_ATOMIC: u32 = ibv::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
     /// Memory windows may be bound to the region (an RMR onto an LMR).
     pub const MW_BIND: u32 = ibv::ibv_access_flags::IBV_ACCESS_MW_BIND.0;
+
+    /// The remote access flags of DAT memory privileges (an LMR's or an RMR bind's).
+    pub fn remote(privileges: u32) -> u32 {
+        use crate::objects::lmr;
+        let mut flags = 0;
+        if privileges & lmr::PRIV_REMOTE_READ != 0 {
+            flags |= REMOTE_READ;
+        }
+        if privileges & lmr::PRIV_REMOTE_WRITE != 0 {
+            flags |= REMOTE_WRITE;
+        }
+        if privileges & lmr::PRIV_REMOTE_ATOMIC != 0 {
+            flags |= REMOTE_ATOMIC;
+        }
+        flags
+    }
 }
 
 impl Mr {

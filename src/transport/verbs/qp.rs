@@ -214,9 +214,15 @@ impl Qp {
             send_flags |= ibv::ibv_send_flags::IBV_SEND_INLINE.0;
         }
         wr.send_flags = send_flags;
+        self.post(&mut wr)
+    }
+
+    /// Posts one send-queue work request, whose pointers live through the call (it copies
+    /// them).
+    fn post(&self, wr: &mut ibv::ibv_send_wr) -> io::Result<()> {
         let mut bad: *mut ibv::ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: the QP is live; `wr` and its list live through the call, which copies them.
-        match unsafe { ibv::ibv_post_send(self.raw, &mut wr, &mut bad) } {
+        // SAFETY: the QP is live; the request and what it points to live through the call.
+        match unsafe { ibv::ibv_post_send(self.raw, wr, &mut bad) } {
             0 => Ok(()),
             e => Err(io::Error::from_raw_os_error(e)),
         }
@@ -245,13 +251,8 @@ impl Qp {
                 wr.imm_data_invalidated_rkey_union.invalidated_rkey = rkey;
             }
         }
-        let mut bad: *mut ibv::ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: the QP, window and region are live; `wr` lives through the call, which
-        // copies it.
-        match unsafe { ibv::ibv_post_send(self.raw, &mut wr, &mut bad) } {
-            0 => Ok(()),
-            e => Err(io::Error::from_raw_os_error(e)),
-        }
+        // The window and region are live (the caller holds them).
+        self.post(&mut wr)
     }
 
     /// Posts one receive; `wr_id` comes back in its completion.

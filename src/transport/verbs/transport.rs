@@ -19,7 +19,6 @@ use crate::abi::DAT_IA_HANDLE;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
-use crate::objects::lmr;
 use crate::transport::sys::debug;
 use crate::transport::{Listening, OnRequest, Registration, Resource, SharedQueue, Transport};
 
@@ -123,16 +122,7 @@ impl Transport for Verbs {
         let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
         // Local write always: a region a DTO receives into, or an RDMA read lands in, needs it,
         // and verbs requires it beside remote write.
-        let mut flags = access::LOCAL_WRITE | access::MW_BIND;
-        if privileges & lmr::PRIV_REMOTE_WRITE != 0 {
-            flags |= access::REMOTE_WRITE;
-        }
-        if privileges & lmr::PRIV_REMOTE_READ != 0 {
-            flags |= access::REMOTE_READ;
-        }
-        if privileges & lmr::PRIV_REMOTE_ATOMIC != 0 {
-            flags |= access::REMOTE_ATOMIC;
-        }
+        let flags = access::LOCAL_WRITE | access::MW_BIND | access::remote(privileges);
         let mr = Mr::register(&pd, address, length, flags).map_err(|e| {
             if debug() {
                 let hint = if matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM)) {
