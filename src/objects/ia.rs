@@ -170,7 +170,7 @@ impl Ia {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_IA));
         }
         children.handles.push(h as usize);
-        if let Some((Some(made), _)) = lifecycle_counters(T::KIND) {
+        if let (Some(made), _) = lifecycle_counters(T::KIND) {
             self.counters.bump(made as u32);
         }
         Ok(h)
@@ -180,7 +180,7 @@ impl Ia {
     pub fn release<T: Object>(&self, h: DAT_HANDLE) -> Option<Arc<T>> {
         let object = handle::remove::<T>(h)?;
         self.children.lock().handles.retain(|c| *c != h as usize);
-        if let Some((_, Some(freed))) = lifecycle_counters(T::KIND) {
+        if let (_, Some(freed)) = lifecycle_counters(T::KIND) {
             self.counters.bump(freed as u32);
         }
         Some(object)
@@ -284,20 +284,19 @@ mod tests {
 
 /// The counters of an object kind's creation and free (a CR's creation is its arrival; its
 /// end, an accept or a reject, is counted where it happens).
-fn lifecycle_counters(kind: Kind) -> Option<(Option<dat_ia_counters>, Option<dat_ia_counters>)> {
+fn lifecycle_counters(kind: Kind) -> (Option<dat_ia_counters>, Option<dat_ia_counters>) {
     use dat_ia_counters as C;
-    let (made, freed) = match kind {
-        Kind::Pz => (C::DCNT_IA_PZ_CREATE, C::DCNT_IA_PZ_FREE),
-        Kind::Lmr => (C::DCNT_IA_LMR_CREATE, C::DCNT_IA_LMR_FREE),
-        Kind::Rmr => (C::DCNT_IA_RMR_CREATE, C::DCNT_IA_RMR_FREE),
-        Kind::Rsp => (C::DCNT_IA_RSP_CREATE, C::DCNT_IA_RSP_FREE),
-        Kind::Evd => (C::DCNT_IA_EVD_CREATE, C::DCNT_IA_EVD_FREE),
-        Kind::Ep => (C::DCNT_IA_EP_CREATE, C::DCNT_IA_EP_FREE),
-        Kind::Srq => (C::DCNT_IA_SRQ_CREATE, C::DCNT_IA_SRQ_FREE),
-        Kind::Cr => return Some((Some(C::DCNT_IA_SP_CR), None)),
+    match kind {
+        Kind::Pz => (Some(C::DCNT_IA_PZ_CREATE), Some(C::DCNT_IA_PZ_FREE)),
+        Kind::Lmr => (Some(C::DCNT_IA_LMR_CREATE), Some(C::DCNT_IA_LMR_FREE)),
+        Kind::Rmr => (Some(C::DCNT_IA_RMR_CREATE), Some(C::DCNT_IA_RMR_FREE)),
+        Kind::Rsp => (Some(C::DCNT_IA_RSP_CREATE), Some(C::DCNT_IA_RSP_FREE)),
+        Kind::Evd => (Some(C::DCNT_IA_EVD_CREATE), Some(C::DCNT_IA_EVD_FREE)),
+        Kind::Ep => (Some(C::DCNT_IA_EP_CREATE), Some(C::DCNT_IA_EP_FREE)),
+        Kind::Srq => (Some(C::DCNT_IA_SRQ_CREATE), Some(C::DCNT_IA_SRQ_FREE)),
+        Kind::Cr => (Some(C::DCNT_IA_SP_CR), None),
         // dat_psp_create and dat_psp_create_any count themselves, apart.
-        Kind::Psp => return Some((None, Some(C::DCNT_IA_PSP_FREE))),
-        _ => return None,
-    };
-    Some((Some(made), Some(freed)))
+        Kind::Psp => (None, Some(C::DCNT_IA_PSP_FREE)),
+        _ => (None, None),
+    }
 }

@@ -25,11 +25,6 @@ pub enum SpKind {
     Common { comm: Box<DAT_COMM>, address: Box<libc::sockaddr_in> },
 }
 
-// SAFETY: the Common kind's boxes are plain data, only read.
-unsafe impl Send for SpKind {}
-// SAFETY: as above.
-unsafe impl Sync for SpKind {}
-
 pub struct ServicePoint {
     pub ia: Arc<Ia>,
     pub evd: Held<Evd>,
@@ -46,35 +41,23 @@ pub struct Rsp(pub Arc<ServicePoint>);
 /// A CSP handle names a common one.
 pub struct Csp(pub Arc<ServicePoint>);
 
-impl Object for Csp {
-    const KIND: Kind = Kind::Csp;
-    fn self_handle(&self) -> Option<&SelfHandle> {
-        Some(&self.0.handle)
-    }
-    fn on_release(&self) {
-        self.0.close();
-    }
+/// Each kind of service point handle is the service point's, which stops listening as the
+/// handle dies.
+macro_rules! service_point_handle {
+    ($($handle:ident),+) => {$(
+        impl Object for $handle {
+            const KIND: Kind = Kind::$handle;
+            fn self_handle(&self) -> Option<&SelfHandle> {
+                Some(&self.0.handle)
+            }
+            fn on_release(&self) {
+                self.0.close();
+            }
+        }
+    )+};
 }
 
-impl Object for Psp {
-    const KIND: Kind = Kind::Psp;
-    fn self_handle(&self) -> Option<&SelfHandle> {
-        Some(&self.0.handle)
-    }
-    fn on_release(&self) {
-        self.0.close();
-    }
-}
-
-impl Object for Rsp {
-    const KIND: Kind = Kind::Rsp;
-    fn self_handle(&self) -> Option<&SelfHandle> {
-        Some(&self.0.handle)
-    }
-    fn on_release(&self) {
-        self.0.close();
-    }
-}
+service_point_handle!(Psp, Rsp, Csp);
 
 impl ServicePoint {
     pub fn new(ia: Arc<Ia>, evd: Arc<Evd>, kind: SpKind) -> Arc<ServicePoint> {
