@@ -1021,19 +1021,9 @@ fn a_handed_off_request_arrives_at_the_other_service_point_and_connects() {
     assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as u32);
     let arrival = unsafe { e.event_data.cr_arrival_event_data };
     assert_eq!((unsafe { arrival.sp_handle.psp_handle }, arrival.conn_qual), (second, second_qual));
-    let mut param: DAT_CR_PARAM = zero();
-    assert_eq!(unsafe { dat_cr_query(arrival.cr_handle, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut param) }, OK);
-    let pd = unsafe { std::slice::from_raw_parts(param.private_data as *const u8, param.private_data_size as usize) };
-    assert_private_data(pd, b"hand me");
-    assert_eq!(unsafe { dat_cr_accept(arrival.cr_handle, p.ep, 0, null_mut()) }, OK);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_private_data(&cr_private_data(arrival.cr_handle), b"hand me");
     let (mut a, mut p) = (a, p);
-    p.post_recv(&[p.iov(0, 16)], 1);
-    a.buf[..4].copy_from_slice(b"move");
-    assert_eq!(a.post_send(&[a.iov(0, 4)], 2), OK);
-    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RECEIVE));
-    assert_eq!(&p.buf[..4], b"move");
+    accept_and_exchange(&mut a, &mut p, arrival.cr_handle, b"move");
     unsafe {
         assert_eq!(dat_psp_free(first), OK);
         assert_eq!(dat_psp_free(second), OK);
@@ -1068,21 +1058,9 @@ fn a_common_connect_reaches_the_csp_of_its_address_and_connects() {
     let e = wait(p.cr_evd);
     let arrival = unsafe { e.event_data.cr_arrival_event_data };
     assert_eq!(unsafe { arrival.sp_handle.csp_handle }, csp);
-    let (_, pd) = {
-        let mut c: DAT_CR_PARAM = zero();
-        assert_eq!(unsafe { dat_cr_query(arrival.cr_handle, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut c) }, OK);
-        ((), unsafe { std::slice::from_raw_parts(c.private_data as *const u8, c.private_data_size as usize) }.to_vec())
-    };
-    assert_private_data(&pd, b"common");
-    assert_eq!(unsafe { dat_cr_accept(arrival.cr_handle, p.ep, 0, null_mut()) }, OK);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_private_data(&cr_private_data(arrival.cr_handle), b"common");
     let (mut a, mut p) = (a, p);
-    p.post_recv(&[p.iov(0, 16)], 1);
-    a.buf[..6].copy_from_slice(b"joined");
-    assert_eq!(a.post_send(&[a.iov(0, 6)], 2), OK);
-    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 6, dat_dtos::DAT_DTO_RECEIVE));
-    assert_eq!(&p.buf[..6], b"joined");
+    accept_and_exchange(&mut a, &mut p, arrival.cr_handle, b"joined");
     assert_eq!(unsafe { dat_csp_free(csp) }, OK);
     assert_eq!(unsafe { dat_csp_free(csp) }, DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CSP).code());
     a.buf[0] = 0;

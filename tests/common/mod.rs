@@ -152,10 +152,7 @@ impl Side {
         let e = wait(self.cr_evd);
         assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
         let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle };
-        let mut p: DAT_CR_PARAM = zero();
-        assert_eq!(unsafe { dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut p) }, OK);
-        let pd = unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }.to_vec();
-        (cr, pd)
+        (cr, cr_private_data(cr))
     }
 
     /// The next connection event's number and private data.
@@ -192,6 +189,27 @@ impl Drop for Side {
     fn drop(&mut self) {
         unsafe { dat_ia_close(self.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
     }
+}
+
+/// A connection request's private data, as `dat_cr_query` gives it.
+pub fn cr_private_data(cr: DAT_CR_HANDLE) -> Vec<u8> {
+    let mut p: DAT_CR_PARAM = zero();
+    assert_eq!(unsafe { dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut p) }, OK);
+    unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }.to_vec()
+}
+
+/// Accepts `cr` on `p`'s EP, both sides ESTABLISHED, and checks a message `a` sends lands
+/// whole in a receive of `p`'s.
+pub fn accept_and_exchange(a: &mut Side, p: &mut Side, cr: DAT_CR_HANDLE, message: &[u8]) {
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    let n = message.len();
+    p.post_recv(&[p.iov(0, 16)], 1);
+    a.buf[..n].copy_from_slice(message);
+    assert_eq!(a.post_send(&[a.iov(0, n as u32)], 2), OK);
+    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, n as u32, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(&p.buf[..n], message);
 }
 
 /// The next event on `evd` (failing the test after 10 s).
