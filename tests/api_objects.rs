@@ -176,10 +176,23 @@ fn ep_create_defaults_query_and_modify() {
         let mut attr: DAT_EP_ATTR = zero();
         attr.service_type = 7;
         assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, &attr, &mut ep), arg(6));
-        // The IB extension's unreliable datagrams: a model no transport of ours carries.
+        // The IB extension's unreliable datagrams: a UD EP needs its zone from the start (its
+        // QP is made with it), takes no SRQ, and is not modified.
         let mut ud = dat::objects::ep::default_attr();
         ud.service_type = dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
-        assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, &ud, &mut ep), DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code());
+        assert_eq!(dat_ep_create(ia.0, null_mut(), dto, dto, conn, &ud, &mut ep), DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ).code());
+        assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, &ud, &mut ep), OK);
+        let mut p: DAT_EP_PARAM = zero();
+        assert_eq!(dat_ep_query(ep, DAT_EP_FIELD_ALL, &mut p), OK);
+        assert_eq!(p.ep_attr.service_type, ud.service_type);
+        assert_eq!(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, &p), DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code());
+        assert_eq!(dat_ep_free(ep), OK);
+        let (mut srq, mut srq_attr): (DAT_SRQ_HANDLE, DAT_SRQ_ATTR) = (null_mut(), zero());
+        srq_attr.max_recv_dtos = 4;
+        srq_attr.max_recv_iov = 1;
+        assert_eq!(dat::api::srq::dat_srq_create(ia.0, pz, &mut srq_attr, &mut srq), OK);
+        assert_eq!(dat_ep_create_with_srq(ia.0, pz, dto, dto, conn, srq, &ud, &mut ep), DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code());
+        assert_eq!(dat::api::srq::dat_srq_free(srq), OK);
         assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, null_mut(), null_mut()), arg(7));
         assert_eq!(dat_ep_create(ia.0, pz, dto, dto, conn, null_mut(), &mut ep), OK);
         let mut p: DAT_EP_PARAM = zero();

@@ -1115,3 +1115,122 @@ fn an_srq_below_its_low_watermark_reports_it_once_per_setting() {
     assert_eq!(p.state(), dat_ep_state::DAT_EP_STATE_CONNECTED, "the EP is not broken for it");
     a.buf[0] = 0;
 }
+
+/// A UD EP of `s`'s IA, zone and EVDs (the IB extension's unreliable datagrams).
+fn ud_ep(s: &Side) -> DAT_EP_HANDLE {
+    let mut attr = dat::objects::ep::default_attr();
+    attr.service_type = dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
+    attr.max_message_size = 4096;
+    attr.max_rdma_read_in = 0;
+    attr.max_rdma_read_out = 0;
+    let mut ep = null_mut();
+    assert_eq!(unsafe { dat_ep_create(s.ia, s.pz, s.recv_evd, s.req_evd, s.conn_evd, &attr, &mut ep) }, OK);
+    ep
+}
+
+/// A UD connection event of `ep`: its number, private data and extension data.
+fn ud_conn_event(s: &Side, ep: DAT_EP_HANDLE) -> (u32, Vec<u8>, DAT_IB_EXTENSION_EVENT_DATA) {
+    let e = wait(s.conn_evd);
+    let data = unsafe { e.event_data.connect_event_data };
+    assert_eq!(data.ep_handle, ep);
+    let pd = unsafe { std::slice::from_raw_parts(data.private_data as *const u8, data.private_data_size as usize) }.to_vec();
+    let x = unsafe { (e.event_extension_data.as_ptr() as *const DAT_IB_EXTENSION_EVENT_DATA).read() };
+    (e.event_number, pd, x)
+}
+
+/// `dat_ib_post_send_ud` of `iov` from `ep` to the EP `ah` reaches.
+fn post_datagram(ep: DAT_EP_HANDLE, iov: &DAT_LMR_TRIPLET, ah: &DAT_IB_ADDR_HANDLE, c: u64) -> DAT_RETURN {
+    let args = [1, iov as *const _ as u64, ah as *const _ as u64, c, 0];
+    extension_op(ep, dat_ib_op::DAT_IB_UD_SEND_OP, &args)
+}
+
+/// UD EPs reach each other through the address handles of their UD connection events: the
+/// requester's names the EP that accepted, the acceptor's the requester; each datagram lands
+/// behind the 40 bytes of a routing header, in order, every byte. A freed or made-up handle is
+/// refused, a UD EP sends nothing else and an RC EP no datagram, and a refused request
+/// brings the acceptor's private data.
+#[test]
+fn ud_eps_exchange_datagrams_through_the_address_handles_of_their_connection_events() {
+    use dat_ib_event_number as X;
+    let mut a = Side::new(ALL_PRIV);
+    let mut p = Side::new(ALL_PRIV);
+    let (ua, up) = (ud_ep(&a), ud_ep(&p));
+    let recv = |s: &Side, ep: DAT_EP_HANDLE, offset: usize, c: u64| {
+        let iov = [s.iov(offset, 1024)];
+        assert_eq!(unsafe { dat_ep_post_recv(ep, 1, iov.as_ptr() as *mut _, cookie(c), 0) }, OK);
+    };
+    // Receives go first, before any exchange.
+    for i in 0..3 {
+        recv(&p, up, 1024 * i, i as u64);
+    }
+    recv(&a, ua, 2048, 9);
+    let (psp, port) = p.listen();
+    let connect = |pd: &[u8]| {
+        let mut sin = loopback();
+        let rc = unsafe {
+            dat_ep_connect(ua, &mut sin as *mut _ as DAT_IA_ADDRESS_PTR, port, WAIT_US, pd.len() as DAT_COUNT, pd.as_ptr() as DAT_PVOID, 0, 0)
+        };
+        assert_eq!(rc, OK);
+        let e = wait(p.cr_evd);
+        assert_eq!(e.event_number, X::DAT_IB_UD_CONNECTION_REQUEST_EVENT as u32);
+        let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle };
+        assert_eq!(cr_private_data(cr), pd);
+        cr
+    };
+    let cr = connect(b"hello");
+    // An RC EP cannot take a UD EP's request.
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP).code());
+    assert_eq!(unsafe { dat_cr_accept(cr, up, 3, b"yes".as_ptr() as DAT_PVOID) }, OK);
+    let (number, pd, passive) = ud_conn_event(&p, up);
+    assert_eq!((number, &pd[..], passive.r#type), (X::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED as u32, &b"hello"[..], dat_ib_ext_type::DAT_IB_UD_PASSIVE_REMOTE_AH as u32));
+    let (number, pd, active) = ud_conn_event(&a, ua);
+    assert_eq!((number, &pd[..], active.r#type), (X::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED as u32, &b"yes"[..], dat_ib_ext_type::DAT_IB_UD_REMOTE_AH as u32));
+    let (to_p, to_a) = unsafe { (active.anon3.remote_ah, passive.anon3.remote_ah) };
+    assert!(!to_p.ah.is_null() && !to_a.ah.is_null());
+    // Odd sizes, each byte checked, behind the routing header.
+    for (i, n) in [1usize, 7, 333].into_iter().enumerate() {
+        for (k, b) in a.buf[..n].iter_mut().enumerate() {
+            *b = (k * 7 + i) as u8;
+        }
+        assert_eq!(post_datagram(ua, &a.iov(0, n as u32), &to_p, 20 + i as u64), OK);
+        let (c, st, len, op, ty, _) = ib_dto(a.req_evd);
+        assert_eq!((c, st, len, op, ty), (20 + i as u64, dat_dto_completion_status::DAT_DTO_SUCCESS, n as u32, dat_ib_dtos::DAT_IB_DTO_SEND_UD as u32, dat_ib_ext_type::DAT_IB_UD_SEND as u32));
+        let (c, st, len, op, ty, _) = ib_dto(p.recv_evd);
+        assert_eq!((c, st, len, op, ty), (i as u64, dat_dto_completion_status::DAT_DTO_SUCCESS, 40 + n as u32, dat_ib_dtos::DAT_IB_DTO_RECV_UD as u32, dat_ib_ext_type::DAT_IB_UD_RECV as u32));
+        let landed = &p.buf[1024 * i + 40..1024 * i + 40 + n];
+        assert!(landed.iter().enumerate().all(|(k, &b)| b == (k * 7 + i) as u8), "datagram {i}");
+    }
+    // And back, through the acceptor's handle.
+    p.buf[3000..3005].copy_from_slice(b"reply");
+    assert_eq!(post_datagram(up, &p.iov(3000, 5), &to_a, 30), OK);
+    assert_eq!(ib_dto(p.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(ib_dto(a.recv_evd).2, 45);
+    assert_eq!(&a.buf[2048 + 40..2048 + 45], b"reply");
+    // A UD EP sends datagrams only; an RC EP none.
+    let model = DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code();
+    let iov = [a.iov(0, 1)];
+    assert_eq!(unsafe { dat_ep_post_send(ua, 1, iov.as_ptr() as *mut _, cookie(1), 0) }, model);
+    assert_eq!(post_datagram(a.ep, &a.iov(0, 1), &to_p, 1), model);
+    // Freed, a handle is refused; so is one never handed out.
+    let free = |ep, ah: &DAT_IB_ADDR_HANDLE| extension_op(ep, dat_ib_op::DAT_IB_UD_AH_FREE_OP, &[ah as *const _ as u64]);
+    assert_eq!(free(ua, &to_p), OK);
+    assert_eq!(free(ua, &to_p), DatError::invalid_arg(2).code());
+    assert_eq!(post_datagram(ua, &a.iov(0, 1), &to_p, 1), DatError::invalid_arg(4).code());
+    let made_up = DAT_IB_ADDR_HANDLE { ah: 0x1234 as *mut _, ..to_a };
+    assert_eq!(post_datagram(up, &p.iov(0, 1), &made_up, 1), DatError::invalid_arg(4).code());
+    assert!(empty(a.req_evd) && empty(p.req_evd));
+    // A refused request brings the acceptor's private data.
+    let cr = connect(b"again");
+    assert_eq!(unsafe { dat_cr_reject(cr, 2, b"no".as_ptr() as DAT_PVOID) }, OK);
+    let (number, pd, _) = ud_conn_event(&a, ua);
+    assert_eq!((number, &pd[..]), (X::DAT_IB_UD_CONNECTION_REJECT_EVENT as u32, &b"no"[..]));
+    // A receive still posted is flushed with its EP.
+    recv(&a, ua, 0, 77);
+    assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+    assert_eq!(unsafe { dat_ep_free(ua) }, OK);
+    assert_eq!(unsafe { dat_ep_free(up) }, OK);
+    let (c, st, _, op, _, _) = ib_dto(a.recv_evd);
+    assert_eq!((c, st, op), (77, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, dat_ib_dtos::DAT_IB_DTO_RECV_UD as u32));
+    a.buf[0] = 0;
+    p.buf[0] = 0;
+}

@@ -153,7 +153,7 @@ use dat::transport::verbs::cq::{Cq, WorkCompletion};
 use dat::transport::verbs::device::{access, Device, Mr, Pd};
 use dat::transport::verbs::qp::{Qp, QpCaps, SendFlags, SendOp, Sge};
 
-const CAPS: QpCaps = QpCaps { send_wr: 16, recv_wr: 16, send_sge: 4, recv_sge: 4, inline: 64 };
+const CAPS: QpCaps = QpCaps { send_wr: 16, recv_wr: 16, send_sge: 4, recv_sge: 4, inline: 64, datagram: false };
 
 /// One side: its region (a buffer) and queues.
 struct Side {

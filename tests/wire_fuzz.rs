@@ -40,7 +40,7 @@ use common::*;
 // The wire format, as the protocol states it (not the crate's encoder).
 
 const MAGIC: u16 = 0xDA7A;
-const VERSION: u8 = 4;
+const VERSION: u8 = 5;
 const HEADER: usize = 32;
 
 const CONNECT_REQUEST: u8 = 1;
@@ -66,6 +66,7 @@ const F_ACK: u16 = 0x2;
 const F_IMMEDIATE: u16 = 0x4;
 /// A send with invalidate: the receiver unbinds its RMR of `rkey` (the target binds none here).
 const F_INVALIDATE: u16 = 0x8;
+const F_DATAGRAM: u16 = 0x10;
 
 /// The most bytes of messages one EP keeps for receives not yet posted.
 const MAX_KEPT: usize = 64 << 20;
@@ -157,6 +158,7 @@ fn header_fault(f: &Frame, l: Limits) -> Option<&'static str> {
     let allowed = match f.op {
         SEND => F_SOLICITED | F_ACK | F_INVALIDATE,
         RDMA_WRITE => F_SOLICITED | F_IMMEDIATE,
+        CONNECT_REQUEST => F_SOLICITED | F_DATAGRAM,
         _ => F_SOLICITED,
     };
     if f.flags & !allowed != 0 || f.reserved != 0 {

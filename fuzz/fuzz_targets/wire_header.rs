@@ -4,7 +4,7 @@
 //! encodes back to exactly the bytes it came from.
 #![no_main]
 
-use dat::transport::tcp::wire::{flags, Header, Limits, Op, HEADER_LEN, MAGIC, VERSION};
+use dat::transport::tcp::wire::{flags, Header, Limits, Op, ATOMIC_OPERANDS, HEADER_LEN, MAGIC, VERSION};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,12 +19,18 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(b[2], VERSION);
     assert_eq!(b[3], h.op as u8);
     assert_eq!(&b[6..8], &[0, 0]);
-    let allowed = if h.op == Op::Send { flags::SOLICITED | flags::ACK } else { flags::SOLICITED };
+    let allowed = match h.op {
+        Op::Send => flags::SOLICITED | flags::ACK | flags::INVALIDATE,
+        Op::RdmaWrite => flags::SOLICITED | flags::IMMEDIATE,
+        Op::ConnectRequest => flags::SOLICITED | flags::DATAGRAM,
+        _ => flags::SOLICITED,
+    };
     assert_eq!(h.flags & !allowed, 0);
     let max = match h.op {
         Op::ConnectRequest | Op::Accept | Op::Reject => limits.max_private_data,
         Op::Send | Op::RdmaWrite | Op::RdmaReadRequest | Op::RdmaReadResponse => limits.max_message,
-        Op::Ready | Op::RemoteAccessError | Op::Disconnect | Op::Ack => 0,
+        Op::FetchAdd | Op::CompareSwap => ATOMIC_OPERANDS,
+        Op::Ready | Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate => 0,
     };
     assert!(h.payload_len <= max);
     assert_eq!(h.encode(), b);

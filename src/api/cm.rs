@@ -301,6 +301,24 @@ pub unsafe extern "C" fn dat_cr_accept(
         };
         // SAFETY: forwarded from our caller.
         let pd = unsafe { self::private_data(private_data_size, private_data, 3)? };
+        if cr.datagram != Ep::is_datagram(&ep.inner.lock()) {
+            // A UD EP's request is accepted by a UD EP, an RC one by an RC one.
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP));
+        }
+        if pd.len() > cr.accept_data_limit {
+            return Err(DatError::invalid_arg(3));
+        }
+        if cr.datagram {
+            // A UD EP accepts any number of requests, in any state; it needs its connect EVD.
+            if ep.inner.lock().connect_evd.is_none() {
+                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT));
+            }
+            let request = cr.take_request().ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
+            cr.ia.release::<Cr>(cr_handle);
+            request.accept(ep, pd)?;
+            cr.ia.counters.bump(dat_ia_counters::DCNT_IA_SP_CR_ACCEPTED as u32);
+            return Ok(());
+        }
         {
             let mut inner = ep.inner.lock();
             let next = ep_state::accept(inner.state)?;

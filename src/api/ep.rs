@@ -80,16 +80,27 @@ unsafe fn create(
     };
     // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
     let attr = match unsafe { edge::read_in(ep_attributes) } {
-        Some(a) => ep::check_attr(&a, attr_position)?,
+        Some(a) => ep::check_attr(&a, attr_position, ia.transport.datagrams())?,
         // dat_ep_create_with_srq: "Consumer can not specify NULL for ep_attributes".
         None if srq.is_some() => return Err(DatError::invalid_arg(attr_position)),
         None => ep::default_attr(),
     };
     let out = edge::out(ep_handle, attr_position + 1)?;
+    let datagram = attr.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
+    if datagram && srq.is_some() {
+        // A UD EP takes its receives from its own queue on every transport of ours.
+        return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+    }
     let parts = Parts { pz, recv_evd, request_evd, connect_evd, srq };
     let ep = Arc::new(Ep::new(ia.clone(), parts, attr));
+    if datagram {
+        // Its QP carries its posts from the start: a UD EP is never connected.
+        ia.transport.datagram_endpoint(&ep)?;
+    }
     out.set(ia.adopt(ep.clone())?);
-    ia.transport.endpoint_created(&ep);
+    if !datagram {
+        ia.transport.endpoint_created(&ep);
+    }
     Ok(())
 }
 
@@ -175,8 +186,12 @@ pub unsafe extern "C" fn dat_ep_modify(ep_handle: DAT_EP_HANDLE, ep_param_mask: 
             return Err(DatError::invalid_arg(2));
         }
         let mut inner = ep.inner.lock();
+        if Ep::is_datagram(&inner) {
+            // A UD EP's QP, made with it on its PZ and EVDs, is in use from the start.
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
         ep_state::modify(inner.state)?;
-        let attr = if ep_param_mask & DAT_EP_FIELD_EP_ATTR_ALL != 0 { Some(ep::check_attr(&p.ep_attr, 3)?) } else { None };
+        let attr = if ep_param_mask & DAT_EP_FIELD_EP_ATTR_ALL != 0 { Some(ep::check_attr(&p.ep_attr, 3, false)?) } else { None };
         let ia = &ep.ia;
         if ep_param_mask & DAT_EP_FIELD_PZ_HANDLE != 0 {
             let pz = edge::optional_object::<Pz>(p.pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
@@ -341,6 +356,18 @@ fn start_connect(ep: Arc<Ep>, ip: std::net::Ipv4Addr, conn_qual: DAT_CONN_QUAL, 
     started
 }
 
+/// A UD EP's connect: an exchange with the service point of `conn_qual` at `ip`, in any
+/// state (a UD EP reaches any number of peers, each through an address handle its UD
+/// connection event brings); it needs its connect EVD.
+fn connect_datagram(ep: Arc<Ep>, ip: std::net::Ipv4Addr, conn_qual: DAT_CONN_QUAL, private_data: &[u8]) -> DatResult {
+    if ep.inner.lock().connect_evd.is_none() {
+        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT));
+    }
+    let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
+    ep.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
+    ep.ia.transport.connect_datagram(ep.clone(), remote, conn_qual, private_data.to_vec())
+}
+
 #[allow(clippy::too_many_arguments)]
 #[no_mangle]
 pub unsafe extern "C" fn dat_ep_connect(
@@ -366,6 +393,9 @@ pub unsafe extern "C" fn dat_ep_connect(
         let pd = unsafe { self::private_data(private_data_size, private_data, 5)? };
         best_effort_only(quality_of_service, 7)?;
         edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
+        if Ep::is_datagram(&ep.inner.lock()) {
+            return connect_datagram(ep, ip, remote_conn_qual, pd);
+        }
         check_connectable(&ep)?;
         start_connect(ep, ip, remote_conn_qual, timeout, pd)
     }
@@ -549,7 +579,13 @@ pub(super) unsafe fn post_request(
         if inner.request_evd.is_none() {
             return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST));
         }
-        let post = ep_state::post_request(inner.state)?;
+        // A UD EP sends datagrams only, each to an address handle, in any state (its QP is
+        // ready from the start); a datagram needs a UD EP.
+        let datagram = Ep::is_datagram(&inner);
+        if datagram != matches!(extended, Some(Extended::Datagram { .. })) {
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
+        let post = if datagram { Post::Run } else { ep_state::post_request(inner.state)? };
         let link = match post {
             Post::Run => inner.link.clone(),
             Post::Flush => None,
@@ -715,7 +751,8 @@ pub unsafe extern "C" fn dat_ep_post_recv(
             if inner.recv_evd.is_none() {
                 return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV));
             }
-            match ep_state::post_recv(inner.state)? {
+            let post = if Ep::is_datagram(&inner) { Post::Run } else { ep_state::post_recv(inner.state)? };
+            match post {
                 Post::Flush => {
                     drop(inner);
                     // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
@@ -755,6 +792,7 @@ fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, segments
         (Some(Extended::FetchAdd(_)), _) => (C::DCNT_EP_POST_FETCH_ADD, None),
         (Some(Extended::CompareSwap { .. }), _) => (C::DCNT_EP_POST_CMP_SWAP, None),
         (Some(Extended::WriteImmediate(_)), _) => (C::DCNT_EP_POST_WRITE_IMM, Some(C::DCNT_EP_POST_WRITE_IMM_DATA)),
+        (Some(Extended::Datagram { .. }), _) => (C::DCNT_EP_POST_SEND_UD, Some(C::DCNT_EP_POST_SEND_UD_DATA)),
         (None, dat_dtos::DAT_DTO_RDMA_WRITE) => (C::DCNT_EP_POST_WRITE, Some(C::DCNT_EP_POST_WRITE_DATA)),
         (None, dat_dtos::DAT_DTO_RDMA_READ) => (C::DCNT_EP_POST_READ, Some(C::DCNT_EP_POST_READ_DATA)),
         (None, _) => (C::DCNT_EP_POST_SEND, Some(C::DCNT_EP_POST_SEND_DATA)),

@@ -57,6 +57,13 @@ pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, args: 
                 let cookie = DAT_DTO_COOKIE { as_64: v[2] };
                 ep::post_request(handle, segments, local, cookie, Some(remote), v[5] as u32, 7, write.carrier(), Some(write), None)
             },
+            dat_ib_op::DAT_IB_UD_SEND_OP => unsafe {
+                post_datagram(handle, v[0] as i64 as DAT_COUNT, v[1] as *const DAT_LMR_TRIPLET, v[2] as *const DAT_IB_ADDR_HANDLE, v[3], v[4] as u32)
+            },
+            dat_ib_op::DAT_IB_UD_AH_FREE_OP => unsafe { free_address_handle(handle, v[0] as *const DAT_IB_ADDR_HANDLE) },
+            // A UD exchange's resources go as it ends (its answer or its failure): nothing is
+            // left to free.
+            dat_ib_op::DAT_IB_UD_CM_FREE_OP => edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP).map(drop),
             dat_ib_op::DAT_IB_OPEN_QUERY_OP => unsafe {
                 ia::open_query(v[0] as *const c_char, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
             },
@@ -147,6 +154,32 @@ unsafe fn post_atomic(
     let cookie = DAT_DTO_COOKIE { as_64: cookie };
     // SAFETY: `segment` is one triplet on our stack; `remote` is forwarded from our caller.
     unsafe { ep::post_request(handle, 1, &segment, cookie, Some(remote), flags, local_position + 3, op.carrier(), Some(op), None) }
+}
+
+/// `dat_ib_post_send_ud`: a datagram from a UD EP to the EP an address handle of its UD
+/// connection events reaches (one the transport does not know is argument 4).
+unsafe fn post_datagram(handle: DAT_HANDLE, segments: DAT_COUNT, local: *const DAT_LMR_TRIPLET, ah: *const DAT_IB_ADDR_HANDLE, cookie: u64, flags: u32) -> DatResult {
+    let ep = edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
+    // SAFETY: a non-NULL address handle pointer points to one (API contract).
+    let ah = unsafe { edge::required_in(ah, 4)? };
+    if !ep.ia.transport.address_handle_known(ah.ah as usize) {
+        return Err(DatError::invalid_arg(4));
+    }
+    let datagram = Extended::Datagram { ah: ah.ah as usize, qpn: ah.qpn };
+    let cookie = DAT_DTO_COOKIE { as_64: cookie };
+    // SAFETY: forwarded from our caller.
+    unsafe { ep::post_request(handle, segments, local, cookie, None, flags, 6, datagram.carrier(), Some(datagram), None) }
+}
+
+/// `dat_ib_ud_ah_free`: destroys an address handle a UD connection event brought.
+unsafe fn free_address_handle(handle: DAT_HANDLE, ah: *const DAT_IB_ADDR_HANDLE) -> DatResult {
+    let ep = edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
+    // SAFETY: a non-NULL address handle pointer points to one (API contract).
+    let ah = unsafe { edge::required_in(ah, 2)? };
+    if !ep.ia.transport.free_address_handle(ah.ah as usize) {
+        return Err(DatError::invalid_arg(2));
+    }
+    Ok(())
 }
 
 #[no_mangle]

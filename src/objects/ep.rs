@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use super::ep_state::{self, State};
 use super::evd::Evd;
-use super::extension::{self, Extended};
+use super::extension::{self, DatagramPeer, Extended};
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
@@ -214,13 +214,16 @@ const ATTR_COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS
 
 /// Checks consumer attributes against what we support; the attributes we report ignore the
 /// consumer's named-attribute lists.
-pub fn check_attr(a: &DAT_EP_ATTR, position: u8) -> DatResult<DAT_EP_ATTR> {
+///
+/// `datagrams`: whether the IA's transport carries the IB extension's UD EPs (a known model
+/// that the others do not: `DAT_MODEL_NOT_SUPPORTED`).
+pub fn check_attr(a: &DAT_EP_ATTR, position: u8, datagrams: bool) -> DatResult<DAT_EP_ATTR> {
     let bad = || DatError::invalid_arg(position);
-    if a.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE {
-        // A known model that no transport of ours carries (README).
+    let datagram = a.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
+    if datagram && !datagrams {
         return Err(DatError::bare(crate::error::Type::DAT_MODEL_NOT_SUPPORTED));
     }
-    if a.service_type != dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE {
+    if !datagram && a.service_type != dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE {
         return Err(bad());
     }
     if a.max_message_size > limits::MAX_MESSAGE_SIZE || a.max_rdma_size > limits::MAX_RDMA_SIZE {
@@ -331,14 +334,29 @@ impl Ep {
 
     /// Posts a connection event with the given private data on the connect EVD.
     pub fn connection_event(&self, number: dat_event_number, private_data: &[u8]) {
+        self.post_connection_event(number as DAT_EVENT_NUMBER, private_data, None);
+    }
+
+    /// A UD EP's connection event (the IB extension's): `peer` says how to reach the peer
+    /// (ESTABLISHED), none for a reject or an error.
+    pub fn datagram_event(&self, number: dat_ib_event_number, private_data: &[u8], peer: Option<&DatagramPeer>) {
+        if number == dat_ib_event_number::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED {
+            let side = if peer.is_some_and(|p| p.passive) { dat_ia_counters::DCNT_IA_CM_PASSIVE_EST } else { dat_ia_counters::DCNT_IA_CM_ACTIVE_EST };
+            self.ia.counters.bump(side as u32);
+        }
+        let data = peer.map(extension::datagram_connection_data);
+        self.post_connection_event(number as DAT_EVENT_NUMBER, private_data, data);
+    }
+
+    fn post_connection_event(&self, number: DAT_EVENT_NUMBER, private_data: &[u8], extension_data: Option<DAT_IB_EXTENSION_EVENT_DATA>) {
         use dat_event_number as E;
         use dat_ia_counters as C;
-        let outcome = match number {
-            E::DAT_CONNECTION_EVENT_PEER_REJECTED => Some(C::DCNT_IA_CM_USER_REJ_RX),
-            E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED => Some(C::DCNT_IA_CM_ERR_REFUSED),
-            E::DAT_CONNECTION_EVENT_TIMED_OUT => Some(C::DCNT_IA_CM_ERR_TIMEOUT),
-            E::DAT_CONNECTION_EVENT_BROKEN => Some(C::DCNT_IA_CM_ERR_RESET),
-            E::DAT_CONNECTION_EVENT_UNREACHABLE | E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR => Some(C::DCNT_IA_CM_ERR),
+        let outcome = match dat_event_number::try_from(number).ok() {
+            Some(E::DAT_CONNECTION_EVENT_PEER_REJECTED) => Some(C::DCNT_IA_CM_USER_REJ_RX),
+            Some(E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED) => Some(C::DCNT_IA_CM_ERR_REFUSED),
+            Some(E::DAT_CONNECTION_EVENT_TIMED_OUT) => Some(C::DCNT_IA_CM_ERR_TIMEOUT),
+            Some(E::DAT_CONNECTION_EVENT_BROKEN) => Some(C::DCNT_IA_CM_ERR_RESET),
+            Some(E::DAT_CONNECTION_EVENT_UNREACHABLE | E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR) => Some(C::DCNT_IA_CM_ERR),
             _ => None,
         };
         if let Some(counter) = outcome {
@@ -358,12 +376,15 @@ impl Ep {
         buffer[..n].copy_from_slice(&private_data[..n]);
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
-        e.event_number = number as DAT_EVENT_NUMBER;
+        e.event_number = number;
         e.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
             ep_handle: self.handle(),
             private_data_size: n as DAT_COUNT,
             private_data: buffer.as_mut_ptr() as DAT_PVOID,
         };
+        if let Some(x) = extension_data {
+            extension::set_extension_data(&mut e, x);
+        }
         inner.event_private_data.push(buffer);
         drop(inner);
         let _ = evd.post(e);
@@ -381,6 +402,14 @@ impl Ep {
         inner.remote_addr = Some(Box::new(sockaddr_in(remote)));
         inner.remote_port = u64::from(remote.port());
         true
+    }
+
+    /// A UD EP's datagram queue pair is ready: its link carries every post from now on
+    /// (the EP's state stays as it is: a UD EP has no connection).
+    pub fn datagram_ready(&self, link: Arc<dyn Link>) {
+        let mut inner = self.inner.lock();
+        attach(&inner, &link);
+        inner.link = Some(link);
     }
 
     /// A pending connection is up: CONNECTED and the ESTABLISHED event. The active side hands
@@ -496,10 +525,17 @@ impl Ep {
         }
     }
 
-    /// Reports a finished receive.
+    /// Reports a finished receive (a UD EP's as the IB extension's).
     pub fn complete_recv(&self, cookie: u64, status: dat_dto_completion_status, length: u32) {
-        let evd = self.inner.lock().recv_evd.as_ref().map(|e| e.arc().clone());
-        self.complete_recv_on(evd.as_deref(), cookie, status, length);
+        let (evd, datagram) = {
+            let inner = self.inner.lock();
+            (inner.recv_evd.as_ref().map(|e| e.arc().clone()), Ep::is_datagram(&inner))
+        };
+        if datagram {
+            self.complete_datagram_on(evd.as_deref(), cookie, status, length);
+        } else {
+            self.complete_recv_on(evd.as_deref(), cookie, status, length);
+        }
     }
 
     /// [`Ep::complete_recv`] on the receive EVD the caller took from the EP (under its lock,
@@ -512,6 +548,23 @@ impl Ep {
         if let Some(evd) = evd {
             self.complete(evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
         }
+    }
+
+    /// Reports a UD EP's receive (a datagram of `length` bytes with its routing header), on
+    /// the receive EVD the caller took from the EP.
+    pub fn complete_datagram_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32) {
+        if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
+            self.counters.bump(dat_ep_counters::DCNT_EP_RECV_UD as u32);
+            self.counters.add(dat_ep_counters::DCNT_EP_RECV_UD_DATA as u32, u64::from(length));
+        }
+        if let Some(evd) = evd {
+            let _ = evd.post(extension::datagram_event(self.handle(), cookie, status, length));
+        }
+    }
+
+    /// Whether the EP is the IB extension's unreliable datagram EP.
+    pub fn is_datagram(inner: &EpInner) -> bool {
+        inner.attr.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE
     }
 
     /// Reports the receive an RDMA write with immediate `data` of `length` bytes consumed, on

@@ -16,6 +16,9 @@ pub enum Extended {
     FetchAdd(u64),
     /// Stores `swap` in the peer's 64-bit word when it holds `compare`, atomically at the peer.
     CompareSwap { compare: u64, swap: u64 },
+    /// A datagram from a UD EP to QP `qpn` at the port of address handle `ah` (a
+    /// transport's, checked by it).
+    Datagram { ah: usize, qpn: u32 },
 }
 
 /// The length of the word an atomic operates on, which its local segment receives.
@@ -27,11 +30,12 @@ impl Extended {
         match self {
             Extended::WriteImmediate(_) => dat_dtos::DAT_DTO_RDMA_WRITE,
             Extended::FetchAdd(_) | Extended::CompareSwap { .. } => dat_dtos::DAT_DTO_RDMA_READ,
+            Extended::Datagram { .. } => dat_dtos::DAT_DTO_SEND,
         }
     }
 
     pub fn is_atomic(self) -> bool {
-        !matches!(self, Extended::WriteImmediate(_))
+        matches!(self, Extended::FetchAdd(_) | Extended::CompareSwap { .. })
     }
 
     /// The operation and extension type its requester's completion names.
@@ -40,6 +44,7 @@ impl Extended {
             Extended::WriteImmediate(_) => (dat_ib_dtos::DAT_IB_DTO_RDMA_WRITE_IMMED, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED),
             Extended::FetchAdd(_) => (dat_ib_dtos::DAT_IB_DTO_FETCH_ADD, dat_ib_ext_type::DAT_IB_FETCH_AND_ADD),
             Extended::CompareSwap { .. } => (dat_ib_dtos::DAT_IB_DTO_CMP_SWAP, dat_ib_ext_type::DAT_IB_CMP_AND_SWAP),
+            Extended::Datagram { .. } => (dat_ib_dtos::DAT_IB_DTO_SEND_UD, dat_ib_ext_type::DAT_IB_UD_SEND),
         }
     }
 }
@@ -55,6 +60,50 @@ pub fn request_event(ep: DAT_EP_HANDLE, cookie: u64, status: dat_dto_completion_
 pub fn immediate_event(ep: DAT_EP_HANDLE, cookie: u64, status: dat_dto_completion_status, length: u32, data: u32) -> DAT_EVENT {
     let (operation, ext_type) = (dat_ib_dtos::DAT_IB_DTO_RECV_IMMED, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED_DATA);
     event(ep, cookie, status, length, operation, ext_type, data)
+}
+
+/// The completion of a UD EP's receive: the datagram's length, with the 40 bytes of the
+/// routing header that precede it in the buffer.
+pub fn datagram_event(ep: DAT_EP_HANDLE, cookie: u64, status: dat_dto_completion_status, length: u32) -> DAT_EVENT {
+    event(ep, cookie, status, length, dat_ib_dtos::DAT_IB_DTO_RECV_UD, dat_ib_ext_type::DAT_IB_UD_RECV, 0)
+}
+
+/// How a UD EP reaches a peer, as a transport found it for a UD connection event.
+#[derive(Clone, Copy, Debug)]
+pub struct DatagramPeer {
+    /// The transport's address handle (`struct ibv_ah *` to the consumer).
+    pub ah: usize,
+    pub qpn: u32,
+    pub remote: std::net::SocketAddrV4,
+    /// The accepting side's event (its handle reaches the requester), not the requester's.
+    pub passive: bool,
+    /// Names the exchange for `dat_ib_ud_cm_free`.
+    pub context: u64,
+}
+
+/// The extension data of a UD connection event: the remote address handle, as OpenFabrics
+/// fills it.
+pub fn datagram_connection_data(peer: &DatagramPeer) -> DAT_IB_EXTENSION_EVENT_DATA {
+    // SAFETY: plain data for which all-zero bytes are valid values.
+    let mut x: DAT_IB_EXTENSION_EVENT_DATA = unsafe { std::mem::zeroed() };
+    x.r#type = if peer.passive { dat_ib_ext_type::DAT_IB_UD_PASSIVE_REMOTE_AH } else { dat_ib_ext_type::DAT_IB_UD_REMOTE_AH } as DAT_IB_EXT_TYPE;
+    // SAFETY: plain data; all-zero valid.
+    let mut ia_addr: DAT_SOCK_ADDR6 = unsafe { std::mem::zeroed() };
+    let sin = crate::transport::sys::sockaddr_in(peer.remote);
+    // SAFETY: a sockaddr_in fits the sockaddr_in6 it is copied into (OpenFabrics copies the
+    // IPv4 address so too).
+    unsafe { std::ptr::copy_nonoverlapping(&sin as *const libc::sockaddr_in as *const u8, &mut ia_addr as *mut DAT_SOCK_ADDR6 as *mut u8, std::mem::size_of::<libc::sockaddr_in>()) };
+    x.anon3.remote_ah = DAT_IB_ADDR_HANDLE { ah: peer.ah as *mut ibv_ah, qpn: peer.qpn, ia_addr };
+    x.context = DAT_CONTEXT { as_64: peer.context };
+    x
+}
+
+/// Writes extension data into an event's extension area.
+pub fn set_extension_data(e: &mut DAT_EVENT, x: DAT_IB_EXTENSION_EVENT_DATA) {
+    const _: () = assert!(std::mem::size_of::<DAT_IB_EXTENSION_EVENT_DATA>() <= std::mem::size_of::<[DAT_UINT64; 8]>());
+    // SAFETY: the extension data fits the event's extension area (asserted above), which is
+    // 8-byte aligned as the extension data needs.
+    unsafe { (e.event_extension_data.as_mut_ptr() as *mut DAT_IB_EXTENSION_EVENT_DATA).write(x) };
 }
 
 fn event(
@@ -86,10 +135,7 @@ fn event(
         x.r#type = ext_type as DAT_IB_EXT_TYPE;
         x.val.immed = DAT_IB_IMMED_DATA { data: immediate };
     }
-    const _: () = assert!(std::mem::size_of::<DAT_IB_EXTENSION_EVENT_DATA>() <= std::mem::size_of::<[DAT_UINT64; 8]>());
-    // SAFETY: the extension data fits the event's extension area (asserted above), which is
-    // 8-byte aligned as the extension data needs.
-    unsafe { (e.event_extension_data.as_mut_ptr() as *mut DAT_IB_EXTENSION_EVENT_DATA).write(x) };
+    set_extension_data(&mut e, x);
     e
 }
 

@@ -103,13 +103,18 @@ impl ServicePoint {
     /// A request arrived (or was handed off to this service point): a CR and a connection
     /// request event.
     pub fn arrive(self: Arc<Self>, request: Box<dyn ConnRequest>) {
+        let number = if request.datagram() {
+            dat_ib_event_number::DAT_IB_UD_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
+        } else {
+            dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
+        };
         let cr = Arc::new(Cr::new(self.clone(), request));
         let Ok(cr_handle) = self.ia.adopt(cr.clone()) else {
             return;
         };
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
-        e.event_number = dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER;
+        e.event_number = number;
         let mut data = DAT_CR_ARRIVAL_EVENT_DATA {
             sp_handle: DAT_SP_HANDLE { psp_handle: self.handle() },
             local_ia_address_ptr: self.ia.address_ptr(),
@@ -149,6 +154,10 @@ pub struct Cr {
     /// The requester's address, kept so `dat_cr_query` can hand out a pointer to it.
     pub remote: Box<libc::sockaddr_in>,
     pub remote_port: u16,
+    /// A UD EP's request, for a UD EP.
+    pub datagram: bool,
+    /// The private data its accept may carry.
+    pub accept_data_limit: usize,
     request: Mutex<Option<Box<dyn ConnRequest>>>,
 }
 
@@ -168,6 +177,8 @@ impl Cr {
             private_data: request.private_data().to_vec(),
             remote: Box::new(sockaddr_in(remote)),
             remote_port: remote.port(),
+            datagram: request.datagram(),
+            accept_data_limit: request.accept_data_limit(),
             sp,
             request: Mutex::new(Some(request)),
         }

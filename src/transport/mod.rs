@@ -5,9 +5,11 @@
 //!
 //! - `tcp`: the software transport that runs everywhere;
 //! - `verbs`: RDMA through rdma-cm and verbs (devices found; connections not yet);
+//! - `address_handles`: the UD address handles both transports hand out;
 //! - `engine`: the thread the kernel wakes when no thread of the program is in the library;
 //!   `lease`: which thread reads a connection when.
 
+pub mod address_handles;
 pub mod engine;
 pub mod lease;
 pub(crate) mod sys;
@@ -106,6 +108,31 @@ pub trait Transport: Send + Sync {
     fn memory_window(&self, _domain: Option<&Resource>) -> DatResult<Resource> {
         Err(DatError::not_implemented())
     }
+    /// Whether the IB extension's unreliable datagram (UD) EPs run on it.
+    fn datagrams(&self) -> bool {
+        false
+    }
+    /// Readies a UD EP as it is made: its datagram queue pair, which carries its posts from
+    /// now on as its link ([`Ep::datagram_ready`]).
+    fn datagram_endpoint(&self, _ep: &Arc<Ep>) -> DatResult {
+        Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED))
+    }
+    /// Starts a UD EP's exchange with the service point of `conn_qual` at `remote` (its
+    /// port): the EP is told
+    /// how to reach the peer's EP (DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED), or the reject or
+    /// error event, later; the EP's state does not change.
+    fn connect_datagram(&self, _ep: Arc<Ep>, _remote: SocketAddrV4, _conn_qual: u64, _private_data: Vec<u8>) -> DatResult {
+        Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED))
+    }
+    /// Whether `ah` names a live address handle this transport made (a UD connection
+    /// event's), for a datagram posted to it.
+    fn address_handle_known(&self, _ah: usize) -> bool {
+        false
+    }
+    /// Destroys address handle `ah`; false when it names none of this transport's.
+    fn free_address_handle(&self, _ah: usize) -> bool {
+        false
+    }
     /// An EP of this IA was made: a transport whose connections need objects of their own
     /// (a QP) may make them now, so a connection does not wait for them.
     fn endpoint_created(&self, _ep: &Arc<Ep>) {}
@@ -138,6 +165,14 @@ pub trait Listening: Send + Sync {
 /// A connection request waiting for the consumer's accept or reject.
 pub trait ConnRequest: Send {
     fn remote(&self) -> SocketAddrV4;
+    /// A UD EP's request (the IB extension's UD connection request), for a UD EP to accept.
+    fn datagram(&self) -> bool {
+        false
+    }
+    /// The private data an accept of it may carry.
+    fn accept_data_limit(&self) -> usize {
+        crate::objects::limits::MAX_PRIVATE_DATA_SIZE as usize
+    }
     fn private_data(&self) -> &[u8];
     /// Accepts onto `ep` (COMPLETION_PENDING): ESTABLISHED follows when the peer confirms,
     /// ACCEPT_COMPLETION_ERROR when it does not in time.

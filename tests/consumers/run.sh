@@ -41,6 +41,10 @@ for mode in path preload; do
         "/usr/bin/dtestx -P $ia -s" "/usr/bin/dtestx -P $ia -c -h 127.0.0.1" 15828
     ERRORS="FAILED\|Error\| returned " pair "dtestx -p (the same, then the IA's, EPs' and EVDs' counters)" $mode "" \
         "/usr/bin/dtestx -P $ia -s -p" "/usr/bin/dtestx -P $ia -c -h 127.0.0.1 -p" 15828
+    pair "dtestx -u (UD: 4 exchanges each way, datagrams through their address handles)" $mode "" \
+        "/usr/bin/dtestx -P $ia -s -u" "/usr/bin/dtestx -P $ia -c -h 127.0.0.1 -u" 15828
+    pair "dtestx -U 3 -m (UD: an EP for each of the peer's)" $mode "" \
+        "/usr/bin/dtestx -P $ia -s -U 3 -m" "/usr/bin/dtestx -P $ia -c -h 127.0.0.1 -U 3 -m" 15828
     alone "dtestx -q (dat_ib_open_query)" $mode "/usr/bin/dtestx -P $ia -q" "Open_Query: $ia num_attrs"
     pair "dtestsrq (4 EPs on one SRQ, bursts of 8)" $mode "server ready on port" \
         "/usr/bin/dtestsrq -P $ia -s -c 4 -B 8 -t 10" "/usr/bin/dtestsrq -P $ia -h 127.0.0.1 -c 4 -B 8 -t 10" 45248

@@ -40,6 +40,10 @@ for mode in path preload; do
         "/usr/bin/dtestx -P $ia -s" "/usr/bin/dtestx -P $ia -c -h $host" 15828
     ERRORS="FAILED\|Error\| returned " pair "dtestx -p (the same, then the IA's, EPs' and EVDs' counters)" $mode "" \
         "/usr/bin/dtestx -P $ia -s -p" "/usr/bin/dtestx -P $ia -c -h $host -p" 15828
+    pair "dtestx -u (UD: 4 exchanges each way, datagrams through their address handles)" $mode "" \
+        "/usr/bin/dtestx -P $ia -s -u" "/usr/bin/dtestx -P $ia -c -h $host -u" 15828
+    pair "dtestx -U 3 -m (UD: an EP for each of the peer's)" $mode "" \
+        "/usr/bin/dtestx -P $ia -s -U 3 -m" "/usr/bin/dtestx -P $ia -c -h $host -U 3 -m" 15828
     alone "dtestx -q (dat_ib_open_query)" $mode "/usr/bin/dtestx -P $ia -q" "Open_Query: $ia num_attrs"
     # dtestsrq has no side channel, and an rdma-cm listener is no TCP socket: its ready line
     # (it flushes its output) says it listens.

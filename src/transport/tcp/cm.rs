@@ -14,6 +14,10 @@
 //! ESTABLISHED event with its DISCONNECTED one. The request names the whole 64-bit qualifier;
 //! a listener refuses one for another qualifier that maps to its port, as if nobody listened.
 //!
+//! A UD EP's exchange (the IB extension's UD connection) is the request and the answer
+//! alone: its request is flagged `DATAGRAM` and names the requester's datagram port in
+//! `rkey`, and an accept names the acceptor's so; the TCP connection then closes.
+//!
 //! Nothing here has a thread of its own: sockets are non-blocking where they wait (connecting,
 //! listening, reading a handshake frame) and the engine reports them. Every wait has a
 //! deadline, so a silent or vanished peer becomes a timeout, never a hang.
@@ -27,7 +31,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::conn::{ConnError, Reader, Writer};
-use super::wire::{Header, Limits, Op};
+use super::wire::{flags, Header, Limits, Op};
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys;
 
@@ -51,6 +55,8 @@ pub struct IncomingRequest {
     reader: Reader,
     pub private_data: Vec<u8>,
     pub remote: SocketAddrV4,
+    /// A UD EP's request: the requester's datagram port.
+    pub datagram_port: Option<u16>,
 }
 
 /// Why an active connect did not establish.
@@ -73,6 +79,8 @@ pub struct Established {
     pub reader: Reader,
     pub remote: SocketAddrV4,
     pub private_data: Vec<u8>,
+    /// A UD EP's exchange: the acceptor's datagram port.
+    pub datagram_port: Option<u16>,
 }
 
 fn v4(addr: SocketAddr) -> SocketAddrV4 {
@@ -117,6 +125,17 @@ impl IncomingRequest {
         h.payload_len = private_data.len() as u32;
         Writer::new(self.stream.clone()).send(&h, &[private_data])?;
         Ok((self.stream, self.reader))
+    }
+
+    /// Accepts a UD EP's request for the EP of datagram port `port`, and closes: the exchange
+    /// is over.
+    pub fn accept_datagram(self, port: u16, private_data: &[u8]) -> io::Result<()> {
+        let mut h = Header::new(Op::Accept);
+        h.payload_len = private_data.len() as u32;
+        h.rkey = u32::from(port);
+        let sent = Writer::new(self.stream.clone()).send(&h, &[private_data]);
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        sent
     }
 
     /// Rejects with our private data and closes.
@@ -182,6 +201,8 @@ struct Connector {
     remote: SocketAddrV4,
     conn_qual: u64,
     private_data: Vec<u8>,
+    /// A UD EP's exchange: the requester's datagram port.
+    datagram_port: Option<u16>,
     limits: Limits,
     started: u64,
     /// When the whole connect times out (monotonic microseconds).
@@ -211,6 +232,24 @@ pub fn connect(
     limits: Limits,
     done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
 ) -> io::Result<()> {
+    start(remote, conn_qual, private_data, None, timeout, limits, Box::new(done));
+    Ok(())
+}
+
+/// A UD EP's exchange with qualifier `conn_qual` at `remote`, for the EP of datagram port
+/// `port`: established means accepted, with the acceptor's port; the connection is closed.
+pub fn exchange_datagram(
+    remote: SocketAddrV4,
+    conn_qual: u64,
+    port: u16,
+    private_data: Vec<u8>,
+    limits: Limits,
+    done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
+) {
+    start(remote, conn_qual, private_data, Some(port), None, limits, Box::new(done));
+}
+
+fn start(remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, datagram_port: Option<u16>, timeout: Option<Duration>, limits: Limits, done: OnConnected) {
     let now = sys::monotonic_micros();
     let budget = timeout.unwrap_or(HANDSHAKE_TIMEOUT.saturating_mul(6));
     let c = Arc::new(Connector {
@@ -218,14 +257,14 @@ pub fn connect(
         remote,
         conn_qual,
         private_data,
+        datagram_port,
         limits,
         started: now,
         deadline: now + micros(budget).max(1),
         state: Mutex::new(Attempt::Done),
-        done: Mutex::new(Some(Box::new(done))),
+        done: Mutex::new(Some(done)),
     });
     c.attempt(2_000);
-    Ok(())
 }
 
 impl Connector {
@@ -311,6 +350,10 @@ impl Connector {
             let mut h = Header::new(Op::ConnectRequest);
             h.payload_len = self.private_data.len() as u32;
             h.id = self.conn_qual;
+            if let Some(port) = self.datagram_port {
+                h.flags |= flags::DATAGRAM;
+                h.rkey = u32::from(port);
+            }
             Writer::new(stream.clone()).send(&h, &[&self.private_data])?;
             Ok(Reader::new(stream.clone(), self.limits))
         })();
@@ -346,6 +389,19 @@ impl Connector {
                 }
             };
             match (frame.0.op, accepted.is_some()) {
+                (Op::Accept, false) if self.datagram_port.is_some() => {
+                    // A UD exchange ends with the accept: no confirmations.
+                    let Attempt::Handshaking { stream, token, reader, .. } = std::mem::replace(&mut *state, Attempt::Done) else {
+                        unreachable!()
+                    };
+                    drop(state);
+                    self.engine.deregister(token, Some(stream.as_raw_fd()));
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                    let remote = stream.peer_addr().map(v4).unwrap_or(self.remote);
+                    let port = u16::try_from(frame.0.rkey).unwrap_or(0);
+                    let est = Established { stream, reader: *reader, remote, private_data: frame.1, datagram_port: Some(port) };
+                    return self.report(Ok(est));
+                }
                 (Op::Accept, false) => {
                     if Writer::new(stream.clone()).send(&Header::new(Op::Ready), &[]).is_err() {
                         break;
@@ -359,7 +415,7 @@ impl Connector {
                     drop(state);
                     self.engine.deregister(token, Some(stream.as_raw_fd()));
                     let remote = stream.peer_addr().map(v4).unwrap_or(self.remote);
-                    let est = Established { stream, reader: *reader, remote, private_data: accepted.unwrap_or_default() };
+                    let est = Established { stream, reader: *reader, remote, private_data: accepted.unwrap_or_default(), datagram_port: None };
                     return self.report(Ok(est));
                 }
                 (Op::Reject, false) => {
@@ -564,7 +620,8 @@ impl Source for Handshake {
             Ok(Some((h, private_data))) if h.op == Op::ConnectRequest && h.id == self.conn_qual => {
                 let Some((stream, reader)) = self.leave() else { return };
                 let Ok(remote) = stream.peer_addr().map(v4) else { return };
-                (self.on_request)(IncomingRequest { stream, reader, private_data, remote });
+                let datagram_port = (h.flags & flags::DATAGRAM != 0).then(|| u16::try_from(h.rkey).unwrap_or(0));
+                (self.on_request)(IncomingRequest { stream, reader, private_data, remote, datagram_port });
             }
             // Not a request for us, or not a frame: as if nobody listened.
             _ => {

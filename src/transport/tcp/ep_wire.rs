@@ -2,6 +2,9 @@
 //! a receive, and where each RDMA read's data goes.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::datagram::DatagramPort;
 
 use crate::abi::dat_dtos;
 use crate::objects::ep::{Ep, Request};
@@ -17,6 +20,8 @@ pub struct EpWire {
     /// Where the data of each RDMA read in the EP's `outstanding` goes, in the same order
     /// (kept apart: every other request would carry the room for them).
     pub read_targets: VecDeque<Segments>,
+    /// A UD EP's socket.
+    pub datagram: Option<Arc<DatagramPort>>,
 }
 
 /// A message kept until a receive is posted for it.
@@ -39,6 +44,7 @@ impl EpWire {
         self.unexpected.clear();
         self.unexpected_bytes = 0;
         self.read_targets.clear();
+        self.datagram = None;
     }
 }
 

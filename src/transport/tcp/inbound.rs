@@ -658,7 +658,7 @@ fn next_receive(inner: &mut EpInner) -> Option<PostedRecv> {
 }
 
 /// Copies a kept message into a receive's segments, each checked against its live region.
-fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) -> dat_dto_completion_status {
+pub(super) fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) -> dat_dto_completion_status {
     if message.len() as u64 > lmr::total_length(segments) {
         return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH;
     }

@@ -5,11 +5,13 @@
 //! - `cm`: listening and the connection handshake;
 //! - `link`: a connected EP; `inbound`: the peer's frames; `answers`: what we owe the peer;
 //!   `held`: requests fenced behind RDMA reads;
-//! - `ep_wire`: what an EP keeps for its connection.
+//! - `ep_wire`: what an EP keeps for its connection;
+//! - `datagram`: the IB extension's UD EPs.
 
 mod answers;
 pub mod cm;
 pub mod conn;
+mod datagram;
 mod ep_wire;
 mod held;
 mod inbound;
@@ -41,6 +43,26 @@ impl Transport for Tcp {
         link::connect(ep, remote, conn_qual, private_data, timeout)
     }
 
+    fn datagrams(&self) -> bool {
+        true
+    }
+
+    fn datagram_endpoint(&self, ep: &Arc<Ep>) -> DatResult {
+        datagram::open(ep)
+    }
+
+    fn connect_datagram(&self, ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>) -> DatResult {
+        datagram::connect(ep, remote, conn_qual, private_data)
+    }
+
+    fn address_handle_known(&self, ah: usize) -> bool {
+        datagram::address_handle_known(ah)
+    }
+
+    fn free_address_handle(&self, ah: usize) -> bool {
+        datagram::free_address_handle(ah)
+    }
+
     /// The network interface the IA's address is on, and its MTU (what a program that sizes
     /// its messages by the transport's MTU should use).
     fn provider_specific(&self, ip: Ipv4Addr) -> Vec<(&'static str, String)> {
@@ -67,7 +89,14 @@ impl ConnRequest for cm::IncomingRequest {
         &self.private_data
     }
 
+    fn datagram(&self) -> bool {
+        self.datagram_port.is_some()
+    }
+
     fn accept(self: Box<Self>, ep: Arc<Ep>, private_data: &[u8]) -> DatResult {
+        if self.datagram_port.is_some() {
+            return datagram::accept(ep, *self, private_data);
+        }
         link::accept(ep, *self, private_data)
     }
 

@@ -8,8 +8,8 @@
 pub const MAGIC: u16 = 0xDA7A;
 /// Version 2: a send may carry an acknowledgement (`flags::ACK`). Version 3: the IB
 /// extension's operations (`Immediate`, `FetchAdd`, `CompareSwap`). Version 4: a send with
-/// invalidate (`flags::INVALIDATE`).
-pub const VERSION: u8 = 4;
+/// invalidate (`flags::INVALIDATE`). Version 5: a UD EP's exchange (`flags::DATAGRAM`).
+pub const VERSION: u8 = 5;
 /// The payload of an atomic: its two operands (the value to add, or to compare and to swap).
 pub const ATOMIC_OPERANDS: u32 = 16;
 pub const HEADER_LEN: usize = 32;
@@ -94,6 +94,9 @@ pub mod flags {
     /// A send with invalidate: as it lands, the receiver's RMR bound through this connection
     /// with the `rmr_context` in `rkey` is unbound.
     pub const INVALIDATE: u16 = 0x8;
+    /// A connect request of a UD EP (its datagram port in `rkey`): the accept names the
+    /// acceptor's, and the connection ends there.
+    pub const DATAGRAM: u16 = 0x10;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,6 +168,7 @@ impl Header {
         let allowed = match op {
             Op::Send => flags::SOLICITED | flags::ACK | flags::INVALIDATE,
             Op::RdmaWrite => flags::SOLICITED | flags::IMMEDIATE,
+            Op::ConnectRequest => flags::SOLICITED | flags::DATAGRAM,
             _ => flags::SOLICITED,
         };
         if flags & !allowed != 0 || le16(6) != 0 {

@@ -34,6 +34,17 @@ pub struct CmEvent {
     pub initiator_depth: u8,
     /// A connect request's own id, now the handler's to accept or reject.
     pub request: Option<CmId>,
+    /// A datagram id's answer (ESTABLISHED): how to reach the QP that answered.
+    pub datagram: Option<DatagramReply>,
+}
+
+/// What a datagram service's answer tells its requester: the address vector to its port
+/// and its QP.
+#[derive(Clone, Copy)]
+pub struct DatagramReply {
+    pub ah_attr: ibv::ibv_ah_attr,
+    pub qp_num: u32,
+    pub qkey: u32,
 }
 
 /// The connection parameters of a connect or accept.
@@ -44,6 +55,8 @@ pub struct ConnParam {
     pub initiator_depth: u8,
     pub retry_count: u8,
     pub rnr_retry_count: u8,
+    /// A datagram accept: the QP the requester is to send to.
+    pub qp_num: u32,
 }
 
 #[derive(Default)]
@@ -151,13 +164,23 @@ impl Source for Channel {
 /// # Safety
 /// `e` is a live event not yet acknowledged.
 unsafe fn copy_event(e: &ibv::rdma_cm_event) -> (usize, CmEvent) {
+    // SAFETY: the event's id is live until the event is acknowledged.
+    let datagram_id = unsafe { (*e.id).ps } == ibv::rdma_port_space::RDMA_PS_UDP;
+    // A datagram id's events carry datagram parameters, others connection parameters.
     let conn = e.param.conn;
-    let private_data = if conn.private_data.is_null() || conn.private_data_len == 0 {
+    // SAFETY: the union member the id's port space names.
+    let (data, len) = if datagram_id { unsafe { (e.param.ud.private_data, e.param.ud.private_data_len) } } else { (conn.private_data, conn.private_data_len) };
+    let private_data = if data.is_null() || len == 0 {
         Vec::new()
     } else {
-        // SAFETY: rdma-cm hands `private_data_len` bytes with a connection event.
-        unsafe { std::slice::from_raw_parts(conn.private_data as *const u8, conn.private_data_len as usize) }.to_vec()
+        // SAFETY: rdma-cm hands `len` bytes with the event.
+        unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) }.to_vec()
     };
+    let datagram = (datagram_id && e.event == EventType::RDMA_CM_EVENT_ESTABLISHED).then(|| {
+        // SAFETY: as above.
+        let ud = unsafe { e.param.ud };
+        DatagramReply { ah_attr: ud.ah_attr, qp_num: ud.qp_num, qkey: ud.qkey }
+    });
     // SAFETY: the event's id is live until the event is acknowledged.
     let key = unsafe { (*e.id).context } as usize;
     let request = (e.event == EventType::RDMA_CM_EVENT_CONNECT_REQUEST).then(|| CmId { raw: e.id, key: Mutex::new(None) });
@@ -165,9 +188,10 @@ unsafe fn copy_event(e: &ibv::rdma_cm_event) -> (usize, CmEvent) {
         kind: e.event,
         status: e.status,
         private_data,
-        responder_resources: conn.responder_resources,
-        initiator_depth: conn.initiator_depth,
+        responder_resources: if datagram_id { 0 } else { conn.responder_resources },
+        initiator_depth: if datagram_id { 0 } else { conn.initiator_depth },
         request,
+        datagram,
     };
     (key, copy)
 }
@@ -197,11 +221,21 @@ fn check(rc: i32) -> io::Result<()> {
 impl CmId {
     /// A new id (reliable connected, `RDMA_PS_TCP`) whose events go to `handler`.
     pub fn new(handler: Weak<dyn CmHandler>) -> io::Result<CmId> {
+        Self::in_space(handler, ibv::rdma_port_space::RDMA_PS_TCP)
+    }
+
+    /// A new datagram id (`RDMA_PS_UDP`: its QP is unreliable datagram, its connect a
+    /// service ID resolution) whose events go to `handler`.
+    pub fn datagram(handler: Weak<dyn CmHandler>) -> io::Result<CmId> {
+        Self::in_space(handler, ibv::rdma_port_space::RDMA_PS_UDP)
+    }
+
+    fn in_space(handler: Weak<dyn CmHandler>, space: ibv::rdma_port_space::Type) -> io::Result<CmId> {
         let channel = Channel::get()?;
         let key = channel.add(handler);
         let mut raw: *mut ibv::rdma_cm_id = std::ptr::null_mut();
         // SAFETY: the channel is live; `raw` receives the new id; the context is our key.
-        let rc = unsafe { ibv::rdma_create_id(channel.raw, &mut raw, key as *mut libc::c_void, ibv::rdma_port_space::RDMA_PS_TCP) };
+        let rc = unsafe { ibv::rdma_create_id(channel.raw, &mut raw, key as *mut libc::c_void, space) };
         if rc != 0 {
             let e = io::Error::last_os_error();
             channel.remove(key);
@@ -230,6 +264,12 @@ impl CmId {
     pub fn verbs(&self) -> *mut ibv::ibv_context {
         // SAFETY: the id is live.
         unsafe { (*self.raw).verbs }
+    }
+
+    /// The device port the id is bound to.
+    pub fn port_num(&self) -> u8 {
+        // SAFETY: the id is live.
+        unsafe { (*self.raw).port_num }
     }
 
     /// Binds the id to a local address (port 0: one rdma-cm picks), and so to the device
@@ -285,7 +325,7 @@ impl CmId {
             retry_count: param.retry_count,
             rnr_retry_count: param.rnr_retry_count,
             srq: 0,
-            qp_num: 0,
+            qp_num: param.qp_num,
         };
         f(&mut p)
     }

@@ -213,7 +213,12 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
         let _in_order = ep.receiving.lock();
         let mut inner = ep.inner.lock();
         if let Some(r) = inner.recvs.pop_front() {
-            complete_receive(&ep, inner.recv_evd.as_deref(), r.cookie, st, wc);
+            if Ep::is_datagram(&inner) {
+                let len = if ok { wc.byte_len } else { 0 };
+                ep.complete_datagram_on(inner.recv_evd.as_deref(), r.cookie, st, len);
+            } else {
+                complete_receive(&ep, inner.recv_evd.as_deref(), r.cookie, st, wc);
+            }
         }
     } else {
         let mut inner = ep.inner.lock();

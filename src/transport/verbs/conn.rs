@@ -17,6 +17,7 @@ use parking_lot::MutexGuard;
 use super::cm::{CmEvent, CmHandler, CmId, ConnParam, EventType};
 use super::completions::{CqSource, RECV_ID};
 use super::cq::Cq;
+use super::datagram;
 use super::device::{access, Mr, Mw, Pd};
 use super::qp::{Qp, QpCaps, SendFlags, SendOp, Sge, MAX_SGE};
 use super::srq::VerbsSrq;
@@ -102,6 +103,7 @@ impl QpShape {
             send_sge: (a.max_request_iov.max(a.max_rdma_write_iov).max(a.max_rdma_read_iov).max(1) as u32).min(MAX_SGE as u32),
             recv_sge: (a.max_recv_iov.max(1) as u32).min(MAX_SGE as u32),
             inline: INLINE,
+            datagram: Ep::is_datagram(inner),
         };
         let srq = inner.srq.as_ref().and_then(|s| s.arc().queue.clone());
         if srq.as_deref().is_some_and(|q| VerbsSrq::of(q).is_none()) {
@@ -222,8 +224,32 @@ impl Conn {
         conn.id.resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS)
     }
 
+    /// A UD EP's datagram endpoint: an id of rdma-cm's datagram space bound to the IA's
+    /// address, and its UD QP, ready at once; the EP's link from now on.
+    pub fn open_datagram(verbs: &Arc<Verbs>, ep: &Arc<Ep>) -> io::Result<Arc<Conn>> {
+        let quiet: Weak<dyn CmHandler> = Weak::<Conn>::new();
+        let id = CmId::datagram(quiet)?;
+        id.bind(SocketAddrV4::new(verbs.device.ip, 0))?;
+        let conn = Conn::new(verbs, id, ep, false, Vec::new())?;
+        if let Err(e) = conn.make_qp(ep) {
+            ep.inner.lock().wire.verbs = None;
+            return Err(e);
+        }
+        Ok(conn)
+    }
+
     pub fn ep(&self) -> Option<Arc<Ep>> {
         self.ep.upgrade()
+    }
+
+    /// Its QP's number, once made.
+    pub fn qp_number(&self) -> Option<u32> {
+        self.qp.get().map(Qp::number)
+    }
+
+    /// The protection domain of its QP, once made.
+    pub fn protection_domain(&self) -> Option<Arc<Pd>> {
+        self.qp.get().map(|q| q.pd.clone())
     }
 
     /// Gives the connection the QP the EP was made with, if the EP's zone, EVDs and
@@ -329,6 +355,7 @@ impl CmHandler for Conn {
                     initiator_depth: outbound,
                     retry_count: RETRY,
                     rnr_retry_count: RNR_RETRY,
+                    ..ConnParam::default()
                 };
                 if debug() {
                     eprintln!("libdat: connecting: responder resources {inbound}, initiator depth {outbound}");
@@ -433,13 +460,22 @@ impl Link for Conn {
         }
         let (list, n) = sges(out.segments)?;
         let total = lmr::total_length(out.segments);
+        // A datagram's address handle is held through the post (the consumer may free it
+        // meanwhile).
+        let mut held = None;
         let op = match (out.extended, out.operation, out.remote) {
+            (Some(Extended::Datagram { ah, qpn }), _, _) => {
+                let ah = held.insert(datagram::address_handle(ah).ok_or(DatError::invalid_arg(4))?);
+                SendOp::Datagram { ah: ah.raw(), qpn, qkey: datagram::QKEY }
+            }
             (Some(x), _, Some(r)) => {
                 let (remote_address, rkey) = (r.virtual_address, r.rmr_context);
                 match x {
                     Extended::WriteImmediate(data) => SendOp::WriteImmediate { remote_address, rkey, data },
                     Extended::FetchAdd(add) => SendOp::FetchAdd { remote_address, rkey, add },
                     Extended::CompareSwap { compare, swap } => SendOp::CompareSwap { remote_address, rkey, compare, swap },
+                    // Matched above: a datagram names no remote region.
+                    Extended::Datagram { .. } => return Err(DatError::invalid_arg(4)),
                 }
             }
             (_, dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write { remote_address: r.virtual_address, rkey: r.rmr_context },
@@ -458,6 +494,7 @@ impl Link for Conn {
             inner.outstanding.pop_back();
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
         }
+        drop(held);
         Ok(Posted::Queued)
     }
 
@@ -506,6 +543,7 @@ impl Link for Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
+        datagram::forget_endpoint(self);
         if let Some(qp) = self.qp.get() {
             self.verbs.remove_qp(qp.number(), self);
         }
@@ -571,6 +609,7 @@ impl ConnRequest for Request {
             initiator_depth: (i32::from(initiator_depth)).min(dev.max_qp_init_rd_atom) as u8,
             retry_count: RETRY,
             rnr_retry_count: RNR_RETRY,
+            ..ConnParam::default()
         };
         if debug() {
             eprintln!("libdat: accepting from {remote}: responder resources {}, initiator depth {} (asked {responder_resources}, {initiator_depth})", param.responder_resources, param.initiator_depth);

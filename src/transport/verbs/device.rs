@@ -87,10 +87,100 @@ impl Device {
         attrs
     }
 
+    /// How peers address the IA's port: its number, the index and value of the GID that
+    /// carries the IA's address (RoCE: the IPv4-mapped one, version 2 where the port has
+    /// both; InfiniBand: the port's first), and its LID.
+    pub fn port_address(&self) -> io::Result<PortAddress> {
+        let port = self.bound.port_num();
+        // SAFETY: plain data, all-zero valid; filled by the query.
+        let mut attr: ibv::ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: the context is open, `port` its port, the out-structure ours.
+        if unsafe { ibv::ibv_query_port(self.context(), port, &mut attr) } != 0 {
+            return Err(last_error());
+        }
+        let mapped = self.ip.to_ipv6_mapped().octets();
+        let mut found: Option<(u32, [u8; 16], u32)> = None;
+        for index in 0..attr.gid_tbl_len.max(0) as u32 {
+            // SAFETY: plain data, all-zero valid; filled by the query.
+            let mut entry: ibv::ibv_gid_entry = unsafe { std::mem::zeroed() };
+            // SAFETY: as above; the size is the structure's.
+            if unsafe { ibv::_ibv_query_gid_ex(self.context(), u32::from(port), index, &mut entry, 0, std::mem::size_of::<ibv::ibv_gid_entry>()) } != 0 {
+                continue; // an empty slot
+            }
+            // SAFETY: every bit pattern of the union is a valid byte array.
+            let gid = unsafe { entry.gid.raw };
+            let first = found.is_none() && index == 0;
+            let carries_ip = gid == mapped && found.is_none_or(|(_, g, t)| g != mapped || t != ibv::IBV_GID_TYPE_ROCE_V2);
+            if first || carries_ip {
+                found = Some((index, gid, entry.gid_type));
+            }
+        }
+        let (index, gid, _) = found.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+        Ok(PortAddress { port, gid_index: index as u8, gid, lid: attr.lid })
+    }
+
     /// The device's name (`rxe0`, `mlx5_0`).
     pub fn name(&self) -> String {
         // SAFETY: the context is open; its device and name live as long.
         unsafe { std::ffi::CStr::from_ptr(ibv::ibv_get_device_name((*self.context()).device)) }.to_string_lossy().into_owned()
+    }
+}
+
+/// How a port is addressed (see [`Device::port_address`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PortAddress {
+    pub port: u8,
+    pub gid_index: u8,
+    pub gid: [u8; 16],
+    pub lid: u16,
+}
+
+impl PortAddress {
+    /// The address vector from this port to the port of `gid` and `lid`.
+    pub fn towards(&self, gid: [u8; 16], lid: u16) -> ibv::ibv_ah_attr {
+        // SAFETY: plain data, all-zero valid.
+        let mut a: ibv::ibv_ah_attr = unsafe { std::mem::zeroed() };
+        a.dlid = lid;
+        a.port_num = self.port;
+        a.is_global = 1;
+        a.grh.dgid = ibv::ibv_gid { raw: gid };
+        a.grh.sgid_index = self.gid_index;
+        a.grh.hop_limit = 64;
+        a
+    }
+}
+
+/// An address handle: how a datagram QP reaches a peer's port.
+pub struct Ah {
+    raw: *mut ibv::ibv_ah,
+    _pd: Arc<Pd>,
+}
+
+// SAFETY: an address handle is used only through verbs calls (named in work requests).
+unsafe impl Send for Ah {}
+// SAFETY: as above.
+unsafe impl Sync for Ah {}
+
+impl Ah {
+    pub fn create(pd: &Arc<Pd>, attr: &ibv::ibv_ah_attr) -> io::Result<Ah> {
+        let mut attr = *attr;
+        // SAFETY: the PD is live; the attributes are ours, read through the call.
+        let raw = unsafe { ibv::ibv_create_ah(pd.raw, &mut attr) };
+        if raw.is_null() {
+            return Err(last_error());
+        }
+        Ok(Ah { raw, _pd: pd.clone() })
+    }
+
+    pub fn raw(&self) -> *mut ibv::ibv_ah {
+        self.raw
+    }
+}
+
+impl Drop for Ah {
+    fn drop(&mut self) {
+        // SAFETY: created by us, destroyed once.
+        unsafe { ibv::ibv_destroy_ah(self.raw) };
     }
 }
 

@@ -8,13 +8,15 @@
 //! - `cq`: completion queues and their channels; `qp`: queue pairs and their work requests;
 //!   `srq`: shared receive queues;
 //! - `transport`: an IA's transport (its device, listeners, PDs, regions, CQs);
-//!   `conn`: an EP's connection; `completions`: a DTO EVD's CQ, polled and watched.
+//!   `conn`: an EP's connection; `completions`: a DTO EVD's CQ, polled and watched;
+//!   `datagram`: the IB extension's UD EPs (their exchanges and address handles).
 
 pub mod async_events;
 pub mod cm;
 pub mod completions;
 pub mod conn;
 pub mod cq;
+pub mod datagram;
 pub mod device;
 pub mod devices;
 pub mod qp;

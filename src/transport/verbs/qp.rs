@@ -38,6 +38,8 @@ pub enum SendOp {
     /// The atomics: the original word lands in the local segment.
     FetchAdd { remote_address: u64, rkey: u32, add: u64 },
     CompareSwap { remote_address: u64, rkey: u32, compare: u64, swap: u64 },
+    /// A datagram (a UD QP's send) to QP `qpn` at the port `ah` reaches.
+    Datagram { ah: *mut ibv::ibv_ah, qpn: u32, qkey: u32 },
 }
 
 /// Flags of a send-queue request.
@@ -56,6 +58,8 @@ pub struct QpCaps {
     pub send_sge: u32,
     pub recv_sge: u32,
     pub inline: u32,
+    /// Unreliable datagram (a UD EP's) rather than reliable connected.
+    pub datagram: bool,
 }
 
 pub struct Qp {
@@ -88,11 +92,12 @@ pub(super) fn sges<const N: usize>(list: &[Sge]) -> io::Result<([ibv::ibv_sge; N
 
 impl Qp {
     /// Makes the id's QP in `pd` with the two CQs, on `srq` if given (a [`VerbsSrq`]); the
-    /// device may lower the inline size.
+    /// device may lower the inline size. rdma-cm readies a datagram QP to send and receive
+    /// at once (its id must be bound).
     pub fn create(id: &CmId, pd: &Arc<Pd>, send_cq: &Arc<Cq>, recv_cq: &Arc<Cq>, srq: Option<&Arc<dyn SharedQueue>>, caps: QpCaps) -> io::Result<Qp> {
         // SAFETY: plain data; all-zero valid.
         let mut attr: ibv::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-        attr.qp_type = ibv::ibv_qp_type::IBV_QPT_RC;
+        attr.qp_type = if caps.datagram { ibv::ibv_qp_type::IBV_QPT_UD } else { ibv::ibv_qp_type::IBV_QPT_RC };
         attr.send_cq = send_cq.raw();
         attr.recv_cq = recv_cq.raw();
         attr.cap.max_send_wr = caps.send_wr.max(1);
@@ -205,6 +210,10 @@ impl Qp {
             SendOp::CompareSwap { remote_address, rkey, compare, swap } => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP;
                 wr.wr.atomic = ibv::atomic_t { remote_addr: remote_address, compare_add: compare, swap, rkey };
+            }
+            SendOp::Datagram { ah, qpn, qkey } => {
+                wr.opcode = ibv::ibv_wr_opcode::IBV_WR_SEND;
+                wr.wr.ud = ibv::ud_t { ah, remote_qpn: qpn, remote_qkey: qkey };
             }
         }
         // Small sends and writes go inline: the device copies them at the post, and the

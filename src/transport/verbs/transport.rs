@@ -13,6 +13,7 @@ use super::cm::{CmEvent, CmHandler, CmId, EventType};
 use super::completions::CqSource;
 use super::conn::{Conn, Prepared, Request};
 use super::cq::Cq;
+use super::datagram::{self, DatagramRequest};
 use super::device::{access, Device, Mr, Mw, Pd};
 use super::srq::VerbsSrq;
 use crate::abi::DAT_IA_HANDLE;
@@ -80,12 +81,27 @@ impl Verbs {
 }
 
 impl Transport for Verbs {
+    // A service point listens in both of rdma-cm's port spaces on its port: RC EPs' requests
+    // come in one, UD EPs' in the other (a port another program holds there leaves the
+    // service point without UD requests, which `LIBDAT_DEBUG` reports).
     fn listen(&self, ip: Ipv4Addr, port: u16, _conn_qual: u64, on_request: OnRequest) -> io::Result<Box<dyn Listening>> {
-        let handler = Arc::new(Listen { verbs: self.me.clone(), on_request });
-        let as_handler: Arc<dyn CmHandler> = handler.clone();
+        let on_request = Arc::new(on_request);
+        let reliable = Arc::new(Listen { verbs: self.me.clone(), on_request: on_request.clone(), datagram: false });
+        let as_handler: Arc<dyn CmHandler> = reliable.clone();
         let id = CmId::new(Arc::downgrade(&as_handler))?;
         let port = id.listen(ip, port, 128)?;
-        Ok(Box::new(Listener { _id: id, port, _handler: handler }))
+        let mut listener = Listener { ids: vec![id], port, _handlers: vec![reliable] };
+        let datagram = Arc::new(Listen { verbs: self.me.clone(), on_request, datagram: true });
+        let as_handler: Arc<dyn CmHandler> = datagram.clone();
+        match CmId::datagram(Arc::downgrade(&as_handler)).and_then(|id| id.listen(ip, port, 128).map(|_| id)) {
+            Ok(id) => {
+                listener.ids.push(id);
+                listener._handlers.push(datagram);
+            }
+            Err(e) if debug() => eprintln!("libdat: no UD requests at {ip}:{port}: {e}"),
+            Err(_) => {}
+        }
+        Ok(Box::new(listener))
     }
 
     fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, _conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
@@ -145,6 +161,36 @@ impl Transport for Verbs {
     // rdma-cm opens each device once per process: its IAs share the context.
     fn evd_domain(&self) -> usize {
         self.device.context() as usize
+    }
+
+    fn datagrams(&self) -> bool {
+        true
+    }
+
+    fn datagram_endpoint(&self, ep: &Arc<Ep>) -> DatResult {
+        if ep.pz().is_none() {
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ));
+        }
+        let conn = Conn::open_datagram(&self.arc(), ep).map_err(|e| {
+            if debug() {
+                eprintln!("libdat: a UD QP on {}: {e}", self.device.name());
+            }
+            DatError::resources(Sub::DAT_RESOURCE_TEP)
+        })?;
+        ep.datagram_ready(conn);
+        Ok(())
+    }
+
+    fn connect_datagram(&self, ep: Arc<Ep>, remote: SocketAddrV4, _conn_qual: u64, private_data: Vec<u8>) -> DatResult {
+        datagram::connect(&self.arc(), ep, remote, private_data)
+    }
+
+    fn address_handle_known(&self, ah: usize) -> bool {
+        datagram::address_handle(ah).is_some()
+    }
+
+    fn free_address_handle(&self, ah: usize) -> bool {
+        datagram::free(ah)
     }
 
     // The EP's QP is made now, as OpenFabrics makes it, not in its connection's time.
@@ -209,7 +255,9 @@ impl Transport for Verbs {
 /// A listening id's requests go to the service point.
 struct Listen {
     verbs: Weak<Verbs>,
-    on_request: OnRequest,
+    on_request: Arc<OnRequest>,
+    /// Listens in rdma-cm's datagram space: its requests are UD EPs'.
+    datagram: bool,
 }
 
 impl CmHandler for Listen {
@@ -218,14 +266,19 @@ impl CmHandler for Listen {
             return;
         }
         let (Some(id), Some(verbs)) = (event.request.take(), self.verbs.upgrade()) else { return };
-        (self.on_request)(Box::new(Request::new(verbs, id, event)));
+        if !self.datagram {
+            (self.on_request)(Box::new(Request::new(verbs, id, event)));
+        } else if let Some(request) = DatagramRequest::new(verbs, id, &event) {
+            (self.on_request)(Box::new(request));
+        }
     }
 }
 
 struct Listener {
-    _id: CmId,
+    /// First: its ids stop listening before their handlers go.
+    ids: Vec<CmId>,
     port: u16,
-    _handler: Arc<Listen>,
+    _handlers: Vec<Arc<Listen>>,
 }
 
 impl Listening for Listener {
