@@ -2,8 +2,8 @@
  * The IB extension (dat_ib_extensions.h), where an IA reports it: dat_ia_query's extension
  * fields, dat_ib_open_query / dat_ib_close_query, RDMA write with immediate data, fetch-and-add
  * and compare-and-swap between two connected IAs (their completions and event data as the
- * header describes them), and the counters where the IA names DAT_COUNTERS. An IA that reports
- * no IB extension runs only the first case.
+ * header describes them), the counters where the IA names DAT_COUNTERS, and unreliable
+ * datagrams between two UD EPs. An IA that reports no IB extension runs only the first case.
  */
 #include "side.h"
 
@@ -195,6 +195,101 @@ int main(void)
 		expect_true("ext/query_counters-one-value",
 			    cntrs[DCNT_EP_CONNECT] == 1 && cntrs[DCNT_EP_DISCONNECT] == (DAT_UINT64)-1,
 			    "DCNT_EP_CONNECT 1 at its index, nothing else written");
+	}
+	/* Unreliable datagrams (DAT_IB_SERVICE_TYPE_UD): a UD EP's dat_ep_connect reaches the
+	 * peer's service point as DAT_IB_UD_CONNECTION_REQUEST_EVENT; once accepted by a UD EP,
+	 * each side gets DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED whose extension data carries the
+	 * address handle of the other EP (DAT_IB_UD_REMOTE_AH for the requester,
+	 * DAT_IB_UD_PASSIVE_REMOTE_AH for the acceptor); dat_ib_post_send_ud sends through it, and
+	 * the receive holds the 40-byte routing header before the data. */
+	{
+		DAT_EP_ATTR ud_attr;
+		DAT_EP_HANDLE ua = DAT_HANDLE_NULL, up = DAT_HANDLE_NULL;
+		DAT_PSP_HANDLE psp;
+		DAT_CR_PARAM crp;
+		DAT_IB_ADDR_HANDLE to_p, to_a;
+		struct sockaddr_in sin;
+		DAT_CONN_QUAL port;
+		memset(&ud_attr, 0, sizeof(ud_attr));
+		ud_attr.service_type = (DAT_SERVICE_TYPE)DAT_IB_SERVICE_TYPE_UD;
+		ud_attr.max_message_size = 1024;
+		ud_attr.max_recv_dtos = 4;
+		ud_attr.max_request_dtos = 4;
+		ud_attr.max_recv_iov = 1;
+		ud_attr.max_request_iov = 1;
+		expect_ret("ext/ud-ep_create", dat_ep_create(a.ia, a.pz, a.recv_evd, a.req_evd, a.conn_evd, &ud_attr, &ua),
+			   DAT_SUCCESS);
+		if (ua != DAT_HANDLE_NULL &&
+		    dat_ep_create(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, &ud_attr, &up) == DAT_SUCCESS) {
+			l = iov(&p, 1024, 512);
+			c.as_64 = 51;
+			must(dat_ep_post_recv(up, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv (UD)");
+			port = listen_any(&p, &psp);
+			ia_own_address(p.ia, &sin);
+			expect_ret("ext/ud-connect",
+				   dat_ep_connect(ua, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 2, (DAT_PVOID) "ud",
+						  DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+				   DAT_SUCCESS);
+			e = next(p.cr_evd);
+			expect_true("ext/ud-request-event",
+				    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT,
+				    "DAT_IB_UD_CONNECTION_REQUEST_EVENT");
+			memset(&crp, 0, sizeof(crp));
+			if (e.event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT &&
+			    dat_cr_query(e.event_data.cr_arrival_event_data.cr_handle, DAT_CR_FIELD_ALL, &crp) == DAT_SUCCESS) {
+				expect_true("ext/ud-request-private-data",
+					    crp.private_data_size == 2 && !memcmp(crp.private_data, "ud", 2),
+					    "the requester's 2 bytes");
+				expect_ret("ext/ud-accept",
+					   dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, up, 3, (DAT_PVOID) "yes"),
+					   DAT_SUCCESS);
+				e = next(p.conn_evd);
+				to_a = ext_data(&e)->remote_ah;
+				expect_true("ext/ud-established-acceptor",
+					    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED &&
+						    e.event_data.connect_event_data.ep_handle == up &&
+						    ext_data(&e)->type == DAT_IB_UD_PASSIVE_REMOTE_AH && to_a.ah != NULL,
+					    "DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, DAT_IB_UD_PASSIVE_REMOTE_AH, an address handle");
+				e = next(a.conn_evd);
+				to_p = ext_data(&e)->remote_ah;
+				expect_true("ext/ud-established-requester",
+					    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED &&
+						    e.event_data.connect_event_data.ep_handle == ua &&
+						    ext_data(&e)->type == DAT_IB_UD_REMOTE_AH && to_p.ah != NULL &&
+						    e.event_data.connect_event_data.private_data_size == 3 &&
+						    !memcmp(e.event_data.connect_event_data.private_data, "yes", 3),
+					    "DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, DAT_IB_UD_REMOTE_AH, the acceptor's 3 bytes");
+				if (e.event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED) {
+					memcpy(a.buf + 1024, "datagram", 8);
+					l = iov(&a, 1024, 8);
+					c.as_64 = 52;
+					expect_ret("ext/ud-post_send_ud",
+						   dat_ib_post_send_ud(ua, 1, &l, &to_p, c, DAT_COMPLETION_DEFAULT_FLAG),
+						   DAT_SUCCESS);
+					e = next(a.req_evd);
+					expect_true("ext/ud-send-event",
+						    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT &&
+							    ext_data(&e)->type == DAT_IB_UD_SEND &&
+							    e.event_data.dto_completion_event_data.user_cookie.as_64 == 52 &&
+							    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS,
+						    "DAT_IB_DTO_EVENT, DAT_IB_UD_SEND, cookie 52, success");
+					e = next(p.recv_evd);
+					expect_true("ext/ud-recv-event",
+						    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT &&
+							    ext_data(&e)->type == DAT_IB_UD_RECV &&
+							    e.event_data.dto_completion_event_data.user_cookie.as_64 == 51 &&
+							    e.event_data.dto_completion_event_data.transfered_length == 40 + 8 &&
+							    !memcmp(p.buf + 1024 + 40, "datagram", 8),
+						    "DAT_IB_DTO_EVENT, DAT_IB_UD_RECV, 40 + 8 bytes, the data behind the routing header");
+					expect_ret("ext/ud-ah_free", dat_ib_ud_ah_free(ua, &to_p), DAT_SUCCESS);
+				}
+			}
+			dat_psp_free(psp);
+		}
+		if (up != DAT_HANDLE_NULL)
+			dat_ep_free(up);
+		if (ua != DAT_HANDLE_NULL)
+			dat_ep_free(ua);
 	}
 	dat_lmr_free(atomic_lmr);
 	close_side(&a);

@@ -63,7 +63,8 @@ impl NamedAttrs {
 /// OpenFabrics' providers report them where programs read them: `dtest` runs its RDMA-read
 /// phases only when `DAT_IB_RDMA_READ` is `TRUE`, `dtestx` its atomics only where
 /// `DAT_IB_FETCH_AND_ADD` and `DAT_IB_CMP_AND_SWAP` are, `dtestsrq` sizes its messages by
-/// `DAT_IB_TRANSPORT_MTU`, `dtestx -p` its counters where `DAT_COUNTERS` is named.
+/// `DAT_IB_TRANSPORT_MTU`, `dtestx -p` its counters where `DAT_COUNTERS` is named;
+/// `DAT_IB_UD` says UD EPs run.
 fn provider_specific(transport: &dyn Transport, ip: std::net::Ipv4Addr) -> NamedAttrs {
     let truth = |b: bool| if b { "TRUE" } else { "FALSE" }.to_string();
     let mut pairs = transport.provider_specific(ip);
@@ -73,6 +74,8 @@ fn provider_specific(transport: &dyn Transport, ip: std::net::Ipv4Addr) -> Named
     pairs.push(("DAT_IB_FETCH_AND_ADD", truth(transport.atomics())));
     pairs.push(("DAT_IB_CMP_AND_SWAP", truth(transport.atomics())));
     pairs.push(("DAT_IB_IMMED_DATA", truth(true)));
+    // As OpenFabrics' providers that carry UD EPs name it (its rdma-cm one carries none).
+    pairs.push(("DAT_IB_UD", truth(transport.datagrams())));
     // Named as OpenFabrics' counters build names it: `dtestx -p` queries counters only then.
     pairs.push(("DAT_COUNTERS", truth(true)));
     NamedAttrs::new(&pairs)
