@@ -52,6 +52,12 @@ impl<T> AddressHandles<T> {
     }
 }
 
+impl<T> Default for AddressHandles<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -242,6 +242,11 @@ impl Conn {
         self.ep.upgrade()
     }
 
+    /// The transport (the device) of its EP's IA.
+    pub fn transport(&self) -> &Arc<Verbs> {
+        &self.verbs
+    }
+
     /// Its QP's number, once made.
     pub fn qp_number(&self) -> Option<u32> {
         self.qp.get().map(Qp::number)

@@ -250,7 +250,6 @@ impl CmHandler for Exchange {
 
 /// A UD EP's request at a service point, waiting for the consumer.
 pub struct DatagramRequest {
-    verbs: Arc<Verbs>,
     id: CmId,
     remote: SocketAddrV4,
     hello: Hello,
@@ -259,15 +258,15 @@ pub struct DatagramRequest {
 
 impl DatagramRequest {
     /// None: a request without our header (not a DAT UD EP's), which its id's drop refuses.
-    pub fn new(verbs: Arc<Verbs>, id: CmId, event: &CmEvent) -> Option<DatagramRequest> {
+    pub fn new(id: CmId, event: &CmEvent) -> Option<DatagramRequest> {
         let (hello, private_data) = read_hello(&event.private_data)?;
         let remote = id.remote().unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
-        Some(DatagramRequest { private_data: private_data.to_vec(), verbs, id, remote, hello })
+        Some(DatagramRequest { private_data: private_data.to_vec(), id, remote, hello })
     }
 
     /// The address handle from the accepting EP's port to the requester's.
     fn reach_requester(&self, endpoint: &Conn) -> std::io::Result<usize> {
-        let port = self.verbs.device.port_address()?;
+        let port = endpoint.transport().device.port_address()?;
         let pd = endpoint.protection_domain().ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
         let ah = Ah::create(&pd, &port.towards(self.hello.gid, self.hello.lid))?;
         Ok(keep(ah, endpoint))

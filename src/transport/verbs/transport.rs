@@ -268,7 +268,7 @@ impl CmHandler for Listen {
         let (Some(id), Some(verbs)) = (event.request.take(), self.verbs.upgrade()) else { return };
         if !self.datagram {
             (self.on_request)(Box::new(Request::new(verbs, id, event)));
-        } else if let Some(request) = DatagramRequest::new(verbs, id, &event) {
+        } else if let Some(request) = DatagramRequest::new(id, &event) {
             (self.on_request)(Box::new(request));
         }
     }
