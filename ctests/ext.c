@@ -195,6 +195,22 @@ int main(void)
 		expect_true("ext/query_counters-one-value",
 			    cntrs[DCNT_EP_CONNECT] == 1 && cntrs[DCNT_EP_DISCONNECT] == (DAT_UINT64)-1,
 			    "DCNT_EP_CONNECT 1 at its index, nothing else written");
+		/* dat_ib_start_counter / dat_ib_stop_counter sample the device's counters of a
+		 * kind into the IA's; the IA's own (its EPs made) are left as they were. (Called as
+		 * the macros expand: they cast to DAT_COUNTER_TYPE, which the header never
+		 * defines, so no C program can use them as written.) */
+		{
+			DAT_UINT64 ia_cntrs[DCNT_IA_ALL_COUNTERS];
+			expect_ret("ext/start_counter",
+				   dat_extension_op(a.ia, DAT_IB_START_COUNTERS_OP, (DAT_IA_COUNTER_TYPE)DCNT_IA_LNK), DAT_SUCCESS);
+			expect_ret("ext/stop_counter",
+				   dat_extension_op(a.ia, DAT_IB_STOP_COUNTERS_OP, (DAT_IA_COUNTER_TYPE)DCNT_IA_LNK), DAT_SUCCESS);
+			memset(ia_cntrs, 0, sizeof(ia_cntrs));
+			expect_true("ext/stop_counter-keeps-ia-counters",
+				    dat_ib_query_counters(a.ia, DCNT_IA_ALL_COUNTERS, ia_cntrs, 0) == DAT_SUCCESS &&
+					    ia_cntrs[DCNT_IA_EP_CREATE] >= 1,
+				    "the IA's EP count still there");
+		}
 	}
 	/* Unreliable datagrams (DAT_IB_SERVICE_TYPE_UD): a UD EP's dat_ep_connect reaches the
 	 * peer's service point as DAT_IB_UD_CONNECTION_REQUEST_EVENT; once accepted by a UD EP,

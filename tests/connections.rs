@@ -1234,3 +1234,30 @@ fn ud_eps_exchange_datagrams_through_the_address_handles_of_their_connection_eve
     a.buf[0] = 0;
     p.buf[0] = 0;
 }
+
+/// `dat_ib_start_counter` / `dat_ib_stop_counter` sample the IA's device counters over an
+/// interval: on RDMA the IB CM's messages of a connect (the request sent, where the kernel
+/// keeps the CM's counters), on TCP nothing (no device: each counts 0, counters of other kinds
+/// untouched). An unknown kind, or a handle other than an IA's, is refused.
+#[test]
+fn device_counters_sampled_between_start_and_stop_count_a_connects_messages() {
+    use dat_ia_counters as C;
+    let kind = dat_ia_counter_type::DCNT_IA_CM as u64;
+    let a = Side::new(ALL_PRIV);
+    let p = Side::new(ALL_PRIV);
+    assert_eq!(extension_op(a.ia, dat_ib_op::DAT_IB_START_COUNTERS_OP, &[kind]), OK);
+    assert_eq!(extension_op(a.ia, dat_ib_op::DAT_IB_START_COUNTERS_OP, &[7]), DatError::invalid_arg(2).code());
+    assert_eq!(extension_op(a.ep, dat_ib_op::DAT_IB_STOP_COUNTERS_OP, &[kind]), DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_IA).code());
+    let (a, _p) = connect_pair(a, p);
+    assert_eq!(extension_op(a.ia, dat_ib_op::DAT_IB_STOP_COUNTERS_OP, &[kind]), OK);
+    let mut ia = [0u64; C::DCNT_IA_ALL_COUNTERS as usize];
+    let all = C::DCNT_IA_ALL_COUNTERS as u64;
+    assert_eq!(extension_op(a.ia, dat_ib_op::DAT_IB_QUERY_COUNTERS_OP, &[all, ia.as_mut_ptr() as u64, 0]), OK);
+    let requests = ia[C::DCNT_IA_CM_REQ_TX as usize];
+    if on_rdma() && std::path::Path::new("/sys/class/infiniband_cm").exists() {
+        assert!(requests >= 1, "the connect's request counted: {requests}");
+    } else if !on_rdma() {
+        assert_eq!(requests, 0);
+    }
+    assert_eq!(ia[C::DCNT_IA_CM_ACTIVE_EST as usize], 1, "the IA's own counters are kept");
+}

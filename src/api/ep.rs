@@ -97,7 +97,14 @@ unsafe fn create(
         // Its QP carries its posts from the start: a UD EP is never connected.
         ia.transport.datagram_endpoint(&ep)?;
     }
-    out.set(ia.adopt(ep.clone())?);
+    match ia.adopt(ep.clone()) {
+        Ok(handle) => out.set(handle),
+        Err(e) => {
+            // The IA closed meanwhile: a UD EP's link leaves the EVDs it joined.
+            crate::handle::Object::on_release(&*ep);
+            return Err(e);
+        }
+    }
     if !datagram {
         ia.transport.endpoint_created(&ep);
     }

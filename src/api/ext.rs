@@ -16,6 +16,7 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{self, Kind};
 use crate::objects::counters::{reset_evd, Reading};
+use crate::objects::device_counters;
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
@@ -64,6 +65,8 @@ pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, args: 
             // A UD exchange's resources go as it ends (its answer or its failure): nothing is
             // left to free.
             dat_ib_op::DAT_IB_UD_CM_FREE_OP => edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP).map(drop),
+            dat_ib_op::DAT_IB_START_COUNTERS_OP => sample_device_counters(handle, v[0], device_counters::start),
+            dat_ib_op::DAT_IB_STOP_COUNTERS_OP => sample_device_counters(handle, v[0], device_counters::stop),
             dat_ib_op::DAT_IB_OPEN_QUERY_OP => unsafe {
                 ia::open_query(v[0] as *const c_char, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
             },
@@ -154,6 +157,17 @@ unsafe fn post_atomic(
     let cookie = DAT_DTO_COOKIE { as_64: cookie };
     // SAFETY: `segment` is one triplet on our stack; `remote` is forwarded from our caller.
     unsafe { ep::post_request(handle, 1, &segment, cookie, Some(remote), flags, local_position + 3, op.carrier(), Some(op), None) }
+}
+
+type Sample = fn(&crate::objects::counters::Counters<{ crate::objects::counters::IA_COUNTERS }>, dat_ia_counter_type, &dyn Fn(&str) -> Option<u64>);
+
+/// `dat_ib_start_counter` / `dat_ib_stop_counter` on an IA: its device's counters of one
+/// kind (an unknown kind is argument 2).
+fn sample_device_counters(handle: DAT_HANDLE, kind: u64, sample: Sample) -> DatResult {
+    let ia = edge::object::<Ia>(handle, Sub::DAT_INVALID_HANDLE_IA)?;
+    let kind = u32::try_from(kind).ok().and_then(|k| dat_ia_counter_type::try_from(k).ok()).ok_or(DatError::invalid_arg(2))?;
+    sample(&ia.counters, kind, &|name| ia.transport.device_counter(kind, name));
+    Ok(())
 }
 
 /// `dat_ib_post_send_ud`: a datagram from a UD EP to the EP an address handle of its UD

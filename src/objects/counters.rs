@@ -2,8 +2,8 @@
 //! every IA, EP and EVD as OpenFabrics' counters build keeps them: the objects an IA made and
 //! freed, its connection requests and connection outcomes, an EP's posts and receives with
 //! their bytes, an EVD's waits and dequeues. Relaxed atomic additions: a counter is a
-//! statistic, never a synchronization point. The transports' own message counts (the IA's
-//! CM_REQ_TX and the like), link and diagnostic counters stay 0: neither transport keeps them.
+//! statistic, never a synchronization point. The device's own counts (the IA's CM_REQ_TX and
+//! the like, link and diagnostic counters) are sampled by `device_counters`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -37,7 +37,11 @@ impl<const N: usize> Counters<N> {
     }
 
     pub fn reset(&self, counter: usize) {
-        self.0[counter].store(0, Ordering::Relaxed);
+        self.set(counter, 0);
+    }
+
+    pub fn set(&self, counter: usize, value: u64) {
+        self.0[counter].store(value, Ordering::Relaxed);
     }
 }
 

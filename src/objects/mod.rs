@@ -3,6 +3,7 @@
 pub mod cno;
 pub mod conn_qual;
 pub mod counters;
+pub mod device_counters;
 pub mod ep;
 pub mod ep_state;
 pub mod evd;

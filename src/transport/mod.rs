@@ -133,6 +133,11 @@ pub trait Transport: Send + Sync {
     fn free_address_handle(&self, _ah: usize) -> bool {
         false
     }
+    /// The device counter of `kind` (`dat_ib_start_counter`) kept in file `name` (None: the
+    /// transport has no such counter).
+    fn device_counter(&self, _kind: crate::abi::dat_ia_counter_type, _name: &str) -> Option<u64> {
+        None
+    }
     /// An EP of this IA was made: a transport whose connections need objects of their own
     /// (a QP) may make them now, so a connection does not wait for them.
     fn endpoint_created(&self, _ep: &Arc<Ep>) {}

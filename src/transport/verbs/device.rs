@@ -119,6 +119,11 @@ impl Device {
         Ok(PortAddress { port, gid_index: index as u8, gid, lid: attr.lid })
     }
 
+    /// The number of the IA's port.
+    pub fn port_number(&self) -> u8 {
+        self.bound.port_num()
+    }
+
     /// The device's name (`rxe0`, `mlx5_0`).
     pub fn name(&self) -> String {
         // SAFETY: the context is open; its device and name live as long.

@@ -163,6 +163,19 @@ impl Transport for Verbs {
         self.device.context() as usize
     }
 
+    // The device's counters in sysfs, where OpenFabrics reads them: the IB CM's per port,
+    // the port's, the device's diagnostics.
+    fn device_counter(&self, kind: crate::abi::dat_ia_counter_type, name: &str) -> Option<u64> {
+        use crate::abi::dat_ia_counter_type as K;
+        let (dev, port) = (self.device.name(), self.device.port_number());
+        let path = match kind {
+            K::DCNT_IA_CM => format!("/sys/class/infiniband_cm/{dev}/{port}/{name}"),
+            K::DCNT_IA_LNK => format!("/sys/class/infiniband/{dev}/ports/{port}/counters/{name}"),
+            K::DCNT_IA_DIAG => format!("/sys/class/infiniband/{dev}/diag_counters/{name}"),
+        };
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    }
+
     fn datagrams(&self) -> bool {
         true
     }
