@@ -17,7 +17,7 @@ use std::sync::{Arc, LazyLock, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
-use super::cm::{CmEvent, CmHandler, CmId, ConnParam, EventType};
+use super::cm::{CmEvent, CmHandler, CmId, ConnParam, DatagramReply, EventType};
 use super::conn::Conn;
 use super::device::Ah;
 use super::transport::Verbs;
@@ -183,9 +183,8 @@ impl Exchange {
     }
 
     /// The answer came: the address handle to the peer's QP.
-    fn answered(&self, ep: &Ep, event: &CmEvent) {
+    fn answered(&self, ep: &Ep, reply: DatagramReply, private_data: &[u8]) {
         use dat_ib_event_number as E;
-        let reply = event.datagram.expect("an answer's parameters");
         let made = self.endpoint.upgrade().and_then(|endpoint| {
             let pd = endpoint.protection_domain()?;
             match Ah::create(&pd, &reply.ah_attr) {
@@ -198,7 +197,7 @@ impl Exchange {
                 }
             }
         });
-        let data = read_answer(&event.private_data);
+        let data = read_answer(private_data);
         match made {
             Some(ah) => {
                 let peer = DatagramPeer { ah, qpn: reply.qp_num, remote: self.remote, passive: false, context: self.context };
@@ -233,7 +232,10 @@ impl CmHandler for Exchange {
                     self.finish(&ep, E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None);
                 }
             }
-            T::RDMA_CM_EVENT_ESTABLISHED if event.datagram.is_some() => self.answered(&ep, &event),
+            T::RDMA_CM_EVENT_ESTABLISHED => match event.datagram {
+                Some(reply) => self.answered(&ep, reply, &event.private_data),
+                None => self.finish(&ep, E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None),
+            },
             T::RDMA_CM_EVENT_UNREACHABLE if REFUSED.contains(&event.status) => {
                 self.finish(&ep, E::DAT_IB_UD_CONNECTION_REJECT_EVENT, read_answer(&event.private_data), None);
             }
