@@ -1,6 +1,7 @@
 //! Connection management functions: PSP, RSP, CSP and CR. Service points listen on the port
-//! their conn_qual maps to (any 64-bit qualifier, `objects::conn_qual`); `dat_cr_accept` hands the request to the transport. Common service points and
-//! hand-off return `DAT_NOT_IMPLEMENTED`.
+//! their conn_qual maps to (any 64-bit qualifier, `objects::conn_qual`); `dat_cr_accept` hands
+//! the request to the transport (a UD EP's request to a UD EP); `dat_cr_handoff` hands it to
+//! another service point of the IA.
 
 use std::sync::Arc;
 
