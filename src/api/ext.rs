@@ -171,14 +171,12 @@ fn sample_device_counters(handle: DAT_HANDLE, kind: u64, sample: Sample) -> DatR
 }
 
 /// `dat_ib_post_send_ud`: a datagram from a UD EP to the EP an address handle of its UD
-/// connection events reaches (one the transport does not know is argument 4).
+/// connection events reaches (one the transport does not know, which its post looks up, is
+/// argument 4).
 unsafe fn post_datagram(handle: DAT_HANDLE, segments: DAT_COUNT, local: *const DAT_LMR_TRIPLET, ah: *const DAT_IB_ADDR_HANDLE, cookie: u64, flags: u32) -> DatResult {
-    let ep = edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
+    edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
     // SAFETY: a non-NULL address handle pointer points to one (API contract).
     let ah = unsafe { edge::required_in(ah, 4)? };
-    if !ep.ia.transport.address_handle_known(ah.ah as usize) {
-        return Err(DatError::invalid_arg(4));
-    }
     let datagram = Extended::Datagram { ah: ah.ah as usize, qpn: ah.qpn };
     let cookie = DAT_DTO_COOKIE { as_64: cookie };
     // SAFETY: forwarded from our caller.

@@ -124,11 +124,6 @@ pub trait Transport: Send + Sync {
     fn connect_datagram(&self, _ep: Arc<Ep>, _remote: SocketAddrV4, _conn_qual: u64, _private_data: Vec<u8>) -> DatResult {
         Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED))
     }
-    /// Whether `ah` names a live address handle this transport made (a UD connection
-    /// event's), for a datagram posted to it.
-    fn address_handle_known(&self, _ah: usize) -> bool {
-        false
-    }
     /// Destroys address handle `ah`; false when it names none of this transport's.
     fn free_address_handle(&self, _ah: usize) -> bool {
         false

@@ -33,10 +33,6 @@ pub const ROUTING_HEADER: usize = 40;
 /// The address handles of UD connection events on this transport: the peer's IA address.
 static HANDLES: AddressHandles<SocketAddrV4> = AddressHandles::new();
 
-pub fn address_handle_known(ah: usize) -> bool {
-    HANDLES.get(ah).is_some()
-}
-
 pub fn free_address_handle(ah: usize) -> bool {
     HANDLES.free(ah)
 }

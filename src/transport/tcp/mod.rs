@@ -55,10 +55,6 @@ impl Transport for Tcp {
         datagram::connect(ep, remote, conn_qual, private_data)
     }
 
-    fn address_handle_known(&self, ah: usize) -> bool {
-        datagram::address_handle_known(ah)
-    }
-
     fn free_address_handle(&self, ah: usize) -> bool {
         datagram::free_address_handle(ah)
     }

@@ -198,10 +198,6 @@ impl Transport for Verbs {
         datagram::connect(&self.arc(), ep, remote, private_data)
     }
 
-    fn address_handle_known(&self, ah: usize) -> bool {
-        datagram::address_handle(ah).is_some()
-    }
-
     fn free_address_handle(&self, ah: usize) -> bool {
         datagram::free(ah)
     }
