@@ -17,6 +17,8 @@ pub struct Device {
     bound: CmId,
     pub ip: Ipv4Addr,
     pub attr: ibv::ibv_device_attr,
+    /// How peers address the IA's port, once found (a scan of its GID table).
+    port_address: std::sync::OnceLock<PortAddress>,
 }
 
 // SAFETY: the device context is used only through verbs calls, which are thread-safe.
@@ -52,7 +54,7 @@ impl Device {
             return Err(last_error());
         }
         let events = DeviceEvents::watch(ctx)?;
-        Ok(Arc::new(Device { events, bound, ip, attr }))
+        Ok(Arc::new(Device { events, bound, ip, attr, port_address: std::sync::OnceLock::new() }))
     }
 
     pub fn context(&self) -> *mut ibv::ibv_context {
@@ -89,8 +91,17 @@ impl Device {
 
     /// How peers address the IA's port: its number, the index and value of the GID that
     /// carries the IA's address (RoCE: the IPv4-mapped one, version 2 where the port has
-    /// both; InfiniBand: the port's first), and its LID.
+    /// both; InfiniBand: the port's first), and its LID. Found once; a failure is tried again
+    /// next time.
     pub fn port_address(&self) -> io::Result<PortAddress> {
+        if let Some(found) = self.port_address.get() {
+            return Ok(*found);
+        }
+        let found = self.find_port_address()?;
+        Ok(*self.port_address.get_or_init(|| found))
+    }
+
+    fn find_port_address(&self) -> io::Result<PortAddress> {
         let port = self.bound.port_num();
         // SAFETY: plain data, all-zero valid; filled by the query.
         let mut attr: ibv::ibv_port_attr = unsafe { std::mem::zeroed() };
