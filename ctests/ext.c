@@ -16,6 +16,15 @@ static DAT_IB_EXTENSION_EVENT_DATA *ext_data(DAT_EVENT *e)
 	return (DAT_IB_EXTENSION_EVENT_DATA *)&e->event_extension_data[0];
 }
 
+/* Whether `e` is the successful completion of the DTO of `cookie`, as DAT_IB_DTO_EVENT of the
+ * extension type `type`. */
+static int ib_dto_done(DAT_EVENT *e, DAT_IB_EXT_TYPE type, DAT_UINT64 cookie)
+{
+	return e->event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT && ext_data(e)->type == type &&
+	       e->event_data.dto_completion_event_data.user_cookie.as_64 == cookie &&
+	       e->event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS;
+}
+
 /* Whether the IA names provider-specific attribute `name` with value "TRUE". */
 static int names_true(DAT_IA_HANDLE ia, const char *name)
 {
@@ -102,20 +111,13 @@ int main(void)
 			   DAT_SUCCESS);
 		e = next(p.recv_evd);
 		expect_true("ext/rdma_write_immed-receiver-event",
-			    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT &&
-				    ext_data(&e)->type == DAT_IB_RDMA_WRITE_IMMED_DATA &&
-				    ext_data(&e)->val.immed.data == 0x1234abcd &&
-				    e.event_data.dto_completion_event_data.user_cookie.as_64 == 41 &&
-				    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS,
+			    ib_dto_done(&e, DAT_IB_RDMA_WRITE_IMMED_DATA, 41) && ext_data(&e)->val.immed.data == 0x1234abcd,
 			    "DAT_IB_DTO_EVENT, DAT_IB_RDMA_WRITE_IMMED_DATA, data 0x1234abcd, the receive's cookie");
 		expect_true("ext/rdma_write_immed-data-landed", !memcmp(p.buf + 100, "immediate", 9),
 			    "the written bytes in the peer's region");
 		e = next(a.req_evd);
 		expect_true("ext/rdma_write_immed-request-event",
-			    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT &&
-				    ext_data(&e)->type == DAT_IB_RDMA_WRITE_IMMED &&
-				    e.event_data.dto_completion_event_data.user_cookie.as_64 == 42 &&
-				    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS,
+			    ib_dto_done(&e, DAT_IB_RDMA_WRITE_IMMED, 42),
 			    "DAT_IB_DTO_EVENT, DAT_IB_RDMA_WRITE_IMMED, cookie 42, success");
 	}
 
@@ -141,9 +143,7 @@ int main(void)
 		e = next(a.req_evd);
 		memcpy(&word, a.buf + 512, 8);
 		expect_true("ext/fetch_and_add-completion",
-			    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT &&
-				    ext_data(&e)->type == DAT_IB_FETCH_AND_ADD &&
-				    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS && word == 5,
+			    ib_dto_done(&e, DAT_IB_FETCH_AND_ADD, 43) && word == 5,
 			    "DAT_IB_DTO_EVENT, DAT_IB_FETCH_AND_ADD, the original 5");
 		memcpy(&word, atomic_buf + 8, 8);
 		expect_true("ext/fetch_and_add-target", word == 15, "the peer's word is 15");
@@ -284,16 +284,11 @@ int main(void)
 						   DAT_SUCCESS);
 					e = next(a.req_evd);
 					expect_true("ext/ud-send-event",
-						    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT &&
-							    ext_data(&e)->type == DAT_IB_UD_SEND &&
-							    e.event_data.dto_completion_event_data.user_cookie.as_64 == 52 &&
-							    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS,
+						    ib_dto_done(&e, DAT_IB_UD_SEND, 52),
 						    "DAT_IB_DTO_EVENT, DAT_IB_UD_SEND, cookie 52, success");
 					e = next(p.recv_evd);
 					expect_true("ext/ud-recv-event",
-						    e.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT &&
-							    ext_data(&e)->type == DAT_IB_UD_RECV &&
-							    e.event_data.dto_completion_event_data.user_cookie.as_64 == 51 &&
+						    ib_dto_done(&e, DAT_IB_UD_RECV, 51) &&
 							    e.event_data.dto_completion_event_data.transfered_length == 40 + 8 &&
 							    !memcmp(p.buf + 1024 + 40, "datagram", 8),
 						    "DAT_IB_DTO_EVENT, DAT_IB_UD_RECV, 40 + 8 bytes, the data behind the routing header");

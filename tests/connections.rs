@@ -85,15 +85,7 @@ fn a_message_sent_before_its_receive_is_posted_waits_for_it_and_so_does_its_send
 fn a_message_that_arrives_before_any_shared_receive_waits_for_one() {
     let (a, mut p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
     // p's EP draws its receives from an SRQ.
-    let mut srq = null_mut();
-    unsafe {
-        assert_eq!(dat_ep_free(p.ep), OK);
-        let attr = DAT_SRQ_ATTR { max_recv_dtos: 8, max_recv_iov: 2, low_watermark: 0 };
-        assert_eq!(dat_srq_create(p.ia, p.pz, &attr as *const _ as *mut _, &mut srq), OK);
-        let mut ep = null_mut();
-        assert_eq!(dat_ep_create_with_srq(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, srq, &dat::objects::ep::default_attr(), &mut ep), OK);
-        p.ep = ep;
-    }
+    let srq = p.move_to_srq(8, 2);
     let (mut a, mut p) = connect_pair(a, p);
     a.buf[..5].copy_from_slice(b"early");
     a.buf[8] = 0xcd;
@@ -863,18 +855,9 @@ fn an_atomic_without_the_atomic_privilege_is_a_remote_access_error() {
 fn eps_sharing_one_srq_take_its_receives_and_report_their_end() {
     const PEERS: usize = 3;
     let mut p = Side::new(ALL_PRIV);
-    let mut srq = null_mut();
-    let mut eps = Vec::new();
-    unsafe {
-        assert_eq!(dat_ep_free(p.ep), OK);
-        let attr = DAT_SRQ_ATTR { max_recv_dtos: 16, max_recv_iov: 2, low_watermark: 0 };
-        assert_eq!(dat_srq_create(p.ia, p.pz, &attr as *const _ as *mut _, &mut srq), OK);
-        for _ in 0..PEERS {
-            let mut ep = null_mut();
-            assert_eq!(dat_ep_create_with_srq(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, srq, &dat::objects::ep::default_attr(), &mut ep), OK);
-            eps.push(ep);
-        }
-    }
+    let srq = p.move_to_srq(16, 2);
+    let mut eps = vec![p.ep];
+    eps.extend((1..PEERS).map(|_| p.srq_ep(srq)));
     let (psp, port) = p.listen();
     let mut initiators = Vec::new();
     for &ep in &eps {
@@ -1073,15 +1056,7 @@ fn a_common_connect_reaches_the_csp_of_its_address_and_connects() {
 #[test]
 fn an_srq_below_its_low_watermark_reports_it_once_per_setting() {
     let mut p = Side::new(ALL_PRIV);
-    let mut srq = null_mut();
-    unsafe {
-        assert_eq!(dat_ep_free(p.ep), OK);
-        let attr = DAT_SRQ_ATTR { max_recv_dtos: 8, max_recv_iov: 1, low_watermark: 0 };
-        assert_eq!(dat_srq_create(p.ia, p.pz, &attr as *const _ as *mut _, &mut srq), OK);
-        let mut ep = null_mut();
-        assert_eq!(dat_ep_create_with_srq(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, srq, &dat::objects::ep::default_attr(), &mut ep), OK);
-        p.ep = ep;
-    }
+    let srq = p.move_to_srq(8, 1);
     let (mut a, p) = connect_pair(Side::new(ALL_PRIV), p);
     let mut async_evd = null_mut();
     let mut ia_attr: DAT_IA_ATTR = zero();

@@ -9,7 +9,7 @@
 use std::ptr::null_mut;
 
 use dat::abi::*;
-use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, pz::*};
+use dat::api::{cm::*, ep::*, evd::*, ia::*, lmr::*, pz::*, srq::*};
 use dat::error::Type;
 
 pub const OK: DAT_RETURN = 0;
@@ -172,6 +172,28 @@ impl Side {
         let mut s = 0;
         assert_eq!(unsafe { dat_ep_get_status(self.ep, &mut s, null_mut(), null_mut()) }, OK);
         dat_ep_state::try_from(s).unwrap()
+    }
+
+    /// The side's EP gives way to one that draws its receives from a new SRQ of `max_recv`
+    /// receives of `max_iov` segments, in the side's zone; the SRQ is returned.
+    pub fn move_to_srq(&mut self, max_recv: DAT_COUNT, max_iov: DAT_COUNT) -> DAT_SRQ_HANDLE {
+        let mut srq = null_mut();
+        let attr = DAT_SRQ_ATTR { max_recv_dtos: max_recv, max_recv_iov: max_iov, low_watermark: 0 };
+        unsafe {
+            assert_eq!(dat_ep_free(self.ep), OK);
+            assert_eq!(dat_srq_create(self.ia, self.pz, &attr as *const _ as *mut _, &mut srq), OK);
+        }
+        self.ep = self.srq_ep(srq);
+        srq
+    }
+
+    /// Another EP of the side's IA, zone and EVDs, on `srq`.
+    pub fn srq_ep(&self, srq: DAT_SRQ_HANDLE) -> DAT_EP_HANDLE {
+        let mut ep = null_mut();
+        let attr = dat::objects::ep::default_attr();
+        let rc = unsafe { dat_ep_create_with_srq(self.ia, self.pz, self.recv_evd, self.req_evd, self.conn_evd, srq, &attr, &mut ep) };
+        assert_eq!(rc, OK);
+        ep
     }
 
     pub fn post_recv(&self, iov: &[DAT_LMR_TRIPLET], c: u64) {
