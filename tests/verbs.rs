@@ -173,7 +173,7 @@ fn side(device: &Arc<Device>, len: usize) -> Side {
 }
 
 fn sge(s: &Side, offset: usize, length: usize) -> Sge {
-    Sge { address: s.buf.as_ptr() as u64 + offset as u64, length: length as u32, lkey: s.mr.lkey() }
+    Sge { addr: s.buf.as_ptr() as u64 + offset as u64, length: length as u32, lkey: s.mr.lkey() }
 }
 
 /// The next completion on `cq`, polled until it comes (bounded).

@@ -7,6 +7,7 @@
 //! zone, EVDs or sizes since, or had none. Receives posted before go to it then.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -169,15 +170,31 @@ impl Source for Deadline {
 }
 
 /// The pieces of a DAT segment list a work request carries.
-pub(super) fn sges(segments: &[DAT_LMR_TRIPLET]) -> DatResult<([Sge; MAX_SGE], usize)> {
+pub(super) fn sges(segments: &[DAT_LMR_TRIPLET]) -> DatResult<SgList> {
     if segments.len() > MAX_SGE {
         return Err(DatError::invalid_arg(2));
     }
-    let mut out = [Sge { address: 0, length: 0, lkey: 0 }; MAX_SGE];
-    for (o, s) in out.iter_mut().zip(segments) {
-        *o = Sge { address: s.virtual_address, length: s.segment_length as u32, lkey: s.lmr_context };
+    let mut list = SgList { entries: [MaybeUninit::uninit(); MAX_SGE], len: segments.len() };
+    for (o, s) in list.entries.iter_mut().zip(segments) {
+        o.write(Sge { addr: s.virtual_address, length: s.segment_length as u32, lkey: s.lmr_context });
     }
-    Ok((out, segments.len()))
+    Ok(list)
+}
+
+/// A work request's scatter/gather list: room for the most a request may have, of which only
+/// the request's entries are written (most requests have one).
+pub(super) struct SgList {
+    entries: [MaybeUninit<Sge>; MAX_SGE],
+    len: usize,
+}
+
+impl std::ops::Deref for SgList {
+    type Target = [Sge];
+
+    fn deref(&self) -> &[Sge] {
+        // SAFETY: the first `len` entries were written by `sges`.
+        unsafe { std::slice::from_raw_parts(self.entries.as_ptr().cast(), self.len) }
+    }
 }
 
 /// The CQ behind an EVD of this transport.
@@ -271,7 +288,7 @@ impl Conn {
             None => shape.create(&self.id)?,
         };
         for r in &inner.recvs {
-            qp.post_recv(RECV_ID, &sges(&r.segments).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?.0[..r.segments.len()])?;
+            qp.post_recv(RECV_ID, &sges(&r.segments).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?)?;
         }
         self.verbs.add_qp(qp.number(), self);
         let _ = self.qp.set(qp);
@@ -292,8 +309,7 @@ impl Conn {
     /// lock, as the receive joins the EP's list.
     pub fn post_recv(&self, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
         let Some(qp) = self.qp.get() else { return Ok(()) };
-        let (list, n) = sges(segments)?;
-        qp.post_recv(RECV_ID, &list[..n]).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEP))
+        qp.post_recv(RECV_ID, &sges(segments)?).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEP))
     }
 
     /// A work request failed: the connection breaks (the peer hears of it).
@@ -463,7 +479,7 @@ impl Link for Conn {
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
             }
         }
-        let (list, n) = sges(out.segments)?;
+        let list = sges(out.segments)?;
         let total = lmr::total_length(out.segments);
         // A datagram's address handle is held through the post (the consumer may free it
         // meanwhile).
@@ -495,7 +511,7 @@ impl Link for Conn {
         // Every request is signalled to the CQ (a suppressed success is dropped as it is
         // reported): so each completion names the oldest request, and flushes find theirs.
         let flags = SendFlags { signalled: true, solicited: out.solicited, fence: out.fence };
-        if qp.post_send(seq, op, &list[..n], flags).is_err() {
+        if qp.post_send(seq, op, &list, flags).is_err() {
             inner.outstanding.pop_back();
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
         }

@@ -16,13 +16,9 @@ use crate::transport::SharedQueue;
 /// Scatter/gather entries one request carries at most.
 pub const MAX_SGE: usize = 16;
 
-/// One piece of a request's local memory: address, length, and the region's lkey.
-#[derive(Clone, Copy, Debug)]
-pub struct Sge {
-    pub address: u64,
-    pub length: u32,
-    pub lkey: u32,
-}
+/// One piece of a request's local memory (address, length, and the region's lkey), as the
+/// device reads it: a request's list is made once, in this form.
+pub type Sge = ibv::ibv_sge;
 
 /// What a send-queue request does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,15 +75,9 @@ unsafe impl Send for Qp {}
 // SAFETY: as above.
 unsafe impl Sync for Qp {}
 
-pub(super) fn sges<const N: usize>(list: &[Sge]) -> io::Result<([ibv::ibv_sge; N], usize)> {
-    if list.len() > N {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    let mut out = [ibv::ibv_sge { addr: 0, length: 0, lkey: 0 }; N];
-    for (o, s) in out.iter_mut().zip(list) {
-        *o = ibv::ibv_sge { addr: s.address, length: s.length, lkey: s.lkey };
-    }
-    Ok((out, list.len()))
+/// A list as a work request points to it: the C type is not const, but posting only reads it.
+pub(super) fn sg_list(local: &[Sge]) -> *mut ibv::ibv_sge {
+    local.as_ptr().cast_mut()
 }
 
 impl Qp {
@@ -167,12 +157,11 @@ impl Qp {
 
     /// Posts one send-queue request; `wr_id` comes back in its completion.
     pub fn post_send(&self, wr_id: u64, op: SendOp, local: &[Sge], flags: SendFlags) -> io::Result<()> {
-        let (mut list, n) = sges::<MAX_SGE>(local)?;
         // SAFETY: plain data; all-zero valid.
         let mut wr: ibv::ibv_send_wr = unsafe { std::mem::zeroed() };
         wr.wr_id = wr_id;
-        wr.sg_list = list.as_mut_ptr();
-        wr.num_sge = n as i32;
+        wr.sg_list = sg_list(local);
+        wr.num_sge = local.len() as i32;
         let total: u64 = local.iter().map(|s| u64::from(s.length)).sum();
         let mut send_flags = 0;
         if flags.signalled {
@@ -266,8 +255,7 @@ impl Qp {
 
     /// Posts one receive; `wr_id` comes back in its completion.
     pub fn post_recv(&self, wr_id: u64, local: &[Sge]) -> io::Result<()> {
-        let (mut list, n) = sges::<MAX_SGE>(local)?;
-        let mut wr = ibv::ibv_recv_wr { wr_id, next: std::ptr::null_mut(), sg_list: list.as_mut_ptr(), num_sge: n as i32 };
+        let mut wr = ibv::ibv_recv_wr { wr_id, next: std::ptr::null_mut(), sg_list: sg_list(local), num_sge: local.len() as i32 };
         let mut bad: *mut ibv::ibv_recv_wr = std::ptr::null_mut();
         // SAFETY: as `post_send`.
         match unsafe { ibv::ibv_post_recv(self.raw, &mut wr, &mut bad) } {

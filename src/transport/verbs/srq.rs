@@ -15,7 +15,7 @@ use slab::Slab;
 
 use super::device::Pd;
 use super::conn::sges;
-use super::qp::{self, MAX_SGE};
+use super::qp::{sg_list, MAX_SGE};
 use crate::abi::DAT_LMR_TRIPLET;
 use crate::error::{DatError, DatResult, Sub};
 use crate::transport::SharedQueue;
@@ -73,15 +73,14 @@ impl VerbsSrq {
 
 impl SharedQueue for VerbsSrq {
     fn post_recv(&self, cookie: u64, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
-        let (ours, n) = sges(segments)?;
-        let (mut list, n) = qp::sges::<MAX_SGE>(&ours[..n]).map_err(|_| DatError::invalid_arg(2))?;
+        let list = sges(segments)?;
         let mut cookies = self.cookies.lock();
         let slot = cookies.insert(cookie);
         let mut wr = ibv::ibv_recv_wr {
             wr_id: SRQ_RECV_ID | slot as u64,
             next: std::ptr::null_mut(),
-            sg_list: list.as_mut_ptr(),
-            num_sge: n as i32,
+            sg_list: sg_list(&list),
+            num_sge: list.len() as i32,
         };
         let mut bad: *mut ibv::ibv_recv_wr = std::ptr::null_mut();
         // SAFETY: the SRQ is live; `wr` and its list live through the call, which copies them.
