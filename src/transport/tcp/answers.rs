@@ -123,6 +123,21 @@ impl Answers {
         false
     }
 
+    /// The consumer's thread that held acknowledgements for a ride stopped polling: the
+    /// engine holds them now, until `due` (the caller saw that nothing but acknowledgements
+    /// waits). Returns whether it started a wait (the caller sets its timer then).
+    pub fn hand_to_engine(&self, due: u64) -> bool {
+        self.held_since_poll.store(0, Ordering::Relaxed);
+        match self.take_owed() {
+            Some(seq) => self.hold_ack(seq, due),
+            None if self.queued.load(Ordering::Acquire) != 0 && self.ack_due.load(Ordering::Relaxed) == 0 => {
+                self.ack_due.store(due, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// When the engine's held acknowledgements are due, 0 when none are held.
     pub fn ack_due(&self) -> u64 {
         self.ack_due.load(Ordering::Relaxed)

@@ -548,20 +548,37 @@ impl TcpLink {
         self.flush_answers();
     }
 
-    /// Writes answers after a consumer's poll handled frames: acknowledgements alone wait a
-    /// few polls for the thread's next request to carry them when it holds the connection on
-    /// lease (a ping-pong's reply); anything else goes now.
+    /// Writes answers after a consumer's poll handled frames: acknowledgements alone wait for
+    /// the thread's next request to carry them (a ping-pong's reply), for a few polls when it
+    /// holds the connection on lease, else with the engine, whose timer sends them if no
+    /// request came; anything else goes now.
     fn answer_soon(&self, polls: u64) {
         if !self.answers.pending() && !self.out_blocked.load(Ordering::Relaxed) {
             return;
         }
-        if self.lent.load(Ordering::Relaxed) && !self.out_blocked.load(Ordering::Relaxed) && self.answers.only_acks() {
+        if !self.out_blocked.load(Ordering::Relaxed) && !self.held.any() && self.answers.only_acks() {
+            if !self.lent.load(Ordering::Relaxed) {
+                // Sent alone, they would complete the peer's request before our answer comes;
+                // a peer that then polls memory, holding its lease, would leave that answer
+                // in its socket until the lease ran out.
+                self.hold_with_engine();
+                return;
+            }
             let since = self.answers.held_since(polls);
             if since == 0 || polls.wrapping_sub(since) < ACK_HOLD_POLLS {
                 return;
             }
         }
         self.flush_answers();
+    }
+
+    /// The acknowledgements a consumer's thread held wait with the engine (its timer sends
+    /// them if no request carries them first).
+    fn hold_with_engine(&self) {
+        let due = sys::monotonic_micros() + self.ack_hold_us.load(Ordering::Relaxed);
+        if self.answers.hand_to_engine(due) {
+            self.set_timer();
+        }
     }
 
     /// The connection ended (`stopped`): carried out on the engine's thread.
@@ -754,7 +771,22 @@ impl Lent for TcpLink {
             self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             self.rearm();
         }
-        // Acknowledgements the thread held for a ride go now: nobody polls to send them.
+        if engine::on_engine()
+            && !self.out_blocked.load(Ordering::Acquire)
+            && !self.held.any()
+            && self.answers.only_acks()
+        {
+            // The lease ran out while the thread computes or polls memory: acknowledgements
+            // it held for a ride wait on for its next request, as the engine's own do. Sent
+            // alone now, they would complete the peer's request early, and a peer that then
+            // polls memory, holding its own lease, leaves our next request waiting in its
+            // socket until that lease runs out too (dtest -D, whose client computes for
+            // 500 us every fifth message, lost a lease's length to each such round).
+            self.hold_with_engine();
+            return waited;
+        }
+        // The thread sleeps or exits, or answers other than acknowledgements wait: what it
+        // held goes now, since nobody polls to send it.
         self.flush_answers();
         waited
     }
