@@ -109,7 +109,7 @@ $(BUILD)/bin/datinfo: $(RELEASE_DIR)/datinfo $(BUILD)/release-kind
 	cp $< $@
 
 # C programs built against our own headers and library, as a consumer builds them.
-tools: $(BUILD)/bin/datperf $(BUILD)/bin/rawtcp
+tools: $(BUILD)/bin/datperf $(BUILD)/bin/rawtcp $(BUILD)/bin/dtestwork
 
 $(BUILD)/bin/datperf: bench/datperf.c $(LIBDIR)/$(SONAME) $(wildcard include/dat2/*.h)
 	@mkdir -p $(BUILD)/bin
@@ -118,6 +118,10 @@ $(BUILD)/bin/datperf: bench/datperf.c $(LIBDIR)/$(SONAME) $(wildcard include/dat
 $(BUILD)/bin/rawtcp: bench/rawtcp.c
 	@mkdir -p $(BUILD)/bin
 	$(CC) -O2 -Wall -Wextra -Werror -pthread $< -o $@
+
+$(BUILD)/bin/dtestwork: bench/dtestwork.c
+	@mkdir -p $(BUILD)/bin
+	$(CC) -O2 -Wall -Wextra -Werror $< -o $@
 
 demo: all
 	@echo "A transfer between two processes over the built-in tcp-lo IA (no dat.conf needed):"
