@@ -123,9 +123,10 @@ impl Answers {
         false
     }
 
-    /// The consumer's thread that held acknowledgements for a ride stopped polling: the
-    /// engine holds them now, until `due` (the caller saw that nothing but acknowledgements
-    /// waits). Returns whether it started a wait (the caller sets its timer then).
+    /// Acknowledgements a consumer's thread made (while it holds no lease on the connection,
+    /// or as its lease runs out) wait with the engine now, until `due`, for a request to
+    /// carry them; the caller saw that nothing but acknowledgements waits. Returns whether it
+    /// started a wait (the caller sets its timer then).
     pub fn hand_to_engine(&self, due: u64) -> bool {
         self.held_since_poll.store(0, Ordering::Relaxed);
         match self.take_owed() {
