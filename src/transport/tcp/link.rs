@@ -556,7 +556,7 @@ impl TcpLink {
         if !self.answers.pending() && !self.out_blocked.load(Ordering::Relaxed) {
             return;
         }
-        if !self.out_blocked.load(Ordering::Relaxed) && !self.held.any() && self.answers.only_acks() {
+        if self.only_acks_wait() {
             if !self.lent.load(Ordering::Relaxed) {
                 // Sent alone, they would complete the peer's request before our answer comes;
                 // a peer that then polls memory, holding its lease, would leave that answer
@@ -570,6 +570,12 @@ impl TcpLink {
             }
         }
         self.flush_answers();
+    }
+
+    /// Whether nothing but acknowledgements waits to be written (no request held behind a
+    /// read, no frame waiting for room): those may wait for a ride.
+    fn only_acks_wait(&self) -> bool {
+        !self.out_blocked.load(Ordering::Acquire) && !self.held.any() && self.answers.only_acks()
     }
 
     /// The acknowledgements a consumer's thread held wait with the engine (its timer sends
@@ -771,11 +777,7 @@ impl Lent for TcpLink {
             self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             self.rearm();
         }
-        if engine::on_engine()
-            && !self.out_blocked.load(Ordering::Acquire)
-            && !self.held.any()
-            && self.answers.only_acks()
-        {
+        if engine::on_engine() && self.only_acks_wait() {
             // The lease ran out while the thread computes or polls memory: acknowledgements
             // it held for a ride wait on for its next request, as the engine's own do. Sent
             // alone now, they would complete the peer's request early, and a peer that then
