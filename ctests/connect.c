@@ -11,7 +11,9 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
 static void ep_connect_cases(void)
 {
 	struct side a, p;
@@ -415,6 +417,49 @@ static void large_qual_and_shared_evd_cases(void)
  * on the EP have completed, so it may carry what they brought. Two reads of 16 MiB are in
  * flight as a fenced write of the last one's last bytes is posted (smaller ones may land before
  * the post, in the time the scheduler gives the thread that answers them). */
+/* DAT_COMPLETION_UNSIGNALLED_FLAG is a "non-notification completion" (dat_evd_wait(3)): the
+ * completion is queued, and only the waking of a waiter is left out, unlike
+ * DAT_COMPLETION_SUPPRESS_FLAG. So a dequeue finds it. */
+static void unsignalled_case(void)
+{
+	struct side a, p;
+	DAT_EP_PARAM param;
+	DAT_LMR_TRIPLET l;
+	DAT_DTO_COOKIE c;
+	DAT_EVENT e;
+	DAT_RETURN rc = DAT_QUEUE_EMPTY;
+	time_t deadline;
+
+	open_side(&a);
+	open_side(&p);
+	must(dat_ep_query(a.ep, DAT_EP_FIELD_ALL, &param), "dat_ep_query");
+	param.ep_attr.request_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
+	must(dat_ep_free(a.ep), "dat_ep_free");
+	must(dat_ep_create(a.ia, a.pz, a.recv_evd, a.req_evd, a.conn_evd, &param.ep_attr, &a.ep), "dat_ep_create");
+	connect_opened(&a, &p);
+	l = iov(&p, 0, 64);
+	c.as_64 = 1;
+	must(dat_ep_post_recv(p.ep, 1, &l, c, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+	l = iov(&a, 0, 8);
+	c.as_64 = 7;
+	expect_ret("ep_post_send/unsignalled", dat_ep_post_send(a.ep, 1, &l, c, DAT_COMPLETION_UNSIGNALLED_FLAG),
+		   DAT_SUCCESS);
+	e = next(p.recv_evd);
+	expect_event("ep_post_send/unsignalled-is-received", e.event_number, DAT_DTO_COMPLETION_EVENT);
+	deadline = time(NULL) + WAIT_US / 1000000;
+	while (rc == DAT_QUEUE_EMPTY && time(NULL) < deadline) {
+		memset(&e, 0, sizeof(e));
+		rc = dat_evd_dequeue(a.req_evd, &e);
+	}
+	expect_true("ep_post_send/unsignalled-completion-is-queued",
+		    rc == DAT_SUCCESS && e.event_number == DAT_DTO_COMPLETION_EVENT &&
+			    e.event_data.dto_completion_event_data.user_cookie.as_64 == 7 &&
+			    e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS,
+		    "a dequeue finds the send's DAT_DTO_SUCCESS (cookie 7)");
+	close_side(&a);
+	close_side(&p);
+}
+
 static void fence_case(void)
 {
 	enum { BIG = 1 << 24, READS = 2, TAIL = 4096 };
@@ -481,6 +526,7 @@ int main(void)
 	ep_connect_cases();
 	disconnect_cases();
 	post_send_cases();
+	unsignalled_case();
 	fence_case();
 	large_qual_and_shared_evd_cases();
 	return check_failures ? 1 : 0;

@@ -82,13 +82,11 @@ static inline DAT_RETURN connect_to(struct side *s, DAT_CONN_QUAL port, const ch
 			      (DAT_PVOID)pd, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
 }
 
-/* Connects a to p (fresh PSP); both ESTABLISHED. */
-static inline void connected_pair(struct side *a, struct side *p)
+/* Connects the open sides a to p (fresh PSP); both ESTABLISHED. */
+static inline void connect_opened(struct side *a, struct side *p)
 {
 	DAT_PSP_HANDLE psp;
 	DAT_EVENT e;
-	open_side(a);
-	open_side(p);
 	must(connect_to(a, listen_any(p, &psp), "hi", WAIT_US), "dat_ep_connect");
 	e = next(p->cr_evd);
 	must(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p->ep, 0, NULL), "dat_cr_accept");
@@ -98,6 +96,14 @@ static inline void connected_pair(struct side *a, struct side *p)
 		exit(2);
 	}
 	dat_psp_free(psp);
+}
+
+/* Opens a and p and connects a to p; both ESTABLISHED. */
+static inline void connected_pair(struct side *a, struct side *p)
+{
+	open_side(a);
+	open_side(p);
+	connect_opened(a, p);
 }
 
 #endif

@@ -211,6 +211,39 @@ fn suppressed_completions_are_not_reported_but_errors_are() {
 }
 
 #[test]
+fn unsignalled_completions_are_queued_for_the_next_dequeue() {
+    // UNSIGNALLED is "non-notification completion": the event is queued (it wakes no
+    // waiter), unlike SUPPRESS, which drops a success.
+    let mut a = Side::with_buffer(ALL_PRIV, 4096);
+    let unsignalled = dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as DAT_COMPLETION_FLAGS;
+    let mut param: DAT_EP_PARAM = zero();
+    param.ep_attr = dat::objects::ep::default_attr();
+    param.ep_attr.request_completion_flags = unsignalled;
+    assert_eq!(unsafe { dat_ep_modify(a.ep, DAT_EP_FIELD_EP_ATTR_REQUEST_COMPLETION_FLAGS as DAT_EP_PARAM_MASK, &param) }, OK);
+    a.buf[..4].copy_from_slice(b"ping");
+    let (a, p) = connect_pair(a, Side::with_buffer(ALL_PRIV, 4096));
+    p.post_recv(&[p.iov(0, 64)], 1);
+    let iov = [a.iov(0, 4)];
+    assert_eq!(unsafe { dat_ep_post_send(a.ep, 1, iov.as_ptr() as *mut _, cookie(11), unsignalled) }, OK);
+    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(&p.buf[..4], b"ping");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_micros(WAIT_US as u64);
+    let mut e: DAT_EVENT = zero();
+    loop {
+        let rc = unsafe { dat_evd_dequeue(a.req_evd, &mut e) };
+        if rc == OK {
+            break;
+        }
+        assert_eq!(rc, DatError::bare(Type::DAT_QUEUE_EMPTY).code());
+        assert!(std::time::Instant::now() < deadline, "the unsignalled send's completion never came");
+    }
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    assert_eq!(unsafe { d.user_cookie.as_64 }, 11);
+    assert_eq!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as DAT_DTO_COMPLETION_STATUS);
+    assert_eq!(d.operation, dat_dtos::DAT_DTO_SEND as DAT_DTOS);
+}
+
+#[test]
 fn rdma_write_and_read_move_data_within_the_remote_region() {
     let (mut a, mut p) = connected(ALL_PRIV);
     a.buf[..6].copy_from_slice(b"abcdef");

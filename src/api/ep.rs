@@ -8,7 +8,7 @@ use super::edge::{self, entry};
 use super::srq::check_recv_segments;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
-use crate::objects::ep::{self, Close, End, Ep, Outgoing, Parts, Posted};
+use crate::objects::ep::{self, Close, End, Ep, Outgoing, Parts, Posted, Report};
 use crate::objects::extension::Extended;
 use crate::objects::conn_qual;
 use crate::objects::ep_state::{self, Post};
@@ -601,14 +601,12 @@ pub(super) unsafe fn post_request(
         let cookie = unsafe { user_cookie.as_64 };
         let posted = match link {
             Some(link) => {
-                let quiet = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
-                    | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
                 let request = Outgoing {
                     operation,
                     segments,
                     remote,
                     cookie,
-                    signalled: completion_flags & quiet == 0,
+                    report: Report::of(completion_flags),
                     solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
                     fence: completion_flags & dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32 != 0,
                     extended,
@@ -628,7 +626,7 @@ pub(super) unsafe fn post_request(
             if let Some(evd) = evd {
                 let flushed = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED;
                 // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                let request = ep::Request { seq: 0, cookie: unsafe { user_cookie.as_64 }, operation, length: 0, signalled: true, extended, bind: None };
+                let request = ep::Request { seq: 0, cookie: unsafe { user_cookie.as_64 }, operation, length: 0, report: Report::Notify, extended, bind: None };
                 ep.complete_request_on(Some(&evd), &request, flushed, 0);
             }
         }

@@ -10,7 +10,7 @@ use crate::objects::ep::Ep;
 use crate::objects::ep_state::{self, Post};
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
-use crate::objects::ep::Request;
+use crate::objects::ep::{Report, Request};
 use crate::objects::rmr::{self, Rmr};
 use crate::transport::WindowBind;
 
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn dat_rmr_bind(
             None => return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ)),
         }
         let evd = request_evd.ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST))?;
-        let signalled = completion_flags & (dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32 | unsignalled) == 0;
+        let report = Report::of(completion_flags);
         let bound = rmr.binding.lock().is_some();
         match ep_state::post_request(state)? {
             Post::Flush => {
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn dat_rmr_bind(
                         cookie: unsafe { user_cookie.as_64 },
                         operation: dat_dtos::DAT_DTO_BIND_MW,
                         length: 0,
-                        signalled,
+                        report,
                         extended: None,
                         bind: Some(rmr_handle as usize),
                     },
@@ -189,9 +189,12 @@ pub unsafe extern "C" fn dat_rmr_bind(
             // (An unbind of an RMR that is not bound has nothing to do on any transport.)
             Post::Run => {
                 edge::out(context, 9)?.set(rmr.bind(lmr, triplet, mem_priv, va_type, &ep, None));
-                if signalled {
-                    rmr::bind_completion(&evd, rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_SUCCESS);
-                }
+                let event = rmr::bind_event(rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_SUCCESS);
+                let _ = match report {
+                    Report::Notify => evd.post(event),
+                    Report::Quietly => evd.post_quietly(event),
+                    Report::FailureOnly => Ok(()),
+                };
                 Ok(())
             }
         }

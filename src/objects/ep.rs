@@ -58,8 +58,8 @@ pub struct Request {
     pub cookie: u64,
     pub operation: dat_dtos,
     pub length: u32,
-    /// Whether a successful completion is reported (not suppressed or unsignalled).
-    pub signalled: bool,
+    /// What its completion tells the consumer.
+    pub report: Report,
     /// An IB extension's request: `operation` is what it moves data as.
     pub extended: Option<Extended>,
     /// An RMR's bind (the RMR's handle): it completes as a bind, not as a DTO.
@@ -84,7 +84,7 @@ pub struct Outgoing<'a> {
     /// RDMA write and read: the peer's region.
     pub remote: Option<DAT_RMR_TRIPLET>,
     pub cookie: u64,
-    pub signalled: bool,
+    pub report: Report,
     pub solicited: bool,
     /// Starts only after the EP's RDMA reads posted before it have completed, so it may
     /// carry what they brought (DAT_COMPLETION_BARRIER_FENCE_FLAG); those posted after it
@@ -94,6 +94,37 @@ pub struct Outgoing<'a> {
     pub extended: Option<Extended>,
     /// A send with invalidate: the peer's RMR of this context is unbound as it lands.
     pub invalidate: Option<u32>,
+}
+
+/// What a request's completion tells the consumer, by its completion flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// Queued on the request EVD, waking a waiter (the default).
+    Notify,
+    /// Queued without waking a waiter or a CNO (DAT_COMPLETION_UNSIGNALLED_FLAG, "non-
+    /// notification completion"): the consumer finds it as it dequeues, or as it wakes for
+    /// another event. A failure still wakes.
+    Quietly,
+    /// Only a failure is queued (DAT_COMPLETION_SUPPRESS_FLAG).
+    FailureOnly,
+}
+
+impl Report {
+    /// The report a request's `flags` ask for (SUPPRESS over UNSIGNALLED where both are set).
+    pub fn of(flags: DAT_COMPLETION_FLAGS) -> Report {
+        if flags & dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as DAT_COMPLETION_FLAGS != 0 {
+            Report::FailureOnly
+        } else if flags & dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as DAT_COMPLETION_FLAGS != 0 {
+            Report::Quietly
+        } else {
+            Report::Notify
+        }
+    }
+
+    /// Whether a success is reported at all (a verbs request is signalled to its CQ).
+    pub fn reports_success(self) -> bool {
+        self != Report::FailureOnly
+    }
 }
 
 /// Whether the transport took a request.
@@ -158,9 +189,9 @@ impl Object for Ep {
     }
 }
 
-/// Whether a finished request is reported: errors always, success only when signalled.
+/// Whether a finished request is reported: errors always, success unless suppressed.
 fn reported(request: &Request, status: dat_dto_completion_status) -> bool {
-    status != dat_dto_completion_status::DAT_DTO_SUCCESS || request.signalled
+    status != dat_dto_completion_status::DAT_DTO_SUCCESS || request.report.reports_success()
 }
 
 /// The EP's DTO EVDs learn of its link, so polling or waiting on them makes progress. They
@@ -316,6 +347,13 @@ impl Ep {
         operation: dat_dtos,
         length: u32,
     ) {
+        // A full EVD reports its own overflow on the async EVD; the completion is lost as a
+        // CQ overrun loses it.
+        let _ = evd.post(self.dto_event(cookie, status, operation, length));
+    }
+
+    /// The completion event of a DTO.
+    fn dto_event(&self, cookie: DAT_DTO_COOKIE, status: dat_dto_completion_status, operation: dat_dtos, length: u32) -> DAT_EVENT {
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         e.event_number = dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER;
@@ -327,9 +365,7 @@ impl Ep {
             operation: operation as DAT_DTOS,
             rmr_context: 0,
         };
-        // A full EVD reports its own overflow on the async EVD; the completion is lost as a
-        // CQ overrun loses it.
-        let _ = evd.post(e);
+        e
     }
 
     /// Posts a connection event with the given private data on the connect EVD.
@@ -513,16 +549,20 @@ impl Ep {
         length: u32,
     ) {
         let Some(evd) = evd.filter(|_| reported(request, status)) else { return };
-        if let Some(rmr) = request.bind {
-            super::rmr::bind_completion(evd, rmr as DAT_RMR_HANDLE, DAT_DTO_COOKIE { as_64: request.cookie }, status);
-            return;
-        }
-        match request.extended {
-            Some(op) => {
-                let _ = evd.post(extension::request_event(self.handle(), request.cookie, status, length, op));
-            }
-            None => self.complete(evd, DAT_DTO_COOKIE { as_64: request.cookie }, status, request.operation, length),
-        }
+        // SAFETY: every member of the cookies is 64 bits of plain data.
+        let cookie = DAT_DTO_COOKIE { as_64: request.cookie };
+        let event = match (request.bind, request.extended) {
+            (Some(rmr), _) => super::rmr::bind_event(rmr as DAT_RMR_HANDLE, cookie, status),
+            (None, Some(op)) => extension::request_event(self.handle(), request.cookie, status, length, op),
+            (None, None) => self.dto_event(cookie, status, request.operation, length),
+        };
+        // A full EVD reports its own overflow on the async EVD; the completion is lost as a
+        // CQ overrun loses it.
+        let _ = if request.report == Report::Quietly && status == dat_dto_completion_status::DAT_DTO_SUCCESS {
+            evd.post_quietly(event)
+        } else {
+            evd.post(event)
+        };
     }
 
     /// Reports a finished receive (a UD EP's as the IB extension's).

@@ -382,7 +382,16 @@ impl Evd {
     }
 
     /// Queues an event; a full queue loses it and reports the overflow on the IA's async EVD.
-    pub fn post(&self, mut event: DAT_EVENT) -> DatResult {
+    pub fn post(&self, event: DAT_EVENT) -> DatResult {
+        self.enqueue(event, true)
+    }
+
+    /// Queues an event that wakes no waiter and triggers no CNO (an unsignalled completion).
+    pub fn post_quietly(&self, event: DAT_EVENT) -> DatResult {
+        self.enqueue(event, false)
+    }
+
+    fn enqueue(&self, mut event: DAT_EVENT, notify: bool) -> DatResult {
         event.evd_handle = self.handle();
         if self.hand_over(&event) {
             return Ok(());
@@ -396,6 +405,9 @@ impl Evd {
             }
             q.events.push_back(Event(event));
             self.queued.store(q.events.len(), Ordering::Release);
+            if !notify {
+                return Ok(());
+            }
             let notify_cno = q.enabled && !q.waiter;
             self.ready.notify_one();
             notify_cno

@@ -145,10 +145,15 @@ impl Rmr {
 /// Reports a bind on the request EVD as OpenFabrics does: a `DAT_RMR_BIND_COMPLETION_EVENT`
 /// naming the RMR (dapltest waits for one).
 pub fn bind_completion(evd: &Evd, rmr: DAT_RMR_HANDLE, cookie: DAT_RMR_COOKIE, status: dat_dto_completion_status) {
+    let _ = evd.post(bind_event(rmr, cookie, status));
+}
+
+/// The event of a bind's completion.
+pub fn bind_event(rmr: DAT_RMR_HANDLE, cookie: DAT_RMR_COOKIE, status: dat_dto_completion_status) -> DAT_EVENT {
     // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
     let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
     e.event_number = dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as DAT_EVENT_NUMBER;
     e.event_data.rmr_completion_event_data =
         DAT_RMR_BIND_COMPLETION_EVENT_DATA { rmr_handle: rmr, user_cookie: cookie, status: status as DAT_DTO_COMPLETION_STATUS };
-    let _ = evd.post(e);
+    e
 }

@@ -222,8 +222,8 @@ pub struct WindowBind {
     pub length: u64,
     /// DAT_MEM_PRIV flags (remote ones).
     pub privileges: u32,
-    /// Its record among the EP's outstanding requests (`bind` names the RMR; `signalled`:
-    /// whether its success is reported).
+    /// Its record among the EP's outstanding requests (`bind` names the RMR; `report`:
+    /// what its completion tells the consumer).
     pub request: crate::objects::ep::Request,
 }
 

@@ -175,7 +175,7 @@ impl Link for DatagramPort {
             cookie: out.cookie,
             operation: out.operation,
             length: sent as u32,
-            signalled: out.signalled,
+            report: out.report,
             extended: out.extended,
             bind: None,
         };

@@ -927,7 +927,7 @@ impl Link for TcpLink {
             cookie: out.cookie,
             operation: out.operation,
             length: total as u32,
-            signalled: out.signalled,
+            report: out.report,
             extended: out.extended,
             bind: None,
         });

@@ -25,7 +25,7 @@ use super::srq::VerbsSrq;
 use super::transport::Verbs;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
-use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request as Outstanding};
+use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Report, Request as Outstanding};
 use crate::objects::extension::Extended;
 use crate::objects::evd::Evd;
 use crate::transport::engine::{Engine, Source, Token};
@@ -507,7 +507,7 @@ impl Link for Conn {
             },
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, signalled: out.signalled, extended: out.extended, bind: None });
+        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: out.extended, bind: None });
         // Every request is signalled to the CQ (a suppressed success is dropped as it is
         // reported): so each completion names the oldest request, and flushes find theirs.
         let flags = SendFlags { signalled: true, solicited: out.solicited, fence: out.fence };
@@ -537,7 +537,7 @@ impl Link for Conn {
         // that alone), by a request of the bind's that reports only a failure.
         if bind.bound && region.is_some() {
             let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-            inner.outstanding.push_back(Outstanding { seq, signalled: false, ..bind.request });
+            inner.outstanding.push_back(Outstanding { seq, report: Report::FailureOnly, ..bind.request });
             if qp.post_window(seq, &mw, None, mw.rkey()).is_err() {
                 inner.outstanding.pop_back();
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
