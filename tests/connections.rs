@@ -211,6 +211,24 @@ fn suppressed_completions_are_not_reported_but_errors_are() {
 }
 
 #[test]
+fn a_suppressed_send_that_landed_is_not_flushed_by_the_disconnect_after_it() {
+    // A verbs device reports nothing of a suppressed success (OpenFabrics posts it
+    // unsignalled): the end of the connection must still learn it finished, not flush it.
+    let (a, p) = connected(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 64)], 1);
+    let suppressed = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as DAT_COMPLETION_FLAGS;
+    let iov = [a.iov(0, 8)];
+    assert_eq!(unsafe { dat_ep_post_send(a.ep, 1, iov.as_ptr() as *mut _, cookie(9), suppressed) }, OK);
+    assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    let graceful = dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS;
+    assert_eq!(unsafe { dat_ep_disconnect(p.ep, graceful) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    let mut e: DAT_EVENT = zero();
+    assert_eq!(unsafe { dat_evd_dequeue(a.req_evd, &mut e) }, DatError::bare(Type::DAT_QUEUE_EMPTY).code());
+}
+
+#[test]
 fn unsignalled_completions_are_queued_for_the_next_dequeue() {
     // UNSIGNALLED is "non-notification completion": the event is queued (it wakes no
     // waiter), unlike SUPPRESS, which drops a success.

@@ -220,8 +220,14 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion) {
                 complete_receive(&ep, inner.recv_evd.as_deref(), r.cookie, st, wc);
             }
         }
-    } else {
+    } else if conn.owns(wc.wr_id) {
         let mut inner = ep.inner.lock();
+        // Requests posted unsignalled before this one finished before it, successfully (a
+        // failure has a completion of its own): their slots are free now.
+        while inner.outstanding.front().is_some_and(|r| r.seq < wc.wr_id) {
+            let r = inner.outstanding.pop_front().expect("front");
+            ep.complete_request_on(inner.request_evd.as_deref(), &r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
+        }
         if inner.outstanding.front().is_some_and(|r| r.seq == wc.wr_id) {
             let r = inner.outstanding.pop_front().expect("front");
             if st == dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {

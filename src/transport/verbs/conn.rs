@@ -9,9 +9,9 @@
 use std::io;
 use std::mem::MaybeUninit;
 use std::net::SocketAddrV4;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
@@ -21,7 +21,7 @@ use super::cq::Cq;
 use super::datagram;
 use super::device::{access, Mr, Mw, Pd};
 use super::qp::{Qp, QpCaps, SendFlags, SendOp, Sge, MAX_SGE};
-use super::srq::VerbsSrq;
+use super::srq::{VerbsSrq, SRQ_RECV_ID};
 use super::transport::Verbs;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
@@ -56,7 +56,16 @@ pub struct Conn {
     active: bool,
     /// The connect's private data, sent once the route is there.
     private_data: Vec<u8>,
+    /// The number of the next request, from `first_seq` up: the connection's own range of
+    /// work request ids, so a completion left from an earlier connection of the EP names none
+    /// of its requests.
     next_seq: AtomicU64,
+    first_seq: u64,
+    /// Suppressed requests posted unsignalled since the last signalled one.
+    unsignalled_run: AtomicU32,
+    /// The number of the last request posted signalled: those after it may finish without
+    /// a completion.
+    last_signalled: AtomicU64,
     /// A work request failed: the end is BROKEN.
     broken: AtomicBool,
     /// A request of ours was flushed (the QP went to its error state under it).
@@ -205,8 +214,23 @@ fn cq_of(evd: Option<&Evd>, verbs: &Verbs) -> io::Result<Arc<Cq>> {
     }
 }
 
+/// Each connection numbers its requests from a block of 2^40 ids of its own (more than a
+/// connection posts in days), below the receives' ids.
+const SEQ_BLOCK_BITS: u32 = 40;
+
+fn first_seq() -> u64 {
+    static BLOCKS: AtomicU64 = AtomicU64::new(0);
+    let block = 1 + BLOCKS.fetch_add(1, Ordering::Relaxed) % ((SRQ_RECV_ID >> SEQ_BLOCK_BITS) - 1);
+    block << SEQ_BLOCK_BITS
+}
+
+/// How long the end of a connection waits for the device to say what became of requests
+/// posted unsignalled.
+const SETTLE: Duration = Duration::from_millis(200);
+
 impl Conn {
     fn new(verbs: &Arc<Verbs>, id: CmId, ep: &Arc<Ep>, active: bool, private_data: Vec<u8>) -> io::Result<Arc<Conn>> {
+        let first_seq = first_seq();
         let conn = Arc::new(Conn {
             id,
             qp: OnceLock::new(),
@@ -214,7 +238,10 @@ impl Conn {
             ep: Arc::downgrade(ep),
             active,
             private_data,
-            next_seq: AtomicU64::new(1),
+            next_seq: AtomicU64::new(first_seq),
+            first_seq,
+            unsignalled_run: AtomicU32::new(0),
+            last_signalled: AtomicU64::new(0),
             broken: AtomicBool::new(false),
             request_flushed: AtomicBool::new(false),
             timer: OnceLock::new(),
@@ -327,6 +354,11 @@ impl Conn {
         self.request_flushed.store(true, Ordering::Release);
     }
 
+    /// Whether work request id `wr_id` is one of this connection's requests.
+    pub fn owns(&self, wr_id: u64) -> bool {
+        (self.first_seq..self.next_seq.load(Ordering::Relaxed)).contains(&wr_id)
+    }
+
     /// Completions already in the EP's CQs are reported before the end flushes the rest.
     fn drain(&self, ep: &Ep) {
         let evds = {
@@ -337,6 +369,47 @@ impl Conn {
             if let Some(source) = CqSource::of(evd) {
                 source.poll();
             }
+        }
+        if let Some(source) = evds[1].as_deref().and_then(CqSource::of) {
+            self.settle_unsignalled(ep, &source);
+        }
+    }
+
+    /// Requests posted unsignalled after the last completion may have finished (no
+    /// completion says so) or not (the QP's error flushes them, with a completion each).
+    /// A signalled request posted behind them tells which: its completion comes after
+    /// theirs, and the requests before it that had none finished (the way a kernel drains
+    /// a QP). The QP is in its error state by now (the disconnect moved it there), so the
+    /// marker itself is flushed, not sent. If the device takes no marker, or says nothing in
+    /// time, the requests stay outstanding and the end flushes them.
+    fn settle_unsignalled(&self, ep: &Ep, source: &CqSource) {
+        let newest_posted = {
+            let inner = ep.inner.lock();
+            // A UD QP's marker would need an address handle; its datagrams are left to the
+            // flush.
+            if Ep::is_datagram(&inner) {
+                return;
+            }
+            let Some(r) = inner.outstanding.back() else { return };
+            r.seq
+        };
+        if newest_posted <= self.last_signalled.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(qp) = self.qp.get() else { return };
+        let marker = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let op = SendOp::Write { remote_address: 0, rkey: 0 };
+        let flags = SendFlags { signalled: true, solicited: false, fence: false };
+        if qp.post_send(marker, op, &[], flags).is_err() {
+            return;
+        }
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            source.poll();
+            if ep.inner.lock().outstanding.front().is_none_or(|r| r.seq > marker) || Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(100));
         }
     }
 
@@ -508,12 +581,23 @@ impl Link for Conn {
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: out.extended, bind: None });
-        // Every request is signalled to the CQ (a suppressed success is dropped as it is
-        // reported): so each completion names the oldest request, and flushes find theirs.
-        let flags = SendFlags { signalled: true, solicited: out.solicited, fence: out.fence };
+        // A suppressed request goes unsignalled, as OpenFabrics posts it: the device writes no
+        // completion for its success, and its send-queue slot comes free with the completion
+        // of a signalled request behind it (a failure has a completion of its own). One in
+        // every half queue is signalled anyway, so a program that suppresses every request
+        // still frees its slots.
+        let run = self.unsignalled_run.load(Ordering::Relaxed) + 1;
+        let signalled = out.report.reports_success() || run >= (inner.attr.max_request_dtos.max(2) as u32) / 2;
+        let flags = SendFlags { signalled, solicited: out.solicited, fence: out.fence };
         if qp.post_send(seq, op, &list, flags).is_err() {
             inner.outstanding.pop_back();
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+        }
+        if signalled {
+            self.unsignalled_run.store(0, Ordering::Relaxed);
+            self.last_signalled.store(seq, Ordering::Relaxed);
+        } else {
+            self.unsignalled_run.store(run, Ordering::Relaxed);
         }
         drop(held);
         Ok(Posted::Queued)
@@ -542,6 +626,7 @@ impl Link for Conn {
                 inner.outstanding.pop_back();
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
             }
+            self.last_signalled.store(seq, Ordering::Relaxed);
         }
         // A bind takes the window's next key; an unbind invalidates the one it has.
         let rkey = if region.is_some() { mw.next_rkey() } else { mw.rkey() };
@@ -555,6 +640,7 @@ impl Link for Conn {
             }
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
         }
+        self.last_signalled.store(seq, Ordering::Relaxed);
         if region.is_some() {
             mw.set_rkey(rkey);
         }
