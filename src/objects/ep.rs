@@ -549,7 +549,6 @@ impl Ep {
         length: u32,
     ) {
         let Some(evd) = evd.filter(|_| reported(request, status)) else { return };
-        // SAFETY: every member of the cookies is 64 bits of plain data.
         let cookie = DAT_DTO_COOKIE { as_64: request.cookie };
         let event = match (request.bind, request.extended) {
             (Some(rmr), _) => super::rmr::bind_event(rmr as DAT_RMR_HANDLE, cookie, status),

@@ -214,8 +214,9 @@ fn cq_of(evd: Option<&Evd>, verbs: &Verbs) -> io::Result<Arc<Cq>> {
     }
 }
 
-/// Each connection numbers its requests from a block of 2^40 ids of its own (more than a
-/// connection posts in days), below the receives' ids.
+/// Each connection numbers its requests from a block of 2^40 ids of its own, below the
+/// receives' ids (a connection that posts more runs on into the next block: its own range
+/// stays whole).
 const SEQ_BLOCK_BITS: u32 = 40;
 
 fn first_seq() -> u64 {
