@@ -192,14 +192,22 @@ fn messages_polled_with_dequeue_complete_in_order_however_many_a_poll_finds() {
     drop(a);
 }
 
-#[test]
-fn suppressed_completions_are_not_reported_but_errors_are() {
+/// A connected pair whose first side sent 8 bytes with its completion suppressed (cookie 9),
+/// received by the other.
+fn suppressed_send_received() -> (Side, Side) {
     let (a, p) = connected(ALL_PRIV);
     p.post_recv(&[p.iov(0, 64)], 1);
     let flags = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as DAT_COMPLETION_FLAGS;
     let iov = [a.iov(0, 8)];
     assert_eq!(unsafe { dat_ep_post_send(a.ep, 1, iov.as_ptr() as *mut _, cookie(9), flags) }, OK);
     assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    (a, p)
+}
+
+#[test]
+fn suppressed_completions_are_not_reported_but_errors_are() {
+    let (a, p) = suppressed_send_received();
+    let iov = [a.iov(0, 8)];
     // A signalled send after it completes after it: the suppressed one left no event.
     p.post_recv(&[p.iov(0, 64)], 2);
     assert_eq!(a.post_send(&iov, 10), OK);
@@ -214,12 +222,7 @@ fn suppressed_completions_are_not_reported_but_errors_are() {
 fn a_suppressed_send_that_landed_is_not_flushed_by_the_disconnect_after_it() {
     // A verbs device reports nothing of a suppressed success (OpenFabrics posts it
     // unsignalled): the end of the connection must still learn it finished, not flush it.
-    let (a, p) = connected(ALL_PRIV);
-    p.post_recv(&[p.iov(0, 64)], 1);
-    let suppressed = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as DAT_COMPLETION_FLAGS;
-    let iov = [a.iov(0, 8)];
-    assert_eq!(unsafe { dat_ep_post_send(a.ep, 1, iov.as_ptr() as *mut _, cookie(9), suppressed) }, OK);
-    assert_eq!(dto(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    let (a, p) = suppressed_send_received();
     let graceful = dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS;
     assert_eq!(unsafe { dat_ep_disconnect(p.ep, graceful) }, OK);
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);

@@ -189,12 +189,8 @@ pub unsafe extern "C" fn dat_rmr_bind(
             // (An unbind of an RMR that is not bound has nothing to do on any transport.)
             Post::Run => {
                 edge::out(context, 9)?.set(rmr.bind(lmr, triplet, mem_priv, va_type, &ep, None));
-                let event = rmr::bind_event(rmr_handle, user_cookie, dat_dto_completion_status::DAT_DTO_SUCCESS);
-                let _ = match report {
-                    Report::Notify => evd.post(event),
-                    Report::Quietly => evd.post_quietly(event),
-                    Report::FailureOnly => Ok(()),
-                };
+                let done = dat_dto_completion_status::DAT_DTO_SUCCESS;
+                report.deliver(&evd, rmr::bind_event(rmr_handle, user_cookie, done), done);
                 Ok(())
             }
         }

@@ -125,6 +125,26 @@ impl Report {
     pub fn reports_success(self) -> bool {
         self != Report::FailureOnly
     }
+
+    /// Whether a completion with `status` is reported: a failure always.
+    pub fn reports(self, status: dat_dto_completion_status) -> bool {
+        status != dat_dto_completion_status::DAT_DTO_SUCCESS || self.reports_success()
+    }
+
+    /// Queues `event`, the completion of a request with `status`, on `evd` as the request
+    /// asked: not at all for a suppressed success, quietly for an unsignalled one.
+    pub fn deliver(self, evd: &Evd, event: DAT_EVENT, status: dat_dto_completion_status) {
+        if !self.reports(status) {
+            return;
+        }
+        // A full EVD reports its own overflow on the async EVD; the completion is lost as a
+        // CQ overrun loses it.
+        let _ = if self == Report::Quietly && status == dat_dto_completion_status::DAT_DTO_SUCCESS {
+            evd.post_quietly(event)
+        } else {
+            evd.post(event)
+        };
+    }
 }
 
 /// Whether the transport took a request.
@@ -187,11 +207,6 @@ impl Object for Ep {
         inner.connect_evd = None;
         inner.srq = None;
     }
-}
-
-/// Whether a finished request is reported: errors always, success unless suppressed.
-fn reported(request: &Request, status: dat_dto_completion_status) -> bool {
-    status != dat_dto_completion_status::DAT_DTO_SUCCESS || request.report.reports_success()
 }
 
 /// The EP's DTO EVDs learn of its link, so polling or waiting on them makes progress. They
@@ -532,7 +547,7 @@ impl Ep {
         status: dat_dto_completion_status,
         length: u32,
     ) {
-        if !reported(request, status) {
+        if !request.report.reports(status) {
             return;
         }
         let evd = self.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
@@ -548,20 +563,14 @@ impl Ep {
         status: dat_dto_completion_status,
         length: u32,
     ) {
-        let Some(evd) = evd.filter(|_| reported(request, status)) else { return };
+        let Some(evd) = evd.filter(|_| request.report.reports(status)) else { return };
         let cookie = DAT_DTO_COOKIE { as_64: request.cookie };
         let event = match (request.bind, request.extended) {
             (Some(rmr), _) => super::rmr::bind_event(rmr as DAT_RMR_HANDLE, cookie, status),
             (None, Some(op)) => extension::request_event(self.handle(), request.cookie, status, length, op),
             (None, None) => self.dto_event(cookie, status, request.operation, length),
         };
-        // A full EVD reports its own overflow on the async EVD; the completion is lost as a
-        // CQ overrun loses it.
-        let _ = if request.report == Report::Quietly && status == dat_dto_completion_status::DAT_DTO_SUCCESS {
-            evd.post_quietly(event)
-        } else {
-            evd.post(event)
-        };
+        request.report.deliver(evd, event, status);
     }
 
     /// Reports a finished receive (a UD EP's as the IB extension's).

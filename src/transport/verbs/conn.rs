@@ -362,16 +362,15 @@ impl Conn {
 
     /// Completions already in the EP's CQs are reported before the end flushes the rest.
     fn drain(&self, ep: &Ep) {
-        let evds = {
+        let (recv_evd, request_evd) = {
             let inner = ep.inner.lock();
-            [inner.recv_evd.as_ref().map(|e| e.arc().clone()), inner.request_evd.as_ref().map(|e| e.arc().clone())]
+            (inner.recv_evd.as_ref().map(|e| e.arc().clone()), inner.request_evd.as_ref().map(|e| e.arc().clone()))
         };
-        for evd in evds.iter().flatten() {
-            if let Some(source) = CqSource::of(evd) {
-                source.poll();
-            }
+        let [recv_cq, request_cq] = [recv_evd, request_evd].map(|evd| evd.as_deref().and_then(CqSource::of));
+        for source in recv_cq.iter().chain(&request_cq) {
+            source.poll();
         }
-        if let Some(source) = evds[1].as_deref().and_then(CqSource::of) {
+        if let Some(source) = request_cq {
             self.settle_unsignalled(ep, &source);
         }
     }
