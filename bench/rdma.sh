@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The RDMA transport side by side with OpenFabrics' library and raw verbs, in one run of the
 # soft-RoCE guest (make bench-rdma starts it): the same unmodified programs on each library
-# (Debian's dtest and dtestcm through an OpenFabrics dat.conf line), and perftest over rdma-cm
-# for raw verbs. The guest is emulated: compare figures within one run only.
+# (Debian's dtest and dtestcm through an OpenFabrics dat.conf line; our datperf, which waits as
+# perftest does), and perftest over rdma-cm for raw verbs. The guest is emulated: compare
+# figures within one run only.
 # usage: rdma.sh LIBDIR [ROUNDS]
 set -uo pipefail
 libdir=$(cd "${1:?}" && pwd)
+datperf=$libdir/../bin/datperf
 rounds=${2:-3}
 host=${RXE_VM_IP:?}
 work=$(mktemp -d)
@@ -60,9 +62,17 @@ for _ in $(seq "$rounds"); do
         add "bw64k_$lib" "$(pair $lib "waiting for client" dtest -w -u -b 65536 -B 100 | grep -oE '[0-9.]+ MB/sec' | head -1 | grep -oE '^[0-9.]+')"
         add "bw1m_$lib" "$(pair $lib "waiting for client" dtest -w -u -b 1048576 -B 20 | grep -oE '[0-9.]+ MB/sec' | head -1 | grep -oE '^[0-9.]+')"
         add "cps_$lib" "$(pair $lib "Server ready" dtestcm -c 50 | grep -oE 'CPS +[0-9.]+' | grep -oE '[0-9.]+$' | tail -1)"
+        # The same waits as perftest's: a send ping-pong polling the receive EVD, and an RDMA
+        # write ping-pong polling the last byte in memory (ib_send_lat, ib_write_lat).
+        # shellcheck disable=SC2046
+        add "dpsend_$lib" "$(env $(env_of $lib) timeout 120 "$datperf" -P ofa-v2-rxe -q -m pingpong -p -s 8 -n 2000)"
+        # shellcheck disable=SC2046
+        add "dpwrite_$lib" "$(env $(env_of $lib) timeout 120 "$datperf" -P ofa-v2-rxe -q -m mempoll -s 8 -n 2000)"
     done
     add send_verbs "$(perftest ib_send_lat -s 8 -n 200 | awk '$1 == 8 && NF >= 6 {print $5}' | head -1)"
     add write_verbs "$(perftest ib_write_lat -s 8 -n 200 | awk '$1 == 8 && NF >= 6 {print $5}' | head -1)"
+    add dpsend_verbs "$(perftest ib_send_lat -s 8 -n 2000 | awk '$1 == 8 && NF >= 6 {print $5}' | head -1)"
+    add dpwrite_verbs "$(perftest ib_write_lat -s 8 -n 2000 | awk '$1 == 8 && NF >= 6 {print $5}' | head -1)"
     add bw64k_verbs "$(perftest ib_write_bw -s 65536 -n 200 | awk '$1 == 65536 && NF >= 4 {print $4}' | head -1)"
     add bw1m_verbs "$(perftest ib_write_bw -s 1048576 -n 20 | awk '$1 == 1048576 && NF >= 4 {print $4}' | head -1)"
 done
@@ -74,6 +84,8 @@ echo "bench-rdma: medians of $rounds rounds, soft-RoCE in an emulated guest (com
 printf '%-34s %10s %12s %10s\n' "" "libdat" "OpenFabrics" "perftest"
 row "send/recv ping-pong 8 B" send "us (dtest -p: its latency; perftest: t_typical)"
 row "RDMA write ping-pong 8 B" write "us (dtest -W -p; perftest ib_write_lat)"
+row "send ping-pong 8 B, polling the EVD" dpsend "us (datperf -m pingpong -p; ib_send_lat)"
+row "write ping-pong 8 B, polling memory" dpwrite "us (datperf -m mempoll; ib_write_lat)"
 row "RDMA write bandwidth 64 KiB" bw64k "MB/s (dtest -w -u; ib_write_bw)"
 row "RDMA write bandwidth 1 MiB" bw1m "MB/s"
 row "connections per second" cps "/s (dtestcm -c 50)"
