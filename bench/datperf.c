@@ -321,7 +321,7 @@ static long reap(struct side *s)
 	while (dat_evd_dequeue(s->req_evd, &e) == DAT_SUCCESS) {
 		if (e.event_number != DAT_DTO_COMPLETION_EVENT ||
 		    e.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) {
-			fprintf(stderr, "datperf: a write failed\n");
+			fprintf(stderr, "datperf: a request failed\n");
 			exit(1);
 		}
 		n++;
@@ -339,7 +339,6 @@ static void ping_send(struct side *s, long n)
 		reap(s);
 	post_send(s, n, size, signalled ? DAT_COMPLETION_DEFAULT_FLAG : DAT_COMPLETION_SUPPRESS_FLAG);
 }
-
 
 static double pingpong(struct side *s, int client)
 {
