@@ -331,7 +331,7 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
     let target = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port as u16);
     let (tx, client) = std::sync::mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
-    cm::connect(target, port, b"hello".to_vec(), Some(Duration::from_secs(10)), limits, move |r| {
+    cm::connect(target, port, b"hello".to_vec(), Some(Duration::from_secs(10)), limits, None, move |r| {
         let _ = tx.lock().unwrap().send(r);
     })
     .unwrap();

@@ -3,7 +3,7 @@
 //! registered region.
 //!
 //! The peer is a raw TCP socket speaking the wire format, which this file writes out itself
-//! (32-byte little-endian header: magic 0xDA7A, version 3, op, flags, reserved, payload length,
+//! (32-byte little-endian header: magic 0xDA7A, version 6, op, flags, reserved, payload length,
 //! rkey, remote address, id; the handshake ConnectRequest(id = qualifier, payload = private
 //! data) -> Accept/Reject -> Ready -> Ready). The library is driven only through the exported
 //! DAT functions, so the test outlives a rewrite of the transport's internals.
@@ -40,7 +40,7 @@ use common::*;
 // The wire format, as the protocol states it (not the crate's encoder).
 
 const MAGIC: u16 = 0xDA7A;
-const VERSION: u8 = 5;
+const VERSION: u8 = 6;
 const HEADER: usize = 32;
 
 const CONNECT_REQUEST: u8 = 1;
@@ -57,6 +57,10 @@ const ACK: u8 = 11;
 const IMMEDIATE: u8 = 12;
 const FETCH_ADD: u8 = 13;
 const COMPARE_SWAP: u8 = 14;
+/// A Ready flagged DIRECT offers direct access to its sender's memory (its process, table and
+/// cookie): the receiver takes it up only if the table it names is really the sender's, which
+/// no fuzzed offer is. Its payload is the 16-byte cookie; a Ready without the flag has none.
+const OFFER_COOKIE: u32 = 16;
 /// An atomic's payload: its two 64-bit operands.
 const ATOMIC_OPERANDS: u32 = 16;
 
@@ -67,6 +71,9 @@ const F_IMMEDIATE: u16 = 0x4;
 /// A send with invalidate: the receiver unbinds its RMR of `rkey` (the target binds none here).
 const F_INVALIDATE: u16 = 0x8;
 const F_DATAGRAM: u16 = 0x10;
+/// On a connect request or accept: the sender runs on this host and would take an offer; on a
+/// Ready, the offer.
+const F_DIRECT: u16 = 0x20;
 
 /// The most bytes of messages one EP keeps for receives not yet posted.
 const MAX_KEPT: usize = 64 << 20;
@@ -158,7 +165,8 @@ fn header_fault(f: &Frame, l: Limits) -> Option<&'static str> {
     let allowed = match f.op {
         SEND => F_SOLICITED | F_ACK | F_INVALIDATE,
         RDMA_WRITE => F_SOLICITED | F_IMMEDIATE,
-        CONNECT_REQUEST => F_SOLICITED | F_DATAGRAM,
+        CONNECT_REQUEST => F_SOLICITED | F_DATAGRAM | F_DIRECT,
+        ACCEPT | READY => F_SOLICITED | F_DIRECT,
         _ => F_SOLICITED,
     };
     if f.flags & !allowed != 0 || f.reserved != 0 {
@@ -168,6 +176,7 @@ fn header_fault(f: &Frame, l: Limits) -> Option<&'static str> {
         CONNECT_REQUEST | ACCEPT | REJECT => l.private_data,
         SEND | RDMA_WRITE | READ_REQUEST | READ_RESPONSE => l.message,
         FETCH_ADD | COMPARE_SWAP => ATOMIC_OPERANDS,
+        READY => OFFER_COOKIE,
         _ => 0,
     };
     if f.len > max {
@@ -703,6 +712,7 @@ impl<'r> Model<'r> {
 
     fn step(&mut self, arena: &mut Arena, f: &Frame, payload: &[u8]) {
         match f.op {
+            READY if !ready_well_formed(f) => self.finish(Ending::Broken("a Ready whose offer is malformed")),
             READY => {
                 if self.connected {
                     self.finish(Ending::Broken("a Ready on a connected EP"));
@@ -1094,6 +1104,9 @@ impl<'a> Gen<'a> {
 
     fn control(&mut self) {
         let op = self.rng.pick(&[ACK, ACK, ACK, READ_RESPONSE, ACCESS_ERROR, DISCONNECT, READY, CONNECT_REQUEST, ACCEPT, REJECT]);
+        if op == READY && self.rng.chance(1, 2) {
+            return self.ready();
+        }
         let mut f = Frame::new(op);
         f.id = self.id();
         match op {
@@ -1102,6 +1115,23 @@ impl<'a> Gen<'a> {
             CONNECT_REQUEST | ACCEPT | REJECT => f.len = self.rng.upto(self.limits.private_data as usize) as u32,
             _ => {}
         }
+        self.emit(f);
+    }
+
+    /// The handshake's Ready: plain, or flagged DIRECT with an offer naming this very process
+    /// (or init, or any), one of its descriptors and any slot, whose cookie never matches a
+    /// table's; now and then with a cookie of the wrong length.
+    fn ready(&mut self) {
+        if self.rng.chance(1, 2) {
+            return self.emit(Frame::new(READY));
+        }
+        let mut f = Frame::new(READY);
+        f.flags = F_DIRECT;
+        f.len = if self.rng.chance(1, 10) { self.rng.upto(OFFER_COOKIE as usize) as u32 } else { OFFER_COOKIE };
+        let (small, any) = (u64::from(self.rng.next() as u32), self.rng.next());
+        f.id = self.rng.pick(&[u64::from(std::process::id()), 1, small, any]);
+        f.rkey = self.rng.pick(&[0, 1, 4095, 4096, u32::MAX]);
+        f.addr = (self.rng.upto(64) as u64) << 32 | self.rng.pick(&[0, 1, 2, u64::from(u32::MAX)]);
         self.emit(f);
     }
 
@@ -1749,6 +1779,11 @@ fn request_in(b: &[u8], qual: u64, l: Limits) -> Option<Vec<u8>> {
     (b.len() >= end).then(|| b[HEADER..end].to_vec())
 }
 
+/// Whether a Ready carries what its flag says: an offer's cookie, or nothing.
+fn ready_well_formed(f: &Frame) -> bool {
+    f.len == if f.flags & F_DIRECT != 0 { OFFER_COOKIE } else { 0 }
+}
+
 /// What a connecting EP makes of a listener's answer.
 enum Verdict {
     /// Accept with this private data, then the confirming Ready; what follows starts here.
@@ -1784,7 +1819,14 @@ fn answer_in(b: &[u8], l: Limits) -> Verdict {
             if r.op != READY {
                 return Verdict::Refused("a confirmation that is not Ready");
             }
-            Verdict::Established(pd, pd_end + HEADER)
+            if !ready_well_formed(&r) {
+                return Verdict::Refused("a confirmation whose offer is malformed");
+            }
+            let end = pd_end + HEADER + r.len as usize;
+            if b.len() < end {
+                return Verdict::Refused("an offer cut short");
+            }
+            Verdict::Established(pd, end)
         }
         _ => Verdict::Refused("an answer that is neither accept nor reject"),
     }
@@ -2056,12 +2098,12 @@ impl Fuzz {
             }
         }
         if !g.cut && (c.kind == Kind::Stall || !g.rng.chance(1, 40)) {
-            g.emit(Frame::new(READY));
+            g.ready();
         }
         if c.kind == Kind::PreReady && g.rng.chance(1, 3) && !g.cut {
             g.any();
             if g.rng.chance(1, 2) {
-                g.emit(Frame::new(READY));
+                g.ready();
             }
         }
         let mut k = 0;
@@ -2221,7 +2263,8 @@ impl Fuzz {
             return Err("no connection request from dat_ep_connect".into());
         }
         let (f, p) = raw.got.remove(0);
-        if f.op != CONNECT_REQUEST || f.id != u64::from(port) || p != opd || f.flags != 0 {
+        // Flagged DIRECT or not: the library may ask a peer on this host for a direct offer.
+        if f.op != CONNECT_REQUEST || f.id != u64::from(port) || p != opd || f.flags & !F_DIRECT != 0 {
             return Err(format!("the connection request arrived as {f:?} with {p:02x?}"));
         }
 
@@ -2232,7 +2275,7 @@ impl Fuzz {
         match g.rng.below(10) {
             0..=5 => {
                 g.emit_with(accept, &apd);
-                g.emit(Frame::new(READY));
+                g.ready();
                 for _ in 0..g.rng.upto(3) {
                     if !g.cut {
                         match g.rng.below(3) {

@@ -60,6 +60,7 @@ impl Object for Lmr {
     fn on_release(&self) {
         *self.gate.write() = false;
         self.forget();
+        crate::transport::region_released(self.context);
         drop(self.registration.lock().take());
     }
 }
@@ -181,10 +182,11 @@ impl Lmr {
             length,
             privileges,
         };
-        REGIONS.insert(
-            lmr.context,
-            Region { pz: entry.pz as usize, address, length, privileges },
-        );
+        let region = Region { pz: entry.pz as usize, address, length, privileges };
+        REGIONS.insert(lmr.context, region);
+        if privileges & PRIV_REMOTE != 0 {
+            crate::transport::region_registered(lmr.context, &region);
+        }
         contexts.insert(lmr.context, entry);
         drop(contexts);
         Some(lmr)
@@ -226,6 +228,15 @@ impl Lmr {
             self.remote_context.unwrap_or(self.context)
         } else {
             0
+        }
+    }
+
+    /// Calls `f` with every live region a peer may reach (`lookup_rmr_context` finds it), under
+    /// the regions' lock: none is registered or forgotten meanwhile.
+    pub fn each_remote_region(mut f: impl FnMut(u32, &Region)) {
+        let contexts = CONTEXTS.read();
+        for (context, e) in contexts.iter().filter(|(_, e)| e.privileges & PRIV_REMOTE != 0) {
+            f(*context, &Region { pz: e.pz as usize, address: e.address, length: e.length, privileges: e.privileges });
         }
     }
 

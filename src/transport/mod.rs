@@ -261,6 +261,19 @@ impl EpWire {
     }
 }
 
+/// A region a peer may reach was registered (called under the regions' lock, so none is
+/// registered or released meanwhile): a transport that lets peers of this host reach memory
+/// directly publishes it.
+pub fn region_registered(context: u32, region: &crate::objects::region_table::Region) {
+    tcp::direct::publish(context, region);
+}
+
+/// A region is being freed (no context finds it any more): once this returns, no peer reaches
+/// it through any transport.
+pub fn region_released(context: u32) {
+    tcp::direct::withdraw(context);
+}
+
 /// The transport an IA of `entry` runs on, at its address (None: the IA's parameters name
 /// none).
 pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transport>> {

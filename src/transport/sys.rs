@@ -59,6 +59,45 @@ pub unsafe fn recvmsg(fd: RawFd, msg: *mut libc::msghdr, flags: i32) -> SysResul
     unsafe { syscall6(libc::SYS_recvmsg, fd as usize, msg as usize, flags as usize, 0, 0, 0) }
 }
 
+/// `process_vm_writev(2)`: copies `local` (ours) into `remote` (process `pid`'s), in order.
+///
+/// # Safety
+/// `local` must describe buffers readable for their lengths for the duration of the call (the
+/// kernel checks `remote` against the other process's mappings).
+pub unsafe fn process_vm_writev(pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec]) -> SysResult {
+    // SAFETY: forwarded from the caller; both lists are live slices of their lengths.
+    unsafe {
+        syscall6(
+            libc::SYS_process_vm_writev,
+            pid as usize,
+            local.as_ptr() as usize,
+            local.len(),
+            remote.as_ptr() as usize,
+            remote.len(),
+            0,
+        )
+    }
+}
+
+/// `process_vm_readv(2)`: copies `remote` (process `pid`'s) into `local` (ours), in order.
+///
+/// # Safety
+/// `local` must describe buffers writable for their lengths for the duration of the call.
+pub unsafe fn process_vm_readv(pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec]) -> SysResult {
+    // SAFETY: forwarded from the caller; both lists are live slices of their lengths.
+    unsafe {
+        syscall6(
+            libc::SYS_process_vm_readv,
+            pid as usize,
+            local.as_ptr() as usize,
+            local.len(),
+            remote.as_ptr() as usize,
+            remote.len(),
+            0,
+        )
+    }
+}
+
 /// What the kernel returned: a count, or minus an error number.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn sys_result(ret: isize) -> SysResult {

@@ -31,6 +31,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::conn::{ConnError, Reader, Writer};
+use super::direct::{self, ExportedSlot, Offer};
 use super::wire::{flags, Header, Limits, Op};
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys;
@@ -57,6 +58,8 @@ pub struct IncomingRequest {
     pub remote: SocketAddrV4,
     /// A UD EP's request: the requester's datagram port.
     pub datagram_port: Option<u16>,
+    /// The requester would take a direct offer (`direct`): its request was flagged `DIRECT`.
+    pub peer_direct: bool,
 }
 
 /// Why an active connect did not establish.
@@ -81,6 +84,20 @@ pub struct Established {
     pub private_data: Vec<u8>,
     /// A UD EP's exchange: the acceptor's datagram port.
     pub datagram_port: Option<u16>,
+    /// The acceptor's direct offer (`direct`), carried by its `Ready`.
+    pub peer_offer: Option<Offer>,
+    /// Our offer's slot in our table, when our `Ready` carried one.
+    pub exported: Option<ExportedSlot>,
+}
+
+/// Our end of `stream` and the peer's.
+pub fn ends(stream: &TcpStream) -> Option<(SocketAddrV4, SocketAddrV4)> {
+    Some((v4(stream.local_addr().ok()?), v4(stream.peer_addr().ok()?)))
+}
+
+/// Whether our end of `stream` asks its peer for a direct offer (the peer is on this host).
+fn asks_direct(stream: &TcpStream) -> bool {
+    ends(stream).is_some_and(|(local, remote)| direct::wanted(local, remote))
 }
 
 fn v4(addr: SocketAddr) -> SocketAddrV4 {
@@ -123,6 +140,9 @@ impl IncomingRequest {
     pub fn accept_start(self, private_data: &[u8], _limits: Limits) -> Result<(Arc<TcpStream>, Reader), ConnError> {
         let mut h = Header::new(Op::Accept);
         h.payload_len = private_data.len() as u32;
+        if asks_direct(&self.stream) {
+            h.flags |= flags::DIRECT;
+        }
         Writer::new(self.stream.clone()).send(&h, &[private_data])?;
         Ok((self.stream, self.reader))
     }
@@ -203,6 +223,8 @@ struct Connector {
     private_data: Vec<u8>,
     /// A UD EP's exchange: the requester's datagram port.
     datagram_port: Option<u16>,
+    /// The connecting EP's protection zone (its identity), for our direct offer.
+    zone: Option<u64>,
     limits: Limits,
     started: u64,
     /// When the whole connect times out (monotonic microseconds).
@@ -215,24 +237,34 @@ enum Attempt {
     /// Waiting for the TCP connect of this socket.
     Connecting { stream: Arc<TcpStream>, token: Token, pause: u64 },
     /// Waiting for the peer's answer, then its confirmation.
-    Handshaking { stream: Arc<TcpStream>, token: Token, reader: Box<Reader>, accepted: Option<Vec<u8>> },
+    Handshaking { stream: Arc<TcpStream>, token: Token, reader: Box<Reader>, accepted: Option<Accepted> },
     /// Refused: trying again at `at`.
     Waiting { at: u64, pause: u64, token: Token },
     Done,
 }
 
+/// The accept an active connect got: its private data, and our offer's slot when our `Ready`
+/// carried one.
+struct Accepted {
+    private_data: Vec<u8>,
+    exported: Option<ExportedSlot>,
+}
+
 /// Connects to qualifier `conn_qual` at `remote` (its port), offers `private_data`, and
 /// reports the outcome to `done` on the engine's thread, at most `timeout` later (None: a
-/// minute).
+/// minute). `zone`: the connecting EP's protection zone (its identity), for a direct offer to
+/// a peer on this host that asks for one.
+#[allow(clippy::too_many_arguments)]
 pub fn connect(
     remote: SocketAddrV4,
     conn_qual: u64,
     private_data: Vec<u8>,
     timeout: Option<Duration>,
     limits: Limits,
+    zone: Option<u64>,
     done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
 ) -> io::Result<()> {
-    start(remote, conn_qual, private_data, None, timeout, limits, Box::new(done));
+    start(remote, conn_qual, private_data, None, zone, timeout, limits, Box::new(done));
     Ok(())
 }
 
@@ -246,10 +278,20 @@ pub fn exchange_datagram(
     limits: Limits,
     done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
 ) {
-    start(remote, conn_qual, private_data, Some(port), None, limits, Box::new(done));
+    start(remote, conn_qual, private_data, Some(port), None, None, limits, Box::new(done));
 }
 
-fn start(remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, datagram_port: Option<u16>, timeout: Option<Duration>, limits: Limits, done: OnConnected) {
+#[allow(clippy::too_many_arguments)]
+fn start(
+    remote: SocketAddrV4,
+    conn_qual: u64,
+    private_data: Vec<u8>,
+    datagram_port: Option<u16>,
+    zone: Option<u64>,
+    timeout: Option<Duration>,
+    limits: Limits,
+    done: OnConnected,
+) {
     let now = sys::monotonic_micros();
     let budget = timeout.unwrap_or(HANDSHAKE_TIMEOUT.saturating_mul(6));
     let c = Arc::new(Connector {
@@ -258,6 +300,7 @@ fn start(remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, datagram_p
         conn_qual,
         private_data,
         datagram_port,
+        zone,
         limits,
         started: now,
         deadline: now + micros(budget).max(1),
@@ -353,6 +396,8 @@ impl Connector {
             if let Some(port) = self.datagram_port {
                 h.flags |= flags::DATAGRAM;
                 h.rkey = u32::from(port);
+            } else if asks_direct(&stream) {
+                h.flags |= flags::DIRECT;
             }
             Writer::new(stream.clone()).send(&h, &[&self.private_data])?;
             Ok(Reader::new(stream.clone(), self.limits))
@@ -399,23 +444,34 @@ impl Connector {
                     let _ = stream.shutdown(std::net::Shutdown::Both);
                     let remote = stream.peer_addr().map(v4).unwrap_or(self.remote);
                     let port = u16::try_from(frame.0.rkey).unwrap_or(0);
-                    let est = Established { stream, reader: *reader, remote, private_data: frame.1, datagram_port: Some(port) };
+                    let est = Established { stream, reader: *reader, remote, private_data: frame.1, datagram_port: Some(port), peer_offer: None, exported: None };
                     return self.report(Ok(est));
                 }
                 (Op::Accept, false) => {
-                    if Writer::new(stream.clone()).send(&Header::new(Op::Ready), &[]).is_err() {
+                    // The acceptor asked for our direct offer: our Ready carries it.
+                    let offer = match (self.zone, ends(stream)) {
+                        (Some(zone), Some((local, remote))) if frame.0.flags & flags::DIRECT != 0 => direct::offer(zone, local, remote),
+                        _ => None,
+                    };
+                    let sent = match &offer {
+                        Some((o, _)) => Writer::new(stream.clone()).send(&o.ready(), &[&o.cookie]),
+                        None => Writer::new(stream.clone()).send(&Header::new(Op::Ready), &[]),
+                    };
+                    if sent.is_err() {
                         break;
                     }
-                    *accepted = Some(frame.1);
+                    *accepted = Some(Accepted { private_data: frame.1, exported: offer.map(|(_, slot)| slot) });
                 }
                 (Op::Ready, true) => {
+                    let Ok(peer_offer) = Offer::from_ready(&frame.0, &frame.1) else { break };
                     let Attempt::Handshaking { stream, token, reader, accepted } = std::mem::replace(&mut *state, Attempt::Done) else {
                         unreachable!()
                     };
                     drop(state);
                     self.engine.deregister(token, Some(stream.as_raw_fd()));
                     let remote = stream.peer_addr().map(v4).unwrap_or(self.remote);
-                    let est = Established { stream, reader: *reader, remote, private_data: accepted.unwrap_or_default(), datagram_port: None };
+                    let Accepted { private_data, exported } = accepted.expect("a Ready after the accept");
+                    let est = Established { stream, reader: *reader, remote, private_data, datagram_port: None, peer_offer, exported };
                     return self.report(Ok(est));
                 }
                 (Op::Reject, false) => {
@@ -621,7 +677,8 @@ impl Source for Handshake {
                 let Some((stream, reader)) = self.leave() else { return };
                 let Ok(remote) = stream.peer_addr().map(v4) else { return };
                 let datagram_port = (h.flags & flags::DATAGRAM != 0).then(|| u16::try_from(h.rkey).unwrap_or(0));
-                (self.on_request)(IncomingRequest { stream, reader, private_data, remote, datagram_port });
+                let peer_direct = h.flags & flags::DIRECT != 0;
+                (self.on_request)(IncomingRequest { stream, reader, private_data, remote, datagram_port, peer_direct });
             }
             // Not a request for us, or not a frame: as if nobody listened.
             _ => {
@@ -651,7 +708,7 @@ mod tests {
     fn connect_now(addr: SocketAddrV4, qual: u64, pd: &[u8], timeout: Duration) -> mpsc::Receiver<Result<Established, ConnectFailure>> {
         let (tx, rx) = mpsc::channel();
         let tx = parking_lot::Mutex::new(tx);
-        connect(addr, qual, pd.to_vec(), Some(timeout), LIMITS, move |r| {
+        connect(addr, qual, pd.to_vec(), Some(timeout), LIMITS, None, move |r| {
             let _ = tx.lock().send(r);
         })
         .unwrap();

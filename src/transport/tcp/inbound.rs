@@ -13,7 +13,8 @@ use std::sync::Arc;
 use super::answers::Answer;
 use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
 use super::link::TcpLink;
-use super::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN};
+use super::direct::Offer;
+use super::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN, OFFER_COOKIE};
 use crate::abi::*;
 use super::ep_wire::{pop_request, EarlyMessage};
 use crate::objects::ep::{Ep, EpInner, Request};
@@ -70,7 +71,8 @@ enum Sink {
     Early { data: Vec<u8>, filled: usize },
     /// The data of one of our RDMA reads.
     Read { request: Request, targets: Segments, pz: Option<Arc<Pz>>, walk: Walk },
-    /// An atomic's operands (`filled` of them are in).
+    /// A small payload of fixed length: an atomic's operands, or a direct offer's cookie
+    /// (`filled` of its bytes are in).
     Operands { data: [u8; ATOMIC_OPERANDS as usize], filled: usize },
     /// Bytes to drop, then the end of the connection (the cause was answered already).
     Drop { then: Option<Stop> },
@@ -164,8 +166,24 @@ pub fn advance(
 /// else its payload starts filling its sink.
 fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: bool) -> Result<Option<Stop>, ConnError> {
     match h.op {
+        Op::Ready if h.flags & flags::DIRECT == 0 => {
+            if h.payload_len != 0 {
+                return Ok(Some(Stop::Lost));
+            }
+            return Ok(established(link, None));
+        }
+        // The peer's confirmation with its direct offer: the cookie follows.
         Op::Ready => {
-            return Ok((!link.confirm_established()).then_some(Stop::Lost));
+            const _: () = assert!(OFFER_COOKIE == ATOMIC_OPERANDS, "an offer's cookie fills an operands sink");
+            if h.payload_len != OFFER_COOKIE {
+                return Ok(Some(Stop::Lost));
+            }
+            if inb.reader.buffered() >= OFFER_COOKIE as usize {
+                let mut cookie = [0u8; OFFER_COOKIE as usize];
+                inb.reader.take_buffered(&mut cookie);
+                return Ok(established(link, Offer::from_ready(&h, &cookie).ok().flatten()));
+            }
+            return Ok(start(inb, h, Sink::Operands { data: [0; ATOMIC_OPERANDS as usize], filled: 0 }));
         }
         Op::Send => {
             let ack = (h.flags & flags::ACK != 0).then_some(h.remote_addr);
@@ -428,6 +446,7 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
             keep(ep, link, EarlyMessage { seq: h.id, data, immediate: None, invalidate: invalidated_context(&h) });
             None
         }
+        Sink::Operands { data, .. } if h.op == Op::Ready => established(link, Offer::from_ready(&h, &data).ok().flatten()),
         Sink::Operands { data, .. } => atomic(ep, link, &h, data),
         Sink::Read { request, walk, .. } => match walk.failed {
             None => {
@@ -442,6 +461,12 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
         },
         Sink::Drop { then } => then,
     }
+}
+
+/// The peer's confirmation (with its direct offer, if any): ESTABLISHED, or the end of a
+/// connection that was not waiting for it.
+fn established(link: &TcpLink, offer: Option<Offer>) -> Option<Stop> {
+    (!link.confirm_established(offer)).then_some(Stop::Lost)
 }
 
 /// The peer's request `seq` failed here with `status`: it hears so, and the connection ends.

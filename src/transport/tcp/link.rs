@@ -27,6 +27,7 @@ use parking_lot::{Mutex, MutexGuard};
 use super::answers::{Answer, Answers, Flushed};
 use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
 use super::conn::{ConnError, Reader, Writer, MAX_PARTS};
+use super::direct::{self, Direct, ExportedSlot, Offer, Outcome};
 use super::held::{Held, HeldRequest};
 use super::inbound::{self, Inbound, Stop};
 use super::wire::{flags, Header, Op, ATOMIC_OPERANDS};
@@ -155,6 +156,16 @@ pub struct TcpLink {
     /// The peer runs on this machine (a loopback or local address): its engine's wake-ups
     /// compete with our threads for the same CPUs (see `post`).
     peer_on_this_host: bool,
+    /// Our end of the connection and the peer's.
+    ends: Option<(SocketAddrV4, SocketAddrV4)>,
+    /// The peer asked for our direct offer (`direct`).
+    peer_direct: bool,
+    /// The connection's slot in our export table, once offered.
+    exported: Mutex<Option<ExportedSlot>>,
+    /// Our direct path into the peer's memory, once its offer was taken up.
+    direct: OnceLock<Direct>,
+    /// Set when the direct path failed: the socket carries everything from then on.
+    direct_off: AtomicBool,
     /// What happened to the connection, for `LIBDAT_DEBUG`.
     stats: Stats,
     /// When the link started (monotonic microseconds), for `LIBDAT_DEBUG`.
@@ -175,6 +186,8 @@ struct Stats {
     lone_acks: AtomicU64,
     /// Leases that ended with data waiting in the socket.
     taken_back_waiting: AtomicU64,
+    /// Our RDMA writes and reads carried out directly in the peer's memory.
+    direct: AtomicU64,
 }
 
 fn count(c: &AtomicU64) {
@@ -183,7 +196,19 @@ fn count(c: &AtomicU64) {
 
 impl TcpLink {
     /// A link for `ep` over an established socket; `reader` may hold the peer's first frames.
-    fn start(stream: Arc<TcpStream>, reader: Reader, ep: &Arc<Ep>, phase: Phase) -> std::io::Result<Arc<TcpLink>> {
+    /// The direct path (`direct`): `peer_direct`, the peer asked for our offer (the passive
+    /// side's confirmation makes it); `exported`, the slot of the offer we made (the active
+    /// side's confirmation carried it); `peer_offer`, the peer's, taken up now.
+    fn start(
+        stream: Arc<TcpStream>,
+        reader: Reader,
+        ep: &Arc<Ep>,
+        phase: Phase,
+        peer_direct: bool,
+        exported: Option<ExportedSlot>,
+        peer_offer: Option<Offer>,
+    ) -> std::io::Result<Arc<TcpLink>> {
+        let ends = cm::ends(&stream);
         let peer_on_this_host = match (stream.local_addr(), stream.peer_addr()) {
             (Ok(local), Ok(peer)) => peer.ip().is_loopback() || peer.ip() == local.ip(),
             _ => false,
@@ -221,9 +246,17 @@ impl TcpLink {
             ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
             lone_acks_held_at: AtomicU64::new(0),
             peer_on_this_host,
+            ends,
+            peer_direct,
+            exported: Mutex::new(exported),
+            direct: OnceLock::new(),
+            direct_off: AtomicBool::new(false),
             stats: Stats::default(),
             started: sys::monotonic_micros(),
         });
+        if let Some(offer) = peer_offer {
+            link.direct_offered(offer);
+        }
         let token = link.engine.register(link.fd, link.clone())?;
         let _ = link.token.set(token);
         if let Phase::Handshake { deadline } = phase {
@@ -287,23 +320,60 @@ impl TcpLink {
         }
     }
 
-    /// The passive side's confirmation arrived: ESTABLISHED, and ours goes back. The event
+    /// The active side's confirmation arrived (with its direct offer, if it made one):
+    /// ESTABLISHED, and ours goes back (with our offer, if the peer asked for one). The event
     /// is posted under the writer lock and the confirmation written before the lock goes: the
     /// consumer's first frames cannot overtake the confirmation, and the peer (established
     /// only by the confirmation) cannot disconnect before our event is posted.
-    pub(super) fn confirm_established(&self) -> bool {
+    pub(super) fn confirm_established(&self, peer_offer: Option<Offer>) -> bool {
         let mut w = self.writer.lock();
-        if !matches!(self.phase(), Phase::Handshake { .. }) || !self.ep.established(None, &[]) {
+        if !matches!(self.phase(), Phase::Handshake { .. }) {
+            return false;
+        }
+        // The direct path is there before the consumer hears ESTABLISHED.
+        if let Some(offer) = peer_offer {
+            self.direct_offered(offer);
+        }
+        if !self.ep.established(None, &[]) {
             return false;
         }
         *self.phase.lock() = Phase::Open;
         self.set_timer(); // the handshake's deadline is gone
-        match w.answer_now(&Header::new(Op::Ready), &[], None) {
+        let offer = match (self.peer_direct, self.ends, self.ep.pz()) {
+            (true, Some((local, remote)), Some(pz)) => direct::offer(Arc::as_ptr(&pz) as u64, local, remote),
+            _ => None,
+        };
+        let wrote = match offer {
+            Some((offer, slot)) => {
+                *self.exported.lock() = Some(slot);
+                w.write_owned_now(&offer.ready(), Box::new(offer.cookie))
+            }
+            None => w.answer_now(&Header::new(Op::Ready), &[], None),
+        };
+        match wrote {
             Ok(super::conn::Wrote::All) => {}
             Ok(_) => self.out_blocked.store(true, Ordering::Release),
             Err(_) => return false,
         }
         true
+    }
+
+    /// The peer offered us direct access to its memory: taken up if it is what it says (its
+    /// table, open for this connection) and we asked for it.
+    fn direct_offered(&self, offer: Offer) {
+        let Some((local, remote)) = self.ends.filter(|(l, r)| direct::wanted(*l, *r)) else { return };
+        if let Some(d) = direct::attach(&offer, local, remote) {
+            let _ = self.direct.set(d);
+        } else if debug() {
+            eprintln!("libdat: EP {:p}: the peer's direct offer could not be taken up (pid {}): its accesses go by the socket", self.ep.handle(), offer.pid);
+        }
+    }
+
+    /// The connection ends: the peer's direct accesses stop (its next one goes by the socket).
+    fn close_direct(&self) {
+        if let Some(slot) = self.exported.lock().as_ref() {
+            slot.close();
+        }
     }
 
     /// Records how the connection ended (first finder wins); the engine ends it.
@@ -598,6 +668,7 @@ impl TcpLink {
         }
         self.ending.store(true, Ordering::Release);
         self.lent.store(false, Ordering::Release);
+        self.close_direct();
         let outcome = self.stopped.lock().take().unwrap_or(Err(ConnError::Closed));
         if debug() {
             let s = &self.stats;
@@ -606,7 +677,7 @@ impl TcpLink {
                 (inb.reader.local_addr(), inb.reader.peer_addr())
             };
             eprintln!(
-                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, held {} us now)",
+                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, held {} us now; {} RDMA requests direct)",
                 self.ep.handle(),
                 (sys::monotonic_micros() - self.started) / 1000,
                 self.polls.load(Ordering::Relaxed),
@@ -618,6 +689,7 @@ impl TcpLink {
                 s.taken_back_waiting.load(Ordering::Relaxed),
                 s.lone_acks.load(Ordering::Relaxed),
                 self.ack_hold_us.load(Ordering::Relaxed),
+                s.direct.load(Ordering::Relaxed),
             );
         }
         self.inbound.lock().abandon(&self.ep);
@@ -849,6 +921,7 @@ impl Progress for TcpLink {
 
 impl Link for TcpLink {
     fn close(&self, how: Close) {
+        self.close_direct();
         // The goodbye follows our requests (posted before this call) and the answers already
         // queued, so the peer completes everything it was owed before it sees us leave.
         self.answers.push(Answer::Goodbye);
@@ -917,6 +990,52 @@ impl Link for TcpLink {
         };
         if inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize {
             return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
+        }
+        // An RDMA write or read straight into the peer's memory (see `direct`), when nothing of
+        // ours is still on its way there (it would land after this one) and the peer's table
+        // settles it; otherwise, or if the peer's table refuses it, the socket carries it.
+        if let Some((d, remote)) = self.direct.get().zip(out.remote).filter(|_| {
+            matches!(op, Op::RdmaWrite | Op::RdmaReadRequest)
+                && out.extended.is_none()
+                && inner.outstanding.is_empty()
+                && !self.held.any()
+                && !self.direct_off.load(Ordering::Relaxed)
+                && !self.ending.load(Ordering::Relaxed)
+        }) {
+            drop(inner);
+            let outcome = if op == Op::RdmaWrite {
+                d.write(remote.rmr_context, remote.virtual_address, out.segments, total)
+            } else {
+                d.read(remote.rmr_context, remote.virtual_address, out.segments, total)
+            };
+            match outcome {
+                Outcome::Done => {
+                    count(&self.stats.direct);
+                    // Completed before the writer goes: a request posted after it completes
+                    // after it.
+                    let request =
+                        Request { seq: 0, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: None, bind: None };
+                    ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_SUCCESS, total as u32);
+                    drop(w);
+                    // Acknowledgements held for this request to carry, and answers queued
+                    // while we held the writer, go now.
+                    let engine_held = self.answers.ack_due() != 0;
+                    fence(Ordering::SeqCst);
+                    if self.answers.pending() || self.write_wanted.load(Ordering::Relaxed) {
+                        self.flush_answers();
+                    }
+                    if engine_held {
+                        self.set_timer();
+                    }
+                    return Ok(Posted::Queued);
+                }
+                Outcome::Off => self.direct_off.store(true, Ordering::Relaxed),
+                Outcome::Socket => {}
+            }
+            inner = ep.inner.lock();
+            if inner.link.is_none() {
+                return Ok(Posted::Flush); // the connection ended: the caller flushes
+            }
         }
         // Numbered under the writer's lock: requests go out, and are acknowledged, in the
         // order of their numbers.
@@ -1055,6 +1174,8 @@ impl Link for TcpLink {
 
 /// Starts an active connect on the engine: ESTABLISHED or the failure's event follows.
 pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
+    // The EP's zone, for the direct offer our confirmation may carry.
+    let zone = ep.pz().map(|pz| Arc::as_ptr(&pz) as u64);
     let on_done = move |result: Result<cm::Established, ConnectFailure>| {
         let failure = |event: dat_event_number, pd: &[u8]| ep.ended(End::Broken, event, pd);
         let est = match result {
@@ -1064,7 +1185,7 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
             Err(ConnectFailure::Unreachable) => return failure(dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE, &[]),
             Err(ConnectFailure::TimedOut) => return failure(dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[]),
         };
-        let link = match TcpLink::start(est.stream, est.reader, &ep, Phase::Open) {
+        let link = match TcpLink::start(est.stream, est.reader, &ep, Phase::Open, false, est.exported, est.peer_offer) {
             Ok(l) => l,
             Err(_) => return failure(dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]),
         };
@@ -1074,7 +1195,7 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
         }
         link.begin();
     };
-    cm::connect(remote, conn_qual, private_data, timeout, wire_limits(), on_done)
+    cm::connect(remote, conn_qual, private_data, timeout, wire_limits(), zone, on_done)
         .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
 }
 
@@ -1082,6 +1203,7 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
 /// peer confirms, ACCEPT_COMPLETION_ERROR when it does not in time.
 pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> DatResult {
     let remote = request.remote;
+    let peer_direct = request.peer_direct;
     let accept_error = dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
     let (stream, reader) = match request.accept_start(private_data, wire_limits()) {
         Ok(s) => s,
@@ -1091,7 +1213,7 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
         }
     };
     let deadline = sys::monotonic_micros() + HANDSHAKE_TIMEOUT.as_micros() as u64;
-    let link = TcpLink::start(stream, reader, &ep, Phase::Handshake { deadline })
+    let link = TcpLink::start(stream, reader, &ep, Phase::Handshake { deadline }, peer_direct, None, None)
         .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))?;
     if !ep.accepting(link.clone(), remote) {
         link.close(Close::Released);

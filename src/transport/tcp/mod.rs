@@ -6,12 +6,14 @@
 //! - `link`: a connected EP; `inbound`: the peer's frames; `answers`: what we owe the peer;
 //!   `held`: requests fenced behind RDMA reads;
 //! - `ep_wire`: what an EP keeps for its connection;
-//! - `datagram`: the IB extension's UD EPs.
+//! - `datagram`: the IB extension's UD EPs;
+//! - `direct`: RDMA writes and reads between processes of one host, by cross-memory attach.
 
 mod answers;
 pub mod cm;
 pub mod conn;
 mod datagram;
+pub mod direct;
 mod ep_wire;
 mod held;
 mod inbound;

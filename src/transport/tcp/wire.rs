@@ -9,7 +9,10 @@ pub const MAGIC: u16 = 0xDA7A;
 /// Version 2: a send may carry an acknowledgement (`flags::ACK`). Version 3: the IB
 /// extension's operations (`Immediate`, `FetchAdd`, `CompareSwap`). Version 4: a send with
 /// invalidate (`flags::INVALIDATE`). Version 5: a UD EP's exchange (`flags::DATAGRAM`).
-pub const VERSION: u8 = 5;
+/// Version 6: direct access between processes of one host (`flags::DIRECT`).
+pub const VERSION: u8 = 6;
+/// The payload of a `Ready` flagged `DIRECT`: the cookie its sender's table holds.
+pub const OFFER_COOKIE: u32 = 16;
 /// The payload of an atomic: its two operands (the value to add, or to compare and to swap).
 pub const ATOMIC_OPERANDS: u32 = 16;
 pub const HEADER_LEN: usize = 32;
@@ -24,7 +27,11 @@ pub enum Op {
     Accept = 2,
     /// Listener -> active side: rejected, with private data.
     Reject = 3,
-    /// Active side -> listener: the accept arrived; the connection is up on both sides.
+    /// Active side -> listener: the accept arrived; the connection is up on both sides. And
+    /// back, listener -> active side: the listener is established. Flagged `DIRECT`, it offers
+    /// the peer direct access to its sender's memory (`direct`): through process `id`'s table,
+    /// its descriptor `remote_addr >> 32`, connection slot `rkey` of generation
+    /// `remote_addr & 0xffff_ffff`; the payload is the table's cookie.
     Ready = 4,
     /// A message for the peer's next posted receive.
     Send = 5,
@@ -97,6 +104,9 @@ pub mod flags {
     /// A connect request of a UD EP (its datagram port in `rkey`): the accept names the
     /// acceptor's, and the connection ends there.
     pub const DATAGRAM: u16 = 0x10;
+    /// On a connect request or an accept: its sender runs on this host and would take a
+    /// direct offer. On a `Ready`: the offer (to a peer that asked for it).
+    pub const DIRECT: u16 = 0x20;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +178,8 @@ impl Header {
         let allowed = match op {
             Op::Send => flags::SOLICITED | flags::ACK | flags::INVALIDATE,
             Op::RdmaWrite => flags::SOLICITED | flags::IMMEDIATE,
-            Op::ConnectRequest => flags::SOLICITED | flags::DATAGRAM,
+            Op::ConnectRequest => flags::SOLICITED | flags::DATAGRAM | flags::DIRECT,
+            Op::Accept | Op::Ready => flags::SOLICITED | flags::DIRECT,
             _ => flags::SOLICITED,
         };
         if flags & !allowed != 0 || le16(6) != 0 {
@@ -180,7 +191,8 @@ impl Header {
             // A read request carries no payload: its payload_len is the length asked for.
             Op::Send | Op::RdmaWrite | Op::RdmaReadResponse | Op::RdmaReadRequest => limits.max_message,
             Op::FetchAdd | Op::CompareSwap => ATOMIC_OPERANDS,
-            Op::Ready | Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate => 0,
+            Op::Ready => OFFER_COOKIE,
+            Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate => 0,
         };
         if payload_len > max {
             return Err(WireError::TooLong { op, len: payload_len });
@@ -272,6 +284,26 @@ mod tests {
         let mut h = Header::new(Op::Send);
         h.flags = flags::IMMEDIATE;
         assert_eq!(Header::decode(&h.encode(), LIMITS), Err(WireError::BadFlags(flags::IMMEDIATE)));
+    }
+
+    #[test]
+    fn only_handshake_frames_ask_for_or_make_a_direct_offer_and_an_offer_carries_its_cookie() {
+        for op in [Op::ConnectRequest, Op::Accept, Op::Ready] {
+            let mut h = Header::new(op);
+            h.flags = flags::DIRECT;
+            assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
+        }
+        for op in [Op::Reject, Op::Send, Op::RdmaWrite, Op::Ack] {
+            let mut h = Header::new(op);
+            h.flags = flags::DIRECT;
+            assert_eq!(Header::decode(&h.encode(), LIMITS), Err(WireError::BadFlags(flags::DIRECT)));
+        }
+        let mut h = Header::new(Op::Ready);
+        h.flags = flags::DIRECT;
+        h.payload_len = OFFER_COOKIE;
+        assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
+        h.payload_len = OFFER_COOKIE + 1;
+        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
     }
 
     #[test]

@@ -1,0 +1,215 @@
+//! Direct access between processes of one host (`transport::tcp::direct`): a peer's RDMA
+//! writes and reads land in our memory with no thread of ours running, as on RDMA hardware;
+//! every access is checked as the socket path checks it; and a region being freed is reached
+//! by no peer once `dat_lmr_free` returns.
+//!
+//! The stopped peer is a child process (this test binary run again) stopped with SIGSTOP.
+
+use std::io::{BufRead, Write};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use dat::abi::*;
+use dat::api::{cm::*, ep::*, lmr::*, pz::*};
+
+mod common;
+use common::*;
+
+const DEFAULT: DAT_COMPLETION_FLAGS = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+
+fn pattern(i: usize) -> u8 {
+    (i.wrapping_mul(7) + 3) as u8
+}
+
+/// What the stopped child is written: an odd length at an odd offset, over many pages.
+const LEN: usize = 200_003;
+const AT: usize = 7;
+
+/// Runs as the child of `writes_and_reads_land_in_a_peer_process_that_is_stopped`: accepts
+/// one connection, prints its port and region, and once a message comes (after it was stopped
+/// and continued) checks the bytes its peer wrote: exit status 0 when they are all there.
+#[test]
+fn stopped_peer_child() {
+    if std::env::var_os("LIBDAT_TEST_STOPPED_CHILD").is_none() {
+        return; // only the child does anything
+    }
+    let p = Side::with_buffer(ALL_PRIV, 1 << 20);
+    let (_psp, port) = p.listen();
+    p.post_recv(&[p.iov(0, 16)], 1);
+    println!("PEER {port} {} {}", p.addr(0), p.rmr_ctx);
+    std::io::stdout().flush().unwrap();
+    let (cr, _) = p.request();
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    // The parent stops us here, writes and reads our memory, continues us, and sends.
+    let (_, status, _, _) = dto(p.recv_evd);
+    assert_eq!(status, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    let intact = (0..LEN).all(|i| p.buf[16 + AT + i] == pattern(i));
+    // The parent disconnects once its message completed (an exit now could overtake our
+    // acknowledgement of it).
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    std::process::exit(if intact { 0 } else { 3 });
+}
+
+/// Kills the child if the test fails while it is stopped.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn writes_and_reads_land_in_a_peer_process_that_is_stopped() {
+    if on_rdma() {
+        return; // the TCP transport's alone
+    }
+    let mut child = Child(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "stopped_peer_child", "--nocapture", "--test-threads=1"])
+            .env("LIBDAT_TEST_STOPPED_CHILD", "1")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let (port, addr, rkey): (DAT_CONN_QUAL, DAT_VADDR, DAT_RMR_CONTEXT) = loop {
+        let line = lines.next().expect("the child printed its port").unwrap();
+        // libtest may print its "test ... " prefix on the same line.
+        if let Some(rest) = line.split("PEER ").nth(1) {
+            let f: Vec<u64> = rest.split_whitespace().map(|v| v.parse().unwrap()).collect();
+            break (f[0], f[1], f[2] as DAT_RMR_CONTEXT);
+        }
+    };
+    let mut a = Side::with_buffer(ALL_PRIV, 1 << 20);
+    assert_eq!(a.connect(port, b"", WAIT_US), OK);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+
+    // The peer process stops: none of its threads runs until it is continued.
+    let pid = child.0.id() as libc::pid_t;
+    let mut status = 0;
+    unsafe {
+        assert_eq!(libc::kill(pid, libc::SIGSTOP), 0);
+        assert_eq!(libc::waitpid(pid, &mut status, libc::WUNTRACED), pid);
+    }
+    assert!(libc::WIFSTOPPED(status), "the child stopped");
+
+    for i in 0..LEN {
+        a.buf[i] = pattern(i);
+    }
+    // Three segments of odd lengths, written at an odd offset of the peer's region.
+    let local = [a.iov(0, 1), a.iov(1, 65_535), a.iov(65_536, (LEN - 65_536) as u32)];
+    let remote = DAT_RMR_TRIPLET { rmr_context: rkey, virtual_address: addr + (16 + AT) as u64, segment_length: LEN as u32 };
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 3, local.as_ptr() as *mut _, cookie(1), &remote, DEFAULT) }, OK);
+    assert_eq!(dto(a.req_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, LEN as u32, dat_dtos::DAT_DTO_RDMA_WRITE));
+    // And back, still stopped, into another part of our region.
+    let into = [a.iov(300_000, LEN as u32)];
+    assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(2), &remote, DEFAULT) }, OK);
+    assert_eq!(dto(a.req_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, LEN as u32, dat_dtos::DAT_DTO_RDMA_READ));
+    assert!((0..LEN).all(|i| a.buf[300_000 + i] == pattern(i)), "the read brought back what the write put there");
+
+    // Continued, the child finds the bytes in its memory when our message tells it to look.
+    unsafe { assert_eq!(libc::kill(pid, libc::SIGCONT), 0) };
+    assert_eq!(a.post_send(&[a.iov(0, 4)], 3), OK);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(unsafe { dat_ep_disconnect(a.ep, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS) }, OK);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    let exit = child.0.wait().unwrap();
+    assert_eq!(exit.code(), Some(0), "the child found every byte written");
+    a.buf[0] = 0;
+}
+
+#[test]
+fn a_region_in_another_zone_of_the_peer_is_refused_and_untouched() {
+    if on_rdma() {
+        return;
+    }
+    let (mut a, mut p) = connected(ALL_PRIV);
+    // A region of the peer's IA in a second protection zone: its EP may not reach it.
+    let mut pz2 = null_mut();
+    assert_eq!(unsafe { dat_pz_create(p.ia, &mut pz2) }, OK);
+    let mut other = vec![0u8; 4096];
+    let (mut lmr, mut lmr_ctx, mut rmr_ctx) = (null_mut(), 0, 0);
+    let region = DAT_REGION_DESCRIPTION { for_va: other.as_mut_ptr() as DAT_PVOID };
+    let rc = unsafe { dat_lmr_create(p.ia, 0, region, 4096, pz2, ALL_PRIV, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut()) };
+    assert_eq!(rc, OK);
+    // The same EP reaches its own zone's region (the connection is usable)...
+    a.buf[..8].fill(0xEE);
+    let local = [a.iov(0, 8)];
+    let mine = p.rmr(0, 8);
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(1), &mine, DEFAULT) }, OK);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(&p.buf[..8], &[0xEE; 8]);
+    // ...and not the other zone's.
+    let theirs = DAT_RMR_TRIPLET { rmr_context: rmr_ctx, virtual_address: other.as_ptr() as DAT_VADDR, segment_length: 8 };
+    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(2), &theirs, DEFAULT) }, OK);
+    assert_eq!(dto(a.req_evd), (2, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS, 0, dat_dtos::DAT_DTO_RDMA_WRITE));
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert!(other.iter().all(|&b| b == 0), "nothing was written");
+    assert_eq!(unsafe { dat_lmr_free(lmr) }, OK);
+    assert_eq!(unsafe { dat_pz_free(pz2) }, OK);
+    p.buf[0] = 0;
+}
+
+/// A handle moved to another thread (DAT handles are thread-safe).
+#[derive(Clone, Copy)]
+struct Handle(usize);
+// SAFETY: a DAT handle is an opaque value the library checks on every call.
+unsafe impl Send for Handle {}
+
+#[test]
+fn a_region_freed_while_its_peer_writes_to_it_is_never_written_after_the_free_returns() {
+    if on_rdma() {
+        return;
+    }
+    // Writes of the whole region: a free most likely comes in the middle of one's copy.
+    const REGION: usize = 1 << 20;
+    for _round in 0..20 {
+        let (mut a, mut p) = connected_with_buffers(ALL_PRIV, REGION);
+        a.buf.fill(0xAB);
+        let written = Arc::new(AtomicU64::new(0));
+        let freed = Arc::new(AtomicBool::new(false));
+        let (ep, evd, local, remote) = (Handle(a.ep as usize), Handle(a.req_evd as usize), a.iov(0, REGION as u32), p.rmr(0, REGION as u32));
+        let (counter, after_free) = (written.clone(), freed.clone());
+        // Writes, each waited for, until one fails (or, were the free not to stop them, a
+        // thousand after it).
+        let writer = std::thread::spawn(move || {
+            let (ep, evd) = (ep.0 as DAT_EP_HANDLE, evd.0 as DAT_EVD_HANDLE);
+            let mut landed_after_free = 0;
+            for i in 0u64.. {
+                if after_free.load(Ordering::Acquire) {
+                    landed_after_free += 1;
+                    if landed_after_free > 1000 {
+                        return Some(dat_dto_completion_status::DAT_DTO_SUCCESS);
+                    }
+                }
+                let iov = [local];
+                if unsafe { dat_ep_post_rdma_write(ep, 1, iov.as_ptr() as *mut _, cookie(i), &remote, DEFAULT) } != OK {
+                    return None;
+                }
+                let (_, status, _, _) = dto(evd);
+                if status != dat_dto_completion_status::DAT_DTO_SUCCESS {
+                    return Some(status);
+                }
+                counter.fetch_add(1, Ordering::Release);
+            }
+            None
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while written.load(Ordering::Acquire) < 100 {
+            assert!(std::time::Instant::now() < deadline, "the writes go on");
+            std::thread::yield_now();
+        }
+        assert_eq!(unsafe { dat_lmr_free(p.lmr) }, OK);
+        // From here on no write may land: whatever the peer does, these bytes stay.
+        p.buf.fill(0x5A);
+        freed.store(true, Ordering::Release);
+        let ended = writer.join().unwrap();
+        assert_eq!(ended, Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS), "a write after the free is refused");
+        assert!(p.buf.iter().all(|&b| b == 0x5A), "a write landed in a freed region");
+        a.buf[0] = 0;
+    }
+}
