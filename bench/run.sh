@@ -7,6 +7,9 @@
 # The raw stream is shown twice: from and into 16 buffers in turn, the memory datperf's 16
 # transfers in flight use (the comparison the targets are about), and from one buffer that
 # stays in the cache.
+# Between two processes of one host, RDMA writes and reads go straight into the peer's memory
+# (cross-memory attach, src/transport/tcp/direct.rs); every row that measures them is shown
+# again with LIBDAT_DIRECT=0, over the socket, the path a peer on another host takes.
 # usage: run.sh BUILDDIR [ROUNDS]
 set -uo pipefail
 build=$(cd "${1:?}" && pwd)
@@ -33,14 +36,15 @@ stats() {  # numbers on stdin -> "median (min..max)"
     sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "-"; exit} m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.2f (%.2f..%.2f)\n", m, v[1], v[NR]}'
 }
 
-dtest_latency() {  # Debian's dtest RDMA-write ping-pong at 64 KiB with these flags: microseconds one way
+dtest_latency() {  # direct (1|0), then dtest's flags: its RDMA-write ping-pong at 64 KiB, microseconds one way
     command -v dtest >/dev/null || { echo "-"; return; }
-    local conf
+    local direct=$1 conf
+    shift
     conf=$(mktemp)   # an empty dat.conf: the built-in tcp-lo (dtest listens on its fixed 45248)
-    DAT_OVERRIDE=$conf timeout 60 dtest -P tcp-lo -s -b 65536 "$@" >/dev/null 2>&1 &
+    LIBDAT_DIRECT=$direct DAT_OVERRIDE=$conf timeout 60 dtest -P tcp-lo -s -b 65536 "$@" >/dev/null 2>&1 &
     local spid=$! out=""
     for _ in $(seq 50); do
-        out=$(DAT_OVERRIDE=$conf timeout 60 dtest -P tcp-lo -h 127.0.0.1 -b 65536 "$@" 2>/dev/null) && break
+        out=$(LIBDAT_DIRECT=$direct DAT_OVERRIDE=$conf timeout 60 dtest -P tcp-lo -h 127.0.0.1 -b 65536 "$@" 2>/dev/null) && break
         sleep 0.1   # the server is not listening yet: try again
     done
     wait $spid 2>/dev/null
@@ -89,6 +93,7 @@ for r in $(seq "$rounds"); do
     for s in 65536 1048576; do
         n=$((2000000000 / s / 2))
         add "bw_write_$s" "$(timeout 120 $datperf -q -m write -s $s -n $n)"
+        add "bw_write_sock_$s" "$(LIBDAT_DIRECT=0 timeout 120 $datperf -q -m write -s $s -n $n)"
         add "bw_send_$s"  "$(timeout 120 $datperf -q -m send -s $s -n $n)"
         add "bw_raw_$s"   "$(timeout 120 $rawtcp -q -m stream -s $s -n $n -w 16)"
         add "bw_raw1_$s"  "$(timeout 120 $rawtcp -q -m stream -s $s -n $n)"
@@ -101,11 +106,12 @@ for r in $(seq "$rounds"); do
     # puts each message where the spinning thread looks): what one wake-up per message costs.
     for s in 8 65536; do
         add "mem_dat_$s" "$(timeout 120 $datperf -q -m mempoll -s $s -n $((s > 8 ? 2000 : 5000)))"
+        add "mem_sock_$s" "$(LIBDAT_DIRECT=0 timeout 120 $datperf -q -m mempoll -s $s -n $((s > 8 ? 2000 : 5000)))"
         add "mem_raw_$s" "$(timeout 120 $rawtcp -q -m pingpong -1 -s $s -n $((s > 8 ? 5000 : 20000)))"
         add "mem_design_$s" "$(timeout 120 $rawtcp -q -m mempoll -s $s -n $((s > 8 ? 5000 : 20000)))"
     done
     add poll_dat_65536 "$(timeout 120 $datperf -q -m pingpong -p -s 65536 -n 5000)"
-    d=$(dtest_latency -D)
+    d=$(dtest_latency 1 -D)
     add dtest_D "$d"
     # dtest -D computes on its critical path (one message in five filled with rand() byte by
     # byte, a compare and a copy of each): that share of its figure, measured alone, is what
@@ -113,7 +119,9 @@ for r in $(seq "$rounds"); do
     w=$(timeout 120 "$build/bin/dtestwork" -q -s 65536 -n 1000)
     add dtest_D_work "$w"
     add dtest_D_transfer "$(awk -v d="$d" -v w="$w" 'BEGIN { if (d ~ /^[0-9.]+$/ && w ~ /^[0-9.]+$/) printf "%.2f", d - w; else print "-" }')"
-    add dtest_Wp "$(dtest_latency -W -p)"
+    add dtest_Wp "$(dtest_latency 1 -W -p)"
+    add dtest_D_sock "$(dtest_latency 0 -D)"
+    add dtest_Wp_sock "$(dtest_latency 0 -W -p)"
     echo "bench: round $r of $rounds done" >&2
 done
 
@@ -129,6 +137,7 @@ row "libfabric tcp (fi_pingpong -e msg)" lat_fabric
 echo "Bandwidth in MB/s, median (min..max):"
 for s in 65536 1048576; do
     row "libdat RDMA write, $((s / 1024)) KiB" "bw_write_$s"
+    row "  over the socket (LIBDAT_DIRECT=0)" "bw_write_sock_$s"
     row "libdat send, $((s / 1024)) KiB" "bw_send_$s"
     row "raw TCP stream, $((s / 1024)) KiB writes, 16 buffers" "bw_raw_$s"
     row "raw TCP stream, $((s / 1024)) KiB writes, one buffer" "bw_raw1_$s"
@@ -137,6 +146,7 @@ done
 echo "One-sided progress: one-way latency in microseconds, median (min..max):"
 for s in 8 65536; do
     row "libdat RDMA write ping-pong polling memory, $s B" "mem_dat_$s"
+    row "  over the socket (LIBDAT_DIRECT=0)" "mem_sock_$s"
     row "raw TCP, one side polling, one blocked in recv, $s B" "mem_raw_$s"
     row "raw TCP, both spinning on memory a thread fills, $s B" "mem_design_$s"
 done
@@ -145,6 +155,8 @@ row "dtest -D -b 65536 (memory polling, data check)" dtest_D
 row "  dtest -D's own work alone (dtestwork)" dtest_D_work
 row "  dtest -D less its own work" dtest_D_transfer
 row "dtest -W -p -b 65536 (memory polling)" dtest_Wp
+row "dtest -D over the socket (LIBDAT_DIRECT=0)" dtest_D_sock
+row "dtest -W -p over the socket (LIBDAT_DIRECT=0)" dtest_Wp_sock
 
 ratio() {  # label, key of ours, key of the peer, target: per-round ratio, median (min..max)
     local r
@@ -159,11 +171,16 @@ ratio "latency, polling: libdat / libfabric tcp" lat_dat_poll_last lat_fabric "<
 for s in 65536 1048576; do
     ratio "RDMA write $((s / 1024)) KiB: libdat / raw 16 buffers" "bw_write_$s" "bw_raw_$s" ">= 0.90"
     ratio "send $((s / 1024)) KiB: libdat / raw 16 buffers" "bw_send_$s" "bw_raw_$s" ">= 0.90"
+    ratio "  RDMA write over the socket / raw 16 buffers" "bw_write_sock_$s" "bw_raw_$s" "(none: context)"
 done
 ratio "write ping-pong polling memory 8 B / raw one blocked" mem_dat_8 mem_raw_8 "<= 1.00"
 ratio "write ping-pong polling memory 64 KiB / raw one blocked" mem_dat_65536 mem_raw_65536 "<= 1.00"
-ratio "write ping-pong polling memory 8 B / same design raw" mem_dat_8 mem_design_8 "(none: context)"
-ratio "write ping-pong polling memory 64 KiB / same design raw" mem_dat_65536 mem_design_65536 "(none: context)"
+ratio "  over the socket, 8 B / raw one blocked" mem_sock_8 mem_raw_8 "(none: context)"
+ratio "  over the socket, 64 KiB / raw one blocked" mem_sock_65536 mem_raw_65536 "(none: context)"
+ratio "  over the socket, 8 B / same design raw" mem_sock_8 mem_design_8 "(none: context)"
+ratio "  over the socket, 64 KiB / same design raw" mem_sock_65536 mem_design_65536 "(none: context)"
 ratio "dtest -D 64 KiB / libdat polling 64 KiB" dtest_D poll_dat_65536 "<= 1.50"
 ratio "dtest -D less its own work / libdat polling 64 KiB" dtest_D_transfer poll_dat_65536 "(none: context)"
 ratio "dtest -W -p 64 KiB / libdat polling 64 KiB" dtest_Wp poll_dat_65536 "<= 1.50"
+ratio "  dtest -D over the socket / libdat polling 64 KiB" dtest_D_sock poll_dat_65536 "(none: context)"
+ratio "  dtest -W -p over the socket / libdat polling 64 KiB" dtest_Wp_sock poll_dat_65536 "(none: context)"
