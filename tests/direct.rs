@@ -1,7 +1,8 @@
 //! Direct access between processes of one host (`transport::tcp::direct`): a peer's RDMA
-//! writes and reads land in our memory with no thread of ours running, as on RDMA hardware;
-//! every access is checked as the socket path checks it; and a region being freed is reached
-//! by no peer once `dat_lmr_free` returns.
+//! writes and reads, and its messages into our posted receives, land in our memory with no
+//! thread of ours running, as on RDMA hardware; every access is checked as the socket path
+//! checks it; messages keep their order whichever way each comes; and a region being freed is
+//! reached by no peer once `dat_lmr_free` returns.
 //!
 //! The stopped peer is a child process (this test binary run again) stopped with SIGSTOP.
 
@@ -25,6 +26,9 @@ fn pattern(i: usize) -> u8 {
 /// What the stopped child is written: an odd length at an odd offset, over many pages.
 const LEN: usize = 200_003;
 const AT: usize = 7;
+/// And the message it is sent, into a receive of two segments.
+const MESSAGE: usize = 70_001;
+const MESSAGE_AT: usize = 600_000;
 
 /// Runs as the child of `writes_and_reads_land_in_a_peer_process_that_is_stopped`: accepts
 /// one connection, prints its port and region, and once a message comes (after it was stopped
@@ -36,16 +40,19 @@ fn stopped_peer_child() {
     }
     let p = Side::with_buffer(ALL_PRIV, 1 << 20);
     let (_psp, port) = p.listen();
-    p.post_recv(&[p.iov(0, 16)], 1);
+    // The message its parent sends while it is stopped, then the one after.
+    p.post_recv(&[p.iov(MESSAGE_AT, 1), p.iov(MESSAGE_AT + 1, (MESSAGE - 1) as u32)], 1);
+    p.post_recv(&[p.iov(0, 16)], 2);
     println!("PEER {port} {} {}", p.addr(0), p.rmr_ctx);
     std::io::stdout().flush().unwrap();
     let (cr, _) = p.request();
     assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
-    // The parent stops us here, writes and reads our memory, continues us, and sends.
-    let (_, status, _, _) = dto(p.recv_evd);
-    assert_eq!(status, dat_dto_completion_status::DAT_DTO_SUCCESS);
-    let intact = (0..LEN).all(|i| p.buf[16 + AT + i] == pattern(i));
+    // The parent stops us here, writes and reads our memory, sends, continues us, and sends
+    // again.
+    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, MESSAGE as u32, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(dto(p.recv_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RECEIVE));
+    let intact = (0..LEN).all(|i| p.buf[16 + AT + i] == pattern(i)) && (0..MESSAGE).all(|i| p.buf[MESSAGE_AT + i] == pattern(i + 1));
     // The parent disconnects once its message completed (an exit now could overtake our
     // acknowledgement of it).
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
@@ -110,8 +117,12 @@ fn writes_and_reads_land_in_a_peer_process_that_is_stopped() {
     assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(2), &remote, DEFAULT) }, OK);
     assert_eq!(dto(a.req_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, LEN as u32, dat_dtos::DAT_DTO_RDMA_READ));
     assert!((0..LEN).all(|i| a.buf[300_000 + i] == pattern(i)), "the read brought back what the write put there");
+    // A message, still stopped: it completes once it is in the child's receive.
+    assert_eq!(unsafe { dat_ep_post_send(a.ep, 1, [a.iov(1, MESSAGE as u32)].as_ptr() as *mut _, cookie(4), DEFAULT) }, OK);
+    assert_eq!(dto(a.req_evd), (4, dat_dto_completion_status::DAT_DTO_SUCCESS, MESSAGE as u32, dat_dtos::DAT_DTO_SEND));
 
-    // Continued, the child finds the bytes in its memory when our message tells it to look.
+    // Continued, the child finds its receive complete and the bytes in its memory when our
+    // second message tells it to look.
     unsafe { assert_eq!(libc::kill(pid, libc::SIGCONT), 0) };
     assert_eq!(a.post_send(&[a.iov(0, 4)], 3), OK);
     assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
@@ -212,4 +223,79 @@ fn a_region_freed_while_its_peer_writes_to_it_is_never_written_after_the_free_re
         assert!(p.buf.iter().all(|&b| b == 0x5A), "a write landed in a freed region");
         a.buf[0] = 0;
     }
+}
+
+/// Messages land in the receives in the order they were sent, whichever way each comes: those
+/// for the receives the peer published (the first 16 of its queue, while it does not poll) go
+/// directly, the next ones by the socket, and those sent before their receive was posted wait
+/// for it.
+#[test]
+fn messages_keep_their_order_whether_they_come_directly_or_by_the_socket() {
+    if on_rdma() {
+        return;
+    }
+    const N: usize = 48; // within the EVDs and the EP's default receive queue
+    const SLOT: usize = 64;
+    let (mut a, p) = connected_with_buffers(ALL_PRIV, N * SLOT);
+    let posted = |from: usize, to: usize| {
+        for i in from..to {
+            let base = i * SLOT;
+            // Every third receive in four segments, the rest in one.
+            if i % 3 == 0 {
+                let iov: Vec<_> = (0..4).map(|k| p.iov(base + k * 16, 16)).collect();
+                p.post_recv(&iov, i as u64);
+            } else {
+                p.post_recv(&[p.iov(base, SLOT as u32)], i as u64);
+            }
+        }
+    };
+    // Receives for the first half only: the rest of the messages come before theirs.
+    posted(0, N / 2);
+    for i in 0..N {
+        let len = 1 + i % 59;
+        for k in 0..len {
+            a.buf[i * SLOT + k] = (i * 31 + k) as u8;
+        }
+        assert_eq!(a.post_send(&[a.iov(i * SLOT, len as u32)], i as u64), OK);
+        if i == N * 3 / 4 {
+            posted(N / 2, N);
+        }
+    }
+    for i in 0..N {
+        let (c, status, len, _) = dto(p.recv_evd);
+        assert_eq!((c, status, len as usize), (i as u64, dat_dto_completion_status::DAT_DTO_SUCCESS, 1 + i % 59), "receive {i}");
+        assert!((0..len as usize).all(|k| p.buf[i * SLOT + k] == (i * 31 + k) as u8), "message {i}'s bytes");
+    }
+    for _ in 0..N {
+        assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    }
+    a.buf[0] = 0;
+}
+
+/// A message that landed directly completes with its bytes when the connection ends right
+/// behind it; the receives after it flush.
+#[test]
+fn messages_that_landed_directly_complete_before_the_rest_flush() {
+    if on_rdma() {
+        return;
+    }
+    let (mut a, p) = connected(ALL_PRIV);
+    for i in 0..4 {
+        p.post_recv(&[p.iov(i * 16, 16)], i as u64);
+    }
+    a.buf[..32].copy_from_slice(&[7u8; 32]);
+    assert_eq!(a.post_send(&[a.iov(0, 16)], 10), OK);
+    assert_eq!(a.post_send(&[a.iov(16, 16)], 11), OK);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(unsafe { dat_ep_disconnect(a.ep, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    for i in 0..2 {
+        assert_eq!(dto(p.recv_evd), (i, dat_dto_completion_status::DAT_DTO_SUCCESS, 16, dat_dtos::DAT_DTO_RECEIVE));
+    }
+    for i in 2..4 {
+        assert_eq!(dto(p.recv_evd), (i, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_RECEIVE));
+    }
+    assert_eq!(&p.buf[..32], &[7u8; 32]);
+    a.buf[0] = 0;
 }

@@ -61,6 +61,9 @@ const COMPARE_SWAP: u8 = 14;
 /// cookie): the receiver takes it up only if the table it names is really the sender's, which
 /// no fuzzed offer is. Its payload is the 16-byte cookie; a Ready without the flag has none.
 const OFFER_COOKIE: u32 = 16;
+/// Messages of the sender landed in the receiver's receives directly: it takes them (the
+/// fuzzer's connections never take up an offer, so there are none).
+const DOORBELL: u8 = 15;
 /// An atomic's payload: its two 64-bit operands.
 const ATOMIC_OPERANDS: u32 = 16;
 
@@ -159,7 +162,7 @@ fn header_fault(f: &Frame, l: Limits) -> Option<&'static str> {
     if f.version != VERSION {
         return Some("bad version");
     }
-    if !(CONNECT_REQUEST..=COMPARE_SWAP).contains(&f.op) {
+    if !(CONNECT_REQUEST..=DOORBELL).contains(&f.op) {
         return Some("unknown operation");
     }
     let allowed = match f.op {
@@ -680,6 +683,7 @@ impl<'r> Model<'r> {
                         }
                     }
                 }
+                DOORBELL => {}
                 _ => break,
             }
         }
@@ -820,6 +824,7 @@ impl<'r> Model<'r> {
                 self.finish(Ending::Broken("an atomic the rules refuse"));
             }
             FETCH_ADD | COMPARE_SWAP => self.finish(Ending::Broken("an atomic without its two operands")),
+            DOORBELL => {}
             _ => self.finish(Ending::Broken("a handshake frame on a connection")),
         }
     }
@@ -1103,7 +1108,7 @@ impl<'a> Gen<'a> {
     }
 
     fn control(&mut self) {
-        let op = self.rng.pick(&[ACK, ACK, ACK, READ_RESPONSE, ACCESS_ERROR, DISCONNECT, READY, CONNECT_REQUEST, ACCEPT, REJECT]);
+        let op = self.rng.pick(&[ACK, ACK, ACK, READ_RESPONSE, ACCESS_ERROR, DISCONNECT, READY, CONNECT_REQUEST, ACCEPT, REJECT, DOORBELL]);
         if op == READY && self.rng.chance(1, 2) {
             return self.ready();
         }
@@ -1153,7 +1158,7 @@ impl<'a> Gen<'a> {
             1 => f.reserved = 1 << self.rng.below(16),
             2 => f.magic ^= 1 << self.rng.below(16),
             3 => f.version = self.rng.pick(&[0, 1, 3, 0x82]),
-            4 => f.op = self.rng.pick(&[0, 15, 16, 0x80 | op]),
+            4 => f.op = self.rng.pick(&[0, 16, 17, 0x80 | op]),
             _ => f.len = if op == ACK { 1 } else { self.limits.message + 1 },
         }
         self.emit(f);
@@ -1161,7 +1166,7 @@ impl<'a> Gen<'a> {
 
     /// A header with a valid magic and version and anything else.
     fn header(&mut self) {
-        let mut f = Frame::new(self.rng.below(16) as u8);
+        let mut f = Frame::new(self.rng.below(17) as u8);
         match self.rng.below(8) {
             0 => f.flags = self.rng.next() as u16,
             1 => f.flags = 1 << self.rng.below(16),

@@ -8,7 +8,7 @@ use super::edge::{self, entry};
 use super::srq::check_recv_segments;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
-use crate::objects::ep::{self, Close, End, Ep, Outgoing, Parts, Posted, Report};
+use crate::objects::ep::{self, Close, End, Ep, EpInner, Outgoing, Parts, Posted, Report};
 use crate::objects::extension::Extended;
 use crate::objects::conn_qual;
 use crate::objects::ep_state::{self, Post};
@@ -770,7 +770,8 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                     // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
                     let cookie = unsafe { user_cookie.as_64 };
                     inner.recvs.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
-                    if let Err(e) = inner.wire.receive_posted(segments) {
+                    let EpInner { wire, recvs, .. } = &mut *inner;
+                    if let Err(e) = wire.receive_posted(recvs) {
                         inner.recvs.pop_back();
                         return Err(e);
                     }

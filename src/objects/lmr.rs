@@ -184,9 +184,7 @@ impl Lmr {
         };
         let region = Region { pz: entry.pz as usize, address, length, privileges };
         REGIONS.insert(lmr.context, region);
-        if privileges & PRIV_REMOTE != 0 {
-            crate::transport::region_registered(lmr.context, &region);
-        }
+        crate::transport::region_registered(lmr.context, &region);
         contexts.insert(lmr.context, entry);
         drop(contexts);
         Some(lmr)
@@ -231,11 +229,11 @@ impl Lmr {
         }
     }
 
-    /// Calls `f` with every live region a peer may reach (`lookup_rmr_context` finds it), under
-    /// the regions' lock: none is registered or forgotten meanwhile.
-    pub fn each_remote_region(mut f: impl FnMut(u32, &Region)) {
+    /// Calls `f` with every live region, under the regions' lock: none is registered or
+    /// forgotten meanwhile.
+    pub fn each_region(mut f: impl FnMut(u32, &Region)) {
         let contexts = CONTEXTS.read();
-        for (context, e) in contexts.iter().filter(|(_, e)| e.privileges & PRIV_REMOTE != 0) {
+        for (context, e) in contexts.iter() {
             f(*context, &Region { pz: e.pz as usize, address: e.address, length: e.length, privileges: e.privileges });
         }
     }

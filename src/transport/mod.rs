@@ -246,11 +246,15 @@ impl EpWire {
     }
 
     /// A receive was posted (the last of the EP's `recvs`): a transport that posts receives
-    /// to hardware does it now (their completions come in posting order).
-    pub fn receive_posted(&self, segments: &[crate::abi::DAT_LMR_TRIPLET]) -> DatResult {
-        match &self.verbs {
-            Some(conn) => conn.post_recv(segments),
-            None => Ok(()),
+    /// to hardware does it now (their completions come in posting order), one that publishes
+    /// them to its peer publishes it.
+    pub fn receive_posted(&mut self, recvs: &std::collections::VecDeque<crate::objects::srq::PostedRecv>) -> DatResult {
+        if let Some(receives) = self.tcp.receives.as_mut() {
+            receives.publish(recvs, !self.tcp.unexpected.is_empty());
+        }
+        match (&self.verbs, recvs.back()) {
+            (Some(conn), Some(r)) => conn.post_recv(&r.segments),
+            _ => Ok(()),
         }
     }
 
@@ -261,9 +265,8 @@ impl EpWire {
     }
 }
 
-/// A region a peer may reach was registered (called under the regions' lock, so none is
-/// registered or released meanwhile): a transport that lets peers of this host reach memory
-/// directly publishes it.
+/// A region was registered (called under the regions' lock, so none is registered or released
+/// meanwhile): a transport that lets peers of this host reach memory directly publishes it.
 pub fn region_registered(context: u32, region: &crate::objects::region_table::Region) {
     tcp::direct::publish(context, region);
 }

@@ -41,6 +41,8 @@ pub enum Answer {
         seq: u64,
         status: dat_dto_completion_status,
     },
+    /// Tell the peer that messages of ours landed in its receives directly (`direct`).
+    Doorbell,
     /// Tell the peer we are leaving (after the answers queued before it).
     Goodbye,
     /// Write what is queued, then stop sending.
@@ -292,6 +294,7 @@ impl Answers {
                     w.write_owned_now(&h, Box::new(original.to_le_bytes()))?
                 }
                 Answer::Refuse { seq, status } => w.answer_now(&refusal(seq, status), &[], None)?,
+                Answer::Doorbell => w.answer_now(&Header::new(Op::Doorbell), &[], None)?,
                 Answer::Kept(_) => unreachable!("held above"),
                 Answer::Goodbye if requests_held => {
                     let mut q = self.queue.lock();

@@ -87,7 +87,7 @@ pub struct Established {
     /// The acceptor's direct offer (`direct`), carried by its `Ready`.
     pub peer_offer: Option<Offer>,
     /// Our offer's slot in our table, when our `Ready` carried one.
-    pub exported: Option<ExportedSlot>,
+    pub exported: Option<Arc<ExportedSlot>>,
 }
 
 /// Our end of `stream` and the peer's.
@@ -247,7 +247,7 @@ enum Attempt {
 /// carried one.
 struct Accepted {
     private_data: Vec<u8>,
-    exported: Option<ExportedSlot>,
+    exported: Option<Arc<ExportedSlot>>,
 }
 
 /// Connects to qualifier `conn_qual` at `remote` (its port), offers `private_data`, and

@@ -1,10 +1,12 @@
 //! What the TCP transport keeps in each EP, under the EP's lock: the messages that came before
-//! a receive, and where each RDMA read's data goes.
+//! a receive, where each RDMA read's data goes, and the receives published to a peer on this
+//! host (`direct`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::datagram::DatagramPort;
+use super::direct::Receives;
 
 use crate::abi::dat_dtos;
 use crate::objects::ep::{Ep, Request};
@@ -22,6 +24,9 @@ pub struct EpWire {
     pub read_targets: VecDeque<Segments>,
     /// A UD EP's socket.
     pub datagram: Option<Arc<DatagramPort>>,
+    /// The front of the EP's queue of receives, as the connection's peer on this host sees it
+    /// (`direct`): its messages land there directly.
+    pub receives: Option<Receives>,
 }
 
 /// A message kept until a receive is posted for it.
@@ -45,6 +50,7 @@ impl EpWire {
         self.unexpected_bytes = 0;
         self.read_targets.clear();
         self.datagram = None;
+        self.receives = None;
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::answers::Answer;
 use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
 use super::link::TcpLink;
-use super::direct::Offer;
+use super::direct::{Filled, Offer};
 use super::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN, OFFER_COOKIE};
 use crate::abi::*;
 use super::ep_wire::{pop_request, EarlyMessage};
@@ -115,7 +115,8 @@ pub fn advance(
     inb: &mut Inbound,
     in_caller: bool,
 ) -> Result<(bool, Option<Stop>), ConnError> {
-    let mut handled = false;
+    // Messages the peer put in our receives directly came before anything in the socket.
+    let mut handled = link.take_direct();
     let mut looked = false;
     // A read that takes less than it could finds the socket empty: the engine stops there
     // (its poll, armed again, reports what comes later) instead of asking once more.
@@ -136,7 +137,7 @@ pub fn advance(
             Some(Ok(h)) => h,
             Some(Err(e)) => return Err(ConnError::Protocol(e)),
             None => {
-                if (looked && in_caller) || inb.reader.drained() {
+                if (looked && in_caller) || inb.reader.drained() || (in_caller && !looked && link.socket_quiet()) {
                     return Ok((handled, None));
                 }
                 looked = true;
@@ -257,6 +258,11 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
             return Ok(Some(Stop::Broken));
         }
         Op::Disconnect => return Ok(Some(Stop::Goodbye)),
+        // Messages that landed directly before it: an advance takes them as it begins, but
+        // this one may have begun before the last of them was in.
+        Op::Doorbell => {
+            link.take_direct();
+        }
         Op::ConnectRequest | Op::Accept | Op::Reject => return Ok(Some(Stop::Lost)),
     }
     Ok(None)
@@ -521,7 +527,7 @@ fn deliver_buffered(
     }
     // The receive it lands in (the SRQ's, or the EP's own) when no earlier message of this EP
     // waits for one (a message must not overtake those); else it waits too.
-    let recv = receive_in_order(&mut inner);
+    let recv = receive_in_order(ep, &mut inner);
     let Some(recv) = recv else {
         // No receive yet: the message is kept (its acknowledgement is settled).
         return None;
@@ -588,7 +594,7 @@ fn invalidate(ep: &Ep, context: Option<u32>) {
 fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
     let len = h.payload_len as usize;
     let mut inner = ep.inner.lock();
-    let recv = receive_in_order(&mut inner);
+    let recv = receive_in_order(ep, &mut inner);
     match recv {
         Some(recv) => {
             let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone());
@@ -645,7 +651,7 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
     let mut inner = ep.inner.lock();
     let Some(pz) = inner.pz.as_ref().map(|p| p.arc().clone()) else { return };
     while !inner.wire.tcp.unexpected.is_empty() {
-        let Some(recv) = next_receive(&mut inner) else { break };
+        let Some(recv) = next_receive(ep, &mut inner) else { break };
         let message = inner.wire.tcp.unexpected.pop_front().expect("not empty");
         inner.wire.tcp.unexpected_bytes -= message.data.len();
         let status = place(&recv.segments, &message.data, &pz);
@@ -666,19 +672,45 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
 
 /// The receive an arriving message (or immediate) lands in, when no earlier one of this EP
 /// waits for one: it must not overtake those.
-fn receive_in_order(inner: &mut EpInner) -> Option<PostedRecv> {
+fn receive_in_order(ep: &Ep, inner: &mut EpInner) -> Option<PostedRecv> {
     if inner.wire.tcp.unexpected.is_empty() {
-        next_receive(inner)
+        next_receive(ep, inner)
     } else {
         None
     }
 }
 
-/// The next receive a message of this EP lands in: its SRQ's, or its own.
-fn next_receive(inner: &mut EpInner) -> Option<PostedRecv> {
-    match &inner.srq {
-        Some(srq) => srq.take(),
-        None => inner.recvs.pop_front(),
+/// The next receive a message of this EP lands in: its SRQ's, or its own (claimed from the
+/// peer when the EP publishes its receives to it, after those its messages filled directly).
+fn next_receive(ep: &Ep, inner: &mut EpInner) -> Option<PostedRecv> {
+    if let Some(srq) = &inner.srq {
+        return srq.take();
+    }
+    let EpInner { wire, recvs, recv_evd, .. } = inner;
+    let waiting = !wire.tcp.unexpected.is_empty();
+    match wire.tcp.receives.as_mut() {
+        Some(receives) => receives.take_for_socket(recvs, waiting, |r, filled| complete_filled(ep, recv_evd.as_deref(), r, filled)),
+        None => recvs.pop_front(),
+    }
+}
+
+/// Takes the receives the connection's peer filled directly (`direct`), completing them in
+/// order, under the EP's lock the caller holds.
+pub(super) fn take_filled(ep: &Ep, inner: &mut EpInner) {
+    let EpInner { wire, recvs, recv_evd, .. } = inner;
+    let waiting = !wire.tcp.unexpected.is_empty();
+    if let Some(receives) = wire.tcp.receives.as_mut() {
+        receives.take_filled(recvs, waiting, |r, filled| complete_filled(ep, recv_evd.as_deref(), r, filled));
+    }
+}
+
+/// A receive the peer filled directly completes: with its message, or in error where the
+/// peer's copy failed (the peer breaks the connection then, as the socket path would for a
+/// receive whose memory is not ours).
+fn complete_filled(ep: &Ep, evd: Option<&Evd>, r: PostedRecv, filled: Filled) {
+    match filled {
+        Filled::Landed(length) => ep.complete_recv_on(evd, r.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, length),
+        Filled::Failed => ep.complete_recv_on(evd, r.cookie, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0),
     }
 }
 
@@ -710,7 +742,7 @@ pub(super) fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) 
 /// messages waiting for one before it), it is kept as a message is.
 fn immediate(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: u32, length: u32, in_caller: bool) -> Option<Stop> {
     let mut inner = ep.inner.lock();
-    let recv = receive_in_order(&mut inner);
+    let recv = receive_in_order(ep, &mut inner);
     if let Some(recv) = recv {
         link.acknowledge(seq, in_caller);
         let success = dat_dto_completion_status::DAT_DTO_SUCCESS;

@@ -27,7 +27,7 @@ use parking_lot::{Mutex, MutexGuard};
 use super::answers::{Answer, Answers, Flushed};
 use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
 use super::conn::{ConnError, Reader, Writer, MAX_PARTS};
-use super::direct::{self, Direct, ExportedSlot, Offer, Outcome};
+use super::direct::{self, Direct, ExportedSlot, Offer, Outcome, Receives};
 use super::held::{Held, HeldRequest};
 use super::inbound::{self, Inbound, Stop};
 use super::wire::{flags, Header, Op, ATOMIC_OPERANDS};
@@ -161,11 +161,13 @@ pub struct TcpLink {
     /// The peer asked for our direct offer (`direct`).
     peer_direct: bool,
     /// The connection's slot in our export table, once offered.
-    exported: Mutex<Option<ExportedSlot>>,
+    exported: OnceLock<Arc<ExportedSlot>>,
     /// Our direct path into the peer's memory, once its offer was taken up.
     direct: OnceLock<Direct>,
     /// Set when the direct path failed: the socket carries everything from then on.
     direct_off: AtomicBool,
+    /// The peer's count of its frames as a poll last saw it (see `socket_quiet`).
+    frames_seen: AtomicU64,
     /// What happened to the connection, for `LIBDAT_DEBUG`.
     stats: Stats,
     /// When the link started (monotonic microseconds), for `LIBDAT_DEBUG`.
@@ -186,7 +188,7 @@ struct Stats {
     lone_acks: AtomicU64,
     /// Leases that ended with data waiting in the socket.
     taken_back_waiting: AtomicU64,
-    /// Our RDMA writes and reads carried out directly in the peer's memory.
+    /// Our requests (sends, RDMA writes and reads) carried out directly in the peer's memory.
     direct: AtomicU64,
 }
 
@@ -205,7 +207,7 @@ impl TcpLink {
         ep: &Arc<Ep>,
         phase: Phase,
         peer_direct: bool,
-        exported: Option<ExportedSlot>,
+        exported: Option<Arc<ExportedSlot>>,
         peer_offer: Option<Offer>,
     ) -> std::io::Result<Arc<TcpLink>> {
         let ends = cm::ends(&stream);
@@ -248,14 +250,18 @@ impl TcpLink {
             peer_on_this_host,
             ends,
             peer_direct,
-            exported: Mutex::new(exported),
+            exported: OnceLock::new(),
             direct: OnceLock::new(),
             direct_off: AtomicBool::new(false),
+            frames_seen: AtomicU64::new(0),
             stats: Stats::default(),
             started: sys::monotonic_micros(),
         });
         if let Some(offer) = peer_offer {
             link.direct_offered(offer);
+        }
+        if let Some(slot) = exported {
+            link.export(slot);
         }
         let token = link.engine.register(link.fd, link.clone())?;
         let _ = link.token.set(token);
@@ -345,7 +351,7 @@ impl TcpLink {
         };
         let wrote = match offer {
             Some((offer, slot)) => {
-                *self.exported.lock() = Some(slot);
+                self.export(slot);
                 w.write_owned_now(&offer.ready(), Box::new(offer.cookie))
             }
             None => w.answer_now(&Header::new(Op::Ready), &[], None),
@@ -369,10 +375,61 @@ impl TcpLink {
         }
     }
 
-    /// The connection ends: the peer's direct accesses stop (its next one goes by the socket).
+    /// Our offer was made (`slot`): the EP's receives are published to the peer from now on
+    /// (an SRQ's are not: they are the SRQ's EPs', in any order).
+    fn export(&self, slot: Arc<ExportedSlot>) {
+        {
+            let mut inner = self.ep.inner.lock();
+            if inner.srq.is_none() {
+                let EpInner { wire, recvs, .. } = &mut *inner;
+                let mut receives = Receives::new(slot.clone());
+                receives.publish(recvs, !wire.tcp.unexpected.is_empty());
+                wire.tcp.receives = Some(receives);
+            }
+        }
+        let _ = self.exported.set(slot);
+    }
+
+    /// Takes the receives the peer filled directly (they complete). Returns whether it found
+    /// any (no lock is taken to look).
+    pub(super) fn take_direct(&self) -> bool {
+        match self.exported.get() {
+            Some(slot) if slot.peer_filled() => {
+                inbound::take_filled(&self.ep, &mut self.ep.inner.lock());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Frames of ours went into the socket: a peer that reads our counts of them (`direct`)
+    /// looks there.
+    fn wrote_frames(&self) {
+        if let Some(d) = self.direct.get() {
+            d.wrote_frame();
+        }
+    }
+
+    /// Whether a polling thread may leave the socket alone this poll: the peer counts the
+    /// frames it writes (`direct`), and the count has not moved since a poll last looked.
+    /// Every 16th poll looks anyway: for a frame the kernel queued after its count moved, and
+    /// for the peer's end of stream, which no count tells.
+    pub(super) fn socket_quiet(&self) -> bool {
+        let Some(frames) = self.exported.get().and_then(|slot| slot.peer_frames()) else { return false };
+        if frames != self.frames_seen.load(Ordering::Relaxed) {
+            self.frames_seen.store(frames, Ordering::Relaxed);
+            return false;
+        }
+        self.polls.load(Ordering::Relaxed) % 16 != 0
+    }
+
+    /// The connection ends: the peer's direct accesses stop (its next one goes by the socket),
+    /// those it began finish, and the messages it put in our receives complete (before the
+    /// rest flush).
     fn close_direct(&self) {
-        if let Some(slot) = self.exported.lock().as_ref() {
+        if let Some(slot) = self.exported.get() {
             slot.close();
+            self.take_direct();
         }
     }
 
@@ -410,6 +467,7 @@ impl TcpLink {
             };
             let blocked = w.has_rest() || matches!(flushed, Ok(Flushed::Blocked));
             drop(w);
+            self.wrote_frames();
             let was_blocked = self.out_blocked.swap(blocked, Ordering::AcqRel);
             match flushed {
                 Err(e) => return self.stop(Err(ConnError::Io(e))),
@@ -492,6 +550,9 @@ impl TcpLink {
         if self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             count(&self.stats.leases);
             self.lent.store(true, Ordering::Release);
+            if let Some(slot) = self.exported.get() {
+                slot.set_polled(true); // the peer's messages need no doorbell now
+            }
             // Out of the engine's poll while lent: the kernel then runs no poll callback for
             // each message that arrives (3-4% of a polling ping-pong's latency). `rearm` puts
             // it back.
@@ -677,7 +738,7 @@ impl TcpLink {
                 (inb.reader.local_addr(), inb.reader.peer_addr())
             };
             eprintln!(
-                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, held {} us now; {} RDMA requests direct)",
+                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, held {} us now; {} requests carried out directly)",
                 self.ep.handle(),
                 (sys::monotonic_micros() - self.started) / 1000,
                 self.polls.load(Ordering::Relaxed),
@@ -842,7 +903,13 @@ impl Lent for TcpLink {
         let mut waited = false;
         if self.lent.swap(false, Ordering::AcqRel) {
             count(&self.stats.taken_back);
-            waited = sys::bytes_waiting(self.fd) > 0;
+            if let Some(slot) = self.exported.get() {
+                // Cleared before the last look: a message the peer puts in a receive from now
+                // on comes with a doorbell.
+                slot.set_polled(false);
+                waited |= self.take_direct();
+            }
+            waited |= sys::bytes_waiting(self.fd) > 0;
             if waited {
                 count(&self.stats.taken_back_waiting);
             }
@@ -991,25 +1058,28 @@ impl Link for TcpLink {
         if inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize {
             return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
         }
-        // An RDMA write or read straight into the peer's memory (see `direct`), when nothing of
-        // ours is still on its way there (it would land after this one) and the peer's table
-        // settles it; otherwise, or if the peer's table refuses it, the socket carries it.
-        if let Some((d, remote)) = self.direct.get().zip(out.remote).filter(|_| {
-            matches!(op, Op::RdmaWrite | Op::RdmaReadRequest)
-                && out.extended.is_none()
+        // A send, RDMA write or read straight into the peer's memory (see `direct`), when
+        // nothing of ours is still on its way there (it would land after this one) and the
+        // peer's table settles it; otherwise, or if the peer's table refuses it, the socket
+        // carries it.
+        let direct = self.direct.get().filter(|_| {
+            out.extended.is_none()
+                && out.invalidate.is_none()
                 && inner.outstanding.is_empty()
                 && !self.held.any()
                 && !self.direct_off.load(Ordering::Relaxed)
                 && !self.ending.load(Ordering::Relaxed)
-        }) {
+        });
+        if let Some(d) = direct {
             drop(inner);
-            let outcome = if op == Op::RdmaWrite {
-                d.write(remote.rmr_context, remote.virtual_address, out.segments, total)
-            } else {
-                d.read(remote.rmr_context, remote.virtual_address, out.segments, total)
+            let outcome = match (op, out.remote) {
+                (Op::RdmaWrite, Some(r)) => d.write(r.rmr_context, r.virtual_address, out.segments, total),
+                (Op::RdmaReadRequest, Some(r)) => d.read(r.rmr_context, r.virtual_address, out.segments, total),
+                (Op::Send, _) => d.send(out.segments, total),
+                _ => Outcome::Socket,
             };
             match outcome {
-                Outcome::Done => {
+                Outcome::Done { doorbell } => {
                     count(&self.stats.direct);
                     // Completed before the writer goes: a request posted after it completes
                     // after it.
@@ -1017,6 +1087,9 @@ impl Link for TcpLink {
                         Request { seq: 0, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: None, bind: None };
                     ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_SUCCESS, total as u32);
                     drop(w);
+                    if doorbell {
+                        self.answers.push(Answer::Doorbell);
+                    }
                     // Acknowledgements held for this request to carry, and answers queued
                     // while we held the writer, go now.
                     let engine_held = self.answers.ack_due() != 0;
@@ -1027,6 +1100,16 @@ impl Link for TcpLink {
                     if engine_held {
                         self.set_timer();
                     }
+                    return Ok(Posted::Queued);
+                }
+                Outcome::Failed => {
+                    // The peer's receive took the message and its memory failed the copy: as
+                    // the socket path's refusal (the receiver's memory), the connection breaks.
+                    let request =
+                        Request { seq: 0, cookie: out.cookie, operation: out.operation, length: 0, report: out.report, extended: None, bind: None };
+                    ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER, 0);
+                    drop(w);
+                    self.stop(Ok(Stop::Broken));
                     return Ok(Posted::Queued);
                 }
                 Outcome::Off => self.direct_off.store(true, Ordering::Relaxed),
@@ -1148,6 +1231,7 @@ impl Link for TcpLink {
             return Ok(Posted::Queued);
         }
         drop(w);
+        self.wrote_frames();
         // Answers queued while we held the writer are ours to write (see `flush_answers`).
         fence(Ordering::SeqCst);
         if self.write_wanted.load(Ordering::Relaxed) {

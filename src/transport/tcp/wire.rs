@@ -9,7 +9,7 @@ pub const MAGIC: u16 = 0xDA7A;
 /// Version 2: a send may carry an acknowledgement (`flags::ACK`). Version 3: the IB
 /// extension's operations (`Immediate`, `FetchAdd`, `CompareSwap`). Version 4: a send with
 /// invalidate (`flags::INVALIDATE`). Version 5: a UD EP's exchange (`flags::DATAGRAM`).
-/// Version 6: direct access between processes of one host (`flags::DIRECT`).
+/// Version 6: direct access between processes of one host (`flags::DIRECT`, `Doorbell`).
 pub const VERSION: u8 = 6;
 /// The payload of a `Ready` flagged `DIRECT`: the cookie its sender's table holds.
 pub const OFFER_COOKIE: u32 = 16;
@@ -57,6 +57,9 @@ pub enum Op {
     /// Store the payload's second 8 bytes in the 64-bit word at `remote_addr` in `rkey` when it
     /// holds the first 8; send back its original value as the data of read `id`.
     CompareSwap = 14,
+    /// Messages of the sender's landed in our receives directly (`direct`) while no thread of
+    /// ours polled the connection: the receiver takes them.
+    Doorbell = 15,
 }
 
 impl Op {
@@ -84,6 +87,7 @@ impl TryFrom<u8> for Op {
             12 => Op::Immediate,
             13 => Op::FetchAdd,
             14 => Op::CompareSwap,
+            15 => Op::Doorbell,
             _ => return Err(WireError::UnknownOp(v)),
         })
     }
@@ -192,7 +196,7 @@ impl Header {
             Op::Send | Op::RdmaWrite | Op::RdmaReadResponse | Op::RdmaReadRequest => limits.max_message,
             Op::FetchAdd | Op::CompareSwap => ATOMIC_OPERANDS,
             Op::Ready => OFFER_COOKIE,
-            Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate => 0,
+            Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate | Op::Doorbell => 0,
         };
         if payload_len > max {
             return Err(WireError::TooLong { op, len: payload_len });

@@ -1,0 +1,379 @@
+//! Our side: the process's export table (its regions, its connections' slots), and the
+//! receives a connection's EP publishes to its peer.
+
+use std::collections::VecDeque;
+use std::net::SocketAddrV4;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use super::table::*;
+use super::{enabled, Offer};
+use crate::objects::lmr::Lmr;
+use crate::objects::region_table::Region;
+use crate::objects::srq::PostedRecv;
+use crate::transport::sys::{self, debug};
+
+/// How long a region being freed, or a connection ending, waits for a peer's access that
+/// began before (a copy takes microseconds; a peer that died in the middle of one never
+/// finishes it).
+const DRAIN_LIMIT_US: u64 = 1_000_000;
+
+pub struct Exports {
+    map: Mapping,
+    file: OwnedFd,
+    pid: u32,
+    cookie: [u8; 16],
+    /// Serializes our writes to region slots (each a sequence lock).
+    writers: Mutex<()>,
+    slots: Mutex<Slots>,
+}
+
+#[derive(Default)]
+struct Slots {
+    free: Vec<u32>,
+    /// Slots given out so far (those at and above are all free).
+    high: u32,
+}
+
+fn current_pid() -> u32 {
+    // SAFETY: getpid has no arguments and cannot fail.
+    unsafe { libc::getpid() as u32 }
+}
+
+static EXPORTS: OnceLock<Option<Exports>> = OnceLock::new();
+
+/// The process's export table, made on first use with every registered region; None when the
+/// path is off, the table could not be made, or the process is a child forked from the one
+/// that made it (its copy of the table is its parent's).
+fn exports() -> Option<&'static Exports> {
+    if !enabled() {
+        return None;
+    }
+    let mut made = false;
+    let e = EXPORTS
+        .get_or_init(|| {
+            made = true;
+            Exports::create()
+        })
+        .as_ref()
+        .filter(|e| e.pid == current_pid())?;
+    if made {
+        e.table().cookie_at.store(e.cookie.as_ptr() as u64, Ordering::Release);
+        // Regions registered from here on are published as they are; those before, now (a
+        // region published twice is written the same twice).
+        Lmr::each_region(|context, region| e.publish(context, region));
+    }
+    Some(e)
+}
+
+/// The table if it exists (registration and release do not make it).
+fn existing() -> Option<&'static Exports> {
+    EXPORTS.get()?.as_ref().filter(|e| e.pid == current_pid())
+}
+
+/// A region was registered (called as it is, under the regions' lock).
+pub fn publish(context: u32, region: &Region) {
+    if let Some(e) = existing() {
+        e.publish(context, region);
+    }
+}
+
+/// A region is being freed: no peer reaches it directly once this returns.
+pub fn withdraw(context: u32) {
+    if let Some(e) = existing() {
+        e.withdraw(context);
+    }
+}
+
+/// Our offer to the peer at `remote` of a connection of ours at `local`, for an EP of zone `pz`
+/// (its identity), and the connection's slot in our table; None when we cannot make one.
+pub fn offer(pz: u64, local: SocketAddrV4, remote: SocketAddrV4) -> Option<(Offer, Arc<ExportedSlot>)> {
+    let exports = exports()?;
+    let slot = exports.open_slot(pz, local, remote)?;
+    let offer = Offer {
+        pid: exports.pid,
+        fd: exports.file.as_raw_fd() as u32,
+        slot: slot.index,
+        generation: slot.generation,
+        cookie: exports.cookie,
+    };
+    Some((offer, Arc::new(slot)))
+}
+
+impl Exports {
+    fn create() -> Option<Exports> {
+        // SAFETY: a NUL-terminated name and flags; returns a new descriptor or -1.
+        let fd = unsafe { libc::memfd_create(c"libdat-direct".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: a fresh descriptor nobody else owns.
+        let file = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: our memfd, sized once (its pages are zero until written), then sealed at that
+        // size: a peer knows a table from any other file by its seals.
+        if unsafe { libc::ftruncate(file.as_raw_fd(), TABLE_LEN as libc::off_t) } != 0
+            || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, TABLE_SEALS) } != 0
+        {
+            return None;
+        }
+        let map = Mapping::map(&file)?;
+        let mut cookie = [0u8; 16];
+        // SAFETY: getrandom writes at most 16 bytes into the 16-byte buffer.
+        if unsafe { libc::getrandom(cookie.as_mut_ptr().cast(), cookie.len(), 0) } != cookie.len() as isize {
+            return None;
+        }
+        let pid = current_pid();
+        let t = map.table();
+        t.owner.store(u64::from(pid), Ordering::Relaxed);
+        t.cookie[0].store(u64::from_le_bytes(cookie[..8].try_into().expect("8 bytes")), Ordering::Relaxed);
+        t.cookie[1].store(u64::from_le_bytes(cookie[8..].try_into().expect("8 bytes")), Ordering::Relaxed);
+        t.magic.store(MAGIC, Ordering::Release);
+        Some(Exports { map, file, pid, cookie, writers: Mutex::new(()), slots: Mutex::new(Slots::default()) })
+    }
+
+    fn table(&self) -> &Table {
+        self.map.table()
+    }
+
+    fn publish(&self, context: u32, region: &Region) {
+        let _w = self.writers.lock();
+        let slot = &self.table().regions[context as usize % REGION_SLOTS];
+        let held = slot.context.load(Ordering::Relaxed);
+        if held == 0 || held == context {
+            slot.write(context, region);
+        } // else another region's slot: this one is reached through the socket
+    }
+
+    fn withdraw(&self, context: u32) {
+        {
+            let _w = self.writers.lock();
+            let slot = &self.table().regions[context as usize % REGION_SLOTS];
+            if slot.context.load(Ordering::Relaxed) != context {
+                return; // never published (its slot was another's)
+            }
+            slot.write(0, &Region { pz: 0, address: 0, length: 0, privileges: 0 });
+        }
+        // A peer's access marks itself begun before it reads the region's slot (both in one
+        // total order with the clearing above): one that began after the clearing finds the
+        // slot empty; one that began before is waited for here.
+        let high = self.slots.lock().high as usize;
+        for conn in &self.table().conns[..high] {
+            wait_for_accesses(conn, "a region being freed");
+        }
+    }
+
+    /// Opens a connection slot for a peer at `remote` of our EP of zone `pz` (its identity).
+    fn open_slot(&'static self, pz: u64, local: SocketAddrV4, remote: SocketAddrV4) -> Option<ExportedSlot> {
+        let index = {
+            let mut s = self.slots.lock();
+            match s.free.pop() {
+                Some(i) => i,
+                None if (s.high as usize) < CONN_SLOTS => {
+                    s.high += 1;
+                    s.high - 1
+                }
+                None => return None,
+            }
+        };
+        let conn = &self.table().conns[index as usize];
+        let generation = (conn.state.load(Ordering::Relaxed) >> 1).wrapping_add(1) & 0xffff_ffff;
+        conn.pz.store(pz, Ordering::Relaxed);
+        conn.local.store(pack(local), Ordering::Relaxed);
+        conn.remote.store(pack(remote), Ordering::Relaxed);
+        conn.published.store(0, Ordering::Relaxed);
+        conn.taken.store(0, Ordering::Relaxed);
+        conn.polled.store(0, Ordering::Relaxed);
+        conn.attached.store(0, Ordering::Relaxed);
+        conn.frames.store(0, Ordering::Relaxed);
+        for d in &conn.ring {
+            d.seq.store(0, Ordering::Relaxed);
+            d.filled.store(0, Ordering::Relaxed);
+        }
+        conn.state.store((generation << 1) | OPEN, Ordering::SeqCst);
+        Some(ExportedSlot { exports: self, index, generation: generation as u32, handled: AtomicU64::new(0) })
+    }
+}
+
+/// Waits for the peer's accesses through `conn` that began before now to finish (bounded).
+fn wait_for_accesses(conn: &ConnSlot, why: &str) {
+    let begun = conn.begun.load(Ordering::SeqCst);
+    if conn.finished.load(Ordering::SeqCst) >= begun {
+        return;
+    }
+    let start = sys::monotonic_micros();
+    while conn.finished.load(Ordering::SeqCst) < begun {
+        if sys::monotonic_micros() - start > DRAIN_LIMIT_US {
+            if debug() {
+                eprintln!("libdat: a peer's direct access did not finish in 1 s, for {why} (the peer died?)");
+            }
+            return;
+        }
+        sys::yield_now();
+    }
+}
+
+/// A connection's slot in our table, offered to its peer; closed as the connection ends,
+/// given back as the link goes.
+pub struct ExportedSlot {
+    exports: &'static Exports,
+    index: u32,
+    generation: u32,
+    /// Receives the EP took off its queue (its `Receives::handled`, for polls that look
+    /// without the EP's lock).
+    handled: AtomicU64,
+}
+
+impl ExportedSlot {
+    fn conn(&self) -> &'static ConnSlot {
+        let exports: &'static Exports = self.exports;
+        &exports.table().conns[self.index as usize]
+    }
+
+    /// The connection ended: the peer's next access goes by the socket, and those it began
+    /// before are waited for (a receive it is filling then completes before the rest flush).
+    pub fn close(&self) {
+        let conn = self.conn();
+        conn.state.store(u64::from(self.generation) << 1, Ordering::SeqCst);
+        wait_for_accesses(conn, "a connection that ends");
+    }
+
+    /// Whether the peer put messages in receives the EP has not taken yet (no lock: a poll
+    /// looks).
+    pub fn peer_filled(&self) -> bool {
+        self.conn().taken.load(Ordering::Acquire) != self.handled.load(Ordering::Relaxed)
+    }
+
+    /// How many frames the peer wrote to the socket so far, once it counts them.
+    pub fn peer_frames(&self) -> Option<u64> {
+        let conn = self.conn();
+        (conn.attached.load(Ordering::Acquire) != 0).then(|| conn.frames.load(Ordering::SeqCst))
+    }
+
+    /// A thread of ours polls the connection now (it took it on lease), or no longer does.
+    /// Cleared before the owner looks at its receives a last time (see `DirectPeer::send`).
+    pub fn set_polled(&self, polled: bool) {
+        self.conn().polled.store(u64::from(polled), Ordering::SeqCst);
+    }
+}
+
+impl Drop for ExportedSlot {
+    fn drop(&mut self) {
+        self.close();
+        self.exports.slots.lock().free.push(self.index);
+    }
+}
+
+/// The receives of a connection's EP as its peer sees them, kept under the EP's lock with its
+/// queue of receives: the front of the queue, published in the slot's ring (each receive is
+/// the connection's receive number `handled + 1 + its place in the queue`), and taken in
+/// order by the peer's messages that come directly or ours that come by the socket.
+pub struct Receives {
+    slot: Arc<ExportedSlot>,
+    /// Receives taken off the queue so far.
+    handled: u64,
+    /// Receives published so far.
+    published: u64,
+}
+
+/// What became of a receive the peer filled.
+pub enum Filled {
+    /// The message is in it, this long.
+    Landed(u32),
+    /// The peer's copy failed (our memory is not what we registered): the connection breaks.
+    Failed,
+}
+
+impl Receives {
+    pub fn new(slot: Arc<ExportedSlot>) -> Receives {
+        Receives { slot, handled: 0, published: 0 }
+    }
+
+    /// Publishes the receives at the front of `queue` the ring has room for, in order, up to
+    /// one with more segments than a published receive holds. None while messages wait in
+    /// the EP for a receive: the next receives are theirs.
+    pub fn publish(&mut self, queue: &VecDeque<PostedRecv>, messages_waiting: bool) {
+        if messages_waiting {
+            return;
+        }
+        let conn = self.slot.conn();
+        while self.published < self.handled + queue.len() as u64 && self.published < self.handled + RING as u64 {
+            let n = self.published + 1;
+            let r = &queue[(n - self.handled - 1) as usize];
+            if r.segments.len() > RING_SEGMENTS {
+                return;
+            }
+            let d = &conn.ring[((n - 1) % RING as u64) as usize];
+            for (to, s) in d.segments.iter().zip(r.segments.iter()) {
+                to.address.store(s.virtual_address, Ordering::Relaxed);
+                to.length.store(u64::from(s.segment_length), Ordering::Relaxed);
+                to.context.store(u64::from(s.lmr_context), Ordering::Relaxed);
+            }
+            d.count.store(r.segments.len() as u64, Ordering::Relaxed);
+            d.seq.store(n, Ordering::Release);
+            conn.published.store(n, Ordering::Release);
+            self.published = n;
+        }
+    }
+
+    /// Takes the receives the peer filled off the front of `queue`, in order, each to `each`
+    /// with what landed in it; then publishes more.
+    pub fn take_filled(&mut self, queue: &mut VecDeque<PostedRecv>, messages_waiting: bool, mut each: impl FnMut(PostedRecv, Filled)) {
+        let conn = self.slot.conn();
+        while self.handled < self.published {
+            let n = self.handled + 1;
+            let d = &conn.ring[((n - 1) % RING as u64) as usize];
+            if d.filled.load(Ordering::Acquire) != n {
+                break;
+            }
+            let length = d.length.load(Ordering::Acquire);
+            let Some(r) = queue.pop_front() else { break };
+            self.took(n);
+            // A length beyond the receive's room is the peer's lie: as a failure.
+            let room = crate::objects::lmr::total_length(&r.segments);
+            each(r, if length & FAILED != 0 || length > room { Filled::Failed } else { Filled::Landed(length as u32) });
+        }
+        self.publish(queue, messages_waiting);
+    }
+
+    /// A message that came by the socket takes the receive at the front of `queue`: claimed
+    /// from the peer, after the ones it filled are taken (`each`, as `take_filled`). None when
+    /// the queue is empty, or the peer took the front receive and does not fill it.
+    pub fn take_for_socket(
+        &mut self,
+        queue: &mut VecDeque<PostedRecv>,
+        messages_waiting: bool,
+        mut each: impl FnMut(PostedRecv, Filled),
+    ) -> Option<PostedRecv> {
+        let conn = self.slot.conn();
+        let start = sys::monotonic_micros();
+        loop {
+            self.take_filled(queue, messages_waiting, &mut each);
+            if queue.is_empty() {
+                return None;
+            }
+            let n = self.handled + 1;
+            if conn.taken.compare_exchange(n - 1, n, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                self.took(n);
+                let r = queue.pop_front();
+                self.publish(queue, messages_waiting);
+                return r;
+            }
+            // The peer took it and is filling it (its messages by the socket come after the
+            // ones it puts directly, so this is brief), or never will: then the message waits
+            // as one that came before a receive.
+            if sys::monotonic_micros() - start > 1000 {
+                return None;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    fn took(&mut self, n: u64) {
+        self.handled = n;
+        self.published = self.published.max(n);
+        self.slot.handled.store(n, Ordering::Relaxed);
+    }
+}
