@@ -7,8 +7,8 @@
 # The raw stream is shown twice: from and into 16 buffers in turn, the memory datperf's 16
 # transfers in flight use (the comparison the targets are about), and from one buffer that
 # stays in the cache.
-# Between two processes of one host, RDMA writes and reads go straight into the peer's memory
-# (cross-memory attach, src/transport/tcp/direct.rs); every row that measures them is shown
+# Between two processes of one host, messages, RDMA writes and reads go straight into the
+# peer's memory (cross-memory attach, src/transport/tcp/direct/); every row of ours is shown
 # again with LIBDAT_DIRECT=0, over the socket, the path a peer on another host takes.
 # usage: run.sh BUILDDIR [ROUNDS]
 set -uo pipefail
@@ -68,6 +68,7 @@ latency() {  # key suffix, first (dat|raw), datperf/rawtcp flags...
             t=$(timeout 120 $datperf -q -m pingpong -s 8 -n 20000 "$@")
             add "lat_dat_$key" "$t"
             [ "$key" = poll ] && last_dat_poll=$t
+            add "lat_sock_$key" "$(LIBDAT_DIRECT=0 timeout 120 $datperf -q -m pingpong -s 8 -n 20000 "$@")"
         else
             add "lat_raw_$key" "$(timeout 120 $rawtcp -q -m pingpong -s 8 -n 20000 "$@")"
         fi
@@ -95,6 +96,7 @@ for r in $(seq "$rounds"); do
         add "bw_write_$s" "$(timeout 120 $datperf -q -m write -s $s -n $n)"
         add "bw_write_sock_$s" "$(LIBDAT_DIRECT=0 timeout 120 $datperf -q -m write -s $s -n $n)"
         add "bw_send_$s"  "$(timeout 120 $datperf -q -m send -s $s -n $n)"
+        add "bw_send_sock_$s" "$(LIBDAT_DIRECT=0 timeout 120 $datperf -q -m send -s $s -n $n)"
         add "bw_raw_$s"   "$(timeout 120 $rawtcp -q -m stream -s $s -n $n -w 16)"
         add "bw_raw1_$s"  "$(timeout 120 $rawtcp -q -m stream -s $s -n $n)"
     done
@@ -130,8 +132,10 @@ row() {  # label, key
 }
 echo "8-byte ping-pong, one-way latency in microseconds, median (min..max) of $((rounds * pairs)) runs ($pairs a round; libfabric: $rounds):"
 row "libdat tcp-lo, polling (dat_evd_dequeue)" lat_dat_poll
+row "  over the socket (LIBDAT_DIRECT=0)" lat_sock_poll
 row "raw TCP socket, polling (MSG_DONTWAIT)" lat_raw_poll
 row "libdat tcp-lo, blocking (dat_evd_wait)" lat_dat_wait
+row "  over the socket (LIBDAT_DIRECT=0)" lat_sock_wait
 row "raw TCP socket, blocking (recv)" lat_raw_wait
 row "libfabric tcp (fi_pingpong -e msg)" lat_fabric
 echo "Bandwidth in MB/s, median (min..max):"
@@ -139,6 +143,7 @@ for s in 65536 1048576; do
     row "libdat RDMA write, $((s / 1024)) KiB" "bw_write_$s"
     row "  over the socket (LIBDAT_DIRECT=0)" "bw_write_sock_$s"
     row "libdat send, $((s / 1024)) KiB" "bw_send_$s"
+    row "  over the socket (LIBDAT_DIRECT=0)" "bw_send_sock_$s"
     row "raw TCP stream, $((s / 1024)) KiB writes, 16 buffers" "bw_raw_$s"
     row "raw TCP stream, $((s / 1024)) KiB writes, one buffer" "bw_raw1_$s"
 done
@@ -166,11 +171,14 @@ ratio() {  # label, key of ours, key of the peer, target: per-round ratio, media
 }
 echo "Against the targets: libdat / peer, the ratio of each pair (the peer ran beside it), median (min..max):"
 ratio "latency, polling: libdat / raw" lat_dat_poll lat_raw_poll "<= 1.10"
+ratio "  over the socket / raw" lat_sock_poll lat_raw_poll "(none: context)"
 ratio "latency, blocking: libdat / raw" lat_dat_wait lat_raw_wait "<= 1.10"
+ratio "  over the socket / raw" lat_sock_wait lat_raw_wait "(none: context)"
 ratio "latency, polling: libdat / libfabric tcp" lat_dat_poll_last lat_fabric "<= 1.00"
 for s in 65536 1048576; do
     ratio "RDMA write $((s / 1024)) KiB: libdat / raw 16 buffers" "bw_write_$s" "bw_raw_$s" ">= 0.90"
     ratio "send $((s / 1024)) KiB: libdat / raw 16 buffers" "bw_send_$s" "bw_raw_$s" ">= 0.90"
+    ratio "  send over the socket / raw 16 buffers" "bw_send_sock_$s" "bw_raw_$s" "(none: context)"
     ratio "  RDMA write over the socket / raw 16 buffers" "bw_write_sock_$s" "bw_raw_$s" "(none: context)"
 done
 ratio "write ping-pong polling memory 8 B / raw one blocked" mem_dat_8 mem_raw_8 "<= 1.00"

@@ -38,13 +38,13 @@ esac
 
 passed=0
 failed=0
-# RDMA writes twice: between two processes of one host they land directly in the target's
-# memory (cross-memory attach); LIBDAT_DIRECT=0 sends them over the socket instead, the path a
-# peer on another host takes, which the target's engine lands.
+# Each twice: between two processes of one host messages and RDMA writes land directly in the
+# target's memory (cross-memory attach); LIBDAT_DIRECT=0 sends them over the socket instead,
+# the path a peer on another host takes, which the target's engine lands.
 for mode in dequeue wait cno cnofd memory; do
-    for op in send write write-socket; do
+    for op in send write send-socket write-socket; do
         direct=1
-        [ "$op" = write-socket ] && direct=0
+        [ "${op%-socket}" != "$op" ] && direct=0
         for _ in $(seq "$runs"); do
             if LD_LIBRARY_PATH=$libdir DAT_OVERRIDE=/dev/null LIBDAT_DIRECT=$direct timeout 300 "$work/waits" \
                 -i "${WAITS_ITERS:-32}" -t "${WAITS_TIMEOUT:-10}" "$mode" "${op%-socket}" 2> "$work/err"; then
