@@ -137,7 +137,9 @@ pub fn advance(
             Some(Ok(h)) => h,
             Some(Err(e)) => return Err(ConnError::Protocol(e)),
             None => {
-                if (looked && in_caller) || inb.reader.drained() || (in_caller && !looked && link.socket_quiet()) {
+                // A poll leaves the socket alone while the peer says it wrote nothing there.
+                let quiet = in_caller && !looked && link.socket_quiet();
+                if (looked && in_caller) || inb.reader.drained() || quiet {
                     return Ok((handled, None));
                 }
                 looked = true;

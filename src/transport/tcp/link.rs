@@ -420,7 +420,7 @@ impl TcpLink {
             self.frames_seen.store(frames, Ordering::Relaxed);
             return false;
         }
-        self.polls.load(Ordering::Relaxed) % 16 != 0
+        !self.polls.load(Ordering::Relaxed).is_multiple_of(16)
     }
 
     /// The connection ends: the peer's direct accesses stop (its next one goes by the socket),
