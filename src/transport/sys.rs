@@ -65,18 +65,8 @@ pub unsafe fn recvmsg(fd: RawFd, msg: *mut libc::msghdr, flags: i32) -> SysResul
 /// `local` must describe buffers readable for their lengths for the duration of the call (the
 /// kernel checks `remote` against the other process's mappings).
 pub unsafe fn process_vm_writev(pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec]) -> SysResult {
-    // SAFETY: forwarded from the caller; both lists are live slices of their lengths.
-    unsafe {
-        syscall6(
-            libc::SYS_process_vm_writev,
-            pid as usize,
-            local.as_ptr() as usize,
-            local.len(),
-            remote.as_ptr() as usize,
-            remote.len(),
-            0,
-        )
-    }
+    // SAFETY: forwarded from the caller.
+    unsafe { process_vm(libc::SYS_process_vm_writev, pid, local, remote) }
 }
 
 /// `process_vm_readv(2)`: copies `remote` (process `pid`'s) into `local` (ours), in order.
@@ -84,18 +74,18 @@ pub unsafe fn process_vm_writev(pid: libc::pid_t, local: &[libc::iovec], remote:
 /// # Safety
 /// `local` must describe buffers writable for their lengths for the duration of the call.
 pub unsafe fn process_vm_readv(pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec]) -> SysResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { process_vm(libc::SYS_process_vm_readv, pid, local, remote) }
+}
+
+/// `process_vm_readv` or `process_vm_writev` (`nr`), as the callers above describe.
+///
+/// # Safety
+/// As for the caller.
+unsafe fn process_vm(nr: libc::c_long, pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec]) -> SysResult {
+    let (l, r) = (local.as_ptr() as usize, remote.as_ptr() as usize);
     // SAFETY: forwarded from the caller; both lists are live slices of their lengths.
-    unsafe {
-        syscall6(
-            libc::SYS_process_vm_readv,
-            pid as usize,
-            local.as_ptr() as usize,
-            local.len(),
-            remote.as_ptr() as usize,
-            remote.len(),
-            0,
-        )
-    }
+    unsafe { syscall6(nr, pid as usize, l, local.len(), r, remote.len(), 0) }
 }
 
 /// What the kernel returned: a count, or minus an error number.
