@@ -299,3 +299,80 @@ fn messages_that_landed_directly_complete_before_the_rest_flush() {
     assert_eq!(&p.buf[..32], &[7u8; 32]);
     a.buf[0] = 0;
 }
+
+/// Runs as the child of `a_peer_that_may_not_reach_us_falls_back_to_the_socket`, as another
+/// user: it may not trace its parent (root), so it cannot take up its parent's offer, while its
+/// parent may reach it. It accepts, takes a message naming a region of its parent's, writes
+/// the message back there, and answers with a message of its own.
+#[test]
+fn other_user_child() {
+    if std::env::var_os("LIBDAT_TEST_OTHER_USER_CHILD").is_none() {
+        return;
+    }
+    let mut p = Side::new(ALL_PRIV);
+    let (_psp, port) = p.listen();
+    p.post_recv(&[p.iov(0, 64)], 1);
+    println!("PORT {port}");
+    std::io::stdout().flush().unwrap();
+    let (cr, _) = p.request();
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 64, dat_dtos::DAT_DTO_RECEIVE));
+    let word = |i: usize| u64::from_le_bytes(p.buf[i * 8..i * 8 + 8].try_into().unwrap());
+    let remote = DAT_RMR_TRIPLET { rmr_context: word(0) as u32, virtual_address: word(1), segment_length: 64 };
+    let iov = [p.iov(0, 64)];
+    assert_eq!(unsafe { dat_ep_post_rdma_write(p.ep, 1, iov.as_ptr() as *mut _, cookie(2), &remote, DEFAULT) }, OK);
+    assert_eq!(dto(p.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    p.buf[64..72].copy_from_slice(b"answered");
+    assert_eq!(p.post_send(&[p.iov(64, 8)], 3), OK);
+    assert_eq!(dto(p.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    std::process::exit(0);
+}
+
+/// A peer that may not trace us (another user; Yama or seccomp refuse it the same way) cannot
+/// take up our offer: its requests go by the socket, ours to it directly, and both arrive.
+#[test]
+fn a_peer_that_may_not_reach_us_falls_back_to_the_socket() {
+    use std::os::unix::process::CommandExt;
+    if on_rdma() || unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root, to run its peer as another user");
+        return;
+    }
+    let mut child = Child(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "other_user_child", "--nocapture", "--test-threads=1"])
+            .env("LIBDAT_TEST_OTHER_USER_CHILD", "1")
+            .uid(65534)
+            .gid(65534)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let port: DAT_CONN_QUAL = loop {
+        let line = lines.next().expect("the child printed its port").unwrap();
+        if let Some(p) = line.split("PORT ").nth(1) {
+            break p.trim().parse().unwrap();
+        }
+    };
+    let mut a = Side::new(ALL_PRIV);
+    a.post_recv(&[a.iov(1024, 8)], 1);
+    assert_eq!(a.connect(port, b"", WAIT_US), OK);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    // Our region's key and address, and the rest of the message: what the child writes back.
+    let (key, at) = (u64::from(a.rmr_ctx), a.addr(512));
+    a.buf[..8].copy_from_slice(&key.to_le_bytes());
+    a.buf[8..16].copy_from_slice(&at.to_le_bytes());
+    for i in 16..64 {
+        a.buf[i] = i as u8;
+    }
+    assert_eq!(a.post_send(&[a.iov(0, 64)], 2), OK);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert_eq!(dto(a.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 8, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(&a.buf[1024..1032], b"answered");
+    assert_eq!(&a.buf[512..576], &a.buf[..64].to_vec()[..], "the child's write landed before its answer");
+    assert_eq!(unsafe { dat_ep_disconnect(a.ep, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS) }, OK);
+    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(child.0.wait().unwrap().code(), Some(0));
+}
