@@ -241,9 +241,9 @@ impl ExportedSlot {
     }
 
     /// Whether the peer put messages in receives the EP has not taken yet (no lock: a poll
-    /// looks).
+    /// looks). In one total order with `set_polled`'s store (see `Direct::send`).
     pub fn peer_filled(&self) -> bool {
-        self.conn().taken.load(Ordering::Acquire) != self.handled.load(Ordering::Relaxed)
+        self.conn().taken.load(Ordering::SeqCst) != self.handled.load(Ordering::Relaxed)
     }
 
     /// How many frames the peer wrote to the socket so far, once it counts them.
@@ -253,7 +253,7 @@ impl ExportedSlot {
     }
 
     /// A thread of ours polls the connection now (it took it on lease), or no longer does.
-    /// Cleared before the owner looks at its receives a last time (see `DirectPeer::send`).
+    /// Cleared before the owner looks at its receives a last time (see `Direct::send`).
     pub fn set_polled(&self, polled: bool) {
         self.conn().polled.store(u64::from(polled), Ordering::SeqCst);
     }
@@ -282,7 +282,8 @@ pub struct Receives {
 pub enum Filled {
     /// The message is in it, this long.
     Landed(u32),
-    /// The peer's copy failed (our memory is not what we registered): the connection breaks.
+    /// The peer's copy failed (our memory is not what we registered): the receive completes in
+    /// error, and the peer breaks the connection.
     Failed,
 }
 
@@ -325,7 +326,7 @@ impl Receives {
         while self.handled < self.published {
             let n = self.handled + 1;
             let d = &conn.ring[((n - 1) % RING as u64) as usize];
-            if d.filled.load(Ordering::Acquire) != n {
+            if d.filled.load(Ordering::SeqCst) != n {
                 break;
             }
             let length = d.length.load(Ordering::Acquire);
