@@ -25,7 +25,8 @@ pub struct Exports {
     map: Mapping,
     file: OwnedFd,
     pid: u32,
-    cookie: [u8; 16],
+    /// Boxed: its address, which the table names, stays where it is.
+    cookie: Box<[u8; 16]>,
     /// Serializes our writes to region slots (each a sequence lock).
     writers: Mutex<()>,
     slots: Mutex<Slots>,
@@ -61,7 +62,6 @@ fn exports() -> Option<&'static Exports> {
         .as_ref()
         .filter(|e| e.pid == current_pid())?;
     if made {
-        e.table().cookie_at.store(e.cookie.as_ptr() as u64, Ordering::Release);
         // Regions registered from here on are published as they are; those before, now (a
         // region published twice is written the same twice).
         Lmr::each_region(|context, region| e.publish(context, region));
@@ -98,7 +98,7 @@ pub fn offer(pz: u64, local: SocketAddrV4, remote: SocketAddrV4) -> Option<(Offe
         fd: exports.file.as_raw_fd() as u32,
         slot: slot.index,
         generation: slot.generation,
-        cookie: exports.cookie,
+        cookie: *exports.cookie,
     };
     Some((offer, Arc::new(slot)))
 }
@@ -120,7 +120,7 @@ impl Exports {
             return None;
         }
         let map = Mapping::map(&file)?;
-        let mut cookie = [0u8; 16];
+        let mut cookie = Box::new([0u8; 16]);
         // SAFETY: getrandom writes at most 16 bytes into the 16-byte buffer.
         if unsafe { libc::getrandom(cookie.as_mut_ptr().cast(), cookie.len(), 0) } != cookie.len() as isize {
             return None;
@@ -130,6 +130,7 @@ impl Exports {
         t.owner.store(u64::from(pid), Ordering::Relaxed);
         t.cookie[0].store(u64::from_le_bytes(cookie[..8].try_into().expect("8 bytes")), Ordering::Relaxed);
         t.cookie[1].store(u64::from_le_bytes(cookie[8..].try_into().expect("8 bytes")), Ordering::Relaxed);
+        t.cookie_at.store(cookie.as_ptr() as u64, Ordering::Relaxed);
         t.magic.store(MAGIC, Ordering::Release);
         Some(Exports { map, file, pid, cookie, writers: Mutex::new(()), slots: Mutex::new(Slots::default()) })
     }
