@@ -128,9 +128,16 @@ impl ServicePoint {
             SpKind::Public { .. } => {}
         }
         e.event_data.cr_arrival_event_data = data;
-        if self.evd.post(e).is_err() {
+        // From the event on, the consumer may accept the CR, free the service point and then
+        // its EVD: the CR in the handle table is the only holder of the service point left
+        // (and so of the EVD's use), not this thread, which the scheduler may hold up for a
+        // while after the post (a dtestx that freed its EVD then found it still in use).
+        let (ia, evd) = (self.ia.clone(), self.evd.arc().clone());
+        drop(cr);
+        drop(self);
+        if evd.post(e).is_err() {
             // Nobody can see this request: refuse it rather than leave the peer waiting.
-            if let Some(cr) = self.ia.release::<Cr>(cr_handle) {
+            if let Some(cr) = ia.release::<Cr>(cr_handle) {
                 cr.reject(&[]);
             }
         }

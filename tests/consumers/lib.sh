@@ -45,8 +45,8 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
     local errors=${ERRORS:-FAILED\|Error\|ERR}
     if [ $crc != 0 ] || [ $src != 0 ] || grep -q "$errors" "$work/client.log" "$work/server.log"; then
         echo "consumers: $name ($mode): client exit $crc, server exit $src"
-        grep -h "$errors" "$work/client.log" "$work/server.log" | head -5
-        # The last words of each, for a failure no error line names (dtestx's " returned ...").
+        grep -h "$errors\| returned " "$work/client.log" "$work/server.log" | head -5
+        # The last words of each, for a failure no error line names.
         tail -n 4 "$work/client.log" | sed 's/^/    client: /'
         tail -n 4 "$work/server.log" | sed 's/^/    server: /'
         fail=1
