@@ -15,6 +15,11 @@
 //!
 //! A connection's end is found by whoever reads it, and carried out on the engine's thread
 //! (a consumer's poll holds its EVD's list of connections, which the end changes).
+//!
+//! With a peer on this host that took up our offer (and we its), most of this is bypassed
+//! (`direct`): the posting thread puts its sends, RDMA writes and reads straight into the
+//! peer's memory and completes them at once, the peer's messages land in our published
+//! receives, and a poll asks the socket only when the peer's count of its frames moved.
 
 use std::net::{SocketAddrV4, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
