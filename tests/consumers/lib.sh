@@ -29,13 +29,24 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
     local name=$1 mode=$2 ready=$3 server=$4 client=$5 port=${6:-}
     local env; env=$(loader "$mode")
     local cenv; cenv=$(loader "${CLIENT_MODE:-$mode}")
-    # shellcheck disable=SC2086
-    env $env timeout 120 $server > "$work/server.log" 2>&1 &
-    local spid=$!
-    if ! wait_ready "$work/server.log" "$ready" $spid "$port"; then
+    local spid tries=0
+    while :; do
+        # shellcheck disable=SC2086
+        env $env timeout 120 $server > "$work/server.log" 2>&1 &
+        spid=$!
+        wait_ready "$work/server.log" "$ready" $spid "$port" && break
+        # The previous pair's server let go of the same fixed port a moment ago, and the kernel
+        # may still hold it while it tears that server's connections down (rdma-cm in the
+        # guest, once in several runs: DAT_CONN_QUAL_IN_USE): started again, a few times.
+        if grep -q CONN_QUAL_IN_USE "$work/server.log" && [ $tries -lt 25 ]; then
+            wait $spid 2>/dev/null
+            tries=$((tries + 1))
+            sleep 0.2
+            continue
+        fi
         echo "consumers: $name ($mode): the server did not get ready"; tail -5 "$work/server.log"
         kill $spid 2>/dev/null; wait $spid 2>/dev/null; fail=1; return
-    fi
+    done
     # shellcheck disable=SC2086
     env $cenv timeout 120 $client > "$work/client.log" 2>&1
     local crc=$?
