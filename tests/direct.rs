@@ -53,8 +53,7 @@ fn stopped_peer_child() {
     assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, MESSAGE as u32, dat_dtos::DAT_DTO_RECEIVE));
     assert_eq!(dto(p.recv_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RECEIVE));
     let intact = (0..LEN).all(|i| p.buf[16 + AT + i] == pattern(i)) && (0..MESSAGE).all(|i| p.buf[MESSAGE_AT + i] == pattern(i + 1));
-    // The parent disconnects once its message completed (an exit now could overtake our
-    // acknowledgement of it).
+    // The parent disconnects once its message completed.
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
     std::process::exit(if intact { 0 } else { 3 });
 }

@@ -16,7 +16,8 @@ use std::collections::BinaryHeap;
 use std::cmp::Reverse;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Once};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use slab::Slab;
@@ -28,6 +29,10 @@ pub trait Source: Send + Sync {
     /// Called on the engine's thread with the `EPOLL*` bits the kernel reported; the source is
     /// disarmed until it arms itself again. `events` is 0 when the source's timer fell due.
     fn on_event(self: Arc<Self>, events: u32);
+
+    /// The process exits (`exit`, or a return from `main`) while the source is registered:
+    /// what it owes its peer and only holds back for a moment goes now, without blocking.
+    fn on_exit(&self) {}
 }
 
 /// A source's place in the engine: what the kernel's reports carry (slot and generation, so a
@@ -98,6 +103,17 @@ pub fn on_engine() -> bool {
     ON_ENGINE.with(Cell::get)
 }
 
+/// The process's engine and the process that started it (a forked child starts its own).
+static ENGINE: Mutex<Option<(u32, Arc<Engine>)>> = Mutex::new(None);
+
+/// How long the exiting thread waits for a lock another thread holds (see `process_exits`).
+const EXIT_LOCK_WAIT: Duration = Duration::from_millis(20);
+
+/// Run by the C library at exit (registered in `Engine::get`). No panic crosses into it.
+extern "C" fn on_process_exit() {
+    let _ = std::panic::catch_unwind(Engine::process_exits);
+}
+
 /// The report that means "the waker rang" (no source has slot `u32::MAX`).
 const WAKER: u64 = u32::MAX as u64;
 
@@ -108,19 +124,40 @@ impl Engine {
     /// The process's engine, started on first use (and again in a child after `fork`, whose
     /// copy of the parent's has no thread).
     pub fn get() -> Arc<Engine> {
-        static ENGINE: OnceLock<Mutex<Option<(u32, Arc<Engine>)>>> = OnceLock::new();
-        let cell = ENGINE.get_or_init(|| Mutex::new(None));
-        let mut engine = cell.lock();
-        // SAFETY: getpid has no arguments and cannot fail.
-        let pid = unsafe { libc::getpid() } as u32;
-        if let Some((owner, e)) = engine.as_ref() {
-            if *owner == pid {
-                return e.clone();
-            }
+        let mut engine = ENGINE.lock();
+        if let Some(e) = engine.as_ref().filter(|(owner, _)| *owner == sys::current_pid()).map(|(_, e)| e.clone()) {
+            return e;
         }
         let e = Engine::start().expect("the progress engine needs an epoll and a thread");
-        *engine = Some((pid, e.clone()));
+        *engine = Some((sys::current_pid(), e.clone()));
+        // Once per address space: a child forked later inherits the registration.
+        static AT_EXIT: Once = Once::new();
+        // SAFETY: `on_process_exit` is a plain function of this library; the C library runs
+        // it at exit, or as the library is unloaded (the registration is the library's own).
+        AT_EXIT.call_once(|| unsafe {
+            libc::atexit(on_process_exit);
+        });
         e
+    }
+
+    /// The process exits: every source says what it still owes (`Source::on_exit`). A lock
+    /// some thread holds as the process exits is waited for briefly, then given up on.
+    fn process_exits() {
+        let engine = {
+            let Some(current) = ENGINE.try_lock_for(EXIT_LOCK_WAIT) else { return };
+            match current.as_ref().filter(|(owner, _)| *owner == sys::current_pid()) {
+                Some((_, e)) => e.clone(),
+                None => return,
+            }
+        };
+        // Taken out of the lock: a source that writes may arm its descriptor, which locks it.
+        let sources: Vec<Arc<dyn Source>> = {
+            let Some(s) = engine.sources.try_lock_for(EXIT_LOCK_WAIT) else { return };
+            s.slab.iter().map(|(_, e)| e.source.clone()).collect()
+        };
+        for source in sources {
+            source.on_exit();
+        }
     }
 
     fn start() -> std::io::Result<Arc<Engine>> {

@@ -197,6 +197,12 @@ pub fn yield_now() {
     unsafe { libc::sched_yield() };
 }
 
+/// This process's id (a forked child's own, unlike one read once and kept).
+pub fn current_pid() -> u32 {
+    // SAFETY: getpid has no arguments and cannot fail.
+    unsafe { libc::getpid() as u32 }
+}
+
 /// Microseconds of the monotonic clock: never 0 (it counts from boot), and read without the
 /// 128-bit arithmetic of `Instant::elapsed` (the engine reads it as it holds
 /// acknowledgements).

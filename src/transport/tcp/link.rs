@@ -61,6 +61,8 @@ const ACK_HOLD_MAX_US: u64 = 1000;
 /// for its next request to carry (a ping-pong's reply): counted, not timed, so the poll reads
 /// no clock. About the engine's `ACK_HOLD_MIN_US` at the usual half microsecond a poll.
 const ACK_HOLD_POLLS: u64 = 32;
+/// How many times the exiting thread tries a writer another thread holds (see `on_exit`).
+const EXIT_FLUSH_TRIES: usize = 100;
 
 /// How many polls since the engine last looked make a thread worth offering the connection:
 /// a thread in a polling loop makes dozens between two messages; one that reaps completions
@@ -870,6 +872,29 @@ impl TcpLink {
 }
 
 impl Source for TcpLink {
+    /// Acknowledgements held for a ride (and any answer queued) go now: the peer's requests
+    /// landed, and a device would have acknowledged them as they did; unsent, the peer's
+    /// requests would flush as our socket closes (a receiver that exits as soon as its last
+    /// message came).
+    fn on_exit(&self) {
+        // Tried, not waited for: a thread that called `exit` from a signal handler may have
+        // been holding it.
+        let open = self.phase.try_lock().is_some_and(|p| *p == Phase::Open);
+        if !open || self.ending.load(Ordering::Acquire) || !self.answers.pending() {
+            return;
+        }
+        self.answers.acks_gone();
+        // A thread that holds the writer writes them as it lets go; it may be one the exit
+        // stops first, so the writer is tried a few times.
+        for _ in 0..EXIT_FLUSH_TRIES {
+            self.flush_answers();
+            if !self.answers.pending() || self.out_blocked.load(Ordering::Acquire) {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
     fn on_event(self: Arc<Self>, events: u32) {
         if self.token.get().is_none() {
             // A socket the peer already reset reports its hang-up as it is registered, before

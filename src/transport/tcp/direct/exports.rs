@@ -39,11 +39,6 @@ struct Slots {
     high: u32,
 }
 
-fn current_pid() -> u32 {
-    // SAFETY: getpid has no arguments and cannot fail.
-    unsafe { libc::getpid() as u32 }
-}
-
 static EXPORTS: OnceLock<Option<Exports>> = OnceLock::new();
 
 /// The process's export table, made on first use with every registered region; None when the
@@ -60,7 +55,7 @@ fn exports() -> Option<&'static Exports> {
             Exports::create()
         })
         .as_ref()
-        .filter(|e| e.pid == current_pid())?;
+        .filter(|e| e.pid == sys::current_pid())?;
     if made {
         // Regions registered from here on are published as they are; those before, now (a
         // region published twice is written the same twice).
@@ -71,7 +66,7 @@ fn exports() -> Option<&'static Exports> {
 
 /// The table if it exists (registration and release do not make it).
 fn existing() -> Option<&'static Exports> {
-    EXPORTS.get()?.as_ref().filter(|e| e.pid == current_pid())
+    EXPORTS.get()?.as_ref().filter(|e| e.pid == sys::current_pid())
 }
 
 /// A region was registered (called as it is, under the regions' lock).
@@ -125,7 +120,7 @@ impl Exports {
         if unsafe { libc::getrandom(cookie.as_mut_ptr().cast(), cookie.len(), 0) } != cookie.len() as isize {
             return None;
         }
-        let pid = current_pid();
+        let pid = sys::current_pid();
         let t = map.table();
         t.owner.store(u64::from(pid), Ordering::Relaxed);
         t.cookie[0].store(u64::from_le_bytes(cookie[..8].try_into().expect("8 bytes")), Ordering::Relaxed);
