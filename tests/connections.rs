@@ -611,21 +611,8 @@ fn peer_process_child() {
 
 #[test]
 fn a_peer_process_that_dies_breaks_the_connection() {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "peer_process_child", "--nocapture", "--test-threads=1"])
-        .env("LIBDAT_TEST_CHILD", "1")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let port: DAT_CONN_QUAL = loop {
-        let line = lines.next().expect("the child printed its port").unwrap();
-        // libtest may print its "test ... " prefix on the same line.
-        if let Some(p) = line.split("PORT ").nth(1) {
-            break p.trim().parse().unwrap();
-        }
-    };
+    let mut child = test_child("peer_process_child").env("LIBDAT_TEST_CHILD", "1").spawn().unwrap();
+    let port: DAT_CONN_QUAL = child_says(&mut child, "PORT ").parse().unwrap();
     let a = Side::new(ALL_PRIV);
     assert_eq!(a.connect(port, b"", WAIT_US), OK);
     assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);

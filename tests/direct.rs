@@ -6,7 +6,7 @@
 //!
 //! The stopped peer is a child process (this test binary run again) stopped with SIGSTOP.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -73,23 +73,9 @@ fn writes_and_reads_land_in_a_peer_process_that_is_stopped() {
     if on_rdma() {
         return; // the TCP transport's alone
     }
-    let mut child = Child(
-        std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "stopped_peer_child", "--nocapture", "--test-threads=1"])
-            .env("LIBDAT_TEST_STOPPED_CHILD", "1")
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
-    let (port, addr, rkey): (DAT_CONN_QUAL, DAT_VADDR, DAT_RMR_CONTEXT) = loop {
-        let line = lines.next().expect("the child printed its port").unwrap();
-        // libtest may print its "test ... " prefix on the same line.
-        if let Some(rest) = line.split("PEER ").nth(1) {
-            let f: Vec<u64> = rest.split_whitespace().map(|v| v.parse().unwrap()).collect();
-            break (f[0], f[1], f[2] as DAT_RMR_CONTEXT);
-        }
-    };
+    let mut child = Child(test_child("stopped_peer_child").env("LIBDAT_TEST_STOPPED_CHILD", "1").spawn().unwrap());
+    let said: Vec<u64> = child_says(&mut child.0, "PEER ").split_whitespace().map(|v| v.parse().unwrap()).collect();
+    let (port, addr, rkey): (DAT_CONN_QUAL, DAT_VADDR, DAT_RMR_CONTEXT) = (said[0], said[1], said[2] as DAT_RMR_CONTEXT);
     let mut a = Side::with_buffer(ALL_PRIV, 1 << 20);
     assert_eq!(a.connect(port, b"", WAIT_US), OK);
     assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
@@ -338,23 +324,8 @@ fn a_peer_that_may_not_reach_us_falls_back_to_the_socket() {
         eprintln!("skipped: needs root, to run its peer as another user");
         return;
     }
-    let mut child = Child(
-        std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "other_user_child", "--nocapture", "--test-threads=1"])
-            .env("LIBDAT_TEST_OTHER_USER_CHILD", "1")
-            .uid(65534)
-            .gid(65534)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
-    let port: DAT_CONN_QUAL = loop {
-        let line = lines.next().expect("the child printed its port").unwrap();
-        if let Some(p) = line.split("PORT ").nth(1) {
-            break p.trim().parse().unwrap();
-        }
-    };
+    let mut child = Child(test_child("other_user_child").env("LIBDAT_TEST_OTHER_USER_CHILD", "1").uid(65534).gid(65534).spawn().unwrap());
+    let port: DAT_CONN_QUAL = child_says(&mut child.0, "PORT ").parse().unwrap();
     let mut a = Side::new(ALL_PRIV);
     a.post_recv(&[a.iov(1024, 8)], 1);
     assert_eq!(a.connect(port, b"", WAIT_US), OK);

@@ -6,7 +6,7 @@
 //!
 //! The receiver is a child process (this test binary run again).
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::ptr::null_mut;
 
 use dat::abi::*;
@@ -50,22 +50,13 @@ fn exiting_receiver_child() {
 #[test]
 fn a_message_received_just_before_its_receiver_exits_completes_at_its_sender() {
     for round in 0..ROUNDS {
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "exiting_receiver_child", "--nocapture", "--test-threads=1"])
+        let mut child = test_child("exiting_receiver_child")
             .env("LIBDAT_TEST_EXITING_CHILD", "1")
             .env("LIBDAT_DIRECT", "0")
             .env(if round % 2 == 0 { "LIBDAT_TEST_EXIT_POLLING" } else { "LIBDAT_TEST_EXIT_WAITING" }, "1")
-            .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let port: DAT_CONN_QUAL = loop {
-            let line = lines.next().expect("the child printed its port").unwrap();
-            // libtest may print its "test ... " prefix on the same line.
-            if let Some(rest) = line.split("PEER ").nth(1) {
-                break rest.trim().parse().unwrap();
-            }
-        };
+        let port: DAT_CONN_QUAL = child_says(&mut child, "PEER ").parse().unwrap();
         let mut a = Side::new(ALL_PRIV);
         assert_eq!(a.connect(port, b"", WAIT_US), OK);
         assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);

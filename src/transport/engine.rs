@@ -124,12 +124,13 @@ impl Engine {
     /// The process's engine, started on first use (and again in a child after `fork`, whose
     /// copy of the parent's has no thread).
     pub fn get() -> Arc<Engine> {
+        let pid = sys::current_pid();
         let mut engine = ENGINE.lock();
-        if let Some(e) = engine.as_ref().filter(|(owner, _)| *owner == sys::current_pid()).map(|(_, e)| e.clone()) {
+        if let Some(e) = engine.as_ref().filter(|(owner, _)| *owner == pid).map(|(_, e)| e.clone()) {
             return e;
         }
         let e = Engine::start().expect("the progress engine needs an epoll and a thread");
-        *engine = Some((sys::current_pid(), e.clone()));
+        *engine = Some((pid, e.clone()));
         // Once per address space: a child forked later inherits the registration.
         static AT_EXIT: Once = Once::new();
         // SAFETY: `on_process_exit` is a plain function of this library; the C library runs

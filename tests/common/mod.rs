@@ -234,6 +234,31 @@ pub fn accept_and_exchange(a: &mut Side, p: &mut Side, cr: DAT_CR_HANDLE, messag
     assert_eq!(&p.buf[..n], message);
 }
 
+/// This test binary run again as a child process that runs test `name` alone (a test that
+/// acts only when the environment the caller adds says so), its stdout piped to us.
+pub fn test_child(name: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", name, "--nocapture", "--test-threads=1"]).stdout(std::process::Stdio::piped());
+    c
+}
+
+/// What the child prints after `marker`, on the first line that has it (libtest may print
+/// its "test ... " prefix on the same line), trimmed. The child's stdout stays open.
+pub fn child_says(child: &mut std::process::Child, marker: &str) -> String {
+    use std::io::BufRead;
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("the child's stdout is piped"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert_ne!(out.read_line(&mut line).unwrap(), 0, "the child ended before it printed {marker:?}");
+        if let Some(rest) = line.split(marker).nth(1) {
+            let said = rest.trim().to_owned();
+            child.stdout = Some(out.into_inner());
+            return said;
+        }
+    }
+}
+
 /// The next event on `evd` (failing the test after 10 s).
 pub fn wait(evd: DAT_EVD_HANDLE) -> DAT_EVENT {
     let mut e: DAT_EVENT = zero();

@@ -891,7 +891,7 @@ impl Source for TcpLink {
             if !self.answers.pending() || self.out_blocked.load(Ordering::Acquire) {
                 return;
             }
-            std::thread::yield_now();
+            sys::yield_now();
         }
     }
 
