@@ -276,6 +276,10 @@ pub struct Evd {
     has_cno: AtomicBool,
     /// The transport's completion queue of a DTO EVD (none for TCP).
     pub completion_queue: std::sync::OnceLock<crate::transport::Resource>,
+    /// That queue as a source, when it alone completes the EVD's DTOs and needs nothing of a
+    /// polling thread (verbs: the device moves the data): a dequeue polls it and no more, with
+    /// no lease to keep, no other EVDs to move and no event to catch.
+    sole_source: std::sync::OnceLock<Arc<dyn Progress>>,
     /// The IB extension's counters of this EVD (waits and dequeues).
     pub counters: Counters<EVD_COUNTERS>,
 }
@@ -336,6 +340,7 @@ impl Evd {
             has_cno: AtomicBool::new(has_cno),
             spin_us: AtomicU64::new(spin_budget().as_micros() as u64),
             completion_queue: std::sync::OnceLock::new(),
+            sole_source: std::sync::OnceLock::new(),
             counters: Counters::default(),
         });
         if flags & dat_evd_flags::DAT_EVD_DTO_FLAG as u32 != 0 {
@@ -424,6 +429,9 @@ impl Evd {
     /// same as queueing it and taking it back: the queue is empty, no CNO is to hear of it,
     /// and the dequeue has no event yet (the first caught stays first: later ones queue).
     fn hand_over(&self, event: &DAT_EVENT) -> bool {
+        if self.sole_source.get().is_some() {
+            return false; // its dequeues catch nothing
+        }
         POLLED.with(|p| {
             if p.catching.get() != self as *const Evd as usize
                 || p.has_caught.get()
@@ -474,6 +482,14 @@ impl Evd {
         self.sources.lock().push(source);
     }
 
+    /// The transport's completion queue feeds this EVD, and alone moves its DTOs (see
+    /// `sole_source`).
+    pub fn attach_sole_source(&self, source: Arc<dyn Progress>) {
+        if self.sole_source.set(source.clone()).is_ok() {
+            self.attach(source);
+        }
+    }
+
     /// A connection no longer feeds this EVD. The caller holds no lock a poll takes.
     pub fn detach<S: Progress + ?Sized>(&self, source: &Arc<S>) {
         let gone = Arc::as_ptr(source) as *const u8;
@@ -510,7 +526,17 @@ impl Evd {
     pub fn dequeue(&self, out: &mut MaybeUninit<DAT_EVENT>) -> DatResult {
         let waiter = || Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
         // Most polls find nothing, before and after progress: they look without the lock.
-        if self.queued.load(Ordering::Acquire) == 0 {
+        if let Some(source) = self.sole_source.get() {
+            if self.queued.load(Ordering::Acquire) == 0 {
+                if self.waiting.load(Ordering::Acquire) {
+                    return waiter();
+                }
+                source.progress();
+                if self.queued.load(Ordering::Acquire) == 0 {
+                    return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
+                }
+            }
+        } else if self.queued.load(Ordering::Acquire) == 0 {
             if self.waiting.load(Ordering::Acquire) {
                 return waiter();
             }

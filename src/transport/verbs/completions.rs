@@ -12,6 +12,7 @@ use std::sync::{Arc, LazyLock, OnceLock, Weak};
 use parking_lot::Mutex;
 use rdma_mummy_sys as ibv;
 
+use super::conn::Conn;
 use super::cq::{Cq, WorkCompletion};
 use super::srq::{VerbsSrq, SRQ_RECV_ID};
 use super::transport::Verbs;
@@ -50,8 +51,9 @@ pub struct CqSource {
     evd: Weak<Evd>,
     /// One thread polls at a time, and the others wait for it: completions of one QP must
     /// be handled in order (each names the oldest DTO of its queue), and a thread that left
-    /// a busy CQ alone could miss one the holder had already looked past.
-    polling: Mutex<()>,
+    /// a busy CQ alone could miss one the holder had already looked past. The lock keeps the
+    /// connection the last completion was for.
+    polling: Mutex<LastConn>,
     engine: Arc<Engine>,
     token: OnceLock<Token>,
 }
@@ -65,7 +67,7 @@ impl CqSource {
             cq,
             verbs: Arc::downgrade(verbs),
             evd: Arc::downgrade(evd),
-            polling: Mutex::new(()),
+            polling: Mutex::new(None),
             engine: Engine::get(),
             token: OnceLock::new(),
         });
@@ -74,7 +76,7 @@ impl CqSource {
         let token = source.engine.register(source.cq.channel_fd(), watch)?;
         let _ = source.token.set(token);
         source.watch();
-        evd.attach(source.clone());
+        evd.attach_sole_source(source.clone());
         BY_CQ.lock().insert(source.cq.raw() as usize, Arc::downgrade(&source));
         Ok(source)
     }
@@ -101,7 +103,7 @@ impl CqSource {
 
     /// Takes every completion waiting and completes its DTO.
     pub fn poll(&self) {
-        let _one = self.polling.lock();
+        let mut last = self.polling.lock();
         // Most polls find nothing: they write no entry and take no reference.
         let mut wcs = [MaybeUninit::<WorkCompletion>::uninit(); BATCH];
         let mut verbs = None;
@@ -112,7 +114,7 @@ impl CqSource {
             }
             let Some(verbs) = verbs.get_or_insert_with(|| self.verbs.upgrade()) else { return };
             for wc in done {
-                complete(verbs, wc);
+                complete(verbs, wc, &mut last);
             }
             if done.len() < BATCH {
                 break;
@@ -182,10 +184,25 @@ pub fn status(s: ibv::ibv_wc_status::Type) -> dat_dto_completion_status {
     }
 }
 
+/// The connection of a CQ's last completion, by its QP's number: a CQ mostly completes the
+/// requests of one or two QPs in a row, found here without the transport's table. While the
+/// connection lives, so does its QP, so no other QP of the device has that number.
+type LastConn = Option<(u32, Weak<Conn>)>;
+
+/// The connection of QP `qp_num`, which a completion on this CQ names.
+fn conn_of(verbs: &Verbs, qp_num: u32, last: &mut LastConn) -> Option<Arc<Conn>> {
+    if let Some(conn) = last.as_ref().filter(|(n, _)| *n == qp_num).and_then(|(_, c)| c.upgrade()) {
+        return Some(conn);
+    }
+    let conn = verbs.conn_of_qp(qp_num)?;
+    *last = Some((qp_num, Arc::downgrade(&conn)));
+    Some(conn)
+}
+
 /// Completes the DTO a work completion is for; a stale one (its connection gone, the DTO
 /// flushed already) is dropped. A failure other than a flush breaks the connection.
-fn complete(verbs: &Verbs, wc: &WorkCompletion) {
-    let Some(conn) = verbs.conn_of_qp(wc.qp_num) else { return };
+fn complete(verbs: &Verbs, wc: &WorkCompletion, last: &mut LastConn) {
+    let Some(conn) = conn_of(verbs, wc.qp_num, last) else { return };
     let Some(ep) = conn.ep() else { return };
     let st = status(wc.status);
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
@@ -254,6 +271,7 @@ const WITH_INVALIDATE: u32 = ibv::ibv_wc_flags::IBV_WC_WITH_INV.0 | ibv::ibv_wc_
 
 /// Reports the receive a work completion finished (with the immediate data of a write that
 /// carried some).
+#[inline]
 fn complete_receive(ep: &Ep, evd: Option<&Evd>, cookie: u64, st: dat_dto_completion_status, wc: &WorkCompletion) {
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
     if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV && wc.wc_flags & WITH_INVALIDATE != 0 {
