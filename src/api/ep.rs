@@ -769,9 +769,10 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                     }
                     // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
                     let cookie = unsafe { user_cookie.as_64 };
-                    inner.recvs.push_back(PostedRecv { cookie, segments: Segments::from_slice(segments) });
+                    let kept = if inner.wire.keeps_receive_segments() { Segments::from_slice(segments) } else { Segments::new() };
+                    inner.recvs.push_back(PostedRecv { cookie, segments: kept });
                     let EpInner { wire, recvs, .. } = &mut *inner;
-                    if let Err(e) = wire.receive_posted(recvs) {
+                    if let Err(e) = wire.receive_posted(recvs, segments) {
                         inner.recvs.pop_back();
                         return Err(e);
                     }
@@ -792,6 +793,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
 }
 
 /// Counts a request posted on its way out (the IB extension's EP counters).
+#[inline]
 fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, segments: &[DAT_LMR_TRIPLET]) {
     use dat_ep_counters as C;
     let (posts, bytes) = match (extended, operation) {

@@ -108,6 +108,7 @@ pub enum Post {
 }
 
 /// `dat_ep_post_send`, `_rdma_write`, `_rdma_read`.
+#[inline]
 pub fn post_request(state: State) -> DatResult<Post> {
     match state {
         S::DAT_EP_STATE_CONNECTED | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => {
@@ -120,6 +121,7 @@ pub fn post_request(state: State) -> DatResult<Post> {
 
 /// `dat_ep_post_recv`: receives may be posted before the connection exists (in every state
 /// but DISCONNECT_PENDING); on a DISCONNECTED EP they are flushed.
+#[inline]
 pub fn post_recv(state: State) -> DatResult<Post> {
     match state {
         S::DAT_EP_STATE_DISCONNECTED => Ok(Post::Flush),

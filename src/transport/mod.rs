@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
-use crate::abi::DAT_IA_HANDLE;
+use crate::abi::{DAT_IA_HANDLE, DAT_LMR_TRIPLET};
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
 use crate::objects::evd::Evd;
@@ -245,16 +245,23 @@ impl EpWire {
         self.tcp.messages_waiting()
     }
 
-    /// A receive was posted (the last of the EP's `recvs`): a transport that posts receives
-    /// to hardware does it now (their completions come in posting order), one that publishes
-    /// them to its peer publishes it.
-    pub fn receive_posted(&mut self, recvs: &std::collections::VecDeque<crate::objects::srq::PostedRecv>) -> DatResult {
+    /// Whether a receive posted now must keep its segments: a TCP link lands messages in
+    /// them, and a verbs connection without its QP yet posts them when the QP is made; a QP
+    /// has its own copy.
+    pub fn keeps_receive_segments(&self) -> bool {
+        !self.verbs.as_ref().is_some_and(|c| c.has_qp())
+    }
+
+    /// A receive of `segments` was posted (the last of the EP's `recvs`): a transport that
+    /// posts receives to hardware does it now (their completions come in posting order), one
+    /// that publishes them to its peer publishes it.
+    pub fn receive_posted(&mut self, recvs: &std::collections::VecDeque<crate::objects::srq::PostedRecv>, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
         if let Some(receives) = self.tcp.receives.as_mut() {
             receives.publish(recvs, !self.tcp.unexpected.is_empty());
         }
-        match (&self.verbs, recvs.back()) {
-            (Some(conn), Some(r)) => conn.post_recv(&r.segments),
-            _ => Ok(()),
+        match &self.verbs {
+            Some(conn) => conn.post_recv(segments),
+            None => Ok(()),
         }
     }
 

@@ -178,31 +178,30 @@ impl Source for Deadline {
     }
 }
 
-/// The pieces of a DAT segment list a work request carries.
-pub(super) fn sges(segments: &[DAT_LMR_TRIPLET]) -> DatResult<SgList> {
-    if segments.len() > MAX_SGE {
-        return Err(DatError::invalid_arg(2));
-    }
-    let mut list = SgList { entries: [MaybeUninit::uninit(); MAX_SGE], len: segments.len() };
-    for (o, s) in list.entries.iter_mut().zip(segments) {
-        o.write(Sge { addr: s.virtual_address, length: s.segment_length as u32, lkey: s.lmr_context });
-    }
-    Ok(list)
-}
-
 /// A work request's scatter/gather list: room for the most a request may have, of which only
-/// the request's entries are written (most requests have one).
+/// the request's entries are written (most requests have one). Filled where it lives, on the
+/// poster's stack: a list returned by value would be copied whole on every post.
 pub(super) struct SgList {
     entries: [MaybeUninit<Sge>; MAX_SGE],
-    len: usize,
 }
 
-impl std::ops::Deref for SgList {
-    type Target = [Sge];
+impl SgList {
+    #[inline(always)]
+    pub(super) fn new() -> SgList {
+        SgList { entries: [MaybeUninit::uninit(); MAX_SGE] }
+    }
 
-    fn deref(&self) -> &[Sge] {
-        // SAFETY: the first `len` entries were written by `sges`.
-        unsafe { std::slice::from_raw_parts(self.entries.as_ptr().cast(), self.len) }
+    /// The pieces of a DAT segment list, as the work request carries them.
+    #[inline(always)]
+    pub(super) fn fill(&mut self, segments: &[DAT_LMR_TRIPLET]) -> DatResult<&[Sge]> {
+        if segments.len() > MAX_SGE {
+            return Err(DatError::invalid_arg(2));
+        }
+        for (o, s) in self.entries.iter_mut().zip(segments) {
+            o.write(Sge { addr: s.virtual_address, length: s.segment_length, lkey: s.lmr_context });
+        }
+        // SAFETY: the first `segments.len()` entries were just written.
+        Ok(unsafe { std::slice::from_raw_parts(self.entries.as_ptr().cast(), segments.len()) })
     }
 }
 
@@ -292,6 +291,11 @@ impl Conn {
         &self.verbs
     }
 
+    /// Whether its QP is made.
+    pub fn has_qp(&self) -> bool {
+        self.qp.get().is_some()
+    }
+
     /// Its QP's number, once made.
     pub fn qp_number(&self) -> Option<u32> {
         self.qp.get().map(Qp::number)
@@ -316,7 +320,7 @@ impl Conn {
             None => shape.create(&self.id)?,
         };
         for r in &inner.recvs {
-            qp.post_recv(RECV_ID, &sges(&r.segments).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?)?;
+            qp.post_recv(RECV_ID, SgList::new().fill(&r.segments).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?)?;
         }
         self.verbs.add_qp(qp.number(), self);
         let _ = self.qp.set(qp);
@@ -335,9 +339,10 @@ impl Conn {
 
     /// Posts a receive to the QP, if it is made (else it goes as the QP is). Under the EP's
     /// lock, as the receive joins the EP's list.
+    #[inline]
     pub fn post_recv(&self, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
         let Some(qp) = self.qp.get() else { return Ok(()) };
-        qp.post_recv(RECV_ID, &sges(segments)?).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEP))
+        qp.post_recv(RECV_ID, SgList::new().fill(segments)?).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEP))
     }
 
     /// A work request failed: the connection breaks (the peer hears of it).
@@ -552,7 +557,8 @@ impl Link for Conn {
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
             }
         }
-        let list = sges(out.segments)?;
+        let mut sg = SgList::new();
+        let list = sg.fill(out.segments)?;
         let total = lmr::total_length(out.segments);
         // A datagram's address handle is held through the post (the consumer may free it
         // meanwhile).
@@ -589,7 +595,7 @@ impl Link for Conn {
         let run = self.unsignalled_run.load(Ordering::Relaxed) + 1;
         let signalled = out.report.reports_success() || run >= (inner.attr.max_request_dtos.max(2) as u32) / 2;
         let flags = SendFlags { signalled, solicited: out.solicited, fence: out.fence };
-        if qp.post_send(seq, op, &list, flags).is_err() {
+        if qp.post_send(seq, op, list, flags).is_err() {
             inner.outstanding.pop_back();
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
         }

@@ -156,6 +156,7 @@ impl Qp {
     }
 
     /// Posts one send-queue request; `wr_id` comes back in its completion.
+    #[inline]
     pub fn post_send(&self, wr_id: u64, op: SendOp, local: &[Sge], flags: SendFlags) -> io::Result<()> {
         // SAFETY: plain data; all-zero valid.
         let mut wr: ibv::ibv_send_wr = unsafe { std::mem::zeroed() };
@@ -254,6 +255,7 @@ impl Qp {
     }
 
     /// Posts one receive; `wr_id` comes back in its completion.
+    #[inline]
     pub fn post_recv(&self, wr_id: u64, local: &[Sge]) -> io::Result<()> {
         let mut wr = ibv::ibv_recv_wr { wr_id, next: std::ptr::null_mut(), sg_list: sg_list(local), num_sge: local.len() as i32 };
         let mut bad: *mut ibv::ibv_recv_wr = std::ptr::null_mut();

@@ -14,7 +14,7 @@ use rdma_mummy_sys as ibv;
 use slab::Slab;
 
 use super::device::Pd;
-use super::conn::sges;
+use super::conn::SgList;
 use super::qp::{sg_list, MAX_SGE};
 use crate::abi::DAT_LMR_TRIPLET;
 use crate::error::{DatError, DatResult, Sub};
@@ -73,13 +73,14 @@ impl VerbsSrq {
 
 impl SharedQueue for VerbsSrq {
     fn post_recv(&self, cookie: u64, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
-        let list = sges(segments)?;
+        let mut sg = SgList::new();
+        let list = sg.fill(segments)?;
         let mut cookies = self.cookies.lock();
         let slot = cookies.insert(cookie);
         let mut wr = ibv::ibv_recv_wr {
             wr_id: SRQ_RECV_ID | slot as u64,
             next: std::ptr::null_mut(),
-            sg_list: sg_list(&list),
+            sg_list: sg_list(list),
             num_sge: list.len() as i32,
         };
         let mut bad: *mut ibv::ibv_recv_wr = std::ptr::null_mut();
