@@ -109,11 +109,16 @@ $(BUILD)/bin/datinfo: $(RELEASE_DIR)/datinfo $(BUILD)/release-kind
 	cp $< $@
 
 # C programs built against our own headers and library, as a consumer builds them.
-tools: $(BUILD)/bin/datperf $(BUILD)/bin/rawtcp $(BUILD)/bin/dtestwork
+tools: $(BUILD)/bin/datperf $(BUILD)/bin/rawtcp $(BUILD)/bin/dtestwork $(BUILD)/bin/calltime.so
 
 $(BUILD)/bin/datperf: bench/datperf.c $(LIBDIR)/$(SONAME) $(wildcard include/dat2/*.h)
 	@mkdir -p $(BUILD)/bin
 	$(CC) -O2 -Wall -Wextra -Werror -Iinclude $< -L$(LIBDIR) -ldat2 -o $@
+
+# Preloaded under a DAT program to time its data-path calls on whichever library it runs.
+$(BUILD)/bin/calltime.so: bench/calltime.c $(wildcard include/dat2/*.h)
+	@mkdir -p $(BUILD)/bin
+	$(CC) -O2 -Wall -Wextra -Werror -Iinclude -shared -fPIC $< -o $@ -ldl
 
 $(BUILD)/bin/rawtcp: bench/rawtcp.c
 	@mkdir -p $(BUILD)/bin

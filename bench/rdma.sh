@@ -8,6 +8,7 @@
 set -uo pipefail
 libdir=$(cd "${1:?}" && pwd)
 datperf=$libdir/../bin/datperf
+calltime=$libdir/../bin/calltime.so
 rounds=${2:-3}
 host=${RXE_VM_IP:?}
 work=$(mktemp -d)
@@ -68,6 +69,13 @@ for _ in $(seq "$rounds"); do
         add "dpsend_$lib" "$(env $(env_of $lib) timeout 120 "$datperf" -P ofa-v2-rxe -q -m pingpong -p -s 8 -n 2000)"
         # shellcheck disable=SC2046
         add "dpwrite_$lib" "$(env $(env_of $lib) timeout 120 "$datperf" -P ofa-v2-rxe -q -m mempoll -s 8 -n 2000)"
+        # The libraries' own time per call in that send ping-pong, the provider's system calls
+        # left out (bench/calltime.c): the mean of its two processes.
+        # shellcheck disable=SC2046
+        calls=$(env $(env_of $lib) LD_PRELOAD="$calltime" timeout 120 "$datperf" -P ofa-v2-rxe -q -m pingpong -p -s 8 -n 2000 2>&1 >/dev/null | grep '^calltime:')
+        for call in post_send post_recv dequeue_found dequeue_empty; do
+            add "ct_${call}_$lib" "$(awk -v k="$call" '{for (i = 2; i < NF; i++) if ($i == k && $(i+1) != "-") {s += $(i+1); n++}} END {if (n) printf "%.0f", s / n}' <<< "$calls")"
+        done
     done
     add send_verbs "$(perftest ib_send_lat -s 8 -n 200 | awk '$1 == 8 && NF >= 6 {print $5}' | head -1)"
     add write_verbs "$(perftest ib_write_lat -s 8 -n 200 | awk '$1 == 8 && NF >= 6 {print $5}' | head -1)"
@@ -89,3 +97,9 @@ row "write ping-pong 8 B, polling memory" dpwrite "us (datperf -m mempoll; ib_wr
 row "RDMA write bandwidth 64 KiB" bw64k "MB/s (dtest -w -u; ib_write_bw)"
 row "RDMA write bandwidth 1 MiB" bw1m "MB/s"
 row "connections per second" cps "/s (dtestcm -c 50)"
+echo "each library's own time per call, in the send ping-pong polling the EVD (datperf under bench/calltime.c;"
+echo "the provider's doorbell system call left out; ns)"
+row "dat_ep_post_send" ct_post_send "ns"
+row "dat_ep_post_recv" ct_post_recv "ns"
+row "dat_evd_dequeue finding a completion" ct_dequeue_found "ns"
+row "dat_evd_dequeue finding none" ct_dequeue_empty "ns"
