@@ -600,10 +600,7 @@ fn peer_process_child() {
     }
     let p = Side::new(ALL_PRIV);
     let (_psp, port) = p.listen();
-    println!("PORT {port}");
-    std::io::stdout().flush().unwrap();
-    let (cr, _) = p.request();
-    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    p.tell_parent_and_accept(&format!("PORT {port}"));
     loop {
         std::thread::park();
     }

@@ -6,13 +6,12 @@
 //!
 //! The stopped peer is a child process (this test binary run again) stopped with SIGSTOP.
 
-use std::io::Write;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use dat::abi::*;
-use dat::api::{cm::*, ep::*, lmr::*, pz::*};
+use dat::api::{ep::*, lmr::*, pz::*};
 
 mod common;
 use common::*;
@@ -43,10 +42,7 @@ fn stopped_peer_child() {
     // The message its parent sends while it is stopped, then the one after.
     p.post_recv(&[p.iov(MESSAGE_AT, 1), p.iov(MESSAGE_AT + 1, (MESSAGE - 1) as u32)], 1);
     p.post_recv(&[p.iov(0, 16)], 2);
-    println!("PEER {port} {} {}", p.addr(0), p.rmr_ctx);
-    std::io::stdout().flush().unwrap();
-    let (cr, _) = p.request();
-    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    p.tell_parent_and_accept(&format!("PEER {port} {} {}", p.addr(0), p.rmr_ctx));
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
     // The parent stops us here, writes and reads our memory, sends, continues us, and sends
     // again.
@@ -297,10 +293,7 @@ fn other_user_child() {
     let mut p = Side::new(ALL_PRIV);
     let (_psp, port) = p.listen();
     p.post_recv(&[p.iov(0, 64)], 1);
-    println!("PORT {port}");
-    std::io::stdout().flush().unwrap();
-    let (cr, _) = p.request();
-    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    p.tell_parent_and_accept(&format!("PORT {port}"));
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
     assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 64, dat_dtos::DAT_DTO_RECEIVE));
     let word = |i: usize| u64::from_le_bytes(p.buf[i * 8..i * 8 + 8].try_into().unwrap());

@@ -6,11 +6,8 @@
 //!
 //! The receiver is a child process (this test binary run again).
 
-use std::io::Write;
-use std::ptr::null_mut;
 
 use dat::abi::*;
-use dat::api::cm::*;
 
 mod common;
 use common::*;
@@ -30,10 +27,7 @@ fn exiting_receiver_child() {
     let p = Side::new(ALL_PRIV);
     let (_psp, port) = p.listen();
     p.post_recv(&[p.iov(0, 16)], 1);
-    println!("PEER {port}");
-    std::io::stdout().flush().unwrap();
-    let (cr, _) = p.request();
-    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    p.tell_parent_and_accept(&format!("PEER {port}"));
     assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
     let (status, length) = if std::env::var_os("LIBDAT_TEST_EXIT_POLLING").is_some() {
         let (_, status, length) = polled(p.recv_evd);

@@ -155,6 +155,16 @@ impl Side {
         (cr, cr_private_data(cr))
     }
 
+    /// A child process's side of its parent's connection: tells the parent what it needs
+    /// (`said`, one line on stdout, the port among it), then accepts the parent's request.
+    pub fn tell_parent_and_accept(&self, said: &str) {
+        use std::io::Write;
+        println!("{said}");
+        std::io::stdout().flush().unwrap();
+        let (cr, _) = self.request();
+        assert_eq!(unsafe { dat_cr_accept(cr, self.ep, 0, null_mut()) }, OK);
+    }
+
     /// The next connection event's number and private data.
     pub fn conn_event(&self) -> (dat_event_number, Vec<u8>) {
         let e = wait(self.conn_evd);
