@@ -512,8 +512,10 @@ fn check_connectable(ep: &Ep) -> DatResult {
     Ok(())
 }
 
-/// Which privilege a local segment needs, and the errors a failed check gives.
-fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc<Pz>>, privilege: u32, position: u8) -> DatResult {
+/// Which privilege a local segment needs, and the errors a failed check gives; the bytes the
+/// segments hold together (counted here, as each is checked, for the transport and the
+/// counters).
+fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc<Pz>>, privilege: u32, position: u8) -> DatResult<u64> {
     let Some(pz) = pz else {
         return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
     };
@@ -522,9 +524,11 @@ fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc<Pz>>, priv
     } else {
         (Sub::DAT_PROTECTION_READ, Sub::DAT_PRIVILEGES_READ)
     };
+    let mut total = 0;
     for s in segments {
-        match Lmr::check_segment(s.lmr_context, s.virtual_address, u64::from(s.segment_length), privilege, pz) {
-            Ok(_) => {}
+        let length = u64::from(s.segment_length);
+        match Lmr::check_segment(s.lmr_context, s.virtual_address, length, privilege, pz) {
+            Ok(_) => total += length,
             Err(AccessError::Bounds) => return Err(DatError::invalid_arg(position)),
             Err(AccessError::Protection) => return Err(DatError::new(Type::DAT_PROTECTION_VIOLATION, protection)),
             Err(AccessError::UnknownContext | AccessError::Privilege) => {
@@ -532,7 +536,7 @@ fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc<Pz>>, priv
             }
         }
     }
-    Ok(())
+    Ok(total)
 }
 
 /// Completion flags of one DTO: known bits only, and UNSIGNALLED only where the EP's
@@ -582,7 +586,7 @@ pub(super) unsafe fn post_request(
         };
         check_completion_flags(completion_flags, inner.attr.request_completion_flags, flags_position)?;
         let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ { lmr::PRIV_LOCAL_WRITE } else { lmr::PRIV_LOCAL_READ };
-        check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
+        let length = check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
         if inner.request_evd.is_none() {
             return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST));
         }
@@ -604,6 +608,7 @@ pub(super) unsafe fn post_request(
                 let request = Outgoing {
                     operation,
                     segments,
+                    length,
                     remote,
                     cookie,
                     report: Report::of(completion_flags),
@@ -613,7 +618,7 @@ pub(super) unsafe fn post_request(
                     invalidate,
                 };
                 let posted = link.post(ep, inner, &request)?;
-                count_post(ep, operation, extended, segments);
+                count_post(ep, operation, extended, length);
                 posted
             }
             None => {
@@ -752,7 +757,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
             let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
             check_completion_flags(completion_flags, inner.attr.recv_completion_flags, 5)?;
             let pz = inner.pz.as_ref().ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ))?;
-            check_recv_segments(segments, pz.arc(), 3)?;
+            let length = check_recv_segments(segments, pz.arc(), 3)?;
             if inner.recv_evd.is_none() {
                 return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV));
             }
@@ -777,7 +782,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                         return Err(e);
                     }
                     ep.counters.bump(dat_ep_counters::DCNT_EP_POST_RECV as u32);
-                    ep.counters.add(dat_ep_counters::DCNT_EP_POST_RECV_DATA as u32, lmr::total_length(segments));
+                    ep.counters.add(dat_ep_counters::DCNT_EP_POST_RECV_DATA as u32, length);
                     if inner.wire.messages_waiting() {
                         let link = inner.link.clone();
                         drop(inner);
@@ -794,7 +799,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
 
 /// Counts a request posted on its way out (the IB extension's EP counters).
 #[inline]
-fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, segments: &[DAT_LMR_TRIPLET]) {
+fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, length: u64) {
     use dat_ep_counters as C;
     let (posts, bytes) = match (extended, operation) {
         (Some(Extended::FetchAdd(_)), _) => (C::DCNT_EP_POST_FETCH_ADD, None),
@@ -807,6 +812,6 @@ fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, segments
     };
     ep.counters.bump(posts as u32);
     if let Some(bytes) = bytes {
-        ep.counters.add(bytes as u32, lmr::total_length(segments));
+        ep.counters.add(bytes as u32, length);
     }
 }

@@ -70,13 +70,15 @@ pub unsafe extern "C" fn dat_srq_free(srq_handle: DAT_SRQ_HANDLE) -> DAT_RETURN 
 }
 
 /// Checks receive segments: each names a region of the queue's protection zone that the
-/// consumer may write, and stays inside it.
+/// consumer may write, and stays inside it. Returns the bytes they hold together.
 // Inlined: one call fewer in every receive posted.
 #[inline]
-pub(crate) fn check_recv_segments(segments: &[DAT_LMR_TRIPLET], pz: &Arc<Pz>, position: u8) -> DatResult {
+pub(crate) fn check_recv_segments(segments: &[DAT_LMR_TRIPLET], pz: &Arc<Pz>, position: u8) -> DatResult<u64> {
+    let mut total = 0;
     for s in segments {
-        match Lmr::check_segment(s.lmr_context, s.virtual_address, u64::from(s.segment_length), lmr::PRIV_LOCAL_WRITE, pz) {
-            Ok(_) => {}
+        let length = u64::from(s.segment_length);
+        match Lmr::check_segment(s.lmr_context, s.virtual_address, length, lmr::PRIV_LOCAL_WRITE, pz) {
+            Ok(_) => total += length,
             Err(AccessError::Bounds) => return Err(DatError::invalid_arg(position)),
             Err(AccessError::Protection) => {
                 return Err(DatError::new(Type::DAT_PROTECTION_VIOLATION, Sub::DAT_PROTECTION_WRITE))
@@ -86,7 +88,7 @@ pub(crate) fn check_recv_segments(segments: &[DAT_LMR_TRIPLET], pz: &Arc<Pz>, po
             }
         }
     }
-    Ok(())
+    Ok(total)
 }
 
 #[no_mangle]

@@ -81,6 +81,8 @@ pub enum Close {
 pub struct Outgoing<'a> {
     pub operation: dat_dtos,
     pub segments: &'a [DAT_LMR_TRIPLET],
+    /// The bytes `segments` hold together.
+    pub length: u64,
     /// RDMA write and read: the peer's region.
     pub remote: Option<DAT_RMR_TRIPLET>,
     pub cookie: u64,

@@ -41,7 +41,6 @@ use crate::error::{DatError, DatResult};
 use super::wire_limits;
 use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::extension::Extended;
-use crate::objects::lmr;
 use crate::objects::srq::Segments;
 use crate::transport::engine::{self, Engine, Source, Token};
 use crate::transport::lease::{self, Lent};
@@ -1047,7 +1046,7 @@ impl Link for TcpLink {
         if out.segments.len() >= MAX_PARTS {
             return Err(DatError::invalid_arg(2));
         }
-        let total = lmr::total_length(out.segments);
+        let total = out.length;
         if total > u64::from(wire_limits().max_message) {
             return Err(DatError::invalid_arg(3));
         }

@@ -30,7 +30,6 @@ use crate::objects::extension::Extended;
 use crate::objects::evd::Evd;
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys::{self, debug};
-use crate::objects::lmr;
 use crate::transport::{ConnRequest, Link, Progress, SharedQueue, WindowBind};
 
 /// How long address and route resolution may take, in milliseconds.
@@ -559,7 +558,7 @@ impl Link for Conn {
         }
         let mut sg = SgList::new();
         let list = sg.fill(out.segments)?;
-        let total = lmr::total_length(out.segments);
+        let total = out.length;
         // A datagram's address handle is held through the post (the consumer may free it
         // meanwhile).
         let mut held = None;
@@ -595,7 +594,7 @@ impl Link for Conn {
         let run = self.unsignalled_run.load(Ordering::Relaxed) + 1;
         let signalled = out.report.reports_success() || run >= (inner.attr.max_request_dtos.max(2) as u32) / 2;
         let flags = SendFlags { signalled, solicited: out.solicited, fence: out.fence };
-        if qp.post_send(seq, op, list, flags).is_err() {
+        if qp.post_send_sized(seq, op, list, total, flags).is_err() {
             inner.outstanding.pop_back();
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
         }
