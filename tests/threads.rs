@@ -215,7 +215,7 @@ fn reap(evd: usize, wait: bool, shared: &Shared) -> Option<DAT_EVENT> {
     match rc {
         OK => Some(e),
         QUEUE_EMPTY | TIMEOUT => None,
-        rc if (rc as u32) & 0x3fff_0000 == INVALID_STATE => {
+        rc if rc & 0x3fff_0000 == INVALID_STATE => {
             shared.busy.fetch_add(1, Ordering::Relaxed);
             std::thread::yield_now();
             None

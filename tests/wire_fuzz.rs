@@ -1295,7 +1295,7 @@ impl Raw {
         }
     }
 
-    fn to_eof(&mut self, deadline: Instant) -> bool {
+    fn reaches_eof(&mut self, deadline: Instant) -> bool {
         while !self.eof && Instant::now() < deadline {
             self.pump();
         }
@@ -1430,7 +1430,7 @@ impl Fuzz {
             let mut ia_attr: DAT_IA_ATTR = zero();
             let mut pr_attr: DAT_PROVIDER_ATTR = zero();
             assert_eq!(dat_ia_query(ia, null_mut(), DAT_IA_FIELD_ALL, &mut ia_attr, DAT_PROVIDER_FIELD_ALL, &mut pr_attr), OK);
-            let limits = Limits { private_data: pr_attr.max_private_data_size as u32, message: ia_attr.max_message_size as u32 };
+            let limits = Limits { private_data: pr_attr.max_private_data_size as u32, message: ia_attr.max_message_size };
             assert!(limits.private_data > 0 && limits.message > 0);
             let mut pz = [null_mut(); 2];
             for p in &mut pz {
@@ -2031,7 +2031,7 @@ impl Fuzz {
         raw.send(&bytes);
         let Some(pd) = expect else {
             raw.shutdown();
-            if !raw.to_eof(deadline) {
+            if !raw.reaches_eof(deadline) {
                 return Err("the listener kept open a connection whose request it cannot take".into());
             }
             self.drain();
@@ -2068,7 +2068,7 @@ impl Fuzz {
                 return Err(format!("dat_cr_reject: {rc:#x}"));
             }
             raw.shutdown();
-            if !raw.to_eof(deadline) {
+            if !raw.reaches_eof(deadline) {
                 return Err("the listener kept a rejected connection open".into());
             }
             match raw.got.as_slice() {
@@ -2352,7 +2352,7 @@ impl Fuzz {
                 if got != [(event_name(want), want_pd.clone())] {
                     return Err(format!("expected {} with {want_pd:02x?}, got {got:?} (in time: {ok})", event_name(want)));
                 }
-                if !raw.to_eof(deadline) {
+                if !raw.reaches_eof(deadline) {
                     return Err("the connecting EP kept its socket open after failing".into());
                 }
                 m.finish(Ending::Closed(""));
@@ -2445,7 +2445,7 @@ impl Fuzz {
         }
         raw.shutdown();
         m.close(&mut self.arena, false);
-        if !raw.to_eof(deadline) {
+        if !raw.reaches_eof(deadline) {
             return Err("the library kept its side of an ended connection open".into());
         }
         // The connection events.

@@ -101,6 +101,8 @@ impl Cno {
     /// An EVD of this CNO got an event. The OS Wait Proxy Agent, if there is one, hears of it
     /// too, once: "After it is invoked, it is no longer associated with the CNO"
     /// (dat_cno_create). It is called with no lock of ours held.
+    // The handle is an opaque value, handed on to the consumer's agent, never dereferenced.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn trigger(&self, evd: DAT_EVD_HANDLE) {
         let agent = {
             let mut s = self.state.lock();

@@ -33,7 +33,7 @@ mod tests {
     #[test]
     fn large_qualifiers_fold_as_openfabrics_folds_them() {
         // dapltest's limit tests listen on 0xAffab1e + n.
-        assert_eq!(port(0xAffab1e), (0xAffab1e % 32001 + 33534) as u16);
+        assert_eq!(port(0xAFFAB1E), (0xAFFAB1E % 32001 + 33534) as u16);
         assert_eq!(port(0x1_0000), 35068);
         assert_eq!(port(u64::MAX), (u64::MAX % 32001 + 33534) as u16);
         for q in [0x1_0000u64, 1 << 35, 7 << 35, 0xdead_beef_cafe, u64::MAX] {

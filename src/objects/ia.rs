@@ -271,20 +271,6 @@ fn netdev_ipv4(name: &str) -> Option<std::net::Ipv4Addr> {
     found
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ia_params_resolve_to_an_address() {
-        assert_eq!(resolve_ipv4("lo"), Some(std::net::Ipv4Addr::LOCALHOST));
-        assert_eq!(resolve_ipv4("lo 0"), Some(std::net::Ipv4Addr::LOCALHOST));
-        assert_eq!(resolve_ipv4("127.0.0.2"), Some("127.0.0.2".parse().unwrap()));
-        assert_eq!(resolve_ipv4("no-such-netdev0"), None);
-        assert_eq!(resolve_ipv4(""), None);
-    }
-}
-
 /// The counters of an object kind's creation and free (a CR's creation is its arrival; its
 /// end, an accept or a reject, is counted where it happens).
 fn lifecycle_counters(kind: Kind) -> (Option<dat_ia_counters>, Option<dat_ia_counters>) {
@@ -301,5 +287,19 @@ fn lifecycle_counters(kind: Kind) -> (Option<dat_ia_counters>, Option<dat_ia_cou
         // dat_psp_create and dat_psp_create_any count themselves, apart.
         Kind::Psp => (None, Some(C::DCNT_IA_PSP_FREE)),
         _ => (None, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ia_params_resolve_to_an_address() {
+        assert_eq!(resolve_ipv4("lo"), Some(std::net::Ipv4Addr::LOCALHOST));
+        assert_eq!(resolve_ipv4("lo 0"), Some(std::net::Ipv4Addr::LOCALHOST));
+        assert_eq!(resolve_ipv4("127.0.0.2"), Some("127.0.0.2".parse().unwrap()));
+        assert_eq!(resolve_ipv4("no-such-netdev0"), None);
+        assert_eq!(resolve_ipv4(""), None);
     }
 }

@@ -129,7 +129,12 @@ impl Lease {
             self.set(0);
             lent.drain(..).collect()
         };
-        lent.iter().fold(false, |waited, l| l.take_back() || waited)
+        // Every lent thing is taken back, whether or not one before it waited.
+        let mut waited = false;
+        for l in &lent {
+            waited |= l.take_back();
+        }
+        waited
     }
 
     /// The thread still polls: the lease goes on, the timer pushed back once half of it ran.

@@ -235,6 +235,18 @@ pub fn from_sockaddr_in(sin: &libc::sockaddr_in) -> Option<std::net::SocketAddrV
         .then(|| std::net::SocketAddrV4::new(u32::from_be(sin.sin_addr.s_addr).into(), u16::from_be(sin.sin_port)))
 }
 
+/// This machine's host name (empty where it has none).
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is ours, its length passed; gethostname NUL-terminates within it
+    // (the last byte stays 0 if it truncates).
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -275,16 +287,4 @@ mod tests {
         assert_eq!(unsafe { recv(-1, buf.as_mut_ptr(), 1, 0) }, Err(libc::EBADF));
         assert_eq!(unsafe { send(-1, buf.as_ptr(), 1, 0) }, Err(libc::EBADF));
     }
-}
-
-/// This machine's host name (empty where it has none).
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is ours, its length passed; gethostname NUL-terminates within it
-    // (the last byte stays 0 if it truncates).
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) } != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }

@@ -38,7 +38,10 @@ unsafe impl Sync for DeviceEvents {}
 
 impl DeviceEvents {
     /// The watcher of `context`'s events, started if it is the first.
-    pub fn watch(context: *mut ibv::ibv_context) -> io::Result<Arc<DeviceEvents>> {
+    ///
+    /// # Safety
+    /// `context` is an open device context that stays open while the watcher lives.
+    pub unsafe fn watch(context: *mut ibv::ibv_context) -> io::Result<Arc<DeviceEvents>> {
         let mut watchers = WATCHERS.lock();
         if let Some(w) = watchers.get(&(context as usize)).and_then(Weak::upgrade) {
             return Ok(w);

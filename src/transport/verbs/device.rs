@@ -53,7 +53,9 @@ impl Device {
         if unsafe { ibv::ibv_query_device(ctx, &mut attr) } != 0 {
             return Err(last_error());
         }
-        let events = DeviceEvents::watch(ctx)?;
+        // SAFETY: `ctx` is the bound id's open device context; every device holding the
+        // watcher lets go of it before its own bound id, which keeps the context open.
+        let events = unsafe { DeviceEvents::watch(ctx)? };
         Ok(Arc::new(Device { events, bound, ip, attr, port_address: std::sync::OnceLock::new() }))
     }
 

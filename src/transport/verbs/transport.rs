@@ -261,7 +261,7 @@ impl Transport for Verbs {
 
     fn srq_limits(&self) -> Option<(i32, i32)> {
         let a = &self.device.attr;
-        (a.max_srq > 0 && a.max_srq_wr > 0).then(|| (a.max_srq, a.max_srq_wr))
+        (a.max_srq > 0 && a.max_srq_wr > 0).then_some((a.max_srq, a.max_srq_wr))
     }
 
     fn shared_receive_queue(&self, domain: Option<&Resource>, max_recv: u32, max_iov: u32) -> DatResult<Option<Arc<dyn SharedQueue>>> {
