@@ -106,20 +106,31 @@ impl CqSource {
         let mut last = self.polling.lock();
         // Most polls find nothing: they write no entry and take no reference.
         let mut wcs = [MaybeUninit::<WorkCompletion>::uninit(); BATCH];
-        let mut verbs = None;
         loop {
             let done = self.cq.poll(&mut wcs);
             if done.is_empty() {
                 break;
             }
-            let Some(verbs) = verbs.get_or_insert_with(|| self.verbs.upgrade()) else { return };
             for wc in done {
-                complete(verbs, wc, &mut last);
+                if let Some(known) = self.known(wc.qp_num, &mut last) {
+                    complete(known, wc);
+                }
             }
             if done.len() < BATCH {
                 break;
             }
         }
+    }
+
+    /// The connection of QP `qp_num`, which a completion on this CQ names: the last one's,
+    /// or the transport's table's (None: the connection is gone, its DTOs flushed).
+    fn known<'a>(&self, qp_num: u32, last: &'a mut LastConn) -> Option<&'a Known> {
+        // A live connection keeps its QP, so no other QP of the device has its number.
+        if !last.as_ref().is_some_and(|k| k.qp_num == qp_num && k.conn.strong_count() > 0) {
+            let conn = self.verbs.upgrade()?.conn_of_qp(qp_num)?;
+            *last = Some(Known { qp_num, conn: Arc::downgrade(&conn), ep: conn.ep_link() });
+        }
+        last.as_ref()
     }
 }
 
@@ -184,26 +195,21 @@ pub fn status(s: ibv::ibv_wc_status::Type) -> dat_dto_completion_status {
     }
 }
 
-/// The connection of a CQ's last completion, by its QP's number: a CQ mostly completes the
-/// requests of one or two QPs in a row, found here without the transport's table. While the
-/// connection lives, so does its QP, so no other QP of the device has that number.
-type LastConn = Option<(u32, Weak<Conn>)>;
-
-/// The connection of QP `qp_num`, which a completion on this CQ names.
-fn conn_of(verbs: &Verbs, qp_num: u32, last: &mut LastConn) -> Option<Arc<Conn>> {
-    if let Some(conn) = last.as_ref().filter(|(n, _)| *n == qp_num).and_then(|(_, c)| c.upgrade()) {
-        return Some(conn);
-    }
-    let conn = verbs.conn_of_qp(qp_num)?;
-    *last = Some((qp_num, Arc::downgrade(&conn)));
-    Some(conn)
+/// The connection of a CQ's last completion and its EP, by its QP's number: a CQ mostly
+/// completes the DTOs of one or two QPs in a row, found here without the transport's table.
+/// Weak: the cache keeps no connection (and so no QP) alive.
+struct Known {
+    qp_num: u32,
+    conn: Weak<Conn>,
+    ep: Weak<Ep>,
 }
+
+type LastConn = Option<Known>;
 
 /// Completes the DTO a work completion is for; a stale one (its connection gone, the DTO
 /// flushed already) is dropped. A failure other than a flush breaks the connection.
-fn complete(verbs: &Verbs, wc: &WorkCompletion, last: &mut LastConn) {
-    let Some(conn) = conn_of(verbs, wc.qp_num, last) else { return };
-    let Some(ep) = conn.ep() else { return };
+fn complete(known: &Known, wc: &WorkCompletion) {
+    let Some(ep) = known.ep.upgrade() else { return };
     let st = status(wc.status);
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
     if crate::transport::sys::debug() && (!ok || std::env::var_os("LIBDAT_DEBUG_WC").is_some()) {
@@ -227,7 +233,8 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion, last: &mut LastConn) {
             }
         }
     } else if wc.wr_id == RECV_ID {
-        let _in_order = ep.receiving.lock();
+        // The receive is reported under the EP's lock, which orders it with a flush (which
+        // takes the EP's receives under that lock): `receiving` is not needed here.
         let mut inner = ep.inner.lock();
         if let Some(r) = inner.recvs.pop_front() {
             if Ep::is_datagram(&inner) {
@@ -237,7 +244,7 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion, last: &mut LastConn) {
                 complete_receive(&ep, inner.recv_evd.as_deref(), r.cookie, st, wc);
             }
         }
-    } else if conn.owns(wc.wr_id) {
+    } else if let Some(conn) = known.conn.upgrade().filter(|c| c.owns(wc.wr_id)) {
         let mut inner = ep.inner.lock();
         // Requests posted unsignalled before this one finished before it, successfully (a
         // failure has a completion of its own): their slots are free now.
@@ -260,7 +267,9 @@ fn complete(verbs: &Verbs, wc: &WorkCompletion, last: &mut LastConn) {
         }
     }
     if !ok && st != dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {
-        conn.fail();
+        if let Some(conn) = known.conn.upgrade() {
+            conn.fail();
+        }
     }
 }
 

@@ -285,6 +285,11 @@ impl Conn {
         self.ep.upgrade()
     }
 
+    /// Its EP, held as the connection holds it (weakly).
+    pub fn ep_link(&self) -> Weak<Ep> {
+        self.ep.clone()
+    }
+
     /// The transport (the device) of its EP's IA.
     pub fn transport(&self) -> &Arc<Verbs> {
         &self.verbs
