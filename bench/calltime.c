@@ -3,7 +3,7 @@
  * loaded (ours or OpenFabrics'), so the libraries' own cost per call can be compared apart
  * from the provider's system calls, which dominate an emulated guest's latency and its noise.
  *
- *   LD_PRELOAD=build/lib/calltime.so datperf -P ia -m pingpong -p ...
+ *   LD_PRELOAD=build/bin/calltime.so datperf -P ia -m pingpong -p ...
  *
  * At exit each process prints one line to stderr:
  *   calltime: post_send NS post_recv NS post_rdma_write NS dequeue_found NS dequeue_empty NS

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use super::edge::{self, entry};
-use super::srq::check_recv_segments;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{self, Close, End, Ep, EpInner, Outgoing, Parts, Posted, Report};
@@ -512,10 +511,13 @@ fn check_connectable(ep: &Ep) -> DatResult {
     Ok(())
 }
 
-/// Which privilege a local segment needs, and the errors a failed check gives; the bytes the
-/// segments hold together (counted here, as each is checked, for the transport and the
-/// counters).
-fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc<Pz>>, privilege: u32, position: u8) -> DatResult<u64> {
+/// Checks a DTO's local segments (a request's, a receive's, an SRQ's receive's): each names a
+/// region of the EP's (or SRQ's) protection zone, with `privilege`, and stays inside it; the
+/// errors name read or write by the privilege asked. Returns the bytes the segments hold
+/// together (counted here, as each is checked, for the transport and the counters).
+// Inlined: one call fewer in every post.
+#[inline]
+pub(super) fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc<Pz>>, privilege: u32, position: u8) -> DatResult<u64> {
     let Some(pz) = pz else {
         return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
     };
@@ -756,8 +758,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
             // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
             let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
             check_completion_flags(completion_flags, inner.attr.recv_completion_flags, 5)?;
-            let pz = inner.pz.as_ref().ok_or(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ))?;
-            let length = check_recv_segments(segments, pz.arc(), 3)?;
+            let length = check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), lmr::PRIV_LOCAL_WRITE, 3)?;
             if inner.recv_evd.is_none() {
                 return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV));
             }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use super::edge::{self, entry};
 use crate::abi::*;
-use crate::error::{DatError, DatResult, Sub, Type};
+use crate::error::{DatError, DatResult, Sub};
 use crate::objects::ia::Ia;
 use crate::objects::limits;
-use crate::objects::lmr::{self, AccessError, Lmr};
+use crate::objects::lmr;
 use crate::objects::pz::Pz;
 use crate::objects::srq::{PostedRecv, Segments, Srq};
 use crate::objects::Counted;
@@ -69,28 +69,6 @@ pub unsafe extern "C" fn dat_srq_free(srq_handle: DAT_SRQ_HANDLE) -> DAT_RETURN 
     }
 }
 
-/// Checks receive segments: each names a region of the queue's protection zone that the
-/// consumer may write, and stays inside it. Returns the bytes they hold together.
-// Inlined: one call fewer in every receive posted.
-#[inline]
-pub(crate) fn check_recv_segments(segments: &[DAT_LMR_TRIPLET], pz: &Arc<Pz>, position: u8) -> DatResult<u64> {
-    let mut total = 0;
-    for s in segments {
-        let length = u64::from(s.segment_length);
-        match Lmr::check_segment(s.lmr_context, s.virtual_address, length, lmr::PRIV_LOCAL_WRITE, pz) {
-            Ok(_) => total += length,
-            Err(AccessError::Bounds) => return Err(DatError::invalid_arg(position)),
-            Err(AccessError::Protection) => {
-                return Err(DatError::new(Type::DAT_PROTECTION_VIOLATION, Sub::DAT_PROTECTION_WRITE))
-            }
-            Err(AccessError::UnknownContext | AccessError::Privilege) => {
-                return Err(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_WRITE))
-            }
-        }
-    }
-    Ok(total)
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn dat_srq_post_recv(
     srq_handle: DAT_SRQ_HANDLE,
@@ -109,7 +87,7 @@ pub unsafe extern "C" fn dat_srq_post_recv(
         if num_segments > state.max_recv_iov {
             return Err(DatError::invalid_arg(2));
         }
-        check_recv_segments(segments, srq.pz.arc(), 3)?;
+        super::ep::check_local_segments(segments, Some(srq.pz.arc()), lmr::PRIV_LOCAL_WRITE, 3)?;
         // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
         let cookie = unsafe { user_cookie.as_64 };
         srq.post(state, PostedRecv { cookie, segments: Segments::from_slice(segments) })
