@@ -217,6 +217,7 @@ pub unsafe extern "C" fn dat_ep_modify(ep_handle: DAT_EP_HANDLE, ep_param_mask: 
         }
         if let Some(a) = attr {
             inner.attr = a;
+            inner.size_queues();
         }
         Ok(())
     }

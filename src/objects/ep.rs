@@ -318,9 +318,24 @@ pub struct Parts {
     pub srq: Option<Arc<Srq>>,
 }
 
+impl EpInner {
+    /// Makes room, now, for as many requests and receives as the attributes allow: a post
+    /// then never grows its queue (no allocation and copy on the data path), as a verbs
+    /// provider sizes its work queues when the QP is made.
+    pub fn size_queues(&mut self) {
+        let room = |limit: i32, len: usize| (limit.max(1) as usize).saturating_sub(len);
+        let requests = room(self.attr.max_request_dtos, self.outstanding.len());
+        self.outstanding.reserve_exact(requests);
+        if self.srq.is_none() {
+            let recvs = room(self.attr.max_recv_dtos, self.recvs.len());
+            self.recvs.reserve_exact(recvs);
+        }
+    }
+}
+
 impl Ep {
     pub fn new(ia: Arc<Ia>, parts: Parts, attr: DAT_EP_ATTR) -> Ep {
-        Ep {
+        let ep = Ep {
             ia,
             handle: SelfHandle::default(),
             receiving: Mutex::new(()),
@@ -344,7 +359,9 @@ impl Ep {
                 released: false,
                 wire: EpWire::default(),
             }),
-        }
+        };
+        ep.inner.lock().size_queues();
+        ep
     }
 
     pub fn handle(&self) -> DAT_EP_HANDLE {
@@ -641,7 +658,9 @@ impl Ep {
         let (requests, recvs) = {
             let mut inner = self.inner.lock();
             inner.wire.clear();
-            (std::mem::take(&mut inner.outstanding), std::mem::take(&mut inner.recvs))
+            let taken = (std::mem::take(&mut inner.outstanding), std::mem::take(&mut inner.recvs));
+            inner.size_queues(); // for a connection after this one
+            taken
         };
         for r in &requests {
             self.complete_request(r, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
@@ -649,5 +668,65 @@ impl Ep {
         for r in recvs {
             self.complete_recv(r.cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inner(requests: i32, recvs: i32) -> EpInner {
+        // SAFETY: DAT_EP_ATTR is a C struct of integers, enums with a zero member and pointers.
+        let mut attr: DAT_EP_ATTR = unsafe { std::mem::zeroed() };
+        attr.max_request_dtos = requests;
+        attr.max_recv_dtos = recvs;
+        EpInner {
+            state: dat_ep_state::DAT_EP_STATE_UNCONNECTED,
+            pz: None,
+            recv_evd: None,
+            request_evd: None,
+            connect_evd: None,
+            srq: None,
+            attr,
+            recvs: VecDeque::new(),
+            remote_port: 0,
+            local_port: 0,
+            remote_addr: None,
+            link: None,
+            outstanding: VecDeque::new(),
+            event_private_data: Vec::new(),
+            closing: false,
+            released: false,
+            wire: EpWire::default(),
+        }
+    }
+
+    fn request(seq: u64) -> Request {
+        Request { seq, cookie: seq, operation: dat_dtos::DAT_DTO_SEND, length: 8, report: Report::Notify, extended: None, bind: None }
+    }
+
+    #[test]
+    fn a_full_queue_of_posts_fits_in_the_room_made_for_it() {
+        let mut i = inner(100, 60);
+        i.size_queues();
+        let (requests, recvs) = (i.outstanding.capacity(), i.recvs.capacity());
+        assert!(requests >= 100 && recvs >= 60);
+        for round in 0..3u64 {
+            for n in 0..100 {
+                i.outstanding.push_back(request(round * 100 + n));
+            }
+            for n in 0..60 {
+                i.recvs.push_back(PostedRecv { cookie: n, segments: Default::default() });
+            }
+            assert_eq!((i.outstanding.capacity(), i.recvs.capacity()), (requests, recvs));
+            i.outstanding.drain(..50);
+            i.recvs.clear();
+            i.outstanding.clear();
+        }
+        // Larger limits (dat_ep_modify) make more room at once.
+        i.attr.max_request_dtos = 500;
+        i.outstanding.push_back(request(0));
+        i.size_queues();
+        assert!(i.outstanding.capacity() >= 500);
     }
 }

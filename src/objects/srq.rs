@@ -76,7 +76,8 @@ impl Srq {
                 max_recv_iov: attr.max_recv_iov,
                 low_watermark: attr.low_watermark,
                 low_watermark_armed: attr.low_watermark > 0,
-                posted: VecDeque::new(),
+                // Room for every receive the SRQ may hold: a post never grows it.
+                posted: VecDeque::with_capacity(attr.max_recv_dtos.max(1) as usize),
             }),
             waiting: Mutex::new(VecDeque::new()),
             users: Users::default(),
