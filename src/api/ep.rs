@@ -555,6 +555,9 @@ fn check_completion_flags(flags: DAT_COMPLETION_FLAGS, ep_flags: u32, position: 
 
 /// The common checks and the flush of a request DTO (send, RDMA write, RDMA read, and the
 /// IB extension's, `extended`, which move data as `operation`).
+// Never inlined: every request DTO runs this one copy, so a program that sends and writes
+// keeps one post path in its instruction cache, not one per entry point.
+#[inline(never)]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn post_request(
     ep_handle: DAT_EP_HANDLE,
