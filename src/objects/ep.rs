@@ -719,7 +719,6 @@ mod tests {
                 i.recvs.push_back(PostedRecv { cookie: n, segments: Default::default() });
             }
             assert_eq!((i.outstanding.capacity(), i.recvs.capacity()), (requests, recvs));
-            i.outstanding.drain(..50);
             i.recvs.clear();
             i.outstanding.clear();
         }
