@@ -135,8 +135,7 @@ pub unsafe extern "C" fn dat_srq_resize(srq_handle: DAT_SRQ_HANDLE, srq_max_recv
             queue.resize(srq_max_recv_dto as u32)?;
         }
         s.max_recv_dtos = srq_max_recv_dto;
-        let room = (srq_max_recv_dto as usize).saturating_sub(s.posted.len());
-        s.posted.reserve_exact(room);
+        crate::objects::make_room(&mut s.posted, srq_max_recv_dto as usize);
         Ok(())
     }
 }

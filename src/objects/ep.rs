@@ -15,7 +15,7 @@ use super::limits;
 use super::pz::Pz;
 use super::counters::{Counters, EP_COUNTERS};
 use super::srq::{PostedRecv, Srq};
-use super::Held;
+use super::{make_room, Held};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use crate::handle::{Kind, Object, SelfHandle};
@@ -319,49 +319,51 @@ pub struct Parts {
 }
 
 impl EpInner {
+    /// A new EP's state, unconnected, with room for its DTOs already made.
+    fn new(parts: Parts, attr: DAT_EP_ATTR) -> EpInner {
+        let mut inner = EpInner {
+            state: dat_ep_state::DAT_EP_STATE_UNCONNECTED,
+            pz: parts.pz.map(Held::new),
+            recv_evd: parts.recv_evd.map(Held::new),
+            request_evd: parts.request_evd.map(Held::new),
+            connect_evd: parts.connect_evd.map(Held::new),
+            srq: parts.srq.map(Held::new),
+            attr,
+            recvs: VecDeque::new(),
+            remote_port: 0,
+            local_port: 0,
+            remote_addr: None,
+            link: None,
+            outstanding: VecDeque::new(),
+            event_private_data: Vec::new(),
+            closing: false,
+            released: false,
+            wire: EpWire::default(),
+        };
+        inner.size_queues();
+        inner
+    }
+
     /// Makes room, now, for as many requests and receives as the attributes allow: a post
-    /// then never grows its queue (no allocation and copy on the data path), as a verbs
-    /// provider sizes its work queues when the QP is made.
+    /// then never grows its queue, as a verbs provider sizes its work queues when the QP is
+    /// made.
     pub fn size_queues(&mut self) {
-        let room = |limit: i32, len: usize| (limit.max(1) as usize).saturating_sub(len);
-        let requests = room(self.attr.max_request_dtos, self.outstanding.len());
-        self.outstanding.reserve_exact(requests);
+        make_room(&mut self.outstanding, self.attr.max_request_dtos.max(1) as usize);
         if self.srq.is_none() {
-            let recvs = room(self.attr.max_recv_dtos, self.recvs.len());
-            self.recvs.reserve_exact(recvs);
+            make_room(&mut self.recvs, self.attr.max_recv_dtos.max(1) as usize);
         }
     }
 }
 
 impl Ep {
     pub fn new(ia: Arc<Ia>, parts: Parts, attr: DAT_EP_ATTR) -> Ep {
-        let ep = Ep {
+        Ep {
             ia,
             handle: SelfHandle::default(),
             receiving: Mutex::new(()),
             counters: Counters::default(),
-            inner: Mutex::new(EpInner {
-                state: dat_ep_state::DAT_EP_STATE_UNCONNECTED,
-                pz: parts.pz.map(Held::new),
-                recv_evd: parts.recv_evd.map(Held::new),
-                request_evd: parts.request_evd.map(Held::new),
-                connect_evd: parts.connect_evd.map(Held::new),
-                srq: parts.srq.map(Held::new),
-                attr,
-                recvs: VecDeque::new(),
-                remote_port: 0,
-                local_port: 0,
-                remote_addr: None,
-                link: None,
-                outstanding: VecDeque::new(),
-                event_private_data: Vec::new(),
-                closing: false,
-                released: false,
-                wire: EpWire::default(),
-            }),
-        };
-        ep.inner.lock().size_queues();
-        ep
+            inner: Mutex::new(EpInner::new(parts, attr)),
+        }
     }
 
     pub fn handle(&self) -> DAT_EP_HANDLE {
@@ -680,25 +682,7 @@ mod tests {
         let mut attr: DAT_EP_ATTR = unsafe { std::mem::zeroed() };
         attr.max_request_dtos = requests;
         attr.max_recv_dtos = recvs;
-        EpInner {
-            state: dat_ep_state::DAT_EP_STATE_UNCONNECTED,
-            pz: None,
-            recv_evd: None,
-            request_evd: None,
-            connect_evd: None,
-            srq: None,
-            attr,
-            recvs: VecDeque::new(),
-            remote_port: 0,
-            local_port: 0,
-            remote_addr: None,
-            link: None,
-            outstanding: VecDeque::new(),
-            event_private_data: Vec::new(),
-            closing: false,
-            released: false,
-            wire: EpWire::default(),
-        }
+        EpInner::new(Parts { pz: None, recv_evd: None, request_evd: None, connect_evd: None, srq: None }, attr)
     }
 
     fn request(seq: u64) -> Request {
@@ -708,7 +692,6 @@ mod tests {
     #[test]
     fn a_full_queue_of_posts_fits_in_the_room_made_for_it() {
         let mut i = inner(100, 60);
-        i.size_queues();
         let (requests, recvs) = (i.outstanding.capacity(), i.recvs.capacity());
         assert!(requests >= 100 && recvs >= 60);
         for round in 0..3u64 {

@@ -17,9 +17,16 @@ pub mod rmr;
 pub mod sp;
 pub mod srq;
 
+use std::collections::VecDeque;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// Makes room in `queue`, now, for `limit` entries in all: pushes up to the limit then never
+/// allocate (no allocation and copy on the data path).
+pub fn make_room<T>(queue: &mut VecDeque<T>, limit: usize) {
+    queue.reserve_exact(limit.saturating_sub(queue.len()));
+}
 
 /// How many other objects depend on an object: a PZ used by LMRs and EPs, an EVD fed by EPs...
 /// Freeing an object whose count is not zero is refused with the `*_IN_USE` state error.
