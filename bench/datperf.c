@@ -2,16 +2,19 @@
  * datperf: a transfer between two processes over a DAT IA (default: the built-in tcp-lo),
  * with figures. The program forks: the parent listens, the child connects.
  *
- *   datperf [-P ia] [-m pingpong|mempoll|write|send] [-s bytes] [-n iterations] [-p] [-q]
+ *   datperf [-P ia] [-m pingpong|mempoll|write|send] [-s bytes] [-n iterations] [-p] [-t] [-q]
  *
- *   -m pingpong  send/recv ping-pong of -s bytes; prints the one-way latency (RTT / 2)
+ *   -m pingpong  send/recv ping-pong of -s bytes; prints the one-way latency (RTT / 2): the
+ *                mean, and with -t the median round trip's half as well (perftest's t_typical)
  *   -m mempoll   RDMA-write ping-pong of -s bytes in which each side polls its memory for the
  *                peer's write (its last byte changes every message) and calls the library
  *                only to post, and to reap completions now and then; prints the one-way
- *                latency (RTT / 2). This is how MPI libraries' eager RDMA waits.
+ *                latency (RTT / 2), as pingpong does. This is how MPI libraries' eager RDMA
+ *                waits.
  *   -m write     RDMA writes of -s bytes, 16 in flight; prints bandwidth
  *   -m send      sends of -s bytes, 16 in flight; prints bandwidth
  *   -p           poll with dat_evd_dequeue (default: block in dat_evd_wait)
+ *   -t           latency modes: also the typical one-way latency, the median round trip / 2
  *   -q           one line of figures only (for scripts)
  *
  * Every transfer is checked: the receiver verifies the bytes it got against the pattern the
@@ -37,6 +40,7 @@ static long size = 8;
 static long iterations = 10000;
 static int polling;
 static int quiet;
+static double *stamps; /* with -t: when each timed round of a ping-pong began, and the end */
 static long slot; /* bytes per buffer slot: the size, at least room for an RMR triplet */
 
 struct side {
@@ -67,6 +71,32 @@ static double now(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* With -t, a ping-pong notes when its timed round `i` (counted from the first, 100 warm-up
+ * rounds before it) begins; round `iterations` is the end. */
+static void stamp(long i)
+{
+	if (stamps)
+		stamps[i] = now();
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The median round trip / 2, in us: perftest's t_typical, which leaves out the stalls a mean
+ * carries (a page fault, the scheduler, an emulator translating code). */
+static double typical_latency(void)
+{
+	for (long i = 0; i < iterations; i++)
+		stamps[i] = stamps[i + 1] - stamps[i];
+	qsort(stamps, (size_t)iterations, sizeof *stamps, by_value);
+	double median = iterations % 2 ? stamps[iterations / 2]
+				       : (stamps[iterations / 2 - 1] + stamps[iterations / 2]) / 2;
+	return median / 2 * 1e6;
 }
 
 /* The next event of an EVD, polling or blocking as asked. */
@@ -349,6 +379,8 @@ static double pingpong(struct side *s, int client)
 	for (long i = 0; i < iterations + 100; i++) {
 		if (i == 100)
 			start = now(); /* the first rounds warm up */
+		if (i >= 100)
+			stamp(i - 100);
 		if (client)
 			ping_send(s, i);
 		DAT_DTO_COMPLETION_EVENT_DATA d = next_dto(s->recv_evd);
@@ -358,7 +390,9 @@ static double pingpong(struct side *s, int client)
 		if (!client)
 			ping_send(s, i);
 	}
-	return (now() - start) / iterations / 2 * 1e6;
+	double end = now();
+	stamp(iterations);
+	return (end - start) / iterations / 2 * 1e6;
 }
 
 /* The RDMA-write ping-pong polled in memory: the client writes message i into the server's
@@ -376,6 +410,8 @@ static double mempoll(struct side *s, int client)
 	for (long i = 0; i < iterations + 100; i++) {
 		if (i == 100)
 			start = now(); /* the first rounds warm up */
+		if (i >= 100)
+			stamp(i - 100);
 		for (int turn = 0; turn < 2; turn++) {
 			if ((turn == 0) == !!client) {
 				/* Its slot is free once the write that used it WINDOW messages ago is done:
@@ -404,6 +440,7 @@ static double mempoll(struct side *s, int client)
 		}
 	}
 	double elapsed = now() - start;
+	stamp(iterations);
 	while (done < iterations + 100)
 		done += reap(s);
 	alarm(0);
@@ -477,24 +514,25 @@ static double stream(struct side *s, int client, int rdma)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: datperf [-P ia] [-m pingpong|mempoll|write|send] [-s bytes] [-n iterations] [-p] [-q]\n");
+	fprintf(stderr, "usage: datperf [-P ia] [-m pingpong|mempoll|write|send] [-s bytes] [-n iterations] [-p] [-t] [-q]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	int c, pipefd[2], status;
+	int c, pipefd[2], status, typical = 0;
 	struct side s;
 	pid_t child;
 	double figure;
 
-	while ((c = getopt(argc, argv, "P:m:s:n:pq")) != -1) {
+	while ((c = getopt(argc, argv, "P:m:s:n:ptq")) != -1) {
 		switch (c) {
 		case 'P': ia_name = optarg; break;
 		case 'm': mode = optarg; break;
 		case 's': size = atol(optarg); break;
 		case 'n': iterations = atol(optarg); break;
 		case 'p': polling = 1; break;
+		case 't': typical = 1; break;
 		case 'q': quiet = 1; break;
 		default: usage();
 		}
@@ -503,6 +541,8 @@ int main(int argc, char **argv)
 	    (strcmp(mode, "pingpong") && strcmp(mode, "mempoll") && strcmp(mode, "write") && strcmp(mode, "send")))
 		usage();
 	slot = size < 64 ? 64 : size;
+	if (typical && (stamps = malloc((size_t)(iterations + 1) * sizeof *stamps)) == NULL)
+		return 1;
 	expect_patterns();
 	if (pipe(pipefd))
 		return 1;
@@ -527,7 +567,10 @@ int main(int argc, char **argv)
 		if (!quiet)
 			printf("datperf: %s, %ld bytes x %ld, %s on %s: ", mode, size, iterations,
 			       polling ? "polling" : "blocking", ia_name);
-		if (!strcmp(mode, "pingpong") || !strcmp(mode, "mempoll"))
+		if ((!strcmp(mode, "pingpong") || !strcmp(mode, "mempoll")) && stamps)
+			printf(quiet ? "%.2f %.2f\n" : "%.2f us one-way latency, typical %.2f us\n", figure,
+			       typical_latency());
+		else if (!strcmp(mode, "pingpong") || !strcmp(mode, "mempoll"))
 			printf(quiet ? "%.2f\n" : "%.2f us one-way latency\n", figure);
 		else
 			printf(quiet ? "%.1f\n" : "%.1f MB/s\n", figure);
