@@ -85,7 +85,7 @@ for _ in $(seq "$rounds"); do
     # perftest's latency line: ... t_typical (the median, column 5), t_avg (the mean, 6). dtest
     # and datperf time a whole run (a mean): they stand beside t_avg; datperf's median beside
     # t_typical. Every ping-pong runs 2000 rounds, so that what a process does once (the
-    # emulator translating its code, first touches of memory) weighs as little in each.
+    # emulator translating its code, first touches of memory) weighs little.
     out=$(perftest ib_send_lat -s 8 -n 2000 | awk '$1 == 8 && NF >= 6 {print $5, $6}' | head -1)
     add send_verbs "$(awk '{print $2}' <<< "$out")"
     add dpsend_verbs "$(awk '{print $2}' <<< "$out")"
