@@ -292,7 +292,8 @@ pub struct Evd {
     pub completion_queue: std::sync::OnceLock<crate::transport::Resource>,
     /// That queue as a source, when it alone completes the EVD's DTOs and needs nothing of a
     /// polling thread (verbs: the device moves the data): a dequeue polls it and no more, with
-    /// no lease to keep, no other EVDs to move and no event to catch.
+    /// no lease to keep and no other EVDs to move; the source catches the dequeue's event
+    /// itself (`Progress::progress_into`), with no thread-local look-up.
     sole_source: std::sync::OnceLock<Arc<dyn Progress>>,
     /// The IB extension's counters of this EVD (waits and dequeues).
     pub counters: Counters<EVD_COUNTERS>,
@@ -443,8 +444,9 @@ impl Evd {
     /// same as queueing it and taking it back: the queue is empty, no CNO is to hear of it,
     /// and the dequeue has no event yet (the first caught stays first: later ones queue).
     fn hand_over(&self, event: &DAT_EVENT) -> bool {
-        if self.sole_source.get().is_some() {
-            return false; // its dequeues catch nothing
+        if let Some(source) = self.sole_source.get() {
+            // Its dequeues catch through the source (`Progress::progress_into`).
+            return self.queued.load(Ordering::Acquire) == 0 && !self.has_cno.load(Ordering::Relaxed) && source.hand_over(event);
         }
         POLLED.with(|p| {
             if p.catching.get() != self as *const Evd as usize
@@ -545,7 +547,10 @@ impl Evd {
                 if self.waiting.load(Ordering::Acquire) {
                     return waiter();
                 }
-                source.progress();
+                // The first completion for this EVD comes straight here, not through the queue.
+                if source.progress_into(out.as_mut_ptr()) {
+                    return Ok(());
+                }
                 if self.queued.load(Ordering::Acquire) == 0 {
                     return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
                 }
