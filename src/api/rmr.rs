@@ -175,7 +175,7 @@ pub unsafe extern "C" fn dat_rmr_bind(
                         length: 0,
                         report,
                         extended: None,
-                        bind: Some(rmr_handle as usize),
+                        bind: std::num::NonZeroUsize::new(rmr_handle as usize),
                     },
                 };
                 let inner = ep.inner.lock();

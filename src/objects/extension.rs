@@ -21,6 +21,16 @@ pub enum Extended {
     Datagram { ah: usize, qpn: u32 },
 }
 
+/// Which extended request a request is, without its operands: what its completion names (a
+/// request waiting for its completion keeps this byte, not the operands).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtendedKind {
+    WriteImmediate,
+    FetchAdd,
+    CompareSwap,
+    Datagram,
+}
+
 /// The length of the word an atomic operates on, which its local segment receives.
 pub const ATOMIC_LEN: u32 = 8;
 
@@ -38,19 +48,30 @@ impl Extended {
         matches!(self, Extended::FetchAdd(_) | Extended::CompareSwap { .. })
     }
 
+    pub fn kind(self) -> ExtendedKind {
+        match self {
+            Extended::WriteImmediate(_) => ExtendedKind::WriteImmediate,
+            Extended::FetchAdd(_) => ExtendedKind::FetchAdd,
+            Extended::CompareSwap { .. } => ExtendedKind::CompareSwap,
+            Extended::Datagram { .. } => ExtendedKind::Datagram,
+        }
+    }
+}
+
+impl ExtendedKind {
     /// The operation and extension type its requester's completion names.
     fn names(self) -> (dat_ib_dtos, dat_ib_ext_type) {
         match self {
-            Extended::WriteImmediate(_) => (dat_ib_dtos::DAT_IB_DTO_RDMA_WRITE_IMMED, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED),
-            Extended::FetchAdd(_) => (dat_ib_dtos::DAT_IB_DTO_FETCH_ADD, dat_ib_ext_type::DAT_IB_FETCH_AND_ADD),
-            Extended::CompareSwap { .. } => (dat_ib_dtos::DAT_IB_DTO_CMP_SWAP, dat_ib_ext_type::DAT_IB_CMP_AND_SWAP),
-            Extended::Datagram { .. } => (dat_ib_dtos::DAT_IB_DTO_SEND_UD, dat_ib_ext_type::DAT_IB_UD_SEND),
+            ExtendedKind::WriteImmediate => (dat_ib_dtos::DAT_IB_DTO_RDMA_WRITE_IMMED, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED),
+            ExtendedKind::FetchAdd => (dat_ib_dtos::DAT_IB_DTO_FETCH_ADD, dat_ib_ext_type::DAT_IB_FETCH_AND_ADD),
+            ExtendedKind::CompareSwap => (dat_ib_dtos::DAT_IB_DTO_CMP_SWAP, dat_ib_ext_type::DAT_IB_CMP_AND_SWAP),
+            ExtendedKind::Datagram => (dat_ib_dtos::DAT_IB_DTO_SEND_UD, dat_ib_ext_type::DAT_IB_UD_SEND),
         }
     }
 }
 
 /// The completion of an extended request on its requester's EVD.
-pub fn request_event(ep: DAT_EP_HANDLE, cookie: u64, status: dat_dto_completion_status, length: u32, op: Extended) -> DAT_EVENT {
+pub fn request_event(ep: DAT_EP_HANDLE, cookie: u64, status: dat_dto_completion_status, length: u32, op: ExtendedKind) -> DAT_EVENT {
     let (operation, ext_type) = op.names();
     event(ep, cookie, status, length, operation, ext_type, 0)
 }
@@ -164,7 +185,7 @@ mod tests {
     #[test]
     fn a_failed_atomic_carries_its_status_and_no_type() {
         let flushed = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED;
-        let e = request_event(std::ptr::null_mut(), 1, flushed, 0, Extended::FetchAdd(1));
+        let e = request_event(std::ptr::null_mut(), 1, flushed, 0, ExtendedKind::FetchAdd);
         let x = ext(&e);
         assert_eq!((x.r#type, x.status), (0, flushed as u32));
         // SAFETY: a DTO event's data is its completion data.

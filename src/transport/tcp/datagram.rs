@@ -176,7 +176,7 @@ impl Link for DatagramPort {
             operation: out.operation,
             length: sent as u32,
             report: out.report,
-            extended: out.extended,
+            extended: out.extended.map(Extended::kind),
             bind: None,
         };
         let ep = self.ep.upgrade();

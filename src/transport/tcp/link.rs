@@ -1159,7 +1159,7 @@ impl Link for TcpLink {
             operation: out.operation,
             length: total as u32,
             report: out.report,
-            extended: out.extended,
+            extended: out.extended.map(Extended::kind),
             bind: None,
         });
         // The only request in flight: a ping-pong's, not a stream's (see the yield below).

@@ -592,7 +592,7 @@ impl Link for Conn {
             },
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: out.extended, bind: None });
+        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: out.extended.map(Extended::kind), bind: None });
         // A suppressed request goes unsignalled, as OpenFabrics posts it: the device writes no
         // completion for its success, and its send-queue slot comes free with the completion
         // of a signalled request behind it (a failure has a completion of its own). One in

@@ -163,7 +163,9 @@ impl Qp {
 
     /// [`Qp::post_send`] of a request whose entries hold `total` bytes together, which the
     /// poster counted already.
-    #[inline]
+    // Inlined into each poster: the request's operation goes straight into the work request,
+    // with no call and no `SendOp` passed between.
+    #[inline(always)]
     pub fn post_send_sized(&self, wr_id: u64, op: SendOp, local: &[Sge], total: u64, flags: SendFlags) -> io::Result<()> {
         // Written member by member, each union whole (its largest member zeroed): zeroing the
         // whole request first cost a call to memset on every post.
