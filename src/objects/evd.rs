@@ -292,8 +292,7 @@ pub struct Evd {
     pub completion_queue: std::sync::OnceLock<crate::transport::Resource>,
     /// That queue as a source, when it alone completes the EVD's DTOs and needs nothing of a
     /// polling thread (verbs: the device moves the data): a dequeue polls it and no more, with
-    /// no lease to keep and no other EVDs to move; the source catches the dequeue's event
-    /// itself (`Progress::progress_into`), with no thread-local look-up.
+    /// no lease to keep, no other EVDs to move and no event to catch.
     sole_source: std::sync::OnceLock<Arc<dyn Progress>>,
     /// The IB extension's counters of this EVD (waits and dequeues).
     pub counters: Counters<EVD_COUNTERS>,
@@ -444,9 +443,8 @@ impl Evd {
     /// same as queueing it and taking it back: the queue is empty, no CNO is to hear of it,
     /// and the dequeue has no event yet (the first caught stays first: later ones queue).
     fn hand_over(&self, event: &DAT_EVENT) -> bool {
-        if let Some(source) = self.sole_source.get() {
-            // Its dequeues catch through the source (`Progress::progress_into`).
-            return self.queued.load(Ordering::Acquire) == 0 && !self.has_cno.load(Ordering::Relaxed) && source.hand_over(event);
+        if self.sole_source.get().is_some() {
+            return false; // its dequeues catch nothing
         }
         POLLED.with(|p| {
             if p.catching.get() != self as *const Evd as usize
@@ -547,10 +545,7 @@ impl Evd {
                 if self.waiting.load(Ordering::Acquire) {
                     return waiter();
                 }
-                // The first completion for this EVD comes straight here, not through the queue.
-                if source.progress_into(out.as_mut_ptr()) {
-                    return Ok(());
-                }
+                source.progress();
                 if self.queued.load(Ordering::Acquire) == 0 {
                     return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
                 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
-use crate::abi::{DAT_EVENT, DAT_IA_HANDLE, DAT_LMR_TRIPLET};
+use crate::abi::{DAT_IA_HANDLE, DAT_LMR_TRIPLET};
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
 use crate::objects::evd::Evd;
@@ -185,20 +185,6 @@ pub trait ConnRequest: Send {
 /// incoming frames are handled as the consumer polls or waits), without blocking.
 pub trait Progress: Send + Sync {
     fn progress(&self);
-    /// Progress by a dequeue of the EVD this source alone feeds (`Evd::attach_sole_source`),
-    /// which lends its out-parameter `into`: the first event the progress completes while
-    /// the EVD's queue is empty may be written there at once (see [`Progress::hand_over`]),
-    /// and then this returns true.
-    fn progress_into(&self, _into: *mut DAT_EVENT) -> bool {
-        self.progress();
-        false
-    }
-    /// Writes `event` into the out-parameter of this thread's `progress_into`, if this thread
-    /// is in one that has caught nothing yet. The EVD asks only when that is the same as
-    /// queueing the event and taking it back (its queue is empty, no CNO is to hear of it).
-    fn hand_over(&self, _event: &DAT_EVENT) -> bool {
-        false
-    }
     /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
     /// source's own threads take over.
     fn flush(&self) {}

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock, Weak};
 
 use parking_lot::Mutex;
@@ -57,12 +56,6 @@ pub struct CqSource {
     polling: Mutex<LastConn>,
     engine: Arc<Engine>,
     token: OnceLock<Token>,
-    /// A dequeue's catch (`Progress::progress_into`), set and cleared under `polling`: the
-    /// catching thread (its `pthread_self`, 0 when none), its out-parameter, and whether an
-    /// event went there. Only the catching thread, which holds `polling`, writes through it.
-    catcher: AtomicUsize,
-    catch_into: AtomicPtr<DAT_EVENT>,
-    caught: AtomicBool,
 }
 
 impl CqSource {
@@ -77,9 +70,6 @@ impl CqSource {
             polling: Mutex::new(None),
             engine: Engine::get(),
             token: OnceLock::new(),
-            catcher: AtomicUsize::new(0),
-            catch_into: AtomicPtr::new(std::ptr::null_mut()),
-            caught: AtomicBool::new(false),
         });
         // The engine holds a weak link: the CQ goes with its EVD.
         let watch = Arc::new(Watch(Arc::downgrade(&source)));
@@ -114,24 +104,6 @@ impl CqSource {
     /// Takes every completion waiting and completes its DTO.
     pub fn poll(&self) {
         let mut last = self.polling.lock();
-        self.poll_locked(&mut last);
-    }
-
-    /// [`CqSource::poll`] by a dequeue that lends its out-parameter `into` (see
-    /// `Progress::progress_into`); whether an event went there.
-    fn poll_into(&self, into: *mut DAT_EVENT) -> bool {
-        let mut last = self.polling.lock();
-        self.catch_into.store(into, Ordering::Relaxed);
-        self.catcher.store(this_thread(), Ordering::Relaxed);
-        let catch = Catch(self);
-        self.poll_locked(&mut last);
-        catch.end()
-    }
-
-    // Inlined into its two callers, and the completions handled out of line: a poll that
-    // finds nothing (most do) runs a short function that saves few registers.
-    #[inline(always)]
-    fn poll_locked(&self, last: &mut LastConn) {
         // Most polls find nothing: they write no entry and take no reference.
         let mut wcs = [MaybeUninit::<WorkCompletion>::uninit(); BATCH];
         loop {
@@ -139,13 +111,15 @@ impl CqSource {
             if done.is_empty() {
                 break;
             }
-            self.complete_all(done, last);
+            self.complete_all(done, &mut last);
             if done.len() < BATCH {
                 break;
             }
         }
     }
 
+    // Out of line: a poll that finds nothing (most do) runs a short function that saves few
+    // registers.
     #[inline(never)]
     fn complete_all(&self, done: &[WorkCompletion], last: &mut LastConn) {
         for wc in done {
@@ -167,66 +141,9 @@ impl CqSource {
     }
 }
 
-/// The catch of one `poll_into`, ended as it returns (or unwinds: no later event of this
-/// thread may go to an out-parameter it no longer lends).
-struct Catch<'a>(&'a CqSource);
-
-impl Catch<'_> {
-    /// Whether an event was caught.
-    fn end(self) -> bool {
-        let caught = self.stop();
-        std::mem::forget(self); // its drop would only do the same again
-        caught
-    }
-
-    fn stop(&self) -> bool {
-        self.0.catcher.store(0, Ordering::Relaxed);
-        let caught = self.0.caught.load(Ordering::Relaxed);
-        self.0.caught.store(false, Ordering::Relaxed);
-        caught
-    }
-}
-
-impl Drop for Catch<'_> {
-    fn drop(&mut self) {
-        if self.stop() {
-            // Unwinding after a catch: the event goes back to the EVD's queue.
-            // SAFETY: `hand_over` wrote a whole event there, and the storage is still lent.
-            let event = unsafe { self.0.catch_into.load(Ordering::Relaxed).read() };
-            if let Some(evd) = self.0.evd.upgrade() {
-                let _ = evd.post(event);
-            }
-        }
-    }
-}
-
-/// This thread, as `hand_over` tells catchers apart: a thread's `pthread_self` is its own
-/// among the live threads, and a read of the thread pointer (no thread-local look-up).
-fn this_thread() -> usize {
-    // SAFETY: pthread_self has no preconditions.
-    (unsafe { libc::pthread_self() }) as usize
-}
-
 impl Progress for CqSource {
     fn progress(&self) {
         self.poll();
-    }
-
-    fn progress_into(&self, into: *mut DAT_EVENT) -> bool {
-        self.poll_into(into)
-    }
-
-    fn hand_over(&self, event: &DAT_EVENT) -> bool {
-        // Only the catching thread sees itself here, and it holds `polling` until its catch
-        // ends: `caught` and `catch_into` are its own.
-        if self.catcher.load(Ordering::Relaxed) != this_thread() || self.caught.load(Ordering::Relaxed) {
-            return false;
-        }
-        // SAFETY: `catch_into` is the out-parameter this thread's `poll_into` lends until its
-        // catch ends (cleared before it returns or unwinds).
-        unsafe { self.catch_into.load(Ordering::Relaxed).write(*event) };
-        self.caught.store(true, Ordering::Relaxed);
-        true
     }
 
     /// A thread is about to sleep on the EVD: the next completion is reported (and one that
