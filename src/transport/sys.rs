@@ -214,6 +214,8 @@ pub fn monotonic_micros() -> u64 {
 }
 
 /// Whether `LIBDAT_DEBUG` asks for the transports' diagnostics on stderr.
+// Inlined: every verbs completion asks, and once set the answer is one load.
+#[inline]
 pub fn debug() -> bool {
     static DEBUG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *DEBUG.get_or_init(|| std::env::var_os("LIBDAT_DEBUG").is_some())
