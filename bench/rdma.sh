@@ -3,7 +3,9 @@
 # soft-RoCE guest (make bench-rdma starts it): the same unmodified programs on each library
 # (Debian's dtest and dtestcm through an OpenFabrics dat.conf line; our datperf, which waits as
 # perftest does), and perftest over rdma-cm for raw verbs. The guest is emulated: compare
-# figures within one run only.
+# figures within one run only. Its speed drifts between rounds (single runs swing by half), so
+# beside the medians each row gives the median of the rounds' ratios, ours to OpenFabrics and
+# ours to perftest, taken between runs made side by side; each round's figures come last.
 # usage: rdma.sh LIBDIR [ROUNDS]
 set -uo pipefail
 libdir=$(cd "${1:?}" && pwd)
@@ -52,9 +54,19 @@ perftest() {  # program, args...: the client's output (server started first, ret
     echo "$out"
 }
 
+# Each key keeps one entry per round ("-" where a run gave no figure), so that the rounds of
+# two libraries line up.
 declare -A r
-add() { r[$1]+="$2 "; }
+add() { r[$1]+="${2:--} "; }
 median() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -n | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); else print "-"}'; }
+# The median over rounds of one library's figure divided by another's in the same round: the
+# guest's speed drifts by half between rounds, and the runs of one round sit side by side.
+ratio() {  # key-of-a, key-of-b
+    awk -v a="${r[$1]:-}" -v b="${r[$2]:-}" 'BEGIN {
+        n = split(a, x, " "); split(b, y, " ")
+        for (i = 1; i <= n; i++) if (x[i] ~ /^[0-9.]+$/ && y[i] ~ /^[0-9.]+$/ && y[i] > 0) printf "%.3f\n", x[i] / y[i]
+    }' | median
+}
 
 for _ in $(seq "$rounds"); do
     for lib in ours openfabrics; do
@@ -99,10 +111,12 @@ for _ in $(seq "$rounds"); do
 done
 
 row() {  # label, key, unit
-    printf '%-34s %10s %12s %10s  %s\n' "$1" "$(echo "${r[${2}_ours]:-}" | median)" "$(echo "${r[${2}_openfabrics]:-}" | median)" "$(echo "${r[${2}_verbs]:-}" | median)" "$3"
+    printf '%-34s %10s %12s %10s %8s %8s  %s\n' "$1" "$(echo "${r[${2}_ours]:-}" | median)" "$(echo "${r[${2}_openfabrics]:-}" | median)" \
+        "$(echo "${r[${2}_verbs]:-}" | median)" "$(ratio "${2}_ours" "${2}_openfabrics")" "$(ratio "${2}_ours" "${2}_verbs")" "$3"
 }
-echo "bench-rdma: medians of $rounds rounds, soft-RoCE in an emulated guest (compare within this run only)"
-printf '%-34s %10s %12s %10s\n' "" "libdat" "OpenFabrics" "perftest"
+echo "bench-rdma: medians of $rounds rounds, soft-RoCE in an emulated guest (compare within this run only);"
+echo "ours/OF and ours/pt: the median of the rounds' ratios (latency and time: lower is better; MB/s and /s: higher)"
+printf '%-34s %10s %12s %10s %8s %8s\n' "" "libdat" "OpenFabrics" "perftest" "ours/OF" "ours/pt"
 row "send/recv ping-pong 8 B" send "us (dtest -p -B 2000: its latency, a mean; ib_send_lat t_avg)"
 row "RDMA write ping-pong 8 B" write "us (dtest -W -p -B 2000; ib_write_lat t_avg)"
 row "send ping-pong 8 B, polling the EVD" dpsend "us, mean (datperf -m pingpong -p; ib_send_lat t_avg)"
@@ -118,3 +132,7 @@ row "dat_ep_post_send" ct_post_send "ns"
 row "dat_ep_post_recv" ct_post_recv "ns"
 row "dat_evd_dequeue finding a completion" ct_dequeue_found "ns"
 row "dat_evd_dequeue finding none" ct_dequeue_empty "ns"
+echo "each round's figures (ours | OpenFabrics | perftest; '-': the run gave none):"
+for key in send write dpsend dpsendtyp dpwrite dpwritetyp bw64k bw1m cps; do
+    printf '  %-11s %s| %s| %s\n' "$key" "${r[${key}_ours]:-}" "${r[${key}_openfabrics]:-}" "${r[${key}_verbs]:--}"
+done
