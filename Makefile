@@ -8,7 +8,7 @@
 #   make test            every test; the last line is "N passed, N failed"
 #   make test-rdma       the RDMA tests alone, in the soft-RoCE guest (../shared/rxe-vm; make test runs them too)
 #   make bench-rdma      ours, OpenFabrics' and perftest side by side in the soft-RoCE guest (15 rounds,
-#                        about 13 minutes: single runs there vary 2-5x)
+#                        10-14 minutes: single runs there vary 2-5x; medians and paired ratios)
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
 #   make fuzz            long runs of the three fuzzers: the TCP wire fuzzer (WIRE_FUZZ_CASES,
