@@ -268,6 +268,15 @@ impl Queue {
         }
         event
     }
+
+    /// [`Queue::pop`] into `out`: the event is copied once, from the queue to the caller.
+    #[inline(always)]
+    fn pop_into(&mut self, out: &mut MaybeUninit<DAT_EVENT>) -> bool {
+        let Some(oldest) = self.events.front() else { return false };
+        out.write(oldest.0);
+        self.pop();
+        true
+    }
 }
 
 pub struct Evd {
@@ -573,13 +582,11 @@ impl Evd {
         if q.waiter {
             return waiter();
         }
-        match q.pop() {
-            Some(e) => {
-                self.queued.store(q.events.len(), Ordering::Relaxed);
-                out.write(e.0);
-                Ok(())
-            }
-            None => Err(DatError::bare(Type::DAT_QUEUE_EMPTY)),
+        if q.pop_into(out) {
+            self.queued.store(q.events.len(), Ordering::Relaxed);
+            Ok(())
+        } else {
+            Err(DatError::bare(Type::DAT_QUEUE_EMPTY))
         }
     }
 
