@@ -9,7 +9,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::ep_state::{self, State};
-use super::evd::Evd;
+use super::evd::{Catch, Evd};
 use super::extension::{self, DatagramPeer, Extended, ExtendedKind};
 use super::ia::Ia;
 use super::limits;
@@ -137,16 +137,18 @@ impl Report {
     /// Queues `event`, the completion of a request with `status`, on `evd` as the request
     /// asked: not at all for a suppressed success, quietly for an unsignalled one.
     pub fn deliver(self, evd: &Evd, event: DAT_EVENT, status: dat_dto_completion_status) {
+        self.deliver_catching(evd, event, status, &mut Catch::none());
+    }
+
+    /// [`Report::deliver`], into the dequeue's out-parameter that `catch` lends if it may.
+    pub fn deliver_catching(self, evd: &Evd, event: DAT_EVENT, status: dat_dto_completion_status, catch: &mut Catch<'_>) {
         if !self.reports(status) {
             return;
         }
         // A full EVD reports its own overflow on the async EVD; the completion is lost as a
         // CQ overrun loses it.
-        let _ = if self == Report::Quietly && status == dat_dto_completion_status::DAT_DTO_SUCCESS {
-            evd.post_quietly(event)
-        } else {
-            evd.post(event)
-        };
+        let notify = self != Report::Quietly || status != dat_dto_completion_status::DAT_DTO_SUCCESS;
+        let _ = evd.post_catching(event, notify, catch);
     }
 }
 
@@ -375,20 +377,6 @@ impl Ep {
         self.inner.lock().state
     }
 
-    /// Completes a DTO with `status` on `evd` (a flush when the EP cannot run it).
-    pub fn complete(
-        &self,
-        evd: &Evd,
-        cookie: DAT_DTO_COOKIE,
-        status: dat_dto_completion_status,
-        operation: dat_dtos,
-        length: u32,
-    ) {
-        // A full EVD reports its own overflow on the async EVD; the completion is lost as a
-        // CQ overrun loses it.
-        let _ = evd.post(self.dto_event(cookie, status, operation, length));
-    }
-
     /// The completion event of a DTO.
     fn dto_event(&self, cookie: DAT_DTO_COOKIE, status: dat_dto_completion_status, operation: dat_dtos, length: u32) -> DAT_EVENT {
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
@@ -585,6 +573,19 @@ impl Ep {
         status: dat_dto_completion_status,
         length: u32,
     ) {
+        self.complete_request_catching(evd, request, status, length, &mut Catch::none());
+    }
+
+    /// [`Ep::complete_request_on`], into the dequeue's out-parameter that `catch` lends if it
+    /// may.
+    pub fn complete_request_catching(
+        &self,
+        evd: Option<&Evd>,
+        request: &Request,
+        status: dat_dto_completion_status,
+        length: u32,
+        catch: &mut Catch<'_>,
+    ) {
         let Some(evd) = evd.filter(|_| request.report.reports(status)) else { return };
         let cookie = DAT_DTO_COOKIE { as_64: request.cookie };
         let event = match (request.bind, request.extended) {
@@ -592,7 +593,7 @@ impl Ep {
             (None, Some(op)) => extension::request_event(self.handle(), request.cookie, status, length, op),
             (None, None) => self.dto_event(cookie, status, request.operation, length),
         };
-        request.report.deliver(evd, event, status);
+        request.report.deliver_catching(evd, event, status, catch);
     }
 
     /// Reports a finished receive (a UD EP's as the IB extension's).
@@ -611,12 +612,21 @@ impl Ep {
     /// [`Ep::complete_recv`] on the receive EVD the caller took from the EP (under its lock,
     /// where the caller holds it).
     pub fn complete_recv_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32) {
+        self.complete_recv_catching(evd, cookie, status, length, &mut Catch::none());
+    }
+
+    /// [`Ep::complete_recv_on`], into the dequeue's out-parameter that `catch` lends if it
+    /// may.
+    pub fn complete_recv_catching(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32, catch: &mut Catch<'_>) {
         if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
             self.counters.bump(dat_ep_counters::DCNT_EP_RECV as u32);
             self.counters.add(dat_ep_counters::DCNT_EP_RECV_DATA as u32, u64::from(length));
         }
         if let Some(evd) = evd {
-            self.complete(evd, DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
+            // A full EVD reports its own overflow on the async EVD; the completion is lost as
+            // a CQ overrun loses it.
+            let event = self.dto_event(DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
+            let _ = evd.post_catching(event, true, catch);
         }
     }
 

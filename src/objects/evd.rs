@@ -118,6 +118,34 @@ thread_local! {
     };
 }
 
+/// A dequeue's out-parameter, lent to the poll of its EVD's sole source (a verbs CQ) and
+/// passed down the completion path explicitly: the first event that poll completes for the EVD
+/// while the EVD's queue is empty goes straight into it ([`Evd::post_catching`]), not through
+/// the queue and back. The poll holds the source's lock throughout, so the events it completes
+/// keep their order: any after the caught one queue behind it.
+pub struct Catch<'a> {
+    evd: *const Evd,
+    into: Option<&'a mut MaybeUninit<DAT_EVENT>>,
+    caught: bool,
+}
+
+impl<'a> Catch<'a> {
+    /// Lends `into` for events of `evd`.
+    pub fn new(evd: &Evd, into: &'a mut MaybeUninit<DAT_EVENT>) -> Catch<'a> {
+        Catch { evd, into: Some(into), caught: false }
+    }
+
+    /// Lends nothing: every event is queued.
+    pub fn none() -> Catch<'static> {
+        Catch { evd: std::ptr::null(), into: None, caught: false }
+    }
+
+    /// Whether an event went into the out-parameter.
+    pub fn caught(&self) -> bool {
+        self.caught
+    }
+}
+
 /// Notes that this thread polls `evd`; now and then it keeps its lease alive
 /// (`KEEP_ALIVE_EVERY`) and makes progress on the other EVDs it polled (`OTHERS_EVERY`).
 /// `catching`: the EVD a dequeue catches for, into `into`, see [`Catching`]. Returns this
@@ -419,6 +447,21 @@ impl Evd {
         self.enqueue(event, false)
     }
 
+    /// [`Evd::post`] (`notify`) or [`Evd::post_quietly`], or into the out-parameter `catch`
+    /// lends when that is the same as queueing the event and taking it back: the catch is for
+    /// this EVD and still empty, the queue is empty, and no CNO is to hear of the event.
+    pub fn post_catching(&self, mut event: DAT_EVENT, notify: bool, catch: &mut Catch<'_>) -> DatResult {
+        if std::ptr::eq(catch.evd, self) && self.queued.load(Ordering::Acquire) == 0 && !self.has_cno.load(Ordering::Relaxed) {
+            if let Some(into) = catch.into.take() {
+                event.evd_handle = self.handle();
+                into.write(event);
+                catch.caught = true;
+                return Ok(());
+            }
+        }
+        self.enqueue(event, notify)
+    }
+
     fn enqueue(&self, mut event: DAT_EVENT, notify: bool) -> DatResult {
         event.evd_handle = self.handle();
         if self.hand_over(&event) {
@@ -453,7 +496,7 @@ impl Evd {
     /// and the dequeue has no event yet (the first caught stays first: later ones queue).
     fn hand_over(&self, event: &DAT_EVENT) -> bool {
         if self.sole_source.get().is_some() {
-            return false; // its dequeues catch nothing
+            return false; // its dequeues lend their out-parameter down the poll (`Catch`)
         }
         POLLED.with(|p| {
             if p.catching.get() != self as *const Evd as usize
@@ -554,7 +597,11 @@ impl Evd {
                 if self.waiting.load(Ordering::Acquire) {
                     return waiter();
                 }
-                source.progress();
+                let mut catch = Catch::new(self, out);
+                source.progress_catching(&mut catch);
+                if catch.caught() {
+                    return Ok(());
+                }
                 if self.queued.load(Ordering::Acquire) == 0 {
                     return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
                 }

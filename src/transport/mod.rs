@@ -185,6 +185,11 @@ pub trait ConnRequest: Send {
 /// incoming frames are handled as the consumer polls or waits), without blocking.
 pub trait Progress: Send + Sync {
     fn progress(&self);
+    /// [`Progress::progress`] for a dequeue of the EVD this source alone feeds, which lends
+    /// its out-parameter (`Catch`); a source that cannot hand events over ignores it.
+    fn progress_catching(&self, _catch: &mut crate::objects::evd::Catch<'_>) {
+        self.progress();
+    }
     /// The consumer's thread is about to sleep: whatever it left for later goes out, and the
     /// source's own threads take over.
     fn flush(&self) {}

@@ -19,7 +19,7 @@ use super::transport::Verbs;
 use crate::abi::*;
 use crate::objects::ep::Ep;
 use crate::objects::rmr::Window;
-use crate::objects::evd::Evd;
+use crate::objects::evd::{Catch, Evd};
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::Progress;
 
@@ -103,6 +103,11 @@ impl CqSource {
 
     /// Takes every completion waiting and completes its DTO.
     pub fn poll(&self) {
+        self.poll_catching(&mut Catch::none());
+    }
+
+    /// [`CqSource::poll`] for a dequeue of the EVD, which lends its out-parameter.
+    fn poll_catching(&self, catch: &mut Catch<'_>) {
         let mut last = self.polling.lock();
         // Most polls find nothing: they write no entry and take no reference.
         let mut wcs = [MaybeUninit::<WorkCompletion>::uninit(); BATCH];
@@ -111,7 +116,7 @@ impl CqSource {
             if done.is_empty() {
                 break;
             }
-            self.complete_all(done, &mut last);
+            self.complete_all(done, &mut last, catch);
             if done.len() < BATCH {
                 break;
             }
@@ -121,10 +126,10 @@ impl CqSource {
     // Out of line: a poll that finds nothing (most do) runs a short function that saves few
     // registers.
     #[inline(never)]
-    fn complete_all(&self, done: &[WorkCompletion], last: &mut LastConn) {
+    fn complete_all(&self, done: &[WorkCompletion], last: &mut LastConn, catch: &mut Catch<'_>) {
         for wc in done {
             if let Some(known) = self.known(wc.qp_num, last) {
-                complete(known, wc);
+                complete(known, wc, catch);
             }
         }
     }
@@ -144,6 +149,10 @@ impl CqSource {
 impl Progress for CqSource {
     fn progress(&self) {
         self.poll();
+    }
+
+    fn progress_catching(&self, catch: &mut Catch<'_>) {
+        self.poll_catching(catch);
     }
 
     /// A thread is about to sleep on the EVD: the next completion is reported (and one that
@@ -215,7 +224,7 @@ type LastConn = Option<Known>;
 
 /// Completes the DTO a work completion is for; a stale one (its connection gone, the DTO
 /// flushed already) is dropped. A failure other than a flush breaks the connection.
-fn complete(known: &Known, wc: &WorkCompletion) {
+fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
     let Some(ep) = known.ep.upgrade() else { return };
     let st = status(wc.status);
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
@@ -233,7 +242,7 @@ fn complete(known: &Known, wc: &WorkCompletion) {
         let srq = inner.srq.as_ref().map(|s| s.arc().clone());
         let cookie = srq.as_ref().and_then(|s| s.queue.as_deref()).and_then(VerbsSrq::of).and_then(|q| q.completed(wc.wr_id));
         if let Some(cookie) = cookie {
-            complete_receive(&ep, inner.recv_evd.as_deref(), cookie, st, wc);
+            complete_receive(&ep, inner.recv_evd.as_deref(), cookie, st, wc, catch);
             drop(inner);
             if let Some(srq) = srq {
                 srq.check_low_watermark();
@@ -248,7 +257,7 @@ fn complete(known: &Known, wc: &WorkCompletion) {
                 let len = if ok { wc.byte_len } else { 0 };
                 ep.complete_datagram_on(inner.recv_evd.as_deref(), r.cookie, st, len);
             } else {
-                complete_receive(&ep, inner.recv_evd.as_deref(), r.cookie, st, wc);
+                complete_receive(&ep, inner.recv_evd.as_deref(), r.cookie, st, wc, catch);
             }
         }
     } else if let Some(conn) = known.conn.upgrade().filter(|c| c.owns(wc.wr_id)) {
@@ -257,7 +266,7 @@ fn complete(known: &Known, wc: &WorkCompletion) {
         // failure has a completion of its own): their slots are free now.
         while inner.outstanding.front().is_some_and(|r| r.seq < wc.wr_id) {
             let r = inner.outstanding.pop_front().expect("front");
-            ep.complete_request_on(inner.request_evd.as_deref(), &r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
+            ep.complete_request_catching(inner.request_evd.as_deref(), &r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length, catch);
         }
         if inner.outstanding.front().is_some_and(|r| r.seq == wc.wr_id) {
             let r = inner.outstanding.pop_front().expect("front");
@@ -270,7 +279,7 @@ fn complete(known: &Known, wc: &WorkCompletion) {
                 (true, dat_dtos::DAT_DTO_RDMA_READ) => wc.byte_len,
                 (true, _) => r.length,
             };
-            ep.complete_request_on(inner.request_evd.as_deref(), &r, st, len);
+            ep.complete_request_catching(inner.request_evd.as_deref(), &r, st, len, catch);
         }
     }
     if !ok && st != dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {
@@ -288,7 +297,7 @@ const WITH_INVALIDATE: u32 = ibv::ibv_wc_flags::IBV_WC_WITH_INV.0 | ibv::ibv_wc_
 /// Reports the receive a work completion finished (with the immediate data of a write that
 /// carried some).
 #[inline]
-fn complete_receive(ep: &Ep, evd: Option<&Evd>, cookie: u64, st: dat_dto_completion_status, wc: &WorkCompletion) {
+fn complete_receive(ep: &Ep, evd: Option<&Evd>, cookie: u64, st: dat_dto_completion_status, wc: &WorkCompletion, catch: &mut Catch<'_>) {
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
     if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV && wc.wc_flags & WITH_INVALIDATE != 0 {
         // A send with invalidate: the device invalidated our window of that key; its RMR is
@@ -303,6 +312,6 @@ fn complete_receive(ep: &Ep, evd: Option<&Evd>, cookie: u64, st: dat_dto_complet
         let data = unsafe { wc.imm_data_invalidated_rkey_union.imm_data };
         ep.complete_immediate_on(evd, cookie, st, len, data);
     } else {
-        ep.complete_recv_on(evd, cookie, st, len);
+        ep.complete_recv_catching(evd, cookie, st, len, catch);
     }
 }
