@@ -442,14 +442,10 @@ impl Evd {
         self.enqueue(event, true)
     }
 
-    /// Queues an event that wakes no waiter and triggers no CNO (an unsignalled completion).
-    pub fn post_quietly(&self, event: DAT_EVENT) -> DatResult {
-        self.enqueue(event, false)
-    }
-
-    /// [`Evd::post`] (`notify`) or [`Evd::post_quietly`], or into the out-parameter `catch`
-    /// lends when that is the same as queueing the event and taking it back: the catch is for
-    /// this EVD and still empty, the queue is empty, and no CNO is to hear of the event.
+    /// Queues an event as [`Evd::post`] does (`notify`) or quietly, waking no waiter and
+    /// triggering no CNO (an unsignalled completion); or puts it into the out-parameter `catch`
+    /// lends when that is the same as queueing it and taking it back: the catch is for this
+    /// EVD and still empty, the queue is empty, and no CNO is to hear of the event.
     pub fn post_catching(&self, mut event: DAT_EVENT, notify: bool, catch: &mut Catch<'_>) -> DatResult {
         if std::ptr::eq(catch.evd, self) && self.queued.load(Ordering::Acquire) == 0 && !self.has_cno.load(Ordering::Relaxed) {
             if let Some(into) = catch.into.take() {
