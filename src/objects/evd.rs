@@ -447,7 +447,7 @@ impl Evd {
     /// lends when that is the same as queueing it and taking it back: the catch is for this
     /// EVD and still empty, the queue is empty, and no CNO is to hear of the event.
     pub fn post_catching(&self, mut event: DAT_EVENT, notify: bool, catch: &mut Catch<'_>) -> DatResult {
-        if std::ptr::eq(catch.evd, self) && self.queued.load(Ordering::Acquire) == 0 && !self.has_cno.load(Ordering::Relaxed) {
+        if std::ptr::eq(catch.evd, self) && self.may_hand_over() {
             if let Some(into) = catch.into.take() {
                 event.evd_handle = self.handle();
                 into.write(event);
@@ -456,6 +456,14 @@ impl Evd {
             }
         }
         self.enqueue(event, notify)
+    }
+
+    /// Whether an event may go straight to a dequeue's out-parameter (`Catch`, `Catching`)
+    /// rather than through the queue: the same for the consumer only while nothing is queued
+    /// before it and no CNO is to hear of it.
+    #[inline]
+    fn may_hand_over(&self) -> bool {
+        self.queued.load(Ordering::Acquire) == 0 && !self.has_cno.load(Ordering::Relaxed)
     }
 
     fn enqueue(&self, mut event: DAT_EVENT, notify: bool) -> DatResult {
@@ -495,11 +503,7 @@ impl Evd {
             return false; // its dequeues lend their out-parameter down the poll (`Catch`)
         }
         POLLED.with(|p| {
-            if p.catching.get() != self as *const Evd as usize
-                || p.has_caught.get()
-                || self.queued.load(Ordering::Acquire) != 0
-                || self.has_cno.load(Ordering::Relaxed)
-            {
+            if p.catching.get() != self as *const Evd as usize || p.has_caught.get() || !self.may_hand_over() {
                 return false;
             }
             // SAFETY: `into` is the out-parameter of this thread's dequeue of this EVD, which
