@@ -35,7 +35,16 @@ RUST_SRC := $(shell find src -name '*.rs' -o -name '*.c') Cargo.toml build.rs
 # (`rustup component add llvm-tools`), the library is first built instrumented and trained on
 # datperf's transfers over tcp-lo (bench/pgo-train.sh), then built again with that profile.
 # Without llvm-profdata the release build is a plain one.
+#
+# The RDMA data path is trained too where it can run (PGO_RDMA=auto): over this machine's RDMA
+# IA that PGO_RDMA_IA names (e.g. ofa-v2-ib0), else in the soft-RoCE guest when it is ready here
+# (root, its runner and QEMU installed: make test-rdma or `$(RXE_VM) --prepare` set it up).
+# PGO_RDMA=1 requires that training (preparing the guest if needed), PGO_RDMA=0 leaves it out.
+# Without it the verbs data path, which tcp-lo never runs, is compiled as cold code.
 PGO ?= 1
+PGO_RDMA ?= auto
+PGO_RDMA_IA ?=
+RXE_VM   ?= ../shared/rxe-vm/rxe-vm.sh
 RUST_HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 PROFDATA := $(wildcard $(shell rustc --print sysroot 2>/dev/null)/lib/rustlib/$(RUST_HOST)/bin/llvm-profdata)
 PGO_DIR := $(BUILD)/pgo
@@ -73,11 +82,29 @@ $(TARGET_DIR)/pgo-generate/release/libdat.a: $(RUST_SRC)
 $(PGO_DIR)/lib/$(SONAME): $(TARGET_DIR)/pgo-generate/release/libdat.a $(BUILD)/dat.map
 	$(call link_library,$<,$@)
 
-$(PGO_DIR)/libdat.profdata: $(PGO_DIR)/lib/$(SONAME) bench/datperf.c bench/pgo-train.sh
+$(PGO_DIR)/libdat.profdata: $(PGO_DIR)/lib/$(SONAME) bench/datperf.c bench/pgo-train.sh bench/pgo-merge.sh $(PGO_DIR)/rdma-where
 	$(CC) -O2 -Iinclude bench/datperf.c -L$(PGO_DIR)/lib -ldat2 -o $(PGO_DIR)/datperf
-	rm -rf $(PGO_DIR)/raw
+	rm -rf $(PGO_DIR)/raw $(PGO_DIR)/raw-rdma
 	bench/pgo-train.sh $(PGO_DIR)/lib $(PGO_DIR)/datperf
-	$(PROFDATA) merge -o $@ $(PGO_DIR)/raw
+	@rdma_raw='LLVM_PROFILE_FILE=$(abspath $(PGO_DIR))/raw-rdma/%p.profraw'; \
+	case "$$(cat $(PGO_DIR)/rdma-where)" in \
+	  guest) $(RXE_VM) -t 600 -- env "$$rdma_raw" bench/pgo-train.sh $(PGO_DIR)/lib $(PGO_DIR)/datperf guest ;; \
+	  ia\ *) env "$$rdma_raw" bench/pgo-train.sh $(PGO_DIR)/lib $(PGO_DIR)/datperf "$(PGO_RDMA_IA)" ;; \
+	  *) echo "pgo: no RDMA training (no PGO_RDMA_IA, no soft-RoCE guest ready): the verbs data path is compiled cold" ;; \
+	esac || { rm -rf $(PGO_DIR)/raw-rdma; \
+	  if [ "$(PGO_RDMA)" = auto ] && [ -z "$(PGO_RDMA_IA)" ]; then echo "pgo: the RDMA training failed: the profile is tcp-lo's alone"; \
+	  else echo "pgo: the RDMA training failed" >&2; exit 1; fi; }
+	bench/pgo-merge.sh $(PROFDATA) $@ $(PGO_DIR)/raw $(PGO_DIR)/raw-rdma
+
+# Where the RDMA training runs (an IA of this machine, the guest, or nowhere): rewritten only
+# when that changes, which trains again.
+$(PGO_DIR)/rdma-where: FORCE
+	@mkdir -p $(PGO_DIR)
+	@where=none; \
+	if [ -n "$(PGO_RDMA_IA)" ] && [ "$(PGO_RDMA)" != 0 ]; then where="ia $(PGO_RDMA_IA)"; \
+	elif [ "$(PGO_RDMA)" = 1 ]; then where=guest; \
+	elif [ "$(PGO_RDMA)" = auto ] && [ "$$(id -u)" = 0 ] && [ -x $(RXE_VM) ] && command -v qemu-system-x86_64 >/dev/null; then where=guest; fi; \
+	echo "$$where" | cmp -s - $@ || echo "$$where" > $@
 
 $(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo &: $(RUST_SRC) $(PGO_DIR)/libdat.profdata
 	CARGO_TARGET_DIR=$(TARGET_DIR)/pgo-use RUSTFLAGS="$(RUSTFLAGS) -Cprofile-use=$(abspath $(PGO_DIR))/libdat.profdata" \
@@ -146,8 +173,11 @@ test-rdma: all
 	@tests/rdma/run.sh $(BUILD)/bin/datinfo $(LIBDIR)
 
 # Ours, OpenFabrics' and raw verbs side by side, in one run of the soft-RoCE guest.
-bench-rdma: all
-	@../shared/rxe-vm/rxe-vm.sh -t 1800 -- bench/rdma.sh $(LIBDIR) $(or $(ROUNDS),15)
+# The guest is made ready first, so the build trains the RDMA data path (PGO_RDMA above).
+bench-rdma:
+	@$(RXE_VM) --prepare
+	@$(MAKE) --no-print-directory all
+	@$(RXE_VM) -t 1800 -- bench/rdma.sh $(LIBDIR) $(or $(ROUNDS),15)
 
 ctest-asan: all
 	@ctests/run.sh $(LIBDAT) asan
@@ -155,7 +185,6 @@ ctest-asan: all
 # OpenFabrics' library needs an RDMA device: the guest's soft-RoCE one, named by the dat.conf line
 # its README gives. The guest is emulated and slow, so every time bound is stretched.
 OFA_LIB  ?= /usr/lib/x86_64-linux-gnu/libdat2.so.2
-RXE_VM   ?= ../shared/rxe-vm/rxe-vm.sh
 ctest-openfabrics: all
 	@mkdir -p $(BUILD)/vm
 	@echo 'ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "rxenet0 0" ""' > $(BUILD)/vm/ofa.conf
