@@ -1004,6 +1004,12 @@ fn counters_count_posts_receives_objects_and_waits() {
     assert_eq!(one[E::DCNT_EP_POST_RECV as usize], u64::MAX, "only the counter asked for is written");
     assert_eq!(query(p.ep, E::DCNT_EP_RECV as u64, &mut one, 0), OK);
     assert_eq!(one[E::DCNT_EP_RECV as usize], 0);
+    // The post counters (kept under the EP's lock) reset alike, and count on from zero.
+    assert_eq!(query(p.ep, E::DCNT_EP_POST_RECV as u64, &mut one, 1), OK);
+    assert_eq!(one[E::DCNT_EP_POST_RECV as usize], 2);
+    p.post_recv(&[p.iov(0, 64)], 5);
+    assert_eq!(query(p.ep, E::DCNT_EP_POST_RECV as u64, &mut one, 0), OK);
+    assert_eq!(one[E::DCNT_EP_POST_RECV as usize], 1);
     use dat_ia_counters as I;
     let mut ia = [0u64; I::DCNT_IA_ALL_COUNTERS as usize];
     assert_eq!(query(p.ia, I::DCNT_IA_ALL_COUNTERS as u64, &mut ia, 0), OK);

@@ -10,6 +10,7 @@ use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{self, Close, End, Ep, EpInner, Outgoing, Parts, Posted, Report};
 use crate::objects::extension::Extended;
 use crate::objects::conn_qual;
+use crate::objects::counters::{Tally, EP_COUNTERS};
 use crate::objects::ep_state::{self, Post};
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
@@ -575,7 +576,7 @@ pub(super) unsafe fn post_request(
     with_ep(ep_handle, #[inline(always)] |ep| {
         // The checks run under the EP's lock, on what it holds (no references taken); only the
         // link the request goes out on is taken along.
-        let inner = ep.inner.lock();
+        let mut inner = ep.inner.lock();
         let max_iov = match operation {
             dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
             dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
@@ -624,9 +625,17 @@ pub(super) unsafe fn post_request(
                     extended,
                     invalidate,
                 };
-                let posted = link.post(ep, inner, &request)?;
-                count_post(ep, operation, extended, length);
-                posted
+                // Counted under the lock the transport takes over; taken back if the request
+                // does not go out.
+                let counted = post_counters(operation, extended);
+                count_post(&mut inner.posted, counted, length, Tally::add);
+                match link.post(ep, inner, &request) {
+                    Ok(posted) => posted,
+                    Err(e) => {
+                        count_post(&mut ep.inner.lock().posted, counted, length, Tally::sub);
+                        return Err(e);
+                    }
+                }
             }
             None => {
                 drop(inner);
@@ -788,8 +797,8 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                         inner.recvs.pop_back();
                         return Err(e);
                     }
-                    ep.counters.bump(dat_ep_counters::DCNT_EP_POST_RECV as u32);
-                    ep.counters.add(dat_ep_counters::DCNT_EP_POST_RECV_DATA as u32, length);
+                    inner.posted.add(dat_ep_counters::DCNT_EP_POST_RECV as u32, 1);
+                    inner.posted.add(dat_ep_counters::DCNT_EP_POST_RECV_DATA as u32, length);
                     if inner.wire.messages_waiting() {
                         let link = inner.link.clone();
                         drop(inner);
@@ -804,11 +813,23 @@ pub unsafe extern "C" fn dat_ep_post_recv(
     }
 }
 
-/// Counts a request posted on its way out (the IB extension's EP counters).
+/// Counts a request posted on its way out (`Tally::add`), or takes it back (`Tally::sub`):
+/// the IB extension's EP counters, kept under the EP's lock.
 #[inline]
-fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, length: u64) {
+fn count_post(posted: &mut Tally<EP_COUNTERS>, (posts, bytes): PostCounters, length: u64, op: fn(&mut Tally<EP_COUNTERS>, u32, u64)) {
+    op(posted, posts as u32, 1);
+    if let Some(bytes) = bytes {
+        op(posted, bytes as u32, length);
+    }
+}
+
+/// The counters a request counts in: its posts, and its bytes where they are counted.
+type PostCounters = (dat_ep_counters, Option<dat_ep_counters>);
+
+#[inline]
+fn post_counters(operation: dat_dtos, extended: Option<Extended>) -> PostCounters {
     use dat_ep_counters as C;
-    let (posts, bytes) = match (extended, operation) {
+    match (extended, operation) {
         (Some(Extended::FetchAdd(_)), _) => (C::DCNT_EP_POST_FETCH_ADD, None),
         (Some(Extended::CompareSwap { .. }), _) => (C::DCNT_EP_POST_CMP_SWAP, None),
         (Some(Extended::WriteImmediate(_)), _) => (C::DCNT_EP_POST_WRITE_IMM, Some(C::DCNT_EP_POST_WRITE_IMM_DATA)),
@@ -816,9 +837,5 @@ fn count_post(ep: &Ep, operation: dat_dtos, extended: Option<Extended>, length: 
         (None, dat_dtos::DAT_DTO_RDMA_WRITE) => (C::DCNT_EP_POST_WRITE, Some(C::DCNT_EP_POST_WRITE_DATA)),
         (None, dat_dtos::DAT_DTO_RDMA_READ) => (C::DCNT_EP_POST_READ, Some(C::DCNT_EP_POST_READ_DATA)),
         (None, _) => (C::DCNT_EP_POST_SEND, Some(C::DCNT_EP_POST_SEND_DATA)),
-    };
-    ep.counters.bump(posts as u32);
-    if let Some(bytes) = bytes {
-        ep.counters.add(bytes as u32, length);
     }
 }

@@ -90,7 +90,14 @@ fn counters_of(handle: DAT_HANDLE) -> DatResult<(Reading, Reset)> {
         }
         Some(Kind::Ep) => {
             let ep = edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
-            Ok((Reading::ep(&ep.counters), Box::new(move |i| ep.counters.reset(i))))
+            let reading = Reading::ep(&ep.counters, &ep.inner.lock().posted);
+            Ok((
+                reading,
+                Box::new(move |i| {
+                    ep.counters.reset(i);
+                    ep.inner.lock().posted.reset(i);
+                }),
+            ))
         }
         Some(Kind::Evd) => {
             let evd = edge::object::<Evd>(handle, Sub::DAT_INVALID_HANDLE1)?;

@@ -2,8 +2,10 @@
 //! every IA, EP and EVD as OpenFabrics' counters build keeps them: the objects an IA made and
 //! freed, its connection requests and connection outcomes, an EP's posts and receives with
 //! their bytes, an EVD's waits and dequeues. Relaxed atomic additions: a counter is a
-//! statistic, never a synchronization point. The device's own counts (the IA's CM_REQ_TX and
-//! the like, link and diagnostic counters) are sampled by `device_counters`.
+//! statistic, never a synchronization point; an EP's posts are counted under the EP's lock
+//! the post holds anyway (`Tally`), a plain addition on the path where a locked one costs
+//! most. The device's own counts (the IA's CM_REQ_TX and the like, link and diagnostic
+//! counters) are sampled by `device_counters`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -45,6 +47,35 @@ impl<const N: usize> Counters<N> {
     }
 }
 
+/// Counters kept inside an object's lock, as plain numbers (an EP's posts, in `EpInner`):
+/// every writer holds that lock, so they add exactly with no locked instruction on the data
+/// path; a query or reset takes the lock too.
+pub struct Tally<const N: usize>([u64; N]);
+
+impl<const N: usize> Default for Tally<N> {
+    fn default() -> Self {
+        Tally([0; N])
+    }
+}
+
+impl<const N: usize> Tally<N> {
+    #[inline]
+    pub fn add(&mut self, counter: u32, n: u64) {
+        let c = &mut self.0[counter as usize];
+        *c = c.wrapping_add(n);
+    }
+
+    /// Takes back an [`Tally::add`] whose request did not go out.
+    pub fn sub(&mut self, counter: u32, n: u64) {
+        let c = &mut self.0[counter as usize];
+        *c = c.wrapping_sub(n);
+    }
+
+    pub fn reset(&mut self, counter: usize) {
+        self.0[counter] = 0;
+    }
+}
+
 /// What a query reads: one object's counters, as C names them.
 pub struct Reading {
     pub values: Vec<u64>,
@@ -56,8 +87,11 @@ impl Reading {
         Reading { values: c.snapshot().to_vec(), name: |i| dat_ia_counters::try_from(i).map_or("", dat_ia_counters::name) }
     }
 
-    pub fn ep(c: &Counters<EP_COUNTERS>) -> Reading {
-        Reading { values: c.snapshot().to_vec(), name: |i| dat_ep_counters::try_from(i).map_or("", dat_ep_counters::name) }
+    /// An EP's: its atomic counters and those its lock keeps (`posted`; each counter is kept
+    /// in one of the two, so the sum is its value).
+    pub fn ep(c: &Counters<EP_COUNTERS>, posted: &Tally<EP_COUNTERS>) -> Reading {
+        let values = c.snapshot().iter().zip(posted.0).map(|(a, b)| a.wrapping_add(b)).collect();
+        Reading { values, name: |i| dat_ep_counters::try_from(i).map_or("", dat_ep_counters::name) }
     }
 
     /// An EVD's: its dequeues are counted as found and not found, and summed here.

@@ -14,7 +14,7 @@ use super::extension::{self, DatagramPeer, Extended, ExtendedKind};
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
-use super::counters::{Counters, EP_COUNTERS};
+use super::counters::{Counters, Tally, EP_COUNTERS};
 use super::srq::{PostedRecv, Srq};
 use super::{make_room, Held};
 use crate::abi::*;
@@ -50,6 +50,9 @@ pub struct EpInner {
     pub released: bool,
     /// What the connection's transport keeps with the EP.
     pub wire: EpWire,
+    /// The IB extension's counters of posted requests and receives (DCNT_EP_POST_*), counted
+    /// under this lock as they are posted; the EP's other counters are `Ep::counters`.
+    pub posted: Tally<EP_COUNTERS>,
 }
 
 /// A request DTO (send, RDMA write or read) the peer has not yet answered.
@@ -342,6 +345,7 @@ impl EpInner {
             closing: false,
             released: false,
             wire: EpWire::default(),
+            posted: Tally::default(),
         };
         inner.size_queues();
         inner
