@@ -4,17 +4,18 @@
 # checks every byte it moves; a failed run fails the training.
 #
 #   bench/pgo-train.sh LIBDIR DATPERF         over the built-in tcp-lo IA
-#   bench/pgo-train.sh LIBDIR DATPERF IA      over IA, an RDMA IA of this machine (the Makefile
-#                                             runs this inside the soft-RoCE guest, IA guest)
+#   bench/pgo-train.sh LIBDIR DATPERF IA      over IA, an RDMA IA of this machine
 #
-# An IA of `guest` names the guest's built-in RDMA IA, ofa-v2-$RXE_VM_NETDEV. Without that
+# IA `guest` names the soft-RoCE guest's built-in RDMA IA, ofa-v2-$RXE_VM_NETDEV (the Makefile
+# runs the training there unless PGO_RDMA_IA names an IA of this machine). Without that
 # training the verbs data path, which tcp-lo never runs, is compiled as cold code: placed
 # apart and optimized for size.
 set -eEuo pipefail
 lib=$1
 datperf=$2
 ia=${3:-}
-trap 'echo "pgo: a training run failed; make PGO=0 builds without profile guidance" >&2' ERR
+if [ -z "$ia" ]; then without="PGO=0 builds without profile guidance"; else without="PGO_RDMA=0 leaves the RDMA training out"; fi
+trap 'echo "pgo: a training run failed; make $without" >&2' ERR
 if [ -z "$ia" ]; then
     run() {
         LD_LIBRARY_PATH=$lib DAT_OVERRIDE=/dev/null timeout 120 "$datperf" -q "$@" >/dev/null
