@@ -14,12 +14,18 @@ set -eEuo pipefail
 lib=$1
 datperf=$2
 ia=${3:-}
-if [ -z "$ia" ]; then without="PGO=0 builds without profile guidance"; else without="PGO_RDMA=0 leaves the RDMA training out"; fi
-trap 'echo "pgo: a training run failed; make $without" >&2' ERR
 if [ -z "$ia" ]; then
-    run() {
-        LD_LIBRARY_PATH=$lib DAT_OVERRIDE=/dev/null timeout 120 "$datperf" -q "$@" >/dev/null
-    }
+    ia=tcp-lo limit=120 without="PGO=0 builds without profile guidance"
+else
+    [ "$ia" != guest ] || ia=ofa-v2-${RXE_VM_NETDEV:?}
+    limit=300 without="PGO_RDMA=0 leaves the RDMA training out"   # an emulated guest is slow
+fi
+trap 'echo "pgo: a training run failed; make $without" >&2' ERR
+run() {
+    # Built-in IAs only (a dat.conf could name the IA otherwise).
+    LD_LIBRARY_PATH=$lib DAT_OVERRIDE=/dev/null timeout "$limit" "$datperf" -P "$ia" -q "$@" >/dev/null
+}
+if [ "$ia" = tcp-lo ]; then
     run -m pingpong -s 8 -n 20000 -p
     run -m pingpong -s 8 -n 5000
     run -m pingpong -s 4096 -n 2000 -p
@@ -27,18 +33,12 @@ if [ -z "$ia" ]; then
     run -m send -s 65536 -n 2000
     run -m write -s 1048576 -n 200
     run -m send -s 1048576 -n 200
-    echo "pgo: trained on datperf over tcp-lo"
 else
-    [ "$ia" != guest ] || ia=ofa-v2-${RXE_VM_NETDEV:?}
-    run() {
-        # Built-in IAs only (a dat.conf could name the IA otherwise).
-        LD_LIBRARY_PATH=$lib DAT_OVERRIDE=/nonexistent timeout 300 "$datperf" -P "$ia" -q "$@" >/dev/null
-    }
-    # Fewer rounds: an emulated guest is slow; the merge weighs the two trainings equally.
+    # Fewer rounds in the slow guest; the merge weighs the two trainings equally.
     run -m pingpong -s 8 -n 3000 -p
     run -m pingpong -s 8 -n 1000
     run -m mempoll -s 8 -n 3000
     run -m write -s 65536 -n 300
     run -m send -s 65536 -n 300
-    echo "pgo: trained on datperf over $ia"
 fi
+echo "pgo: trained on datperf over $ia"

@@ -65,7 +65,7 @@ impl<const N: usize> Tally<N> {
         *c = c.wrapping_add(n);
     }
 
-    /// Takes back an [`Tally::add`] whose request did not go out.
+    /// Takes back a [`Tally::add`] whose request did not go out.
     pub fn sub(&mut self, counter: u32, n: u64) {
         let c = &mut self.0[counter as usize];
         *c = c.wrapping_sub(n);
