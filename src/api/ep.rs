@@ -605,15 +605,13 @@ pub(super) unsafe fn post_request(
             return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
         }
         let post = if datagram { Post::Run } else { ep_state::post_request(inner.state)? };
-        let link = match post {
-            Post::Run => inner.link.clone(),
-            Post::Flush => None,
-        };
         // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
         let cookie = unsafe { user_cookie.as_64 };
-        let posted = match link {
-            Some(link) => {
-                let request = Outgoing {
+        let posted = match post {
+            Post::Run => {
+                // Made where it is used: the direct post, inlined, keeps its fields in
+                // registers; only the link's call needs it in memory.
+                let request = || Outgoing {
                     operation,
                     segments,
                     length,
@@ -625,19 +623,30 @@ pub(super) unsafe fn post_request(
                     extended,
                     invalidate,
                 };
-                // Counted under the lock the transport takes over; taken back if the request
-                // does not go out.
                 let counted = post_counters(operation, extended);
-                count_post(&mut inner.posted, counted, length, Tally::add);
-                match link.post(ep, inner, &request) {
-                    Ok(posted) => posted,
-                    Err(e) => {
-                        count_post(&mut ep.inner.lock().posted, counted, length, Tally::sub);
-                        return Err(e);
+                let EpInner { wire, link, outstanding, attr, posted, .. } = &mut *inner;
+                if let Some(result) = wire.post_direct(link.as_ref(), outstanding, attr.max_request_dtos, &request()) {
+                    let queued = result?;
+                    count_post(posted, counted, length, Tally::add);
+                    drop(inner);
+                    queued
+                } else if let Some(link) = inner.link.clone() {
+                    // Counted under the lock the transport takes over; taken back if the
+                    // request does not go out.
+                    count_post(&mut inner.posted, counted, length, Tally::add);
+                    match link.post(ep, inner, &request()) {
+                        Ok(posted) => posted,
+                        Err(e) => {
+                            count_post(&mut ep.inner.lock().posted, counted, length, Tally::sub);
+                            return Err(e);
+                        }
                     }
+                } else {
+                    drop(inner);
+                    Posted::Flush
                 }
             }
-            None => {
+            Post::Flush => {
                 drop(inner);
                 Posted::Flush
             }

@@ -250,6 +250,24 @@ impl EpWire {
         self.tcp.messages_waiting()
     }
 
+    /// Posts a request straight on the EP's verbs QP, under the EP's lock, where `link` is
+    /// that connection and its send queue has room: the data path's call, without a reference
+    /// to the link or a dynamic dispatch. `None`: `Link::post` takes the request.
+    #[inline(always)]
+    pub fn post_direct(
+        &self,
+        link: Option<&Arc<dyn Link>>,
+        outstanding: &mut std::collections::VecDeque<crate::objects::ep::Request>,
+        max_request_dtos: crate::abi::DAT_COUNT,
+        out: &crate::objects::ep::Outgoing<'_>,
+    ) -> Option<crate::error::DatResult<crate::objects::ep::Posted>> {
+        let conn = self.verbs.as_ref()?;
+        if !std::ptr::addr_eq(Arc::as_ptr(link?), Arc::as_ptr(conn)) {
+            return None;
+        }
+        conn.post_ready(outstanding, max_request_dtos, out)
+    }
+
     /// Whether a receive posted now must keep its segments: a TCP link lands messages in
     /// them, and a verbs connection without its QP yet posts them when the QP is made; a QP
     /// has its own copy.

@@ -6,6 +6,7 @@
 //! that connects (after the route, or at the accept); one is made then if the EP changed its
 //! zone, EVDs or sizes since, or had none. Receives posted before go to it then.
 
+use std::collections::VecDeque;
 use std::io;
 use std::mem::MaybeUninit;
 use std::net::SocketAddrV4;
@@ -422,6 +423,75 @@ impl Conn {
         }
     }
 
+    /// Posts a request on the QP under the EP's lock, held by the caller throughout (the
+    /// EP's parts borrowed apart): `None` where the QP is not made or the send queue is full,
+    /// which `Link::post` handles (it may let go of the lock to reap completions). The data
+    /// path's direct call (`EpWire::post_direct`): no reference to the link taken, no dynamic
+    /// dispatch, inlined into the caller.
+    #[inline(always)]
+    pub fn post_ready(&self, outstanding: &mut VecDeque<Outstanding>, max_request_dtos: DAT_COUNT, out: &Outgoing<'_>) -> Option<DatResult<Posted>> {
+        let qp = self.qp.get()?;
+        if outstanding.len() >= max_request_dtos.max(1) as usize {
+            return None;
+        }
+        Some(self.post_on(qp, outstanding, max_request_dtos, out))
+    }
+
+    /// Posts a request on `qp`, the send queue having room, recording it among `outstanding`.
+    #[inline(always)]
+    fn post_on(&self, qp: &Qp, outstanding: &mut VecDeque<Outstanding>, max_request_dtos: DAT_COUNT, out: &Outgoing<'_>) -> DatResult<Posted> {
+        let mut sg = SgList::new();
+        let list = sg.fill(out.segments)?;
+        let total = out.length;
+        // A datagram's address handle is held through the post (the consumer may free it
+        // meanwhile).
+        let mut held = None;
+        let op = match (out.extended, out.operation, out.remote) {
+            (Some(Extended::Datagram { ah, qpn }), _, _) => {
+                let ah = held.insert(datagram::address_handle(ah).ok_or(DatError::invalid_arg(4))?);
+                SendOp::Datagram { ah: ah.raw(), qpn, qkey: datagram::QKEY }
+            }
+            (Some(x), _, Some(r)) => {
+                let (remote_address, rkey) = (r.virtual_address, r.rmr_context);
+                match x {
+                    Extended::WriteImmediate(data) => SendOp::WriteImmediate { remote_address, rkey, data },
+                    Extended::FetchAdd(add) => SendOp::FetchAdd { remote_address, rkey, add },
+                    Extended::CompareSwap { compare, swap } => SendOp::CompareSwap { remote_address, rkey, compare, swap },
+                    // Matched above: a datagram names no remote region.
+                    Extended::Datagram { .. } => return Err(DatError::invalid_arg(4)),
+                }
+            }
+            (_, dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write { remote_address: r.virtual_address, rkey: r.rmr_context },
+            (_, dat_dtos::DAT_DTO_RDMA_READ, Some(r)) => SendOp::Read { remote_address: r.virtual_address, rkey: r.rmr_context },
+            _ => match out.invalidate {
+                Some(rkey) => SendOp::SendWithInvalidate { rkey },
+                None => SendOp::Send,
+            },
+        };
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: out.extended.map(Extended::kind), bind: None });
+        // A suppressed request goes unsignalled, as OpenFabrics posts it: the device writes no
+        // completion for its success, and its send-queue slot comes free with the completion
+        // of a signalled request behind it (a failure has a completion of its own). One in
+        // every half queue is signalled anyway, so a program that suppresses every request
+        // still frees its slots.
+        let run = self.unsignalled_run.load(Ordering::Relaxed) + 1;
+        let signalled = out.report.reports_success() || run >= (max_request_dtos.max(2) as u32) / 2;
+        let flags = SendFlags { signalled, solicited: out.solicited, fence: out.fence };
+        if qp.post_send_sized(seq, op, list, total, flags).is_err() {
+            outstanding.pop_back();
+            return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
+        }
+        if signalled {
+            self.unsignalled_run.store(0, Ordering::Relaxed);
+            self.last_signalled.store(seq, Ordering::Relaxed);
+        } else {
+            self.unsignalled_run.store(run, Ordering::Relaxed);
+        }
+        drop(held);
+        Ok(Posted::Queued)
+    }
+
     fn end(&self, ep: &Ep, end: End, failure: dat_event_number, private_data: &[u8]) {
         self.drain(ep);
         ep.ended(end, failure, private_data);
@@ -563,56 +633,8 @@ impl Link for Conn {
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
             }
         }
-        let mut sg = SgList::new();
-        let list = sg.fill(out.segments)?;
-        let total = out.length;
-        // A datagram's address handle is held through the post (the consumer may free it
-        // meanwhile).
-        let mut held = None;
-        let op = match (out.extended, out.operation, out.remote) {
-            (Some(Extended::Datagram { ah, qpn }), _, _) => {
-                let ah = held.insert(datagram::address_handle(ah).ok_or(DatError::invalid_arg(4))?);
-                SendOp::Datagram { ah: ah.raw(), qpn, qkey: datagram::QKEY }
-            }
-            (Some(x), _, Some(r)) => {
-                let (remote_address, rkey) = (r.virtual_address, r.rmr_context);
-                match x {
-                    Extended::WriteImmediate(data) => SendOp::WriteImmediate { remote_address, rkey, data },
-                    Extended::FetchAdd(add) => SendOp::FetchAdd { remote_address, rkey, add },
-                    Extended::CompareSwap { compare, swap } => SendOp::CompareSwap { remote_address, rkey, compare, swap },
-                    // Matched above: a datagram names no remote region.
-                    Extended::Datagram { .. } => return Err(DatError::invalid_arg(4)),
-                }
-            }
-            (_, dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write { remote_address: r.virtual_address, rkey: r.rmr_context },
-            (_, dat_dtos::DAT_DTO_RDMA_READ, Some(r)) => SendOp::Read { remote_address: r.virtual_address, rkey: r.rmr_context },
-            _ => match out.invalidate {
-                Some(rkey) => SendOp::SendWithInvalidate { rkey },
-                None => SendOp::Send,
-            },
-        };
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        inner.outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: out.extended.map(Extended::kind), bind: None });
-        // A suppressed request goes unsignalled, as OpenFabrics posts it: the device writes no
-        // completion for its success, and its send-queue slot comes free with the completion
-        // of a signalled request behind it (a failure has a completion of its own). One in
-        // every half queue is signalled anyway, so a program that suppresses every request
-        // still frees its slots.
-        let run = self.unsignalled_run.load(Ordering::Relaxed) + 1;
-        let signalled = out.report.reports_success() || run >= (inner.attr.max_request_dtos.max(2) as u32) / 2;
-        let flags = SendFlags { signalled, solicited: out.solicited, fence: out.fence };
-        if qp.post_send_sized(seq, op, list, total, flags).is_err() {
-            inner.outstanding.pop_back();
-            return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
-        }
-        if signalled {
-            self.unsignalled_run.store(0, Ordering::Relaxed);
-            self.last_signalled.store(seq, Ordering::Relaxed);
-        } else {
-            self.unsignalled_run.store(run, Ordering::Relaxed);
-        }
-        drop(held);
-        Ok(Posted::Queued)
+        let EpInner { outstanding, attr, .. } = &mut *inner;
+        self.post_on(qp, outstanding, attr.max_request_dtos, out)
     }
 
     fn receive_posted(&self, _ep: &Ep) {}
