@@ -655,8 +655,7 @@ pub(super) unsafe fn post_request(
             let evd = ep.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
             if let Some(evd) = evd {
                 let flushed = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED;
-                // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                let request = ep::Request { seq: 0, cookie: unsafe { user_cookie.as_64 }, operation, length: 0, report: Report::Notify, extended: extended.map(Extended::kind), bind: None };
+                let request = ep::Request { seq: 0, cookie, operation, length: 0, report: Report::Notify, extended: extended.map(Extended::kind), bind: None };
                 ep.complete_request_on(Some(&evd), &request, flushed, 0);
             }
         }

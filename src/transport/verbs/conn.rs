@@ -213,6 +213,12 @@ fn cq_of(evd: Option<&Evd>, verbs: &Verbs) -> io::Result<Arc<Cq>> {
     }
 }
 
+/// Whether an EP's send queue holds as many requests as its attributes allow.
+#[inline(always)]
+fn send_queue_full(outstanding: &VecDeque<Outstanding>, max_request_dtos: DAT_COUNT) -> bool {
+    outstanding.len() >= max_request_dtos.max(1) as usize
+}
+
 /// Each connection numbers its requests from a block of 2^40 ids of its own, below the
 /// receives' ids (a connection that posts more runs on into the next block: its own range
 /// stays whole).
@@ -431,7 +437,7 @@ impl Conn {
     #[inline(always)]
     pub fn post_ready(&self, outstanding: &mut VecDeque<Outstanding>, max_request_dtos: DAT_COUNT, out: &Outgoing<'_>) -> Option<DatResult<Posted>> {
         let qp = self.qp.get()?;
-        if outstanding.len() >= max_request_dtos.max(1) as usize {
+        if send_queue_full(outstanding, max_request_dtos) {
             return None;
         }
         Some(self.post_on(qp, outstanding, max_request_dtos, out))
@@ -615,7 +621,7 @@ impl Link for Conn {
     fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
         let Some(qp) = self.qp.get() else { return Ok(Posted::Flush) };
         let mut inner = inner;
-        let full = |inner: &EpInner| inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize;
+        let full = |inner: &EpInner| send_queue_full(&inner.outstanding, inner.attr.max_request_dtos);
         if full(&inner) {
             // Completions of requests the program does not reap (suppressed ones) may wait in
             // the request CQ: take them here, as a verbs provider frees unsignalled work
