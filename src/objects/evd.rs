@@ -315,8 +315,16 @@ pub struct Evd {
     queue: Mutex<Queue>,
     ready: Condvar,
     /// The connections that feed this EVD, progressed by whoever dequeues or waits. Held
-    /// until they end (`detach`): a poll calls them without taking a reference.
+    /// until they end (`detach`): a poll calls them without taking a reference. A poll holds
+    /// this lock while its sources take their EPs' locks, so it is taken before any EP's
+    /// (see `objects` for the lock order).
     sources: Mutex<Vec<Arc<dyn Progress>>>,
+    /// Connections attached and not yet moved into `sources`: an EP attaches its new link
+    /// under its own lock, which a poll holding `sources` may be waiting for, so attaching
+    /// takes only this lock, which nobody holds while taking another.
+    joining: Mutex<Vec<Arc<dyn Progress>>>,
+    /// Whether `joining` holds any (a poll looks here, without its lock).
+    has_joining: AtomicBool,
     /// How long a wait spins before it sleeps, in microseconds (adapted by `next_spin`).
     spin_us: AtomicU64,
     /// Copies of the queue's length and `waiter`, kept under its lock: a poll that finds the
@@ -386,6 +394,8 @@ impl Evd {
             }),
             ready: Condvar::new(),
             sources: Mutex::new(Vec::new()),
+            joining: Mutex::new(Vec::new()),
+            has_joining: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
             waiting: AtomicBool::new(false),
             has_cno: AtomicBool::new(has_cno),
@@ -543,9 +553,11 @@ impl Evd {
         let _ = self.post(e);
     }
 
-    /// A connection now feeds this EVD.
+    /// A connection now feeds this EVD. May be called under an EP's lock: it waits for no
+    /// poll (the connection joins `sources` at the next one).
     pub fn attach(&self, source: Arc<dyn Progress>) {
-        self.sources.lock().push(source);
+        self.joining.lock().push(source);
+        self.has_joining.store(true, Ordering::Release);
     }
 
     /// The transport's completion queue feeds this EVD, and alone moves its DTOs (see
@@ -556,11 +568,27 @@ impl Evd {
         }
     }
 
+    /// The sources, held, with the connections that joined since moved in.
+    #[inline(always)]
+    fn joined<'a>(&self, mut sources: MutexGuard<'a, Vec<Arc<dyn Progress>>>) -> MutexGuard<'a, Vec<Arc<dyn Progress>>> {
+        if self.has_joining.load(Ordering::Acquire) {
+            self.move_joining(&mut sources);
+        }
+        sources
+    }
+
+    #[cold]
+    fn move_joining(&self, sources: &mut Vec<Arc<dyn Progress>>) {
+        let mut joining = self.joining.lock();
+        self.has_joining.store(false, Ordering::Release);
+        sources.append(&mut joining);
+    }
+
     /// A connection no longer feeds this EVD. The caller holds no lock a poll takes.
     pub fn detach<S: Progress + ?Sized>(&self, source: &Arc<S>) {
         let gone = Arc::as_ptr(source) as *const u8;
         let left = {
-            let mut sources = self.sources.lock();
+            let mut sources = self.joined(self.sources.lock());
             let at = sources.iter().position(|s| Arc::as_ptr(s) as *const u8 == gone);
             at.map(|i| sources.remove(i))
         };
@@ -570,7 +598,7 @@ impl Evd {
     /// Lets every source send what it left for later; its own threads take over.
     fn flush_sources(&self) {
         let Some(sources) = self.sources.try_lock() else { return };
-        for s in sources.iter() {
+        for s in self.joined(sources).iter() {
             s.flush();
         }
     }
@@ -581,7 +609,7 @@ impl Evd {
         let Some(sources) = self.sources.try_lock() else {
             return;
         };
-        for s in sources.iter() {
+        for s in self.joined(sources).iter() {
             s.progress();
         }
     }
@@ -616,12 +644,9 @@ impl Evd {
                 return Ok(());
             }
             if self.queued.load(Ordering::Acquire) == 0 {
-                // Connection, request and async events come from another thread (the
-                // progress engine): a poller that finds none lets it run, where every CPU is
-                // busy, instead of spinning until the scheduler takes its CPU away.
-                if self.flags & dat_evd_flags::DAT_EVD_DTO_FLAG as u32 == 0 {
-                    std::thread::yield_now();
-                }
+                // Never a yield here: a program that polls several EVDs in a loop would lose
+                // a time slice per empty poll on a busy machine (the engine's thread, which
+                // brings connection events, asks the scheduler for short slices instead).
                 return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
             }
         }
@@ -757,7 +782,7 @@ impl Evd {
         }
         if attached {
             // The CNO's waiters poll nothing: sources that report only to sleepers start now.
-            for s in self.sources.lock().iter() {
+            for s in self.joined(self.sources.lock()).iter() {
                 s.unpolled_waiter();
             }
         }
