@@ -326,12 +326,13 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
         assert_eq!(dat_evd_free(cr_evd), state(Sub::DAT_INVALID_STATE_EVD_IN_USE));
     }
     // A peer's request arrives as a connection request event with its private data.
-    use dat::transport::tcp::{cm, wire::Limits};
+    use dat::transport::tcp::{cm, wire::Limits, wire::ReadLimits};
     let limits = Limits { max_private_data: 56, max_message: 1 << 20 };
+    let reads = ReadLimits { inbound: 4, outbound: 4 };
     let target = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port as u16);
     let (tx, client) = std::sync::mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
-    cm::connect(target, port, b"hello".to_vec(), Some(Duration::from_secs(10)), limits, None, move |r| {
+    cm::connect(target, port, b"hello".to_vec(), Some(Duration::from_secs(10)), limits, None, reads, move |r| {
         let _ = tx.lock().unwrap().send(r);
     })
     .unwrap();

@@ -3,7 +3,7 @@
 //! registered region.
 //!
 //! The peer is a raw TCP socket speaking the wire format, which this file writes out itself
-//! (32-byte little-endian header: magic 0xDA7A, version 6, op, flags, reserved, payload length,
+//! (32-byte little-endian header: magic 0xDA7A, version 7, op, flags, reserved, payload length,
 //! rkey, remote address, id; the handshake ConnectRequest(id = qualifier, payload = private
 //! data) -> Accept/Reject -> Ready -> Ready). The library is driven only through the exported
 //! DAT functions, so the test outlives a rewrite of the transport's internals.
@@ -40,7 +40,7 @@ use common::*;
 // The wire format, as the protocol states it (not the crate's encoder).
 
 const MAGIC: u16 = 0xDA7A;
-const VERSION: u8 = 6;
+const VERSION: u8 = 7;
 const HEADER: usize = 32;
 
 const CONNECT_REQUEST: u8 = 1;
@@ -80,6 +80,11 @@ const F_DIRECT: u16 = 0x20;
 
 /// The most bytes of messages one EP keeps for receives not yet posted.
 const MAX_KEPT: usize = 64 << 20;
+
+/// What the peer says in its connect request and accept (`remote_addr`): how many RDMA reads
+/// it answers at once (low word) and starts at once (high word). Generous: the library keeps
+/// no more of its reads in flight than this.
+const PEER_READS: u64 = (64 << 32) | 64;
 
 #[derive(Clone, Copy, Debug)]
 struct Frame {
@@ -1588,7 +1593,11 @@ impl Fuzz {
 
     fn new_ep(&mut self, zone: usize) -> DAT_EP_HANDLE {
         let mut ep = null_mut();
-        let rc = unsafe { dat_ep_create(self.ia, self.pz[zone], self.recv_evd, self.req_evd, self.conn_evd, std::ptr::null(), &mut ep) };
+        // As many reads in flight as a case posts (and answered at once as it asks).
+        let mut attr = dat::objects::ep::default_attr();
+        attr.max_rdma_read_out = 64;
+        attr.max_rdma_read_in = 64;
+        let rc = unsafe { dat_ep_create(self.ia, self.pz[zone], self.recv_evd, self.req_evd, self.conn_evd, &attr, &mut ep) };
         assert_eq!(rc, OK, "dat_ep_create");
         ep
     }
@@ -1992,6 +2001,7 @@ impl Fuzz {
         let mut cr = Frame::new(CONNECT_REQUEST);
         cr.id = self.port;
         cr.len = pd.len() as u32;
+        cr.addr = PEER_READS;
         let mut bytes = cr.with(&pd);
         if c.kind == Kind::PreRequest {
             let mut g = Gen::new(rng, regs, limits, c.zone);
@@ -2277,6 +2287,7 @@ impl Fuzz {
         let apd = g.rng.some_bytes(limits.private_data as usize);
         let mut accept = Frame::new(ACCEPT);
         accept.len = apd.len() as u32;
+        accept.addr = PEER_READS;
         match g.rng.below(10) {
             0..=5 => {
                 g.emit_with(accept, &apd);

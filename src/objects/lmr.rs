@@ -10,7 +10,7 @@ use parking_lot::{RwLock, RwLockReadGuard};
 
 use super::ia::Ia;
 use super::pz::Pz;
-use super::region_table::{Found, Region, RegionTable};
+use super::region_table::{Found, Region, RegionTable, SlotHold};
 use super::{Counted, Held, Users};
 use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
@@ -283,6 +283,32 @@ impl Lmr {
         }
     }
 
+    /// [`Lmr::check_segment`] for a segment the transport is about to copy a peer's bytes
+    /// into: the region stays registered until the hold is dropped (`dat_lmr_free` waits for
+    /// it), so once the free returns no byte lands there.
+    pub fn hold_segment(context: u32, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<SegmentHold, AccessError> {
+        if let Some((r, hold)) = REGIONS.hold(context) {
+            check_access((r.pz as *const Pz, r.address, r.length, r.privileges), address, length, privilege, pz)?;
+            return Ok(SegmentHold::Table(hold));
+        }
+        Lmr::hold_segment_in_map(context, address, length, privilege, pz)
+    }
+
+    /// [`Lmr::hold_segment`] for a region the lock-free table does not hold (or none): the
+    /// region itself, its gate held for reading.
+    #[cold]
+    fn hold_segment_in_map(context: u32, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<SegmentHold, AccessError> {
+        let lmr = Lmr::by_context(context).ok_or(AccessError::UnknownContext)?;
+        lmr.check(address, length, privilege, pz)?;
+        let gate = lmr.gate.read();
+        if !*gate {
+            return Err(AccessError::UnknownContext); // freed meanwhile
+        }
+        // Released by the hold's drop (the guard borrows the region the hold owns).
+        std::mem::forget(gate);
+        Ok(SegmentHold::Region(lmr))
+    }
+
     /// [`Lmr::check_segment`] for a region the lock-free table does not hold (or none).
     #[cold]
     fn check_segment_in_map(
@@ -298,6 +324,23 @@ impl Lmr {
             return Err(AccessError::UnknownContext); // on its way out
         }
         check_access((e.pz, e.address, e.length, e.privileges), address, length, privilege, pz)
+    }
+}
+
+/// A segment held registered for one copy into it (`Lmr::hold_segment`).
+pub enum SegmentHold {
+    Table(SlotHold<'static>),
+    /// A region the table does not hold, with its gate held for reading.
+    Region(Arc<Lmr>),
+}
+
+impl Drop for SegmentHold {
+    fn drop(&mut self) {
+        if let SegmentHold::Region(lmr) = self {
+            // SAFETY: `hold_segment_in_map` took the gate for reading and forgot its guard;
+            // this releases that read lock, once.
+            unsafe { lmr.gate.force_unlock_read() };
+        }
     }
 }
 

@@ -31,11 +31,14 @@ struct Slot {
     address: AtomicU64,
     length: AtomicU64,
     privileges: AtomicU32,
+    /// Copies into the region in progress (`hold`): its removal waits for them.
+    users: AtomicU32,
 }
 
 impl Slot {
     const fn empty() -> Slot {
         Slot {
+            users: AtomicU32::new(0),
             seq: AtomicU32::new(0),
             context: AtomicU32::new(0),
             pz: AtomicUsize::new(0),
@@ -61,6 +64,17 @@ impl RegionTable {
 impl Default for RegionTable {
     fn default() -> Self {
         RegionTable::new()
+    }
+}
+
+/// A copy into a region in progress (see `RegionTable::hold`).
+pub struct SlotHold<'a> {
+    slot: &'a Slot,
+}
+
+impl Drop for SlotHold<'_> {
+    fn drop(&mut self) {
+        self.slot.users.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -108,11 +122,40 @@ impl RegionTable {
         true
     }
 
-    /// Empties the slot of `context`, if it holds that region. Writers must be serialized.
+    /// Empties the slot of `context`, if it holds that region, then waits for the copies into
+    /// it that began before (`hold`): once this returns, none is in progress. Writers must be
+    /// serialized.
     pub fn remove(&self, context: u32) {
         let slot = self.slot(context);
         if slot.context.load(Ordering::Relaxed) == context {
             self.write(slot, 0, Region { pz: 0, address: 0, length: 0, privileges: 0 });
+            // Against `hold`: a copy counted itself before it looked at the slot; one that
+            // looked after the write above found it empty, one before is counted here.
+            fence(Ordering::SeqCst);
+            let mut spins = 0u32;
+            while slot.users.load(Ordering::SeqCst) != 0 {
+                // A copy takes microseconds (a segment's bytes, with no lock or system call).
+                spins += 1;
+                if spins < 100 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// The region registered under `context`, held registered for one copy into it (its
+    /// removal waits until the hold is dropped): None when the table does not hold it (the
+    /// caller's map may know it).
+    pub fn hold(&self, context: u32) -> Option<(Region, SlotHold<'_>)> {
+        let slot = self.slot(context);
+        slot.users.fetch_add(1, Ordering::SeqCst);
+        let hold = SlotHold { slot };
+        fence(Ordering::SeqCst);
+        match self.get(context) {
+            Found::Region(r) => Some((r, hold)),
+            Found::Unknown => None, // the hold is dropped
         }
     }
 
@@ -158,6 +201,31 @@ mod tests {
         // Removing the absent one leaves the present one alone.
         t.remove(other);
         assert_eq!(t.get(77), Found::Region(region(1)));
+    }
+
+    #[test]
+    fn a_removal_waits_for_the_copies_holding_the_region() {
+        static T: RegionTable = RegionTable::new();
+        assert!(T.insert(9, region(1)));
+        let (found, hold) = T.hold(9).expect("held");
+        assert_eq!(found, region(1));
+        let removed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let remover = {
+            let removed = removed.clone();
+            std::thread::spawn(move || {
+                T.remove(9);
+                removed.store(true, Ordering::SeqCst);
+            })
+        };
+        // The remover emptied the slot (new holds fail) and waits for ours.
+        while T.get(9) != Found::Unknown {
+            std::hint::spin_loop();
+        }
+        assert!(T.hold(9).is_none());
+        assert!(!removed.load(Ordering::SeqCst));
+        drop(hold);
+        remover.join().unwrap();
+        assert!(removed.load(Ordering::SeqCst));
     }
 
     #[test]

@@ -89,6 +89,15 @@ pub const API_MINOR: u32 = 0;
 pub const PROVIDER_VERSION: &str = "libdat.0.1";
 
 impl Entry {
+    /// The peer timeout this entry's platform parameters set (`peer_timeout=SECONDS`, among
+    /// other words separated by spaces or commas; fractions allowed), if any.
+    pub fn peer_timeout(&self) -> Option<std::time::Duration> {
+        setting(&self.platform_params, "peer_timeout")
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+            .map(std::time::Duration::from_secs_f64)
+    }
+
     /// The built-in RDMA IAs of a port: `ofa-v2-<netdev>` (rdma-cm on the interface, as
     /// OpenFabrics' openib_cma line) when it carries one, and `ofa-v2-<dev>-<port>`.
     fn builtin_rdma(port: &RdmaPort) -> Vec<Entry> {
@@ -121,6 +130,11 @@ impl Entry {
             origin: Origin::Builtin,
         }
     }
+}
+
+/// The value of `key=value` among the words of `params` (separated by spaces or commas).
+fn setting<'a>(params: &'a str, key: &str) -> Option<&'a str> {
+    params.split(|c: char| c.is_whitespace() || c == ',').find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
 /// The path of the static registry: `$DAT_OVERRIDE`, else `/etc/dat.conf`.

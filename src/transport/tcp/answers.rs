@@ -60,11 +60,70 @@ pub enum Flushed {
     Finished,
 }
 
+/// The answers in order, with counts kept as they change, so that no question asked per frame
+/// walks the queue (a peer that makes it long must not make each of its frames cost more).
+#[derive(Default)]
+struct Queue {
+    answers: VecDeque<Answer>,
+    /// Answers that are not acknowledgements.
+    others: usize,
+    /// Answers that carry data for the peer's reads and atomics.
+    reads: usize,
+    /// A goodbye or finish is queued: a kept message's acknowledgement will never go.
+    leaving: bool,
+}
+
+impl Queue {
+    fn counted(&mut self, a: &Answer, up: bool) {
+        let step = |n: &mut usize| if up { *n += 1 } else { *n -= 1 };
+        if !matches!(a, Answer::Ack(_)) {
+            step(&mut self.others);
+        }
+        if matches!(a, Answer::ReadData { .. } | Answer::AtomicResult { .. }) {
+            step(&mut self.reads);
+        }
+        if up && matches!(a, Answer::Goodbye | Answer::Finish) {
+            self.leaving = true;
+        }
+    }
+
+    fn push_back(&mut self, a: Answer) {
+        self.counted(&a, true);
+        self.answers.push_back(a);
+    }
+
+    fn push_front(&mut self, a: Answer) {
+        self.counted(&a, true);
+        self.answers.push_front(a);
+    }
+
+    fn pop_front(&mut self) -> Option<Answer> {
+        let a = self.answers.pop_front()?;
+        self.counted(&a, false);
+        Some(a)
+    }
+
+    fn len(&self) -> usize {
+        self.answers.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.answers.is_empty()
+    }
+
+    fn clear(&mut self) {
+        *self = Queue::default();
+    }
+}
+
 #[derive(Default)]
 pub struct Answers {
-    queue: Mutex<VecDeque<Answer>>,
+    queue: Mutex<Queue>,
     /// The length of `queue`, copied under its lock: the usual poll and post look here.
     queued: AtomicUsize,
+    /// `Queue::others` and `Queue::reads`, copied under its lock.
+    others: AtomicUsize,
+    reads: AtomicUsize,
     /// An acknowledgement a consumer's poll owes (0: none), ahead of every queued answer: it
     /// is set only while the queue is empty, so nothing queued before it waits behind it.
     /// Acknowledgements are cumulative: a later one replaces it.
@@ -82,11 +141,35 @@ impl Answers {
     /// cumulative, and would merge into one frame anyway.
     pub fn push(&self, a: Answer) {
         let mut q = self.queue.lock();
-        match (&a, q.back_mut()) {
+        match (&a, q.answers.back_mut()) {
             (Answer::Ack(seq), Some(Answer::Ack(last))) => *last = (*last).max(*seq),
+            // One doorbell rings for every message before it.
+            (Answer::Doorbell, Some(Answer::Doorbell)) => {}
             _ => q.push_back(a),
         }
+        self.publish(&q);
+    }
+
+    /// Copies the queue's counts for the questions asked without its lock.
+    fn publish(&self, q: &Queue) {
+        self.others.store(q.others, Ordering::Release);
+        self.reads.store(q.reads, Ordering::Release);
         self.queued.store(q.len(), Ordering::Release);
+    }
+
+    /// How many answers to the peer's reads and atomics wait to be written.
+    pub fn reads_queued(&self) -> usize {
+        self.reads.load(Ordering::Acquire)
+    }
+
+    /// The stream is cut short (a frame was left unfinished): nothing queued can follow it but
+    /// the end of the stream.
+    pub fn cut(&self) {
+        let mut q = self.queue.lock();
+        q.clear();
+        self.ack_owed.store(0, Ordering::Release);
+        q.push_back(Answer::Finish);
+        self.publish(&q);
     }
 
     /// Whether anything waits to be written (or held).
@@ -97,10 +180,7 @@ impl Answers {
     /// Whether every queued answer is an acknowledgement (or none is queued): those may wait
     /// for a ride, since nothing else keeps order behind them.
     pub fn only_acks(&self) -> bool {
-        if self.queued.load(Ordering::Acquire) == 0 {
-            return true;
-        }
-        self.queue.lock().iter().all(|a| matches!(a, Answer::Ack(_)))
+        self.others.load(Ordering::Acquire) == 0
     }
 
     /// A consumer's poll acknowledges a request: owed ahead of the queue when the queue is
@@ -197,12 +277,13 @@ impl Answers {
             return owed;
         }
         let mut q = self.queue.lock();
-        if q.is_empty() || !q.iter().all(|a| matches!(a, Answer::Ack(_))) {
+        if q.is_empty() || q.others != 0 {
             self.held_since_poll.store(0, Ordering::Relaxed);
             return owed;
         }
-        let last = q.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m });
-        self.queued.store(q.len(), Ordering::Release);
+        let last = q.answers.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m });
+        q.clear();
+        self.publish(&q);
         self.acks_gone();
         Some(owed.map_or(last, |o| o.max(last)))
     }
@@ -213,12 +294,16 @@ impl Answers {
     pub fn landed(&self, seq: u64, status: dat_dto_completion_status) -> bool {
         let ok = status == dat_dto_completion_status::DAT_DTO_SUCCESS;
         let mut q = self.queue.lock();
-        if let Some(a) = q.iter_mut().find(|a| matches!(a, Answer::Kept(s) if *s == seq)) {
-            *a = if ok {
-                Answer::Ack(seq)
-            } else {
-                Answer::Refuse { seq, status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER }
-            };
+        // Kept messages land in the order they came, so theirs is the first kept answer: what
+        // is queued before it is what it holds back, never more than a few (acknowledgements
+        // merge, and read answers are bounded).
+        let first_kept = q.answers.iter().position(|a| matches!(a, Answer::Kept(_)));
+        if let Some(at) = first_kept.filter(|at| matches!(q.answers[*at], Answer::Kept(s) if s == seq)) {
+            let answer = if ok { Answer::Ack(seq) } else { Answer::Refuse { seq, status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER } };
+            q.counted(&Answer::Kept(seq), false);
+            q.counted(&answer, true);
+            q.answers[at] = answer;
+            self.publish(&q);
         }
         ok
     }
@@ -241,23 +326,22 @@ impl Answers {
                     return Ok(Flushed::Done);
                 };
                 if let Answer::Kept(_) = a {
-                    let leaving = q.iter().any(|a| matches!(a, Answer::Goodbye | Answer::Finish));
-                    if !leaving {
+                    if !q.leaving {
                         q.push_front(a); // it and what is behind it wait until it lands
-                        self.queued.store(q.len(), Ordering::Release);
+                        self.publish(&q);
                         return Ok(Flushed::Done);
                     }
-                    self.queued.store(q.len(), Ordering::Release);
+                    self.publish(&q);
                     continue; // it will never land
                 }
                 if let Answer::Ack(mut last) = a {
-                    while let Some(Answer::Ack(next)) = q.front() {
+                    while let Some(Answer::Ack(next)) = q.answers.front() {
                         last = last.max(*next);
                         q.pop_front();
                     }
                     a = Answer::Ack(last);
                 }
-                self.queued.store(q.len(), Ordering::Release);
+                self.publish(&q);
                 a
             };
             let wrote = match answer {
@@ -268,18 +352,20 @@ impl Answers {
                 }
                 Answer::ReadData { seq, lmr, address, length } => {
                     // The region may have been freed since the request was checked; it stays
-                    // registered while its bytes are copied out.
-                    let gate = lmr.as_ref().map(|l| l.access());
-                    if length == 0 || matches!(gate, Some(Some(_))) {
+                    // registered while its bytes are copied out (the frame holds it then: one
+                    // freed in between ends the connection).
+                    let live = lmr.as_ref().is_some_and(|l| l.access().is_some());
+                    if length == 0 || live {
                         let mut h = Header::new(Op::RdmaReadResponse);
                         h.id = seq;
                         h.payload_len = length;
                         let data: &[u8] = if length == 0 {
                             &[]
                         } else {
-                            // SAFETY: [address, address + length) lies inside a live region the
+                            // SAFETY: [address, address + length) lies inside a region the
                             // consumer registered with remote read privilege (checked on
-                            // arrival, and just now).
+                            // arrival, and just now); the frame reads it only while it is
+                            // registered still.
                             unsafe { std::slice::from_raw_parts(address as *const u8, length as usize) }
                         };
                         w.answer_now(&h, data, lmr.clone())?
@@ -299,14 +385,15 @@ impl Answers {
                 Answer::Goodbye if requests_held => {
                     let mut q = self.queue.lock();
                     q.push_front(Answer::Goodbye);
-                    self.queued.store(q.len(), Ordering::Release);
+                    self.publish(&q);
                     return Ok(Flushed::Done);
                 }
                 Answer::Goodbye => w.answer_now(&Header::new(Op::Disconnect), &[], None)?,
                 Answer::Finish => {
                     if w.has_rest() {
-                        self.queue.lock().push_front(Answer::Finish);
-                        self.queued.fetch_add(1, Ordering::Release);
+                        let mut q = self.queue.lock();
+                        q.push_front(Answer::Finish);
+                        self.publish(&q);
                         return Ok(Flushed::Blocked);
                     }
                     w.shutdown_write();

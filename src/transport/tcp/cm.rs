@@ -25,14 +25,15 @@
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use super::conn::{ConnError, Reader, Writer};
 use super::direct::{self, ExportedSlot, Offer};
-use super::wire::{flags, Header, Limits, Op};
+use super::wire::{flags, Header, Limits, Op, ReadLimits};
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys;
 
@@ -60,6 +61,8 @@ pub struct IncomingRequest {
     pub datagram_port: Option<u16>,
     /// The requester would take a direct offer (`direct`): its request was flagged `DIRECT`.
     pub peer_direct: bool,
+    /// How many RDMA reads the requester answers and starts at once.
+    pub peer_reads: ReadLimits,
 }
 
 /// Why an active connect did not establish.
@@ -88,6 +91,8 @@ pub struct Established {
     pub peer_offer: Option<Offer>,
     /// Our offer's slot in our table, when our `Ready` carried one.
     pub exported: Option<Arc<ExportedSlot>>,
+    /// How many RDMA reads the acceptor answers and starts at once.
+    pub peer_reads: ReadLimits,
 }
 
 /// Our end of `stream` and the peer's.
@@ -135,15 +140,17 @@ fn handshake_frame(reader: &mut Reader) -> Result<Option<(Header, Vec<u8>)>, Con
 }
 
 impl IncomingRequest {
-    /// Sends the accept and hands back the socket and a reader whose next frame should be the
-    /// active side's Ready.
-    pub fn accept_start(self, private_data: &[u8], _limits: Limits) -> Result<(Arc<TcpStream>, Reader), ConnError> {
+    /// Sends the accept, saying how many RDMA reads the accepting EP answers and starts at
+    /// once, and hands back the socket and a reader whose next frame should be the active
+    /// side's Ready.
+    pub fn accept_start(self, private_data: &[u8], reads: ReadLimits) -> Result<(Arc<TcpStream>, Reader), ConnError> {
         let mut h = Header::new(Op::Accept);
         h.payload_len = private_data.len() as u32;
+        h.remote_addr = reads.encode();
         if asks_direct(&self.stream) {
             h.flags |= flags::DIRECT;
         }
-        Writer::new(self.stream.clone()).send(&h, &[private_data])?;
+        Writer::new(self.stream.clone()).send_handshake(&h, private_data)?;
         Ok((self.stream, self.reader))
     }
 
@@ -153,7 +160,7 @@ impl IncomingRequest {
         let mut h = Header::new(Op::Accept);
         h.payload_len = private_data.len() as u32;
         h.rkey = u32::from(port);
-        let sent = Writer::new(self.stream.clone()).send(&h, &[private_data]);
+        let sent = Writer::new(self.stream.clone()).send_handshake(&h, private_data);
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         sent
     }
@@ -162,7 +169,7 @@ impl IncomingRequest {
     pub fn reject(self, private_data: &[u8]) {
         let mut h = Header::new(Op::Reject);
         h.payload_len = private_data.len() as u32;
-        let _ = Writer::new(self.stream.clone()).send(&h, &[private_data]);
+        let _ = Writer::new(self.stream.clone()).send_handshake(&h, private_data);
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 }
@@ -225,6 +232,8 @@ struct Connector {
     datagram_port: Option<u16>,
     /// The connecting EP's protection zone (its identity), for our direct offer.
     zone: Option<u64>,
+    /// How many RDMA reads the connecting EP answers and starts at once.
+    reads: ReadLimits,
     limits: Limits,
     started: u64,
     /// When the whole connect times out (monotonic microseconds).
@@ -248,12 +257,14 @@ enum Attempt {
 struct Accepted {
     private_data: Vec<u8>,
     exported: Option<Arc<ExportedSlot>>,
+    peer_reads: ReadLimits,
 }
 
 /// Connects to qualifier `conn_qual` at `remote` (its port), offers `private_data`, and
 /// reports the outcome to `done` on the engine's thread, at most `timeout` later (None: a
 /// minute). `zone`: the connecting EP's protection zone (its identity), for a direct offer to
-/// a peer on this host that asks for one.
+/// a peer on this host that asks for one; `reads`: how many RDMA reads it answers and starts
+/// at once.
 #[allow(clippy::too_many_arguments)]
 pub fn connect(
     remote: SocketAddrV4,
@@ -262,9 +273,10 @@ pub fn connect(
     timeout: Option<Duration>,
     limits: Limits,
     zone: Option<u64>,
+    reads: ReadLimits,
     done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
 ) -> io::Result<()> {
-    start(remote, conn_qual, private_data, None, zone, timeout, limits, Box::new(done));
+    start(remote, conn_qual, private_data, None, zone, reads, timeout, limits, Box::new(done));
     Ok(())
 }
 
@@ -278,7 +290,8 @@ pub fn exchange_datagram(
     limits: Limits,
     done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
 ) {
-    start(remote, conn_qual, private_data, Some(port), None, None, limits, Box::new(done));
+    let reads = ReadLimits { inbound: 0, outbound: 0 }; // no connection follows
+    start(remote, conn_qual, private_data, Some(port), None, reads, None, limits, Box::new(done));
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -288,6 +301,7 @@ fn start(
     private_data: Vec<u8>,
     datagram_port: Option<u16>,
     zone: Option<u64>,
+    reads: ReadLimits,
     timeout: Option<Duration>,
     limits: Limits,
     done: OnConnected,
@@ -301,6 +315,7 @@ fn start(
         private_data,
         datagram_port,
         zone,
+        reads,
         limits,
         started: now,
         deadline: now + micros(budget).max(1),
@@ -387,20 +402,19 @@ impl Connector {
         let mut state = self.state.lock();
         let Attempt::Connecting { stream, token, .. } = std::mem::replace(&mut *state, Attempt::Done) else { return };
         let sent = (|| -> io::Result<Reader> {
-            // Blocking from here on: only the consumer's own requests block, and reads never do.
-            stream.set_nonblocking(false)?;
             stream.set_nodelay(true)?;
             let mut h = Header::new(Op::ConnectRequest);
             h.payload_len = self.private_data.len() as u32;
             h.id = self.conn_qual;
+            h.remote_addr = self.reads.encode();
             if let Some(port) = self.datagram_port {
                 h.flags |= flags::DATAGRAM;
                 h.rkey = u32::from(port);
             } else if asks_direct(&stream) {
                 h.flags |= flags::DIRECT;
             }
-            Writer::new(stream.clone()).send(&h, &[&self.private_data])?;
-            Ok(Reader::new(stream.clone(), self.limits))
+            Writer::new(stream.clone()).send_handshake(&h, &self.private_data)?;
+            Ok(Reader::for_handshake(stream.clone(), self.limits))
         })();
         match sent {
             Ok(reader) => {
@@ -444,7 +458,16 @@ impl Connector {
                     let _ = stream.shutdown(std::net::Shutdown::Both);
                     let remote = stream.peer_addr().map(v4).unwrap_or(self.remote);
                     let port = u16::try_from(frame.0.rkey).unwrap_or(0);
-                    let est = Established { stream, reader: *reader, remote, private_data: frame.1, datagram_port: Some(port), peer_offer: None, exported: None };
+                    let est = Established {
+                        stream,
+                        reader: *reader,
+                        remote,
+                        private_data: frame.1,
+                        datagram_port: Some(port),
+                        peer_offer: None,
+                        exported: None,
+                        peer_reads: ReadLimits::decode(frame.0.remote_addr),
+                    };
                     return self.report(Ok(est));
                 }
                 (Op::Accept, false) => {
@@ -454,13 +477,17 @@ impl Connector {
                         _ => None,
                     };
                     let sent = match &offer {
-                        Some((o, _)) => Writer::new(stream.clone()).send(&o.ready(), &[&o.cookie]),
-                        None => Writer::new(stream.clone()).send(&Header::new(Op::Ready), &[]),
+                        Some((o, _)) => Writer::new(stream.clone()).send_handshake(&o.ready(), &o.cookie),
+                        None => Writer::new(stream.clone()).send_handshake(&Header::new(Op::Ready), &[]),
                     };
                     if sent.is_err() {
                         break;
                     }
-                    *accepted = Some(Accepted { private_data: frame.1, exported: offer.map(|(_, slot)| slot) });
+                    *accepted = Some(Accepted {
+                        private_data: frame.1,
+                        exported: offer.map(|(_, slot)| slot),
+                        peer_reads: ReadLimits::decode(frame.0.remote_addr),
+                    });
                 }
                 (Op::Ready, true) => {
                     let Ok(peer_offer) = Offer::from_ready(&frame.0, &frame.1) else { break };
@@ -470,8 +497,8 @@ impl Connector {
                     drop(state);
                     self.engine.deregister(token, Some(stream.as_raw_fd()));
                     let remote = stream.peer_addr().map(v4).unwrap_or(self.remote);
-                    let Accepted { private_data, exported } = accepted.expect("a Ready after the accept");
-                    let est = Established { stream, reader: *reader, remote, private_data, datagram_port: None, peer_offer, exported };
+                    let Accepted { private_data, exported, peer_reads } = accepted.expect("a Ready after the accept");
+                    let est = Established { stream, reader: *reader, remote, private_data, datagram_port: None, peer_offer, exported, peer_reads };
                     return self.report(Ok(est));
                 }
                 (Op::Reject, false) => {
@@ -554,7 +581,18 @@ struct ListenSource {
     conn_qual: u64,
     limits: Limits,
     on_request: OnRequest,
+    /// Connections taken whose request has not arrived yet (`Handshake`s): at most
+    /// `MAX_HANDSHAKES`; the kernel's backlog holds the next ones meanwhile.
+    handshakes: AtomicUsize,
 }
+
+/// How many connections of one listener may be between the TCP connect and their request at
+/// once (each holds a descriptor and a small buffer, for up to `HANDSHAKE_TIMEOUT`).
+const MAX_HANDSHAKES: usize = 256;
+
+/// How long a listener rests when the process is out of descriptors (or memory) before it
+/// takes a connection again: the pending one stays in the kernel's backlog meanwhile.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 impl Listener {
     /// Binds `ip:port` (port 0: any free port) for requests to `conn_qual` (0: the port bound).
@@ -577,6 +615,7 @@ impl Listener {
             conn_qual,
             limits,
             on_request: Arc::new(on_request),
+            handshakes: AtomicUsize::new(0),
         });
         let fd = source.listener.as_raw_fd();
         let token = source.engine.register(fd, source.clone())?;
@@ -598,20 +637,47 @@ impl Drop for Listener {
     }
 }
 
-impl Source for ListenSource {
-    fn on_event(self: Arc<Self>, _events: u32) {
+impl ListenSource {
+    /// Takes the connections waiting in the backlog, while fewer than `MAX_HANDSHAKES` are in
+    /// progress; then waits for the next one (armed), for a handshake to end (it arms us), or
+    /// for the process to have descriptors again (a timer).
+    fn take_connections(self: &Arc<Self>) {
+        let Some(token) = self.token.get().copied() else { return };
         loop {
+            if self.handshakes.load(Ordering::Acquire) >= MAX_HANDSHAKES {
+                return; // the handshake that ends next arms the listener again
+            }
             match self.listener.accept() {
-                Ok((stream, _)) => Handshake::start(stream, &self),
+                Ok((stream, _)) => Handshake::start(stream, self),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // Out of descriptors, or a connection reset before we took it: the next one.
-                Err(_) => break,
+                // Reset before we took it: the next one.
+                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
+                // Out of descriptors or memory: armed again, the listener would be reported at
+                // once, over and over. It rests, and the connection waits in the backlog.
+                Err(_) => {
+                    self.engine.set_timer(token, sys::monotonic_micros() + micros(ACCEPT_BACKOFF));
+                    return;
+                }
             }
         }
-        if let Some(token) = self.token.get() {
-            self.engine.arm(*token, self.listener.as_raw_fd(), libc::EPOLLIN as u32);
+        self.engine.arm(token, self.listener.as_raw_fd(), libc::EPOLLIN as u32);
+    }
+
+    /// A handshake ended (its request arrived, or it failed): one at the bound lets the
+    /// listener take the next connection.
+    fn handshake_ended(self: &Arc<Self>) {
+        if self.handshakes.fetch_sub(1, Ordering::AcqRel) == MAX_HANDSHAKES {
+            if let Some(token) = self.token.get() {
+                self.engine.arm(*token, self.listener.as_raw_fd(), libc::EPOLLIN as u32);
+            }
         }
+    }
+}
+
+impl Source for ListenSource {
+    fn on_event(self: Arc<Self>, _events: u32) {
+        self.take_connections();
     }
 }
 
@@ -621,36 +687,54 @@ struct Handshake {
     token: OnceLock<Token>,
     conn_qual: u64,
     on_request: OnRequest,
+    /// Counts it among the listener's handshakes (weakly: a listener that is dropped lets go
+    /// of its port at once).
+    listener: Weak<ListenSource>,
     state: Mutex<Option<(Arc<TcpStream>, Reader)>>,
 }
 
 impl Handshake {
-    fn start(stream: TcpStream, listener: &ListenSource) {
+    fn start(stream: TcpStream, listener: &Arc<ListenSource>) {
+        // Non-blocking: nothing in the library waits on a socket.
+        if stream.set_nonblocking(true).is_err() {
+            return;
+        }
         let _ = stream.set_nodelay(true);
         let stream = Arc::new(stream);
         let reader_half = stream.clone();
+        listener.handshakes.fetch_add(1, Ordering::AcqRel);
         let h = Arc::new(Handshake {
             engine: listener.engine.clone(),
             token: OnceLock::new(),
             conn_qual: listener.conn_qual,
             on_request: listener.on_request.clone(),
-            state: Mutex::new(Some((stream, Reader::new(reader_half, listener.limits)))),
+            listener: Arc::downgrade(listener),
+            state: Mutex::new(Some((stream, Reader::for_handshake(reader_half, listener.limits)))),
         });
         let fd = match &*h.state.lock() {
             Some((s, _)) => s.as_raw_fd(),
             None => return,
         };
-        let Ok(token) = h.engine.register(fd, h.clone()) else { return };
+        let Ok(token) = h.engine.register(fd, h.clone()) else {
+            h.leave();
+            return;
+        };
         let _ = h.token.set(token);
         h.engine.set_timer(token, sys::monotonic_micros() + micros(HANDSHAKE_TIMEOUT));
         h.engine.arm(token, fd, libc::EPOLLIN as u32);
     }
 
-    /// Done with the connection: it leaves the engine (and closes, unless handed on).
+    /// Done with the connection: it leaves the engine (and closes, unless handed on), and no
+    /// longer counts among the listener's handshakes.
     fn leave(&self) -> Option<(Arc<TcpStream>, Reader)> {
         let taken = self.state.lock().take();
-        if let (Some(token), Some((s, _))) = (self.token.get(), taken.as_ref()) {
-            self.engine.deregister(*token, Some(s.as_raw_fd()));
+        if let Some((s, _)) = taken.as_ref() {
+            if let Some(token) = self.token.get() {
+                self.engine.deregister(*token, Some(s.as_raw_fd()));
+            }
+            if let Some(listener) = self.listener.upgrade() {
+                listener.handshake_ended();
+            }
         }
         taken
     }
@@ -678,7 +762,8 @@ impl Source for Handshake {
                 let Ok(remote) = stream.peer_addr().map(v4) else { return };
                 let datagram_port = (h.flags & flags::DATAGRAM != 0).then(|| u16::try_from(h.rkey).unwrap_or(0));
                 let peer_direct = h.flags & flags::DIRECT != 0;
-                (self.on_request)(IncomingRequest { stream, reader, private_data, remote, datagram_port, peer_direct });
+                let peer_reads = ReadLimits::decode(h.remote_addr);
+                (self.on_request)(IncomingRequest { stream, reader, private_data, remote, datagram_port, peer_direct, peer_reads });
             }
             // Not a request for us, or not a frame: as if nobody listened.
             _ => {
@@ -694,6 +779,7 @@ mod tests {
     use std::sync::mpsc;
 
     const LIMITS: Limits = Limits { max_private_data: 56, max_message: 1 << 20 };
+    const READS: ReadLimits = ReadLimits { inbound: 4, outbound: 4 };
 
     fn listener(qual: u64) -> (Listener, mpsc::Receiver<IncomingRequest>) {
         let (tx, rx) = mpsc::channel();
@@ -708,7 +794,7 @@ mod tests {
     fn connect_now(addr: SocketAddrV4, qual: u64, pd: &[u8], timeout: Duration) -> mpsc::Receiver<Result<Established, ConnectFailure>> {
         let (tx, rx) = mpsc::channel();
         let tx = parking_lot::Mutex::new(tx);
-        connect(addr, qual, pd.to_vec(), Some(timeout), LIMITS, None, move |r| {
+        connect(addr, qual, pd.to_vec(), Some(timeout), LIMITS, None, READS, move |r| {
             let _ = tx.lock().send(r);
         })
         .unwrap();
@@ -719,7 +805,7 @@ mod tests {
     /// exchange.
     fn accept_by_hand(request: IncomingRequest, pd: &[u8]) -> (Arc<TcpStream>, Vec<u8>) {
         let private = request.private_data.clone();
-        let (stream, mut reader) = request.accept_start(pd, LIMITS).unwrap();
+        let (stream, mut reader) = request.accept_start(pd, READS).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         loop {
             if let Some((h, _)) = handshake_frame(&mut reader).unwrap() {
@@ -729,7 +815,7 @@ mod tests {
             assert!(std::time::Instant::now() < deadline);
             std::thread::sleep(Duration::from_millis(1));
         }
-        Writer::new(stream.clone()).send(&Header::new(Op::Ready), &[]).unwrap();
+        Writer::new(stream.clone()).send_handshake(&Header::new(Op::Ready), &[]).unwrap();
         (stream, private)
     }
 

@@ -2,12 +2,13 @@
 //! reader half held by whoever handles the connection's incoming frames. Both use the one
 //! socket (no duplicated descriptor: a thousand connections are a thousand descriptors).
 //!
-//! Reading never blocks: whoever holds the reader takes what the socket has (`MSG_DONTWAIT`),
-//! and a frame that has only partly arrived is continued by the next holder. Writing blocks
-//! only for the consumer's own requests (`dat_ep_post_*`, on the consumer's thread); the
-//! answers the connection owes its peer are written without blocking, and one the socket had
-//! no room for stays here, partly written, until the socket drains. So two peers that both
-//! fill their sockets never wait on each other: each one's reader keeps draining.
+//! Nothing here blocks on the socket. Whoever holds the reader takes what the socket has
+//! (`MSG_DONTWAIT`), and a frame that has only partly arrived is continued by the next holder.
+//! Whoever holds the writer writes what the socket has room for; a frame it took only in part
+//! stays here (its `Frame`, with what is left of it) until the socket drains, and frames
+//! behind it wait their turn. So a thread holds the writer only for the system calls that
+//! copy into the socket, never while the peer reads, and two peers that both fill their
+//! sockets never wait on each other: each one's reader keeps draining.
 
 use std::io::{self, IoSlice};
 use std::net::TcpStream;
@@ -15,6 +16,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
 
 use super::wire::{Header, Limits, WireError, HEADER_LEN};
 use crate::objects::lmr::Lmr;
@@ -43,42 +45,173 @@ impl From<io::Error> for ConnError {
 /// The most payload parts one frame gathers (the largest IOV we accept, plus one).
 pub const MAX_PARTS: usize = 65;
 
+/// The bytes ahead of a frame's payload: an acknowledgement's frame that rides with it, the
+/// frame's header, and a small payload copied in (an atomic's operands, an offer's cookie, a
+/// handshake's private data).
+const HEAD_ROOM: usize = 2 * HEADER_LEN + 64;
+
+/// A frame to write: its head (copied), then its payload (pieces of memory that stay valid
+/// until the frame is written, or a copy it owns), then a trailing frame of header alone (a
+/// write's immediate), and how much of all that went out already.
+pub struct Frame {
+    head: [u8; HEAD_ROOM],
+    head_len: usize,
+    /// The payload, read in place: a request's segments (the consumer keeps them until the
+    /// request completes, which it does only after this frame is out), or the bytes of a
+    /// registered region (`region`, checked again before each write).
+    pieces: SmallVec<[(*const u8, usize); 4]>,
+    /// The payload, when it is a copy.
+    owned: Option<Box<[u8]>>,
+    tail: Option<[u8; HEADER_LEN]>,
+    /// The region the pieces lie in, for an answer to the peer's read: it stays registered
+    /// while its bytes are copied into the socket, and one freed meanwhile ends the connection.
+    region: Option<Arc<Lmr>>,
+    written: usize,
+}
+
+// SAFETY: the pieces name memory the frame's contract keeps valid until it is written (see
+// `Frame::pieces`); they are only read, under the writer's lock.
+unsafe impl Send for Frame {}
+
+impl Frame {
+    /// A frame of `headers` (an acknowledgement's, then the frame's) and a small copied
+    /// payload `inline`.
+    pub fn new(headers: &[&Header], inline: &[u8]) -> Frame {
+        let mut head = [0u8; HEAD_ROOM];
+        let mut at = 0;
+        for h in headers {
+            head[at..at + HEADER_LEN].copy_from_slice(&h.encode());
+            at += HEADER_LEN;
+        }
+        head[at..at + inline.len()].copy_from_slice(inline);
+        Frame { head, head_len: at + inline.len(), pieces: SmallVec::new(), owned: None, tail: None, region: None, written: 0 }
+    }
+
+    /// The payload, read from `pieces` as the frame goes out.
+    ///
+    /// # Safety
+    /// Each piece must stay readable until the frame is written or dropped.
+    pub unsafe fn with_pieces(mut self, pieces: impl IntoIterator<Item = (*const u8, usize)>) -> Frame {
+        self.pieces.extend(pieces.into_iter().filter(|p| p.1 != 0));
+        self
+    }
+
+    /// The payload, a copy the frame owns.
+    pub fn with_owned(mut self, payload: Box<[u8]>) -> Frame {
+        self.owned = Some(payload);
+        self
+    }
+
+    /// The payload, `length` bytes at `address` of the registered region `region` (None: a
+    /// payload of nothing), which must stay registered while they are written.
+    pub fn with_region(mut self, region: Option<Arc<Lmr>>, address: u64, length: usize) -> Frame {
+        self.pieces.clear();
+        if length != 0 {
+            self.pieces.push((address as *const u8, length));
+        }
+        self.region = region;
+        self
+    }
+
+    /// A frame of header alone written right after the payload.
+    pub fn with_tail(mut self, tail: &Header) -> Frame {
+        self.tail = Some(tail.encode());
+        self
+    }
+
+    fn total(&self) -> usize {
+        let payload = match &self.owned {
+            Some(o) => o.len(),
+            None => self.pieces.iter().map(|p| p.1).sum(),
+        };
+        self.head_len + payload + self.tail.map_or(0, |t| t.len())
+    }
+
+    /// Writes what the socket takes of the rest of the frame, without blocking. True when it
+    /// is all out.
+    fn write_some(&mut self, stream: &TcpStream) -> io::Result<bool> {
+        // An answer's region, held registered for the copy (one freed meanwhile cannot give
+        // the peer a consistent answer, and a frame cannot be cut short: the connection ends).
+        let region = self.region.clone();
+        let gate = region.as_ref().map(|r| r.access());
+        if matches!(gate, Some(None)) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        let total = self.total();
+        if self.written == 0 && total <= SMALL_FRAME {
+            // Small: copied into one buffer and written with `send`, which costs the kernel
+            // less than `sendmsg` gathering pieces (a ping-pong's frames are all this small).
+            let mut frame = [0u8; SMALL_FRAME];
+            let mut at = 0;
+            for piece in self.slices() {
+                frame[at..at + piece.len()].copy_from_slice(piece);
+                at += piece.len();
+            }
+            // SAFETY: `frame` is readable for `at` bytes for the call.
+            let n = written(unsafe { sys::send(stream.as_raw_fd(), frame.as_ptr(), at, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) })?;
+            let n = n.unwrap_or(0);
+            if n < at {
+                // The rest waits as a copy: the pieces need not outlive this call then.
+                self.owned = Some(frame[n..at].into());
+                self.pieces.clear();
+                self.tail = None;
+                self.head_len = 0;
+                self.region = None;
+                self.written = 0;
+                return Ok(false);
+            }
+            self.written = total;
+            return Ok(true);
+        }
+        let mut slices: SmallVec<[IoSlice<'_>; MAX_PARTS + 3]> = SmallVec::new();
+        let mut skip = self.written;
+        for piece in self.slices() {
+            if skip >= piece.len() {
+                skip -= piece.len();
+                continue;
+            }
+            slices.push(IoSlice::new(&piece[skip..]));
+            skip = 0;
+        }
+        let n = write_vectored_now(stream, &mut slices)?;
+        drop(slices);
+        self.written += n;
+        drop(gate);
+        Ok(self.written == total)
+    }
+
+    /// The frame's bytes in order: head, payload, tail.
+    fn slices(&self) -> impl Iterator<Item = &[u8]> {
+        let payload: SmallVec<[&[u8]; 4]> = match &self.owned {
+            Some(o) => [&o[..]].into_iter().collect(),
+            // SAFETY: each piece is readable until the frame is written (its contract: see
+            // `with_pieces` and `with_region`; a region's is held by the caller's gate).
+            None => self.pieces.iter().map(|(at, len)| unsafe { std::slice::from_raw_parts(*at, *len) }).collect(),
+        };
+        std::iter::once(&self.head[..self.head_len]).chain(payload).chain(self.tail.as_ref().map(|t| &t[..]))
+    }
+}
+
+/// A frame this small is copied into one buffer and written with `send`.
+const SMALL_FRAME: usize = 256;
+
 /// The sending half.
 pub struct Writer {
     half: Mutex<WriteHalf>,
 }
 
-/// The sending half, with what remains of a frame written only in part.
+/// The sending half, with the frame the socket took only in part.
 pub struct WriteHalf {
     stream: Arc<TcpStream>,
-    rest: Option<Rest>,
+    rest: Option<Frame>,
 }
-
-/// The unwritten end of a frame the socket had no room for: header bytes, then payload bytes
-/// from memory that stays valid until it is written (the registered region `region`, checked
-/// again before each write, or the copy `owned`).
-struct Rest {
-    head: [u8; HEADER_LEN],
-    head_from: usize,
-    payload: *const u8,
-    payload_len: usize,
-    payload_from: usize,
-    region: Option<Arc<Lmr>>,
-    owned: Option<Box<[u8]>>,
-}
-
-
-
-// SAFETY: the payload pointer names memory of a live registered region (see `Rest`); it is
-// only read, under the writer's lock.
-unsafe impl Send for Rest {}
 
 /// What a write that must not block achieved.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Wrote {
     /// The whole frame is out.
     All,
-    /// Part of it: the rest waits here (`WriteHalf::has_rest`) until the socket drains.
+    /// Part of it: the rest waits here (`WriterGuard::has_rest`) until the socket drains.
     Part,
     /// Nothing: an earlier frame's rest is still waiting.
     Nothing,
@@ -89,7 +222,8 @@ impl Writer {
         Writer { half: Mutex::new(WriteHalf { stream, rest: None }) }
     }
 
-    /// Holds the sending half for several frames in a row.
+    /// Holds the sending half. Its holders never wait on the socket, so this waits at most
+    /// for another thread's system call.
     pub fn lock(&self) -> WriterGuard<'_> {
         WriterGuard(self.half.lock())
     }
@@ -99,10 +233,14 @@ impl Writer {
         self.half.try_lock().map(WriterGuard)
     }
 
-    /// Sends one frame, blocking until it is out (the consumer's thread, or a handshake's
-    /// first frames on a fresh socket).
-    pub fn send(&self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
-        self.lock().send(header, parts)
+    /// Writes a handshake frame on a fresh socket (a few dozen bytes, which its empty buffer
+    /// takes at once): an error if the socket does not take it whole.
+    pub fn send_handshake(&self, header: &Header, payload: &[u8]) -> io::Result<()> {
+        let mut g = self.lock();
+        match g.write_now(Frame::new(&[header], payload))? {
+            Wrote::All => Ok(()),
+            _ => Err(io::ErrorKind::WouldBlock.into()),
+        }
     }
 }
 
@@ -110,61 +248,6 @@ impl Writer {
 pub struct WriterGuard<'a>(MutexGuard<'a, WriteHalf>);
 
 impl WriterGuard<'_> {
-    /// Sends one frame (at most [`MAX_PARTS`] payload parts), blocking.
-    pub fn send(&mut self, header: &Header, parts: &[&[u8]]) -> io::Result<()> {
-        self.send_after(None, header, parts.iter().copied())
-    }
-
-    /// Sends `lead` (a header-only frame) if there is one, then a frame, in one system call,
-    /// blocking until both are out (after what remained of an earlier frame). The payload
-    /// parts come as an iterator: the data path builds no list of them.
-    pub fn send_after<'p, I>(&mut self, lead: Option<&Header>, header: &Header, parts: I) -> io::Result<()>
-    where
-        I: IntoIterator<Item = &'p [u8]>,
-        I::IntoIter: Clone,
-    {
-        self.finish_rest()?;
-        let stream = &self.0.stream;
-        let parts = parts.into_iter();
-        let heads = HEADER_LEN * (1 + usize::from(lead.is_some()));
-        let total = heads + parts.clone().map(<[u8]>::len).sum::<usize>();
-        if total <= SMALL_FRAME {
-            let mut frame = [0u8; SMALL_FRAME];
-            if let Some(lead) = lead {
-                frame[..HEADER_LEN].copy_from_slice(&lead.encode());
-            }
-            frame[heads - HEADER_LEN..heads].copy_from_slice(&header.encode());
-            let mut at = heads;
-            for p in parts {
-                frame[at..at + p.len()].copy_from_slice(p);
-                at += p.len();
-            }
-            return send_all(stream, &frame[..total]);
-        }
-        let lead = lead.map(Header::encode);
-        let head = header.encode();
-        let pieces = lead.as_ref().map(|l| &l[..]).into_iter().chain([&head[..]]).chain(parts.map(|p| -> &[u8] { p }));
-        // The gather list lives on the stack: the data path allocates nothing.
-        let mut slices = [IoSlice::new(&[]); MAX_PARTS + 2];
-        let mut n = 0;
-        for p in pieces.filter(|p| !p.is_empty()) {
-            if n == slices.len() {
-                return Err(io::ErrorKind::InvalidInput.into());
-            }
-            slices[n] = IoSlice::new(p);
-            n += 1;
-        }
-        write_all_vectored(stream, &mut slices[..n], 0).map(|_| ())
-    }
-
-    /// Writes what remained of an earlier frame, blocking.
-    fn finish_rest(&mut self) -> io::Result<()> {
-        while self.0.rest.is_some() {
-            self.continue_rest(0)?;
-        }
-        Ok(())
-    }
-
     /// Whether part of a frame waits for room in the socket.
     pub fn has_rest(&self) -> bool {
         self.0.rest.is_some()
@@ -172,78 +255,53 @@ impl WriterGuard<'_> {
 
     /// Writes what it can of the frame left in part, without blocking. True when it is out.
     pub fn continue_rest_now(&mut self) -> io::Result<bool> {
-        self.continue_rest(libc::MSG_DONTWAIT)?;
-        Ok(self.0.rest.is_none())
+        let half = &mut *self.0;
+        let Some(rest) = half.rest.as_mut() else { return Ok(true) };
+        let done = match rest.write_some(&half.stream) {
+            Ok(done) => done,
+            Err(e) => {
+                half.rest = None;
+                return Err(e);
+            }
+        };
+        if done {
+            half.rest = None;
+        }
+        Ok(done)
     }
 
-    fn continue_rest(&mut self, flags: i32) -> io::Result<()> {
-        let half = &mut *self.0;
-        let Some(rest) = half.rest.as_mut() else { return Ok(()) };
-        let region = rest.region.clone();
-        let gate = region.as_ref().map(|r| r.access());
-        if matches!(gate, Some(None)) {
-            // The region went away under the read's data: the peer cannot get a consistent
-            // answer, and a frame cannot be cut short. The connection ends.
-            half.rest = None;
-            return Err(io::ErrorKind::BrokenPipe.into());
+    /// Writes `frame` without blocking, after what remained of an earlier one: what the socket
+    /// has no room for stays for [`WriterGuard::continue_rest_now`]. Nothing is written (and
+    /// the frame is dropped) while an earlier frame's rest waits: the caller keeps its own.
+    pub fn write_now(&mut self, mut frame: Frame) -> io::Result<Wrote> {
+        if self.0.rest.is_some() && !self.continue_rest_now()? {
+            return Ok(Wrote::Nothing);
         }
-        let payload = match &rest.owned {
-            Some(copy) => &copy[..],
-            // SAFETY: the payload names live registered memory (checked just above).
-            None => unsafe { std::slice::from_raw_parts(rest.payload, rest.payload_len) },
-        };
-        let mut slices = [IoSlice::new(&rest.head[rest.head_from..]), IoSlice::new(&payload[rest.payload_from..])];
-        let start = usize::from(slices[0].is_empty());
-        let end = if slices[1].is_empty() { 1 } else { 2 };
-        let n = write_all_vectored(&half.stream, &mut slices[start..end.max(start)], flags)?;
-        let from_head = n.min(HEADER_LEN - rest.head_from);
-        rest.head_from += from_head;
-        rest.payload_from += n - from_head;
-        if rest.head_from == HEADER_LEN && rest.payload_from == rest.payload_len {
-            half.rest = None;
+        if frame.write_some(&self.0.stream)? {
+            return Ok(Wrote::All);
         }
-        Ok(())
+        self.0.rest = Some(frame);
+        Ok(Wrote::Part)
     }
 
     /// Writes an answer (a header, and a payload from the registered region `region`, still
-    /// registered) without blocking. What the socket has no room for stays for
-    /// [`WriterGuard::continue_rest_now`]; nothing is written while an earlier frame's rest waits.
+    /// registered) without blocking; see [`WriterGuard::write_now`].
     pub fn answer_now(&mut self, header: &Header, payload: &[u8], region: Option<Arc<Lmr>>) -> io::Result<Wrote> {
-        self.write_now(header, payload.as_ptr(), payload.len(), region, None)
+        let frame = match region {
+            Some(r) => Frame::new(&[header], &[]).with_region(Some(r), payload.as_ptr() as u64, payload.len()),
+            None => Frame::new(&[header], &[]).with_owned(payload.into()),
+        };
+        self.write_now(frame)
     }
 
     /// [`WriterGuard::answer_now`] for a frame whose payload is a copy, kept until it is out.
     pub fn write_owned_now(&mut self, header: &Header, payload: Box<[u8]>) -> io::Result<Wrote> {
-        let (at, len) = (payload.as_ptr(), payload.len());
-        // The box's bytes stay where they are as it moves into the rest.
-        self.write_now(header, at, len, None, Some(payload))
+        self.write_now(Frame::new(&[header], &[]).with_owned(payload))
     }
 
-    /// `payload_len` bytes at `payload` stay valid while `region` stays registered, or while
-    /// `owned` (which holds them) lives.
-    fn write_now(
-        &mut self,
-        header: &Header,
-        payload: *const u8,
-        payload_len: usize,
-        region: Option<Arc<Lmr>>,
-        owned: Option<Box<[u8]>>,
-    ) -> io::Result<Wrote> {
-        if self.0.rest.is_some() && !self.continue_rest_now()? {
-            return Ok(Wrote::Nothing);
-        }
-        let head = header.encode();
-        // SAFETY: valid for `payload_len` bytes (this function's contract).
-        let bytes = unsafe { std::slice::from_raw_parts(payload, payload_len) };
-        let mut slices = [IoSlice::new(&head), IoSlice::new(bytes)];
-        let n = if payload_len == 0 { 1 } else { 2 };
-        let sent = write_all_vectored(&self.0.stream, &mut slices[..n], libc::MSG_DONTWAIT)?;
-        if sent == HEADER_LEN + payload_len {
-            return Ok(Wrote::All);
-        }
-        let from_head = sent.min(HEADER_LEN);
-        self.0.rest = Some(Rest { head, head_from: from_head, payload, payload_len, payload_from: sent - from_head, region, owned });
-        Ok(Wrote::Part)
+    /// Forgets the frame left in part (the connection ends: nothing follows it).
+    pub fn drop_rest(&mut self) {
+        self.0.rest = None;
     }
 
     /// Closes our sending direction: the peer reads end of stream after what was sent.
@@ -252,14 +310,10 @@ impl WriterGuard<'_> {
     }
 }
 
-/// A frame this small is copied into one buffer and written with `send`, which costs the
-/// kernel less than `sendmsg` gathering its pieces (a ping-pong's frames are all this small).
-const SMALL_FRAME: usize = 256;
-
-/// Writes the slices with `MSG_NOSIGNAL` (a peer that went away is an error here, never a
-/// SIGPIPE that kills the consumer's process) and `flags`. Returns how much was written: all
-/// of it, unless `flags` has `MSG_DONTWAIT` and the socket filled up.
-fn write_all_vectored(stream: &TcpStream, mut slices: &mut [IoSlice<'_>], flags: i32) -> io::Result<usize> {
+/// Writes the slices without blocking, with `MSG_NOSIGNAL` (a peer that went away is an error
+/// here, never a SIGPIPE that kills the consumer's process). Returns how much was written: all
+/// of it, unless the socket filled up.
+fn write_vectored_now(stream: &TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<usize> {
     let mut total = 0;
     while !slices.is_empty() {
         // SAFETY: msghdr is plain data for which all-zero bytes are a valid value.
@@ -268,33 +322,20 @@ fn write_all_vectored(stream: &TcpStream, mut slices: &mut [IoSlice<'_>], flags:
         msg.msg_iovlen = slices.len().min(libc::UIO_MAXIOV as usize) as _;
         // SAFETY: IoSlice is ABI-compatible with iovec (std guarantees it on Unix); the
         // slices and the socket outlive the call.
-        let n = unsafe { sys::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL | flags) };
+        let n = unsafe { sys::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
         match written(n)? {
             Some(n) => {
                 total += n;
                 IoSlice::advance_slices(&mut slices, n);
             }
-            None if flags & libc::MSG_DONTWAIT != 0 => return Ok(total),
-            None => {}
+            None => return Ok(total),
         }
     }
     Ok(total)
 }
 
-/// Writes `bytes` with `send` and `MSG_NOSIGNAL`, blocking.
-fn send_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        // SAFETY: `bytes` is readable for its length for the duration of the call.
-        let n = unsafe { sys::send(stream.as_raw_fd(), bytes.as_ptr(), bytes.len(), libc::MSG_NOSIGNAL) };
-        if let Some(n) = written(n)? {
-            bytes = &bytes[n..];
-        }
-    }
-    Ok(())
-}
-
-/// What a sending system call returned: the bytes it wrote, or None when it wrote none and
-/// may be tried again (interrupted, or a socket without room for a call that must not block).
+/// What a sending system call returned: the bytes it wrote, or None when it wrote none
+/// (interrupted, or a socket without room).
 fn written(n: sys::SysResult) -> io::Result<Option<usize>> {
     match n {
         Ok(0) => Err(io::ErrorKind::WriteZero.into()),
@@ -304,9 +345,40 @@ fn written(n: sys::SysResult) -> io::Result<Option<usize>> {
     }
 }
 
+/// Bounds how long the peer may go unheard while the connection owes or expects something:
+/// data we sent that it does not acknowledge for `timeout` fails the socket
+/// (`TCP_USER_TIMEOUT`), and so does an idle connection whose peer stops answering the
+/// kernel's keepalive probes, which start after a quarter of it. A peer whose process is
+/// merely slow (a busy machine) keeps its kernel answering: only a dead or unreachable one
+/// fails this way.
+pub fn watch_peer(stream: &TcpStream, timeout: std::time::Duration) -> io::Result<()> {
+    let secs = timeout.as_secs().max(1);
+    let options: [(libc::c_int, libc::c_int, libc::c_int); 5] = [
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, (secs / 4).clamp(1, 32767) as libc::c_int),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, (secs / 8).clamp(1, 32767) as libc::c_int),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 127),
+        (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int),
+    ];
+    for (level, name, value) in options {
+        // SAFETY: an int option of our own socket, from a live local of its size.
+        let r = unsafe {
+            libc::setsockopt(stream.as_raw_fd(), level, name, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// How many bytes the reader takes from the socket at once: small frames arrive whole in one
 /// system call, several at a time when they queue up.
 const READ_AHEAD: usize = 64 * 1024;
+
+/// A handshake's buffer: a connect request or accept with the most private data, or a
+/// confirmation with its offer, fits.
+const HANDSHAKE_BUFFER: usize = 256;
 
 /// A payload at least this large is read straight into place, not through the buffer.
 pub const LARGE_PAYLOAD: usize = 16 * 1024;
@@ -330,15 +402,31 @@ pub struct Reader {
 
 impl Reader {
     pub fn new(stream: Arc<TcpStream>, limits: Limits) -> Reader {
-        Reader {
-            stream,
-            limits,
-            buffer: vec![0u8; READ_AHEAD].into_boxed_slice(),
-            start: 0,
-            end: 0,
-            large_frames: false,
-            drained: false,
+        Reader::with_buffer(stream, limits, READ_AHEAD)
+    }
+
+    /// A reader for a connection's handshake: a buffer that holds its small frames, made
+    /// larger (`grow`) only once the connection is up, so connections a peer opens and never
+    /// completes cost little.
+    pub fn for_handshake(stream: Arc<TcpStream>, limits: Limits) -> Reader {
+        Reader::with_buffer(stream, limits, HANDSHAKE_BUFFER)
+    }
+
+    fn with_buffer(stream: Arc<TcpStream>, limits: Limits, len: usize) -> Reader {
+        Reader { stream, limits, buffer: vec![0u8; len].into_boxed_slice(), start: 0, end: 0, large_frames: false, drained: false }
+    }
+
+    /// The connection is up: the read-ahead buffer gets its full size, keeping what it holds.
+    pub fn grow(&mut self) {
+        if self.buffer.len() >= READ_AHEAD {
+            return;
         }
+        let mut buffer = vec![0u8; READ_AHEAD].into_boxed_slice();
+        let held = self.end - self.start;
+        buffer[..held].copy_from_slice(&self.buffer[self.start..self.end]);
+        self.buffer = buffer;
+        self.start = 0;
+        self.end = held;
     }
 
     /// The socket's own address (for diagnostics).
@@ -533,6 +621,22 @@ mod tests {
         max_message: 1 << 20,
     };
 
+    /// Writes a frame whole, as the engine would, woken each time the socket has room.
+    fn send(w: &Writer, h: &Header, parts: &[&[u8]]) {
+        let pieces: Vec<(*const u8, usize)> = parts.iter().map(|p| (p.as_ptr(), p.len())).collect();
+        // SAFETY: the parts outlive this call, which returns only once the frame is out.
+        let frame = unsafe { Frame::new(&[h], &[]).with_pieces(pieces) };
+        let mut g = w.lock();
+        while !g.continue_rest_now().unwrap() {
+            std::thread::yield_now(); // an earlier frame's rest goes first
+        }
+        if g.write_now(frame).unwrap() == Wrote::Part {
+            while !g.continue_rest_now().unwrap() {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     fn pair() -> (Arc<TcpStream>, Arc<TcpStream>) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -564,8 +668,8 @@ mod tests {
         let mut r = Reader::new(b, LIMITS);
         let mut h = Header::new(Op::Send);
         h.payload_len = 11;
-        w.send(&h, &[b"hello", b"", b" world"]).unwrap();
-        w.send(&Header::new(Op::Disconnect), &[]).unwrap();
+        send(&w, &h, &[b"hello", b"", b" world"]);
+        send(&w, &Header::new(Op::Disconnect), &[]);
         let (got, payload) = next(&mut r).unwrap();
         assert_eq!(got, h);
         assert_eq!(&payload, b"hello world");
@@ -614,8 +718,8 @@ mod tests {
         let big = vec![7u8; 10000];
         let mut h = Header::new(Op::Send);
         h.payload_len = big.len() as u32;
-        w.send(&h, &[&big]).unwrap();
-        w.send(&Header::new(Op::Ready), &[]).unwrap();
+        send(&w, &h, &[&big]);
+        send(&w, &Header::new(Op::Ready), &[]);
         let h = loop {
             if let Some(h) = r.peek() {
                 break h.unwrap();
@@ -640,7 +744,7 @@ mod tests {
         let mut h = Header::new(Op::RdmaReadResponse);
         h.payload_len = data.len() as u32;
         let mut g = w.lock();
-        assert_eq!(g.answer_now(&h, &data, None).unwrap(), Wrote::Part);
+        assert_eq!(g.write_owned_now(&h, data.clone().into_boxed_slice()).unwrap(), Wrote::Part);
         assert!(g.has_rest());
         // Nothing else goes out meanwhile.
         assert_eq!(g.answer_now(&Header::new(Op::Ack), &[], None).unwrap(), Wrote::Nothing);
@@ -664,8 +768,8 @@ mod tests {
             let (h2, _) = next(&mut r).unwrap();
             (h1, p1, h2)
         });
-        // The consumer's next frame waits for the rest (blocking, on its thread).
-        w.send(&Header::new(Op::Disconnect), &[]).unwrap();
+        // The next frame goes after the rest, as the socket drains.
+        send(&w, &Header::new(Op::Disconnect), &[]);
         let (h1, p1, h2) = reader.join().unwrap();
         assert_eq!(h1.op, Op::RdmaReadResponse);
         assert!(p1 == data);

@@ -20,7 +20,7 @@ use super::ep_wire::{pop_request, EarlyMessage};
 use crate::objects::ep::{Ep, EpInner, Request};
 use crate::objects::evd::Evd;
 use crate::objects::extension::ATOMIC_LEN;
-use crate::objects::lmr::{self, Lmr};
+use crate::objects::lmr::{self, Lmr, SegmentHold};
 use crate::objects::pz::Pz;
 use crate::objects::rmr::Window;
 use crate::objects::srq::{PostedRecv, Segments};
@@ -36,13 +36,47 @@ pub enum Stop {
     Broken,
 }
 
-/// The most bytes of early messages one EP keeps before the sender sees "receiver not ready".
-const MAX_UNEXPECTED_BYTES: usize = 64 << 20;
-
 /// The receiving half of a link and the frame it is in the middle of.
 pub struct Inbound {
     pub reader: Reader,
     partial: Option<Partial>,
+    /// The RDMA write just carried out announced its immediate (`flags::IMMEDIATE`): the next
+    /// frame must be that immediate, for that write (its number and length).
+    immediate_due: Option<(u64, u64)>,
+    /// The last look stopped at its share (see `Share`) with frames buffered or arriving: the
+    /// next look must come without waiting for the socket to report (it may have nothing
+    /// more to say).
+    pub more: bool,
+}
+
+/// How much one look at a connection handles at most (frames, payload bytes): a peer that
+/// floods its connection gets its share, then the other connections theirs (the engine's
+/// poll reports it again after the others), before anyone comes back to it.
+const SHARE_FRAMES: usize = 256;
+const SHARE_BYTES: usize = 1 << 20;
+
+/// What is left of one look's share.
+struct Share {
+    frames: usize,
+    bytes: usize,
+}
+
+impl Share {
+    fn new() -> Share {
+        Share { frames: SHARE_FRAMES, bytes: SHARE_BYTES }
+    }
+
+    fn spent(&self) -> bool {
+        self.frames == 0 || self.bytes == 0
+    }
+
+    fn frame(&mut self) {
+        self.frames = self.frames.saturating_sub(1);
+    }
+
+    fn bytes(&mut self, n: usize) {
+        self.bytes = self.bytes.saturating_sub(n);
+    }
 }
 
 /// A frame whose payload is still arriving.
@@ -89,7 +123,7 @@ struct Walk {
 
 impl Inbound {
     pub fn new(reader: Reader) -> Inbound {
-        Inbound { reader, partial: None }
+        Inbound { reader, partial: None, immediate_due: None, more: false }
     }
 
     /// The connection ended with a frame half in: what it was filling completes as flushed.
@@ -121,13 +155,23 @@ pub fn advance(
     // A read that takes less than it could finds the socket empty: the engine stops there
     // (its poll, armed again, reports what comes later) instead of asking once more.
     inb.reader.expect_data();
+    let mut share = Share::new();
+    inb.more = false;
     loop {
+        if share.spent() {
+            inb.more = true; // the rest at the next look
+            return Ok((handled, None));
+        }
         if let Some(p) = inb.partial.as_mut() {
-            if !feed_arriving(&mut inb.reader, p, in_caller)? {
+            if !feed_arriving(&mut inb.reader, p, in_caller, &mut share)? {
+                inb.more = share.spent();
                 return Ok((handled, None));
             }
             let p = inb.partial.take().expect("a partial frame");
             handled = true;
+            if p.h.op == Op::RdmaWrite && p.h.flags & flags::IMMEDIATE != 0 && p.refused.is_none() {
+                inb.immediate_due = Some((p.h.id, u64::from(p.h.payload_len)));
+            }
             if let Some(stop) = finish(ep, link, p, in_caller) {
                 return Ok((handled, Some(stop)));
             }
@@ -158,6 +202,12 @@ pub fn advance(
         }
         inb.reader.take_header(&h);
         handled = true;
+        share.frame();
+        // An immediate comes right after its write, and only then.
+        let due = inb.immediate_due.take();
+        if (h.op == Op::Immediate) != due.is_some() || due.is_some_and(|(id, len)| h.id != id || h.remote_addr != len) {
+            return Ok((handled, Some(Stop::Lost)));
+        }
         if let Some(stop) = step(ep, link, inb, h, in_caller)? {
             return Ok((handled, Some(stop)));
         }
@@ -209,6 +259,13 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
                 }
             };
             return Ok(start(inb, h, sink));
+        }
+        // Beyond the reads and atomics the EP answers at once (its `max_rdma_read_in`, which
+        // the handshake told the peer): the peer broke the rules, and hears so, as a verbs
+        // responder refuses such a request.
+        Op::RdmaReadRequest | Op::FetchAdd | Op::CompareSwap if !link.may_answer_read() => {
+            refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+            return Ok(Some(Stop::Broken));
         }
         Op::RdmaReadRequest => match remote_access(ep, &h, lmr::PRIV_REMOTE_READ) {
             Some((lmr, address)) => link.answer(Answer::ReadData { seq: h.id, lmr, address, length: h.payload_len }),
@@ -284,15 +341,15 @@ const ARRIVING_US: u64 = 50;
 /// the completion it polled for may go off to poll memory, holding the connection on lease:
 /// the rest of a frame behind that completion (a write's data behind its acknowledgement)
 /// would wait for the lease to run out.
-fn feed_arriving(reader: &mut Reader, p: &mut Partial, in_caller: bool) -> Result<bool, ConnError> {
+fn feed_arriving(reader: &mut Reader, p: &mut Partial, in_caller: bool, share: &mut Share) -> Result<bool, ConnError> {
     // Until when bytes that stop coming are waited for (0: none came yet).
     let mut until = 0;
     loop {
         let left = p.left;
-        if feed(reader, p)? {
+        if feed(reader, p, share)? {
             return Ok(true);
         }
-        if !in_caller {
+        if !in_caller || share.spent() {
             return Ok(false);
         }
         let now = crate::transport::sys::monotonic_micros();
@@ -307,8 +364,11 @@ fn feed_arriving(reader: &mut Reader, p: &mut Partial, in_caller: bool) -> Resul
 
 /// Reads what the socket has of a partial frame's payload into its sink. True when the
 /// payload is complete.
-fn feed(reader: &mut Reader, p: &mut Partial) -> Result<bool, ConnError> {
+fn feed(reader: &mut Reader, p: &mut Partial, share: &mut Share) -> Result<bool, ConnError> {
     while p.left > 0 {
+        if share.spent() {
+            return Ok(false);
+        }
         let got = match &mut p.sink {
             Sink::Memory { last, .. } if p.left == 1 => {
                 // The final byte, aside (stored by `finish`): through the buffer, with the
@@ -358,6 +418,7 @@ fn feed(reader: &mut Reader, p: &mut Partial) -> Result<bool, ConnError> {
         if got == 0 {
             return Ok(false);
         }
+        share.bytes(got);
         p.left -= got;
         if p.left > 0 && reader.buffered() == 0 && reader.drained() {
             return Ok(false);
@@ -386,17 +447,18 @@ impl Walk {
                 continue;
             }
             let n = (length - self.within).min(left);
-            if self.within == 0
-                && Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err()
-            {
+            let at = s.virtual_address + self.within as u64;
+            // Checked, and held registered while this piece lands (a region freed between two
+            // pieces of a message takes no byte after its free returned).
+            let Ok(hold) = Lmr::hold_segment(s.lmr_context, at, n as u64, lmr::PRIV_LOCAL_WRITE, pz) else {
                 self.failed = Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION);
                 break;
-            }
-            // SAFETY: checked as the segment began to fill: inside a live region with local
-            // write privilege in the EP's zone, which the consumer keeps until the receive (or
-            // read) completes.
-            let dst = unsafe { std::slice::from_raw_parts_mut((s.virtual_address as usize + self.within) as *mut u8, n) };
+            };
+            // SAFETY: just checked and held: inside a live region with local write privilege
+            // in the EP's zone, which the consumer keeps until the receive (or read) completes.
+            let dst = unsafe { std::slice::from_raw_parts_mut(at as *mut u8, n) };
             let got = reader.read_some(dst, left - n)?;
+            drop(hold);
             self.within += got;
             return Ok(got);
         }
@@ -558,20 +620,24 @@ fn deliver_buffered(
             Some((s, n))
         })
     };
-    if parts().any(|(s, n)| Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err()) {
+    // Each held registered until its bytes are in (`dat_lmr_free` waits for the holds).
+    let holds: Result<smallvec::SmallVec<[SegmentHold; 4]>, _> =
+        parts().map(|(s, n)| Lmr::hold_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz)).collect();
+    let Ok(holds) = holds else {
         reader.skip_buffered(len);
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0);
         refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
         return Some(Some(Stop::Broken));
-    }
+    };
     link.acknowledge(h.id, in_caller);
     for (s, n) in parts() {
-        // SAFETY: checked above, under the EP's lock still held: inside a live region with
+        // SAFETY: checked above, and held registered (`holds`): inside a live region with
         // local write privilege in the EP's zone, which the consumer keeps until the receive
         // completes.
         let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
         reader.take_buffered(dst);
     }
+    drop(holds);
     invalidate(ep, invalidated_context(h));
     complete(dat_dto_completion_status::DAT_DTO_SUCCESS, len as u32);
     Some(None)
@@ -614,16 +680,14 @@ fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
             }
             Sink::Receive { recv, pz: pz.expect("checked"), evd, walk: Walk::default() }
         }
-        None if inner.wire.tcp.unexpected_bytes + len > MAX_UNEXPECTED_BYTES => {
+        // Counted now, so several arriving at once stay under the bounds; beyond them the
+        // sender hears "receiver not ready", as a verbs sender whose retries ran out.
+        None if !inner.wire.tcp.reserve_kept(len) => {
             drop(inner);
             refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY);
             Sink::Drop { then: Some(Stop::Broken) }
         }
-        None => {
-            // Counted now, so several arriving at once stay under the bound.
-            inner.wire.tcp.unexpected_bytes += len;
-            Sink::Early { data: vec![0u8; len], filled: 0 }
-        }
+        None => Sink::Early { data: vec![0u8; len], filled: 0 },
     }
 }
 
@@ -655,7 +719,7 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
     while !inner.wire.tcp.unexpected.is_empty() {
         let Some(recv) = next_receive(ep, &mut inner) else { break };
         let message = inner.wire.tcp.unexpected.pop_front().expect("not empty");
-        inner.wire.tcp.unexpected_bytes -= message.data.len();
+        inner.wire.tcp.release_kept(message.data.len());
         let status = place(&recv.segments, &message.data, &pz);
         // The sender hears first: a consumer that answers the message must not overtake it.
         link.landed(message.seq, status);
@@ -727,13 +791,15 @@ pub(super) fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) 
             break;
         }
         let n = rest.len().min(s.segment_length as usize);
-        if Lmr::check_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz).is_err() {
+        let Ok(hold) = Lmr::hold_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz) else {
             return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION;
-        }
-        // SAFETY: just checked: inside a live region with local write privilege in the EP's
-        // zone, which the consumer keeps until the receive completes.
+        };
+        // SAFETY: just checked, and held registered while the bytes land: inside a live region
+        // with local write privilege in the EP's zone, which the consumer keeps until the
+        // receive completes.
         let dst = unsafe { std::slice::from_raw_parts_mut(s.virtual_address as *mut u8, n) };
         dst.copy_from_slice(&rest[..n]);
+        drop(hold);
         rest = &rest[n..];
     }
     dat_dto_completion_status::DAT_DTO_SUCCESS
@@ -750,6 +816,12 @@ fn immediate(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: u32, length: u32, in_
         let success = dat_dto_completion_status::DAT_DTO_SUCCESS;
         ep.complete_immediate_on(inner.recv_evd.as_deref(), recv.cookie, success, length, data);
         return None;
+    }
+    // Kept as a message of no bytes is (counted, so a peer's stream of them is bounded).
+    if !inner.wire.tcp.reserve_kept(0) {
+        drop(inner);
+        refuse(link, seq, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY);
+        return Some(Stop::Broken);
     }
     drop(inner);
     keep(ep, link, EarlyMessage { seq, data: Vec::new(), immediate: Some((data, length)), invalidate: None });

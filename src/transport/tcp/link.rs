@@ -31,11 +31,11 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::answers::{Answer, Answers, Flushed};
 use super::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
-use super::conn::{ConnError, Reader, Writer, MAX_PARTS};
+use super::conn::{watch_peer, ConnError, Frame, Reader, Writer, Wrote, MAX_PARTS};
 use super::direct::{self, Direct, ExportedSlot, Offer, Outcome, Receives};
-use super::held::{Held, HeldRequest};
+use super::held::{Held, HeldRequest, Reads};
 use super::inbound::{self, Inbound, Stop};
-use super::wire::{flags, Header, Op, ATOMIC_OPERANDS};
+use super::wire::{flags, Header, Op, ReadLimits, ATOMIC_OPERANDS};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use super::wire_limits;
@@ -154,6 +154,18 @@ pub struct TcpLink {
     closed_at: AtomicU64,
     /// Set when a frame was handled since the engine last looked at a close's deadline.
     active: AtomicBool,
+    /// When a graceful close ends whatever the peer sends (monotonic microseconds).
+    close_deadline: AtomicU64,
+    /// How long the peer may go unheard while something is owed (the IA's peer timeout): the
+    /// socket's retransmission and keepalive bound, and a graceful close's.
+    peer_timeout: Duration,
+    /// How many RDMA reads (and atomics) of ours may be in flight at once: the EP's
+    /// `max_rdma_read_out`, and no more than the peer's `max_rdma_read_in`.
+    read_depth: usize,
+    /// How many of the peer's reads and atomics this side answers at once: the EP's
+    /// `max_rdma_read_in` (a peer that asks for more breaks the connection, as a verbs
+    /// responder refuses them).
+    reads_in_limit: usize,
     /// How long the engine holds acknowledgements now (`ACK_HOLD_MIN_US` to `_MAX_US`).
     ack_hold_us: AtomicU64,
     /// When the engine began to hold acknowledgements that then went alone (monotonic
@@ -207,16 +219,29 @@ impl TcpLink {
     /// The direct path (`direct`): `peer_direct`, the peer asked for our offer (the passive
     /// side's confirmation makes it); `exported`, the slot of the offer we made (the active
     /// side's confirmation carried it); `peer_offer`, the peer's, taken up now.
+    #[allow(clippy::too_many_arguments)]
     fn start(
         stream: Arc<TcpStream>,
-        reader: Reader,
+        mut reader: Reader,
         ep: &Arc<Ep>,
         phase: Phase,
         peer_direct: bool,
         exported: Option<Arc<ExportedSlot>>,
         peer_offer: Option<Offer>,
+        peer_reads: ReadLimits,
     ) -> std::io::Result<Arc<TcpLink>> {
         let ends = cm::ends(&stream);
+        reader.grow();
+        let peer_timeout = super::peer_timeout(&ep.ia.entry);
+        // A peer that stops acknowledging what we send, or stops answering the kernel's
+        // probes of an idle connection, is gone after the peer timeout: the socket fails, and
+        // the connection breaks, as an RC QP's retries run out.
+        watch_peer(&stream, peer_timeout)?;
+        let ours = read_limits(ep);
+        // Reads (and atomics) of ours in flight: as many as the EP starts, and no more than
+        // the peer answers at once. Zero from either means one (a read must be able to go).
+        let read_depth = ours.outbound.max(1).min(peer_reads.inbound.max(1)) as usize;
+        let reads_in_limit = ours.inbound.max(1) as usize;
         let peer_on_this_host = match (stream.local_addr(), stream.peer_addr()) {
             (Ok(local), Ok(peer)) => peer.ip().is_loopback() || peer.ip() == local.ip(),
             _ => false,
@@ -251,6 +276,10 @@ impl TcpLink {
             ending: AtomicBool::new(false),
             closed_at: AtomicU64::new(0),
             active: AtomicBool::new(false),
+            close_deadline: AtomicU64::new(u64::MAX),
+            peer_timeout,
+            read_depth,
+            reads_in_limit,
             ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
             lone_acks_held_at: AtomicU64::new(0),
             peer_on_this_host,
@@ -275,6 +304,17 @@ impl TcpLink {
             link.engine.set_timer(token, deadline);
         }
         Ok(link)
+    }
+
+    /// Whether the peer may ask for one more read (or atomic) now: fewer than the EP answers
+    /// at once wait for their answers to be written.
+    pub(super) fn may_answer_read(&self) -> bool {
+        self.answers.reads_queued() < self.reads_in_limit
+    }
+
+    /// How many reads of ours are in flight, and how many may be.
+    fn reads(&self) -> Reads<'_> {
+        Reads { in_flight: &self.reads_in_flight, depth: self.read_depth }
     }
 
     fn token(&self) -> Token {
@@ -466,7 +506,7 @@ impl TcpLink {
             self.write_wanted.store(false, Ordering::Relaxed);
             // Held requests first: they keep no order with the answers, and the goodbye
             // among those waits for them.
-            let flushed = match self.held.write(&mut w, &self.reads_in_flight) {
+            let flushed = match self.held.write(&mut w, &self.reads()) {
                 Ok(true) => Ok(Flushed::Blocked),
                 Ok(false) => self.answers.write(&mut w, self.held.any()),
                 Err(e) => Err(e),
@@ -546,6 +586,7 @@ impl TcpLink {
         let closed = self.closed_at.load(Ordering::Acquire);
         if closed != 0 {
             due(closed + LINGER.as_micros() as u64);
+            due(self.close_deadline.load(Ordering::Acquire));
         }
         self.engine.set_timer(self.token(), next);
     }
@@ -676,7 +717,11 @@ impl TcpLink {
             }
             Err(e) => self.stop(Err(e)),
         }
+        let more = inb.more;
         drop(inb);
+        if more {
+            self.kick(); // its share was spent: the engine comes back after the others
+        }
         // Acknowledgements alone wait for a ride, or for their timer (see `acknowledge`):
         // written now, each would wake the peer a second time per message.
         if self.answers.ack_due() != 0 && !self.out_blocked.load(Ordering::Acquire) && self.answers.only_acks() {
@@ -760,7 +805,17 @@ impl TcpLink {
             );
         }
         self.inbound.lock().abandon(&self.ep);
-        self.held.clear();
+        {
+            // What was not written goes unwritten: the requests are flushed below, and the
+            // consumer may reuse their memory then. A frame the socket took in part is cut
+            // short, so nothing may follow it: the peer reads the end of the stream.
+            let mut w = self.writer.lock();
+            self.held.clear(&w);
+            if w.has_rest() {
+                w.drop_rest();
+                self.answers.cut();
+            }
+        }
         let end = match outcome {
             Ok(Stop::Goodbye) => End::Orderly,
             _ => End::Broken,
@@ -822,11 +877,12 @@ impl TcpLink {
             _ => {}
         }
         let closed = self.closed_at.load(Ordering::Acquire);
-        if closed != 0 && now >= closed + LINGER.as_micros() as u64 {
-            if self.active.swap(false, Ordering::Relaxed) {
+        if closed != 0 && (now >= closed + LINGER.as_micros() as u64 || now >= self.close_deadline.load(Ordering::Acquire)) {
+            if self.active.swap(false, Ordering::Relaxed) && now < self.close_deadline.load(Ordering::Acquire) {
                 self.closed_at.store(now, Ordering::Release);
             } else {
-                // The peer did not answer our goodbye in time.
+                // The peer did not answer our goodbye in time, or kept sending past the close's
+                // deadline.
                 self.stop(Err(ConnError::Closed));
                 return self.end_now();
             }
@@ -939,11 +995,18 @@ impl Lent for TcpLink {
                 waited |= self.take_direct();
             }
             waited |= sys::bytes_waiting(self.fd) > 0;
+            // Frames the thread's last look left in the buffer (its share was spent): the
+            // socket will not report them.
+            let buffered = self.inbound.try_lock().is_none_or(|inb| inb.more);
+            waited |= buffered;
             if waited {
                 count(&self.stats.taken_back_waiting);
             }
             self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             self.rearm();
+            if buffered {
+                self.kick();
+            }
         }
         if engine::on_engine() && self.only_acks_wait() {
             // The lease ran out while the thread computes or polls memory: acknowledgements
@@ -992,6 +1055,12 @@ impl Progress for TcpLink {
                     }
                     Err(e) => self.stop(Err(e)),
                 }
+                // Its share spent: a thread that holds the connection comes back at its next
+                // poll (or hands it back, see `take_back`); else the engine looks.
+                if inb.more && !self.lent.load(Ordering::Relaxed) {
+                    drop(inb);
+                    self.kick();
+                }
             }
         }
         if handled {
@@ -1022,24 +1091,23 @@ impl Link for TcpLink {
         // queued, so the peer completes everything it was owed before it sees us leave.
         self.answers.push(Answer::Goodbye);
         match how {
-            // The peer answers our requests, sees the goodbye, and closes.
-            Close::Graceful => {}
-            Close::Abrupt => {
-                self.held.clear(); // flushed, never sent
-                self.answers.push(Answer::Finish);
+            // The peer answers our requests, sees the goodbye, and closes; it is given until
+            // its answers stop coming for a moment (`LINGER`), and no longer than the peer
+            // timeout in all, whatever it sends meanwhile.
+            Close::Graceful => {
+                let now = sys::monotonic_micros();
+                self.close_deadline.store(now + self.peer_timeout.as_micros() as u64, Ordering::Release);
+                self.closed_at.store(now, Ordering::Release);
+                self.kick();
             }
-            Close::Released => {
-                self.held.clear();
+            // At once, whatever the socket does: the EP hears DISCONNECTED as the engine ends
+            // the connection, and what was posted is flushed, never sent.
+            Close::Abrupt | Close::Released => {
                 self.answers.push(Answer::Finish);
                 self.stop(Ok(Stop::Goodbye));
             }
         }
         self.flush_answers();
-        // The peer's goodbye is awaited for a while, since its last frame.
-        if how != Close::Released {
-            self.closed_at.store(sys::monotonic_micros(), Ordering::Release);
-            self.kick();
-        }
     }
 
     fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
@@ -1198,29 +1266,31 @@ impl Link for TcpLink {
         // answer lands.
         let payload = if op.answered_with_data() { &[][..] } else { out.segments };
         let copied = operands.as_ref().map_or(&[][..], |o| &o[..]);
-        // Fenced behind reads in flight, or behind a request that is: it waits (see `held`).
-        if self.held.any() || (out.fence && self.reads_in_flight.load(Ordering::Acquire) != 0) {
-            self.held.push(HeldRequest::new(h, out.fence, copied, payload));
-            if let Some(i) = immediate {
-                self.held.push(HeldRequest::new(i, false, &[], &[]));
+        let pieces = payload.iter().map(|s| (s.virtual_address as *const u8, s.segment_length as usize));
+        let frame = |headers: &[&Header]| {
+            // SAFETY: each segment was checked against a live LMR with local read privilege,
+            // and the consumer keeps the memory until the DTO completes, which it does only
+            // after the frame is written (or the connection ended, which drops it unwritten).
+            let f = unsafe { Frame::new(headers, copied).with_pieces(pieces.clone()) };
+            match &immediate {
+                Some(i) => f.with_tail(i),
+                None => f,
             }
+        };
+        let read = op.answered_with_data();
+        // Behind a frame the socket has not taken, behind held requests, fenced behind reads
+        // in flight, or a read beyond what the peer takes at once: it waits (see `held`).
+        if w.has_rest() || self.held.any() || !self.reads().may_start(out.fence, read) {
+            self.held.push(&w, HeldRequest::new(frame(&[&h]), out.fence, read));
             drop(w);
             // The reads may have landed meanwhile (against `read_landed`).
             fence(Ordering::SeqCst);
             self.flush_answers();
             return Ok(Posted::Queued);
         }
-        if op.answered_with_data() {
+        if read {
             self.reads_in_flight.fetch_add(1, Ordering::AcqRel);
         }
-        let parts = payload.iter().map(|s| {
-            // SAFETY: the segment was checked against a live LMR with local read privilege;
-            // the consumer keeps the memory until the DTO completes.
-            unsafe { std::slice::from_raw_parts(s.virtual_address as *const u8, s.segment_length as usize) }
-        });
-        // After the payload: the immediate's frame, whole.
-        let immediate = immediate.map(|i| i.encode());
-        let parts = std::iter::once(copied).chain(parts).chain(immediate.as_ref().map(|i| &i[..]));
         // Waiting acknowledgements (and only those: answers keep their order) go out with the
         // request: inside a send's header, else as a frame ahead of it in the same system call.
         let mut ack = None;
@@ -1253,14 +1323,29 @@ impl Link for TcpLink {
                 ack = Some(a);
             }
         }
+        let frame = match &ack {
+            Some(a) => frame(&[a, &h]),
+            None => frame(&[&h]),
+        };
         // A failed write is the connection's end: whoever reads next finds it.
-        if w.send_after(ack.as_ref(), &h, parts).is_err() {
-            drop(w);
-            self.stop(Err(ConnError::Closed));
-            return Ok(Posted::Queued);
-        }
+        let wrote = match w.write_now(frame) {
+            Ok(wrote) => wrote,
+            Err(_) => {
+                drop(w);
+                self.stop(Err(ConnError::Closed));
+                return Ok(Posted::Queued);
+            }
+        };
         drop(w);
         self.wrote_frames();
+        if wrote != Wrote::All {
+            // The rest goes as the socket drains: the engine watches for room (or the thread
+            // that holds the connection on lease writes it as it polls).
+            if !self.out_blocked.swap(true, Ordering::AcqRel) && !self.lent.load(Ordering::Acquire) {
+                self.rearm();
+            }
+            return Ok(Posted::Queued);
+        }
         // Answers queued while we held the writer are ours to write (see `flush_answers`).
         fence(Ordering::SeqCst);
         if self.write_wanted.load(Ordering::Relaxed) {
@@ -1289,6 +1374,7 @@ impl Link for TcpLink {
 pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
     // The EP's zone, for the direct offer our confirmation may carry.
     let zone = ep.pz().map(|pz| Arc::as_ptr(&pz) as u64);
+    let reads = read_limits(&ep);
     let on_done = move |result: Result<cm::Established, ConnectFailure>| {
         let failure = |event: dat_event_number, pd: &[u8]| ep.ended(End::Broken, event, pd);
         let est = match result {
@@ -1298,7 +1384,7 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
             Err(ConnectFailure::Unreachable) => return failure(dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE, &[]),
             Err(ConnectFailure::TimedOut) => return failure(dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[]),
         };
-        let link = match TcpLink::start(est.stream, est.reader, &ep, Phase::Open, false, est.exported, est.peer_offer) {
+        let link = match TcpLink::start(est.stream, est.reader, &ep, Phase::Open, false, est.exported, est.peer_offer, est.peer_reads) {
             Ok(l) => l,
             Err(_) => return failure(dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]),
         };
@@ -1308,7 +1394,7 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
         }
         link.begin();
     };
-    cm::connect(remote, conn_qual, private_data, timeout, wire_limits(), zone, on_done)
+    cm::connect(remote, conn_qual, private_data, timeout, wire_limits(), zone, reads, on_done)
         .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
 }
 
@@ -1317,8 +1403,9 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
 pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> DatResult {
     let remote = request.remote;
     let peer_direct = request.peer_direct;
+    let peer_reads = request.peer_reads;
     let accept_error = dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
-    let (stream, reader) = match request.accept_start(private_data, wire_limits()) {
+    let (stream, reader) = match request.accept_start(private_data, read_limits(&ep)) {
         Ok(s) => s,
         Err(_) => {
             ep.ended(End::Broken, accept_error, &[]);
@@ -1326,11 +1413,17 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
         }
     };
     let deadline = sys::monotonic_micros() + HANDSHAKE_TIMEOUT.as_micros() as u64;
-    let link = TcpLink::start(stream, reader, &ep, Phase::Handshake { deadline }, peer_direct, None, None)
+    let link = TcpLink::start(stream, reader, &ep, Phase::Handshake { deadline }, peer_direct, None, None, peer_reads)
         .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))?;
     if !ep.accepting(link.clone(), remote) {
         link.close(Close::Released);
     }
     link.begin();
     Ok(())
+}
+
+/// How many RDMA reads `ep` answers and starts at once, as its attributes say.
+fn read_limits(ep: &Ep) -> ReadLimits {
+    let attr = ep.inner.lock().attr;
+    ReadLimits { inbound: attr.max_rdma_read_in.max(0) as u32, outbound: attr.max_rdma_read_out.max(0) as u32 }
 }

@@ -10,7 +10,9 @@ pub const MAGIC: u16 = 0xDA7A;
 /// extension's operations (`Immediate`, `FetchAdd`, `CompareSwap`). Version 4: a send with
 /// invalidate (`flags::INVALIDATE`). Version 5: a UD EP's exchange (`flags::DATAGRAM`).
 /// Version 6: direct access between processes of one host (`flags::DIRECT`, `Doorbell`).
-pub const VERSION: u8 = 6;
+/// Version 7: a connect request and an accept say how many RDMA reads their sender answers at
+/// once and starts at once (`ReadLimits`, in `remote_addr`).
+pub const VERSION: u8 = 7;
 /// The payload of a `Ready` flagged `DIRECT`: the cookie its sender's table holds.
 pub const OFFER_COOKIE: u32 = 16;
 /// The payload of an atomic: its two operands (the value to add, or to compare and to swap).
@@ -21,9 +23,10 @@ pub const HEADER_LEN: usize = 32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Op {
-    /// Active side -> listener: connect to `conn_qual`, with private data.
+    /// Active side -> listener: connect to `conn_qual` (in `id`), with private data and the
+    /// requester's `ReadLimits` (in `remote_addr`).
     ConnectRequest = 1,
-    /// Listener -> active side: accepted, with private data.
+    /// Listener -> active side: accepted, with private data and the acceptor's `ReadLimits`.
     Accept = 2,
     /// Listener -> active side: rejected, with private data.
     Reject = 3,
@@ -90,6 +93,26 @@ impl TryFrom<u8> for Op {
             15 => Op::Doorbell,
             _ => return Err(WireError::UnknownOp(v)),
         })
+    }
+}
+
+/// How many RDMA reads (and atomics, which are answered the same way) an EP answers at once
+/// (`inbound`: its `max_rdma_read_in`) and starts at once (`outbound`: `max_rdma_read_out`),
+/// as its side of the handshake says them: each side then keeps no more of its reads in
+/// flight than the peer answers at once, and breaks a connection whose peer asks for more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadLimits {
+    pub inbound: u32,
+    pub outbound: u32,
+}
+
+impl ReadLimits {
+    pub fn encode(self) -> u64 {
+        (u64::from(self.outbound) << 32) | u64::from(self.inbound)
+    }
+
+    pub fn decode(v: u64) -> ReadLimits {
+        ReadLimits { inbound: v as u32, outbound: (v >> 32) as u32 }
     }
 }
 

@@ -16,10 +16,9 @@ use crate::objects::region_table::Region;
 use crate::objects::srq::PostedRecv;
 use crate::transport::sys::{self, debug};
 
-/// How long a region being freed, or a connection ending, waits for a peer's access that
-/// began before (a copy takes microseconds; a peer that died in the middle of one never
-/// finishes it).
-const DRAIN_LIMIT_US: u64 = 1_000_000;
+/// How long a wait for a peer's accesses spins before it watches the peer's process instead
+/// (a copy takes microseconds; a peer that is slow, or stopped, takes as long as it takes).
+const SPIN_US: u64 = 200;
 
 pub struct Exports {
     map: Mapping,
@@ -184,6 +183,10 @@ impl Exports {
         conn.polled.store(0, Ordering::Relaxed);
         conn.attached.store(0, Ordering::Relaxed);
         conn.frames.store(0, Ordering::Relaxed);
+        // A previous holder's counts do not carry over (one that died mid-access left them
+        // apart for good).
+        conn.begun.store(0, Ordering::Relaxed);
+        conn.finished.store(0, Ordering::Relaxed);
         for d in &conn.ring {
             d.seq.store(0, Ordering::Relaxed);
             d.filled.store(0, Ordering::Relaxed);
@@ -193,22 +196,52 @@ impl Exports {
     }
 }
 
-/// Waits for the peer's accesses through `conn` that began before now to finish (bounded).
+/// Waits for the peer's accesses through `conn` that began before now to finish: as long as
+/// the peer's process lives (a slow peer still copies into memory the caller is about to
+/// give back), and no longer once it died (its accesses end with it).
 fn wait_for_accesses(conn: &ConnSlot, why: &str) {
     let begun = conn.begun.load(Ordering::SeqCst);
     if conn.finished.load(Ordering::SeqCst) >= begun {
         return;
     }
     let start = sys::monotonic_micros();
-    while conn.finished.load(Ordering::SeqCst) < begun {
-        if sys::monotonic_micros() - start > DRAIN_LIMIT_US {
-            if debug() {
-                eprintln!("libdat: a peer's direct access did not finish in 1 s, for {why} (the peer died?)");
-            }
+    while sys::monotonic_micros() - start < SPIN_US {
+        if conn.finished.load(Ordering::SeqCst) >= begun {
             return;
         }
         sys::yield_now();
     }
+    let pid = conn.attached.load(Ordering::Acquire);
+    let peer = libc::pid_t::try_from(pid).ok().filter(|p| *p > 0).and_then(process_watch);
+    let Some(peer) = peer else {
+        // No process to watch: the peer never said who it is, or is gone already.
+        return settle_dead(conn, begun, why);
+    };
+    while conn.finished.load(Ordering::SeqCst) < begun {
+        let mut fd = libc::pollfd { fd: peer.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one live pollfd for our own pidfd; it becomes readable as the process exits.
+        let r = unsafe { libc::poll(&mut fd, 1, 1) };
+        if r > 0 && conn.finished.load(Ordering::SeqCst) < begun {
+            return settle_dead(conn, begun, why);
+        }
+    }
+}
+
+/// The peer whose accesses `conn` counts has died with `begun` of them not finished: they
+/// never will, and no wait counts them again.
+fn settle_dead(conn: &ConnSlot, begun: u64, why: &str) {
+    if debug() {
+        eprintln!("libdat: a peer died during a direct access, for {why}: not waited for");
+    }
+    conn.finished.fetch_max(begun, Ordering::SeqCst);
+}
+
+/// A descriptor that becomes readable when process `pid` exits (None: it has exited).
+fn process_watch(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a fresh descriptor nobody else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// A connection's slot in our table, offered to its peer; closed as the connection ends,

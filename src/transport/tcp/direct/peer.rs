@@ -69,8 +69,9 @@ pub fn attach(offer: &Offer, local: SocketAddrV4, remote: SocketAddrV4) -> Optio
     if !ours {
         return None;
     }
-    // Our frames are counted from now on (see `ConnSlot::frames`).
-    conn.attached.store(1, Ordering::Release);
+    // Our frames are counted from now on (see `ConnSlot::frames`), and the owner knows whose
+    // accesses it waits for.
+    conn.attached.store(u64::from(sys::current_pid()), Ordering::Release);
     Some(Direct { peer, slot: offer.slot as usize, state })
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::objects::region_table::Region;
 
-pub const MAGIC: u64 = u64::from_le_bytes(*b"libdatD2");
+pub const MAGIC: u64 = u64::from_le_bytes(*b"libdatD3");
 /// Region slots: contexts are scattered keys, so their low bits spread them; a context whose
 /// slot another region holds is reached through the socket.
 pub const REGION_SLOTS: usize = 4096;
@@ -116,9 +116,11 @@ pub struct ConnSlot {
     /// Nonzero while a thread of the owner polls the connection (it holds it on lease): a
     /// message the peer puts in a receive is found without a doorbell.
     pub polled: AtomicU64,
-    /// Set by the peer once it took up the offer; from then on it counts the frames it writes
-    /// to the socket in `frames` (after each is written), so a thread of the owner that polls
-    /// need not ask the socket while the count stands.
+    /// Set by the peer once it took up the offer, to its process id (the owner watches that
+    /// process while it waits for the peer's accesses: one that died never finishes its
+    /// own); from then on it counts the frames it writes to the socket in `frames` (after
+    /// each is written), so a thread of the owner that polls need not ask the socket while
+    /// the count stands.
     pub attached: AtomicU64,
     pub frames: AtomicU64,
     pub ring: [RecvDesc; RING],
