@@ -4,8 +4,11 @@
 # library's threads: hand-offs and timeouts that never matter on a quiet one then do).
 # usage: run.sh LIBDIR [contention|quiet] [runs]
 # WAITS_ITERS (iterations per size, default 32) and WAITS_TIMEOUT (seconds a pair may go without
-# moving, default 10) are passed on; WAITS_IA names the IA (default the built-in tcp-lo);
-# WAITS_HOLD keeps a hung pair for gdb (see waits.c).
+# moving, default 10) are passed on; WAITS_SUPPRESS_ITERS is suppress mode's (13 sizes of 4 to
+# 16 B: default 770 iterations, 10010 messages each way; under contention 75, about as many as
+# the other modes send, since each memory-polled message then waits for a CPU the busy loops
+# hold); WAITS_IA names the IA (default the built-in tcp-lo); WAITS_HOLD keeps a hung pair for
+# gdb (see waits.c).
 set -uo pipefail
 libdir=$(cd "${1:?usage: run.sh LIBDIR [contention|quiet] [runs]}" && pwd)
 load=${2:-quiet}
@@ -41,13 +44,17 @@ failed=0
 # Each twice: between two processes of one host messages and RDMA writes land directly in the
 # target's memory (cross-memory attach); LIBDAT_DIRECT=0 sends them over the socket instead,
 # the path a peer on another host takes, which the target's engine lands.
-for mode in dequeue wait cno cnofd memory; do
+for mode in dequeue wait cno cnofd memory suppress; do
+    iters=${WAITS_ITERS:-32}
+    if [ "$mode" = suppress ]; then
+        iters=${WAITS_SUPPRESS_ITERS:-$([ "$load" = contention ] && echo 75 || echo 770)}
+    fi
     for op in send write send-socket write-socket; do
         direct=1
         [ "${op%-socket}" != "$op" ] && direct=0
         for _ in $(seq "$runs"); do
             if LD_LIBRARY_PATH=$libdir DAT_OVERRIDE=/dev/null LIBDAT_DIRECT=$direct timeout 300 "$work/waits" \
-                -i "${WAITS_ITERS:-32}" -t "${WAITS_TIMEOUT:-10}" "$mode" "${op%-socket}" 2> "$work/err"; then
+                -i "$iters" -t "${WAITS_TIMEOUT:-10}" "$mode" "${op%-socket}" 2> "$work/err"; then
                 passed=$((passed + 1))
             else
                 failed=$((failed + 1))

@@ -11,11 +11,20 @@
  *   cnofd    the same CNO made by dat_cno_fd_create: poll() on its fd, then dat_evd_dequeue
  *   memory   the receiver spins on the receive buffer (its last byte is a marker that differs
  *            for every message) and reaps completions later, every REAP_EVERY messages
+ *   suppress as a benchmark written for RDMA hardware polls, with messages of 4 to 16 B: the
+ *            receiver spins on the marker of its one buffer; a send's receiver then calls
+ *            dat_evd_dequeue once, not in a loop (it may find the completion or nothing), and
+ *            posts the next receive into the same buffer before it answers. Requests are
+ *            posted with DAT_COMPLETION_SUPPRESS_FLAG, every SIGNAL_EVERY-th (and the last)
+ *            with a completion, which the poster spins on with dat_evd_dequeue at once. On a
+ *            device the completion is in the queue as soon as the data shows, and requests
+ *            complete with no help from the target's threads
  * OP is what carries a message:
  *   send     dat_ep_post_send into receives posted ahead
  *   write    dat_ep_post_rdma_write into the peer's registered buffer; in the event modes a
  *            zero-length send follows it, and its receive's completion says the write's data
- *            is in place (a connection delivers in order); in memory mode the marker does
+ *            is in place (a connection delivers in order); in memory and suppress modes the
+ *            marker does, and no receive is posted
  *
  * The top process forks a server (dat_psp_create_any; the port goes to the client through a
  * pipe) and a client, and watches them: a pair of which neither side moved for STALL_SECONDS
@@ -29,7 +38,11 @@
  * extra arrival. Memory mode reads a receive buffer before its completion, where the man
  * pages promise nothing: the marker may show before the rest of the message (a copy stores
  * its first bytes last), so the receiver waits for the whole message ("torn" counts those),
- * and checks a send's again at its completion.
+ * and checks a send's again at its completion. Suppress mode checks a receive's completion by
+ * its cookie, status and length (its buffer holds a later message by then) and the bytes after
+ * each message (nothing may land beyond it); "empty dequeues" counts its dequeues that found
+ * nothing, "trailing" how many receives' completions such a dequeue was behind at most (on a
+ * device, where the completion shows with the data, neither grows).
  * Prints one line: mode, op, sizes, iterations, elapsed, PASS or FAIL; exits 0 on PASS.
  *
  * -v prints what each side counted, also on PASS.
@@ -62,20 +75,23 @@
 #define SETUP_US (10 * 1000 * 1000)
 #define CNO_WAIT_US (2 * 1000 * 1000) /* an event must wake a CNO waiter well before this */
 #define SETTLE_S 2.0     /* how long a memory-polled message may take to show whole */
+#define SIGNAL_EVERY 16  /* suppress mode: one request in so many is posted with a completion */
 
-enum mode { DEQUEUE, WAIT, CNO, CNOFD, MEMORY };
+enum mode { DEQUEUE, WAIT, CNO, CNOFD, MEMORY, SUPPRESS };
+#define MODES 6
 enum op { SEND, WRITE };
 enum { SERVER, CLIENT };
 enum kind { K_SEND = 1, K_WRITE, K_RECV };
 
-static const char *mode_names[] = { "dequeue", "wait", "cno", "cnofd", "memory" };
+static const char *mode_names[] = { "dequeue", "wait", "cno", "cnofd", "memory", "suppress" };
 static const char *op_names[] = { "send", "write" };
 static const char *side_names[] = { "server", "client" };
 
 /* What a side is doing, in memory the top process reads when the pair hangs. */
-enum phase { P_START, P_CONNECT, P_SEND, P_AWAIT, P_REAP, P_DRAIN, P_DISCONNECT, P_DONE, P_FAILED };
+enum phase { P_START, P_CONNECT, P_SEND, P_AWAIT, P_REAP, P_DRAIN, P_DISCONNECT, P_DONE, P_FAILED, P_COMPLETE };
 static const char *phase_names[] = { "starting", "connecting", "sending", "awaiting", "reaping",
-				     "draining", "disconnecting", "done", "failed" };
+				     "draining", "disconnecting", "done", "failed",
+				     "spinning on the completion of" };
 
 struct counts {
 	volatile int phase;
@@ -85,6 +101,9 @@ struct counts {
 	volatile long arrivals;     /* messages this side saw arrive (event or marker) */
 	volatile long torn;         /* markers seen before the rest of the message showed */
 	volatile long lost_wakeups; /* a CNO wait timed out with an event already queued */
+	volatile long empty;        /* suppress mode: its one dequeue per message found nothing */
+	volatile long trailing;     /* suppress mode: the most receives whose completion that dequeue
+				     * had not seen yet, the message just seen included */
 	volatile double last_at;    /* when the last message arrived (a stall shows as a gap) */
 	volatile double max_gap;
 	volatile long max_gap_msg;
@@ -274,8 +293,9 @@ static void track(struct side *s, enum kind k, long m)
 /* The receive of message m: its slot (or, for a write's notice, its notice slot). */
 static void post_recv(struct side *s, long m)
 {
-	DAT_LMR_TRIPLET t = op == SEND ? triplet(s, slot(s->recv_area, m), SLOT)
-				       : triplet(s, s->note_area + (m % SLOTS) * NOTE, NOTE);
+	DAT_LMR_TRIPLET t = mode == SUPPRESS ? triplet(s, s->recv_area, SLOT)
+			    : op == SEND     ? triplet(s, slot(s->recv_area, m), SLOT)
+					     : triplet(s, s->note_area + (m % SLOTS) * NOTE, NOTE);
 	DAT_DTO_COOKIE ck;
 	ck.as_64 = cookie(K_RECV, m);
 	must(s, dat_ep_post_recv(s->ep, 1, &t, ck, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
@@ -284,7 +304,7 @@ static void post_recv(struct side *s, long m)
 
 /* Whether this side's messages come with receives: sends do, and so do the notices that follow
  * writes in the event modes; writes polled in memory need none. */
-static int uses_recvs(void) { return op == SEND || mode != MEMORY; }
+static int uses_recvs(void) { return op == SEND || (mode != MEMORY && mode != SUPPRESS); }
 
 static void post_send(struct side *s, unsigned char *buf, int len, long m)
 {
@@ -353,10 +373,12 @@ static void on_recv(struct side *s, const DAT_EVENT *e)
 		fail(s, "receive of message %ld: transferred_length %u, expected %d", m,
 		     (unsigned)d->transfered_length, (int)want);
 	/* The completion is the promise that the data is in place: every byte, now. */
-	if (op == SEND)
+	if (op == SEND && mode != SUPPRESS)
 		check_message(s, slot(s->recv_area, m), m, in_dir(s), "at its completion");
 	s->recv_next++;
 	s->c->recvs_done++;
+	if (mode == SUPPRESS)
+		return; /* its one buffer holds a later message by now: the marker retired it */
 	s->completed[m] = 1;
 	if (mode != MEMORY) {
 		s->arrived[m] = 1; /* an event mode learns of the arrival by this completion */
@@ -463,6 +485,7 @@ static void await_event(struct side *s, DAT_EVD_HANDLE evd)
 	switch (mode) {
 	case DEQUEUE:
 	case MEMORY:
+	case SUPPRESS:
 		by_dequeue(s, evd, &e);
 		break;
 	case WAIT:
@@ -616,6 +639,85 @@ static void await_message(struct side *s, long m)
 	note_gap(s, m);
 }
 
+/* ---- suppress mode: one buffer each way, completions suppressed ---- */
+
+/* Whether this side's request of message m asks for a completion: every SIGNAL_EVERY-th, and
+ * the last (then every request is known done before the disconnect). */
+static int signalled(long m) { return m % SIGNAL_EVERY == SIGNAL_EVERY - 1 || m == total - 1; }
+
+/* Sends message m from the one send buffer, which is free again: the peer answered the message
+ * before, so it had all of it. A signalled request's completion is spun on at once. */
+static void suppress_send(struct side *s, long m)
+{
+	int len = size_of(m), sig = signalled(m);
+	enum kind k = op == SEND ? K_SEND : K_WRITE;
+	DAT_COMPLETION_FLAGS flags = sig ? DAT_COMPLETION_DEFAULT_FLAG : DAT_COMPLETION_SUPPRESS_FLAG;
+	DAT_LMR_TRIPLET t = triplet(s, s->send_area, len);
+	DAT_DTO_COOKIE ck;
+	s->c->phase = P_SEND;
+	s->c->msg = m;
+	fill(s->send_area, m, 1 - in_dir(s));
+	ck.as_64 = cookie(k, m);
+	if (sig)
+		track(s, k, m);
+	if (op == SEND) {
+		must(s, dat_ep_post_send(s->ep, 1, &t, ck, flags), "dat_ep_post_send");
+		s->c->sends++;
+	} else {
+		DAT_RMR_TRIPLET r = s->peer;
+		r.segment_length = (DAT_SEG_LENGTH)len;
+		must(s, dat_ep_post_rdma_write(s->ep, 1, &t, ck, &r, flags), "dat_ep_post_rdma_write");
+		s->c->writes++;
+	}
+	if (sig) {
+		DAT_EVENT e;
+		s->c->phase = P_COMPLETE;
+		by_dequeue(s, s->req_evd, &e);
+		on_request(s, &e);
+	}
+}
+
+/* Waits for message m in the one receive buffer: its marker, then every byte, and nothing
+ * after it. A send's receiver then dequeues once (the completion of the oldest receive not
+ * yet seen, or nothing), and posts the next receive into the same buffer, poisoned again. */
+static void suppress_await(struct side *s, long m)
+{
+	volatile unsigned char *buf = s->recv_area;
+	unsigned char want = marker(m, in_dir(s));
+	int len = size_of(m);
+	s->c->phase = P_AWAIT;
+	s->c->msg = m;
+	while (__atomic_load_n(&buf[len - 1], __ATOMIC_ACQUIRE) != want)
+		cpu_relax();
+	if (first_wrong(buf, m, in_dir(s)) >= 0) {
+		double since = now();
+		s->c->torn++;
+		while (first_wrong(buf, m, in_dir(s)) >= 0 && now() - since < SETTLE_S)
+			cpu_relax();
+		check_message(s, buf, m, in_dir(s), "seconds after its marker showed");
+	}
+	if (!poisoned(buf + len, NOTE))
+		fail(s, "message %ld (size %d): bytes after it changed (an extra or late arrival)", m, len);
+	s->c->arrivals++;
+	if (op == SEND) {
+		DAT_EVENT e;
+		DAT_RETURN r = dat_evd_dequeue(s->recv_evd, &e);
+		char b[160];
+		if (r == DAT_SUCCESS)
+			on_recv(s, &e);
+		else if (DAT_GET_TYPE(r) == DAT_QUEUE_EMPTY)
+			s->c->empty++;
+		else
+			fail(s, "dat_evd_dequeue: %s", ret_name(r, b, sizeof(b)));
+		if (m + 1 - s->recv_next > s->c->trailing)
+			s->c->trailing = m + 1 - s->recv_next;
+	}
+	memset((unsigned char *)buf, 0, (size_t)len);
+	if (op == SEND)
+		post_recv(s, m + 1);
+	note_gap(s, m);
+}
+
 /* ---- setup and teardown ---- */
 
 static void xwrite(struct side *s, int fd, const void *p, size_t n)
@@ -650,6 +752,18 @@ static void open_side(struct side *s)
 	must(s, dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn_evd), "dat_evd_create");
 	must(s, dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr_evd), "dat_evd_create");
 	must(s, dat_ep_create(s->ia, s->pz, s->recv_evd, s->req_evd, s->conn_evd, NULL, &s->ep), "dat_ep_create");
+	if (mode == SUPPRESS) {
+		/* Suppressed completions need nothing of the EP's attributes (request postings always
+		 * take DAT_COMPLETION_SUPPRESS_FLAG; only UNSIGNALLED must be allowed there). The
+		 * request queue is sized as for a device, whose send queue keeps unsignalled requests
+		 * until a later signalled one completes: SIGNAL_EVERY of them, no more. */
+		DAT_EP_PARAM p;
+		/* The other attributes as they are, whether or not the library reads only the field
+		 * the mask names. */
+		must(s, dat_ep_query(s->ep, DAT_EP_FIELD_ALL, &p), "dat_ep_query");
+		p.ep_attr.max_request_dtos = SIGNAL_EVERY;
+		must(s, dat_ep_modify(s->ep, DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &p), "dat_ep_modify");
+	}
 	/* Page-aligned and zeroed: every slot starts poisoned. */
 	s->send_area = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s->send_area == MAP_FAILED)
@@ -664,9 +778,10 @@ static void open_side(struct side *s)
 	s->completed = calloc((size_t)(total + SLOTS), 1);
 	if (!s->arrived || !s->completed)
 		fail(s, "out of memory");
-	/* Receives go ahead of the connection, for the first SLOTS messages. */
+	/* Receives go ahead of the connection, for the first SLOTS messages (suppress mode: for
+	 * the first, in its one buffer). */
 	if (uses_recvs())
-		for (long m = 0; m < SLOTS; m++)
+		for (long m = 0; m < (mode == SUPPRESS ? 1 : SLOTS); m++)
 			post_recv(s, m);
 }
 
@@ -736,7 +851,7 @@ static void finish(struct side *s)
 {
 	char byte = 0;
 	s->c->phase = P_DRAIN;
-	if (mode == MEMORY)
+	if (mode == MEMORY || mode == SUPPRESS)
 		while (s->recv_next < total && uses_recvs())
 			reap(s);
 	requests_done(s, s->out_tail);
@@ -764,6 +879,8 @@ static void finish(struct side *s)
 	for (long m = total; mode == MEMORY && m < total + SLOTS - 1; m++)
 		if (!poisoned(slot(s->recv_area, m), SLOT))
 			fail(s, "an extra arrival: slot of message %ld written after the last message", m);
+	if (mode == SUPPRESS && !poisoned(s->recv_area, SLOT))
+		fail(s, "an extra arrival: the receive buffer written after the last message");
 }
 
 static void close_side(struct side *s)
@@ -790,7 +907,16 @@ static void run_side(struct side *s)
 		serve(s);
 	else
 		connect_to_server(s);
-	for (long m = 0; m < total; m++) {
+	for (long m = 0; m < total && mode == SUPPRESS; m++) {
+		if (s->me == CLIENT) {
+			suppress_send(s, m);
+			suppress_await(s, m);
+		} else {
+			suppress_await(s, m);
+			suppress_send(s, m);
+		}
+	}
+	for (long m = 0; m < total && mode != SUPPRESS; m++) {
 		if (s->me == CLIENT) {
 			send_message(s, m);
 			await_message(s, m);
@@ -816,10 +942,11 @@ static void describe(const struct counts *c, int me)
 	fprintf(stderr,
 		"  %s: %s message %ld (size %d, iteration %d); sends %ld posted %ld done, writes %ld posted "
 		"%ld done, receives %ld posted %ld done %ld flushed, arrivals %ld, torn %ld, lost wakeups %ld, "
-		"longest gap %.3f s before message %ld%s%s\n",
+		"empty dequeues %ld (trailing by up to %ld), longest gap %.3f s before message %ld%s%s\n",
 		side_names[me], phase_names[c->phase], m, valid ? size_of(m) : -1, valid ? iter_of(m) : -1,
 		c->sends, c->sends_done, c->writes, c->writes_done, c->recvs, c->recvs_done, c->flushed,
-		c->arrivals, c->torn, c->lost_wakeups, c->max_gap, c->max_gap_msg, c->why[0] ? "; " : "", c->why);
+		c->arrivals, c->torn, c->lost_wakeups, c->empty, c->trailing, c->max_gap, c->max_gap_msg, c->why[0] ? "; " : "",
+		c->why);
 }
 
 /* Everything both sides counted, summed: it changes while they move. */
@@ -863,6 +990,12 @@ static pid_t start_side(struct shared *sh, int me, int to_peer, int from_peer, i
 static void make_sizes(void)
 {
 	static const int base[] = { 1, 2, 3, 7, 8, 13, 64, 100, 512, 1000, 1024, 4093, 4096 };
+	if (mode == SUPPRESS) {
+		/* A small-message benchmark's sizes. */
+		for (int n = 4; n <= 16; n++)
+			sizes[nsizes++] = n;
+		return;
+	}
 	for (int b = 0; b < (int)(sizeof(base) / sizeof(base[0])); b++)
 		for (int d = -3; d <= 3; d += 3) {
 			int n = base[b] + d, dup = 0;
@@ -892,7 +1025,7 @@ static int lookup(const char *name, const char **names, int n)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: waits [-v] [-i ITERATIONS] [-t STALL_SECONDS] dequeue|wait|cno|cnofd|memory send|write\n");
+	fprintf(stderr, "usage: waits [-v] [-i ITERATIONS] [-t STALL_SECONDS] dequeue|wait|cno|cnofd|memory|suppress send|write\n");
 	exit(2);
 }
 
@@ -915,9 +1048,9 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 2 || iters < 1 || timeout < 1)
 		usage();
-	if (lookup(argv[optind], mode_names, 5) < 0 || lookup(argv[optind + 1], op_names, 2) < 0)
+	if (lookup(argv[optind], mode_names, MODES) < 0 || lookup(argv[optind + 1], op_names, 2) < 0)
 		usage();
-	mode = (enum mode)lookup(argv[optind], mode_names, 5);
+	mode = (enum mode)lookup(argv[optind], mode_names, MODES);
 	op = (enum op)lookup(argv[optind + 1], op_names, 2);
 	make_sizes();
 	total = (long)nsizes * iters;
