@@ -198,7 +198,12 @@ pub unsafe extern "C" fn dat_ep_modify(ep_handle: DAT_EP_HANDLE, ep_param_mask: 
             return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
         }
         ep_state::modify(inner.state)?;
-        let attr = if ep_param_mask & DAT_EP_FIELD_EP_ATTR_ALL != 0 { Some(ep::check_attr(&p.ep_attr, 3, false)?) } else { None };
+        // Only the attributes the mask names change; the others keep their values.
+        let attr = if ep_param_mask & DAT_EP_FIELD_EP_ATTR_ALL != 0 {
+            Some(ep::check_attr(&masked_attr(inner.attr, &p.ep_attr, ep_param_mask), 3, false)?)
+        } else {
+            None
+        };
         let ia = &ep.ia;
         if ep_param_mask & DAT_EP_FIELD_PZ_HANDLE != 0 {
             let pz = edge::optional_object::<Pz>(p.pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
@@ -222,6 +227,40 @@ pub unsafe extern "C" fn dat_ep_modify(ep_handle: DAT_EP_HANDLE, ep_param_mask: 
         }
         Ok(())
     }
+}
+
+/// `current` with the attributes of `new` that `mask` names (DAT_EP_FIELD_EP_ATTR_*).
+fn masked_attr(current: DAT_EP_ATTR, new: &DAT_EP_ATTR, mask: DAT_EP_PARAM_MASK) -> DAT_EP_ATTR {
+    let mut a = current;
+    macro_rules! take {
+        ($($field:ident: $bit:ident),* $(,)?) => {$(
+            if mask & $bit != 0 {
+                a.$field = new.$field;
+            }
+        )*};
+    }
+    take! {
+        service_type: DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE,
+        max_message_size: DAT_EP_FIELD_EP_ATTR_MAX_MESSAGE_SIZE,
+        max_rdma_size: DAT_EP_FIELD_EP_ATTR_MAX_RDMA_SIZE,
+        qos: DAT_EP_FIELD_EP_ATTR_QOS,
+        recv_completion_flags: DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS,
+        request_completion_flags: DAT_EP_FIELD_EP_ATTR_REQUEST_COMPLETION_FLAGS,
+        max_recv_dtos: DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS,
+        max_request_dtos: DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS,
+        max_recv_iov: DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV,
+        max_request_iov: DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_IOV,
+        max_rdma_read_in: DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IN,
+        max_rdma_read_out: DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_OUT,
+        srq_soft_hw: DAT_EP_FIELD_EP_ATTR_SRQ_SOFT_HW,
+        max_rdma_read_iov: DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IOV,
+        max_rdma_write_iov: DAT_EP_FIELD_EP_ATTR_MAX_RDMA_WRITE_IOV,
+        ep_transport_specific_count: DAT_EP_FIELD_EP_ATTR_NUM_TRANSPORT_ATTR,
+        ep_transport_specific: DAT_EP_FIELD_EP_ATTR_TRANSPORT_SPECIFIC_ATTR,
+        ep_provider_specific_count: DAT_EP_FIELD_EP_ATTR_NUM_PROVIDER_ATTR,
+        ep_provider_specific: DAT_EP_FIELD_EP_ATTR_PROVIDER_SPECIFIC_ATTR,
+    }
+    a
 }
 
 #[no_mangle]
@@ -793,6 +832,10 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                     ep.complete_recv(unsafe { user_cookie.as_64 }, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
                 }
                 Post::Run => {
+                    if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
+                        // Receives a peer filled and the EP has not heard of yet are done.
+                        crate::transport::take_landed(ep, &mut inner);
+                    }
                     if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
                         return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
                     }

@@ -295,6 +295,13 @@ impl EpWire {
     }
 }
 
+/// Receives the transport filled that the EP has not heard of yet (a peer on this host that
+/// wrote into them directly) complete now, under the EP's lock the caller holds: a receive
+/// whose message is in place no longer counts as posted.
+pub fn take_landed(ep: &Ep, inner: &mut EpInner) {
+    tcp::take_landed(ep, inner);
+}
+
 /// A region was registered (called under the regions' lock, so none is registered or released
 /// meanwhile): a transport that lets peers of this host reach memory directly publishes it.
 pub fn region_registered(context: u32, region: &crate::objects::region_table::Region) {

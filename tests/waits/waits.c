@@ -76,6 +76,7 @@
 #define CNO_WAIT_US (2 * 1000 * 1000) /* an event must wake a CNO waiter well before this */
 #define SETTLE_S 2.0     /* how long a memory-polled message may take to show whole */
 #define SIGNAL_EVERY 16  /* suppress mode: one request in so many is posted with a completion */
+#define SUPPRESS_RECV_QLEN 4 /* suppress mode: the receive EVD's length */
 
 enum mode { DEQUEUE, WAIT, CNO, CNOFD, MEMORY, SUPPRESS };
 #define MODES 6
@@ -747,7 +748,11 @@ static void open_side(struct side *s)
 		must(s, dat_cno_create(s->ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &s->cno), "dat_cno_create");
 	if (mode == CNOFD)
 		must(s, dat_cno_fd_create(s->ia, &s->cno_fd, &s->cno), "dat_cno_fd_create");
-	must(s, dat_evd_create(s->ia, QLEN, s->cno, DAT_EVD_DTO_FLAG, &s->recv_evd), "dat_evd_create");
+	/* Suppress mode's receive EVD is as small as a device's CQ for its one receive buffer may
+	 * be: a receiver that dequeues once per message never finds it fuller than that, as long
+	 * as each completion is there as soon as its message is visible. */
+	must(s, dat_evd_create(s->ia, mode == SUPPRESS ? SUPPRESS_RECV_QLEN : QLEN, s->cno, DAT_EVD_DTO_FLAG, &s->recv_evd),
+	     "dat_evd_create");
 	must(s, dat_evd_create(s->ia, QLEN, s->cno, DAT_EVD_DTO_FLAG, &s->req_evd), "dat_evd_create");
 	must(s, dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn_evd), "dat_evd_create");
 	must(s, dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr_evd), "dat_evd_create");
@@ -762,7 +767,10 @@ static void open_side(struct side *s)
 		 * the mask names. */
 		must(s, dat_ep_query(s->ep, DAT_EP_FIELD_ALL, &p), "dat_ep_query");
 		p.ep_attr.max_request_dtos = SIGNAL_EVERY;
-		must(s, dat_ep_modify(s->ep, DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &p), "dat_ep_modify");
+		/* The receive queue as a device's for one buffer: the receive in it and the next. */
+		p.ep_attr.max_recv_dtos = 2;
+		must(s, dat_ep_modify(s->ep, DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS | DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, &p),
+		     "dat_ep_modify");
 	}
 	/* Page-aligned and zeroed: every slot starts poisoned. */
 	s->send_area = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -762,7 +762,7 @@ fn next_receive(ep: &Ep, inner: &mut EpInner) -> Option<PostedRecv> {
 
 /// Takes the receives the connection's peer filled directly (`direct`), completing them in
 /// order, under the EP's lock the caller holds.
-pub(super) fn take_filled(ep: &Ep, inner: &mut EpInner) {
+pub(crate) fn take_filled(ep: &Ep, inner: &mut EpInner) {
     let EpInner { wire, recvs, recv_evd, .. } = inner;
     let waiting = !wire.tcp.unexpected.is_empty();
     if let Some(receives) = wire.tcp.receives.as_mut() {

@@ -80,6 +80,11 @@ const OFFER_US: u64 = 100;
 /// (microseconds): that poll handles what woke the engine; this catches what came after it.
 const BUSY_RETRY_US: u64 = 20;
 
+/// How long a consumer's poll waits at most for the thread handling the connection's frames
+/// (see `progress`): that thread's share of work, or its time off its CPU on a busy machine
+/// (the waiting poll lets it run).
+const LANDING_WAIT: Duration = Duration::from_millis(20);
+
 /// How long an ending connection waits for the peer's last frames before it lets go.
 const LINGER: Duration = Duration::from_secs(1);
 
@@ -1042,7 +1047,19 @@ impl Progress for TcpLink {
         }
         // Most polls find nothing: they take no lock beyond the inbound's.
         let mut handled = false;
-        if let Some(mut inb) = self.inbound.try_lock() {
+        let inbound = self.inbound.try_lock().or_else(|| {
+            // Another thread handles the frames (the engine, woken as they came): it may be
+            // between landing a message where this thread sees it and posting its
+            // completion. A program that saw the message in memory and polls once expects the
+            // completion there, as a device has it: the poll waits for that thread, briefly,
+            // and takes what the peer put in our receives directly meanwhile (when it found
+            // some, that is what the program saw: no wait).
+            if self.take_direct() {
+                return None;
+            }
+            self.inbound.try_lock_for(LANDING_WAIT)
+        });
+        if let Some(mut inb) = inbound {
             if !self.ending.load(Ordering::Relaxed) {
                 // The end is recorded before the inbound half goes: nobody handles a frame
                 // behind it.

@@ -103,6 +103,11 @@ impl ConnRequest for cm::IncomingRequest {
     }
 }
 
+/// Receives a peer on this host filled directly complete now (see `transport::take_landed`).
+pub fn take_landed(ep: &Ep, inner: &mut crate::objects::ep::EpInner) {
+    inbound::take_filled(ep, inner);
+}
+
 /// How long a peer of an IA of `entry` may go unheard while its connection owes or expects
 /// something before the connection breaks (see `conn::watch_peer`): the IA's
 /// `peer_timeout=SECONDS` in its dat.conf line's platform parameters, else

@@ -244,6 +244,37 @@ fn process_watch(pid: libc::pid_t) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// How long a look at the receives waits for one the peer claimed to be marked filled: the
+/// peer marks it right after its copy, which the program polling the receive's memory may
+/// have seen whole already (and then polls once for the completion, as on a device). It
+/// spins for a moment, then lets the peer's thread have the CPU (on a busy machine it may be
+/// off its CPU between the copy and the mark), up to the limit.
+const CLAIMED_SPIN_US: u64 = 20;
+const CLAIMED_WAIT_US: u64 = 20_000;
+
+/// Whether receive `n`, which the peer claimed (it is copying its message into it), is marked
+/// filled within `CLAIMED_WAIT_US`.
+fn filled_soon(conn: &ConnSlot, d: &RecvDesc, n: u64) -> bool {
+    if conn.taken.load(Ordering::SeqCst) < n {
+        return false; // not claimed: nothing is on its way
+    }
+    let start = sys::monotonic_micros();
+    loop {
+        if d.filled.load(Ordering::SeqCst) == n {
+            return true;
+        }
+        let waited = sys::monotonic_micros() - start;
+        if waited >= CLAIMED_WAIT_US {
+            return false;
+        }
+        if waited < CLAIMED_SPIN_US {
+            std::hint::spin_loop();
+        } else {
+            sys::yield_now();
+        }
+    }
+}
+
 /// A connection's slot in our table, offered to its peer; closed as the connection ends,
 /// given back as the link goes.
 pub struct ExportedSlot {
@@ -355,7 +386,7 @@ impl Receives {
         while self.handled < self.published {
             let n = self.handled + 1;
             let d = &conn.ring[((n - 1) % RING as u64) as usize];
-            if d.filled.load(Ordering::SeqCst) != n {
+            if d.filled.load(Ordering::SeqCst) != n && !filled_soon(conn, d, n) {
                 break;
             }
             let length = d.length.load(Ordering::Acquire);
