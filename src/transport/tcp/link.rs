@@ -821,6 +821,17 @@ impl TcpLink {
                 self.answers.cut();
             }
         }
+        if let Err(ConnError::Io(e)) = &outcome {
+            if peer_unreachable(e) {
+                // The peer stopped acknowledging (its host is gone, or the network between):
+                // the request in flight fails as an RC QP's whose retries ran out, the rest
+                // flush.
+                let oldest = super::ep_wire::pop_request(&self.ep);
+                if let Some((request, _)) = oldest {
+                    self.ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_TRANSPORT, 0);
+                }
+            }
+        }
         let end = match outcome {
             Ok(Stop::Goodbye) => End::Orderly,
             _ => End::Broken,
@@ -1443,4 +1454,10 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
 fn read_limits(ep: &Ep) -> ReadLimits {
     let attr = ep.inner.lock().attr;
     ReadLimits { inbound: attr.max_rdma_read_in.max(0) as u32, outbound: attr.max_rdma_read_out.max(0) as u32 }
+}
+
+/// Whether a socket failed because the peer could not be reached any more (the peer timeout
+/// ran out, or no route is left), not because the peer closed or reset it.
+fn peer_unreachable(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ETIMEDOUT | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EHOSTDOWN | libc::ENETDOWN))
 }
