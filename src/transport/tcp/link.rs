@@ -1372,6 +1372,11 @@ impl Link for TcpLink {
             if !self.out_blocked.swap(true, Ordering::AcqRel) && !self.lent.load(Ordering::Acquire) {
                 self.rearm();
             }
+            // Answers queued while we held the writer wait behind the rest, as it goes.
+            fence(Ordering::SeqCst);
+            if self.write_wanted.load(Ordering::Relaxed) {
+                self.flush_answers();
+            }
             return Ok(Posted::Queued);
         }
         // Answers queued while we held the writer are ours to write (see `flush_answers`).
