@@ -25,6 +25,8 @@ pub const PRIV_ALL: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
 /// Every privilege a registration may ask for.
 pub const PRIV_KNOWN: u32 = PRIV_ALL | PRIV_REMOTE_ATOMIC;
 pub const PRIV_REMOTE: u32 = PRIV_REMOTE_READ | PRIV_REMOTE_WRITE | PRIV_REMOTE_ATOMIC;
+/// The privileges that let the region's memory be written (by us for a DTO, or by a peer).
+pub const PRIV_WRITES: u32 = PRIV_LOCAL_WRITE | PRIV_REMOTE_WRITE | PRIV_REMOTE_ATOMIC;
 
 pub struct Lmr {
     pub ia: Arc<Ia>,
@@ -135,6 +137,48 @@ pub(crate) fn new_key() -> u32 {
             return key;
         }
     }
+}
+
+/// Why memory cannot be registered as asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryRefusal {
+    /// The range starts where nothing is mapped.
+    Unmapped,
+    /// It runs past the end of what is mapped.
+    RunsOff,
+    /// It is mapped without an access the privileges need (read, for any region; write, for
+    /// a privilege that writes).
+    Protection,
+}
+
+impl From<MemoryRefusal> for crate::error::DatError {
+    /// `dat_lmr_create`'s code: an invalid parameter, naming the region's description (3), its
+    /// length (4) or the privileges (6).
+    fn from(r: MemoryRefusal) -> Self {
+        crate::error::DatError::invalid_arg(match r {
+            MemoryRefusal::Unmapped => 3,
+            MemoryRefusal::RunsOff => 4,
+            MemoryRefusal::Protection => 6,
+        })
+    }
+}
+
+/// Checks that `length` bytes at `address` are memory the process may access as `privileges`
+/// say, as pinning them for a verbs registration would: all mapped, readable (any region may
+/// be read locally), and writable where a privilege lets us or a peer write (local or remote
+/// write, the remote atomics). Returns whether the memory is writable. `length` is not 0.
+pub fn check_memory(address: u64, length: u64, privileges: u32) -> Result<bool, MemoryRefusal> {
+    let access = crate::transport::mappings::access(address, length).map_err(|u| {
+        if u.at == address {
+            MemoryRefusal::Unmapped
+        } else {
+            MemoryRefusal::RunsOff
+        }
+    })?;
+    if !access.read || (privileges & PRIV_WRITES != 0 && !access.write) {
+        return Err(MemoryRefusal::Protection);
+    }
+    Ok(access.write)
 }
 
 impl Lmr {
