@@ -2,12 +2,14 @@
 //! process may access as the registration's privileges say (wholly mapped, readable, and
 //! writable where a privilege lets anyone write: as pinning the pages for a verbs
 //! registration demands), so a peer's RDMA write, which the TCP transport copies into the
-//! region in user space, never lands in read-only or unmapped memory.
+//! region in user space, never lands in read-only or unmapped memory. And the keys peers name
+//! regions by are random: the keys a peer is handed tell it nothing of the others.
 //!
 //! The peer's writes run in a child process (this test binary run again): where the library
 //! let one land in memory the process may not write, the child dies of the fault, and the
 //! test fails on what the child printed, not with it.
 
+use std::collections::HashSet;
 use std::ptr::null_mut;
 
 use dat::abi::*;
@@ -302,4 +304,81 @@ fn a_peer_reaches_read_only_or_unmapped_memory_never() {
         "done".into(),
     ];
     assert_eq!(said, expected, "{report}");
+}
+
+/// The multiplier of an earlier key scheme, `key = n * M ^ seed` for a counter `n`: the
+/// attack below finds the seed of such keys.
+const M: u32 = 0x9E37_79B1;
+
+/// Whether `keys` are `n * M ^ seed` for one seed and counters `n` below `2^20` (a process
+/// registers fewer): tries every counter for the first key, and checks that the seed it gives
+/// turns every other key into such a counter too. A peer that finds the seed so knows every
+/// key the process hands out.
+fn derivable(keys: &[u32]) -> bool {
+    const BELOW: u32 = 1 << 20;
+    let mut inverse = M; // Newton's iteration for M's inverse modulo 2^32
+    for _ in 0..5 {
+        inverse = inverse.wrapping_mul(2u32.wrapping_sub(M.wrapping_mul(inverse)));
+    }
+    assert_eq!(M.wrapping_mul(inverse), 1);
+    (0..BELOW).any(|n| {
+        let seed = keys[0] ^ n.wrapping_mul(M);
+        keys[1..].iter().all(|k| (k ^ seed).wrapping_mul(inverse) < BELOW)
+    })
+}
+
+#[test]
+fn the_attack_finds_keys_of_the_earlier_scheme() {
+    // What the earlier scheme handed out: a seed, and counters in registration order (with
+    // gaps where other threads registered meanwhile).
+    let seed = 0x5bd1_e995u32;
+    let keys: Vec<u32> = (0..64u32).map(|i| (1000 + 3 * i).wrapping_mul(M) ^ seed).collect();
+    assert!(derivable(&keys));
+}
+
+/// Keys of many regions registered one after another: none 0, none repeated among the live
+/// regions (`lmr_context`, and `rmr_context` where a remote privilege asks for one), and no
+/// relation between them that lets a peer derive one from others.
+#[test]
+fn region_keys_are_unrelated_and_unique_among_live_regions() {
+    const REGIONS: usize = 3000;
+    let (ia, pz) = open_ia_and_pz();
+    let mut buf = vec![0u8; REGIONS * 16];
+    let mut keys = Vec::new();
+    let mut lmrs = Vec::new();
+    for i in 0..REGIONS {
+        let privileges = if i % 2 == 0 { ALL_PRIV } else { LOCAL_PRIV };
+        let made = register(ia, pz, buf[i * 16..].as_mut_ptr() as u64, 16, privileges);
+        assert_eq!(made.rc, OK);
+        assert_ne!(made.context, 0);
+        if privileges & PRIV_REMOTE_READ != 0 {
+            assert_eq!(made.rmr_context, made.context, "over TCP a region's keys are one");
+        } else {
+            assert_eq!(made.rmr_context, 0, "no remote privilege, no rmr_context");
+        }
+        keys.push(made.context);
+        lmrs.push(made.lmr);
+    }
+    let distinct: HashSet<u32> = keys.iter().copied().collect();
+    assert_eq!(distinct.len(), REGIONS, "a key repeated among live regions");
+    assert!(!derivable(&keys[..64]), "the keys are of the earlier scheme");
+    // Consecutive keys differ by no constant, under xor or subtraction.
+    let xors: HashSet<u32> = keys.windows(2).map(|w| w[0] ^ w[1]).collect();
+    let differences: HashSet<u32> = keys.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
+    assert!(xors.len() > REGIONS / 2 && differences.len() > REGIONS / 2);
+    // Freed regions' keys go; new ones are still not any live region's.
+    for lmr in lmrs.drain(..REGIONS / 2) {
+        free(lmr);
+    }
+    let live: HashSet<u32> = keys[REGIONS / 2..].iter().copied().collect();
+    for i in 0..REGIONS / 2 {
+        let made = register(ia, pz, buf[i * 16..].as_mut_ptr() as u64, 16, ALL_PRIV);
+        assert_eq!(made.rc, OK);
+        assert!(!live.contains(&made.context), "a new region has a live region's key");
+        keys[i] = made.context;
+        lmrs.push(made.lmr);
+    }
+    let distinct: HashSet<u32> = keys.iter().copied().collect();
+    assert_eq!(distinct.len(), REGIONS, "a key repeated among live regions");
+    unsafe { dat_ia_close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
 }
