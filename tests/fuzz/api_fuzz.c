@@ -2116,9 +2116,16 @@ static void track_lmr(DAT_LMR_HANDLE h, DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_
 	publish_lmr(o, 1);
 }
 
+static __thread DAT_IA_HANDLE want_ia;
+static int pz_of_ia(struct obj *o)
+{
+	return o->ia == want_ia;
+}
+
 static void do_lmr_create(void)
 {
 	DAT_IA_HANDLE ia = ph_primary(K_IA);
+	struct obj *po;
 	DAT_MEM_TYPE mt;
 	DAT_REGION_DESCRIPTION reg;
 	DAT_VLEN len;
@@ -2199,9 +2206,13 @@ static void do_lmr_create(void)
 	AV(mt);
 	AV(reg.for_va);
 	AV(len);
-	pz = ph(K_PZ);
+	want_ia = ia;
+	if (foreign == 1 && !bad() && (po = pick_live_if(K_PZ, pz_of_ia))) /* mostly made: they join the pool */
+		pz = (DAT_PZ_HANDLE)arg_tag((uint64_t)(uintptr_t)po->h, 'L');
+	else
+		pz = ph(K_PZ);
 	priv = (DAT_MEM_PRIV_FLAGS)AV(foreign == 1 && chance(60) ? rpriv_read_only() : rpriv());
-	va = (DAT_VA_TYPE)AV(bad() ? (uint32_t)r64() : (chance(80) ? DAT_VA_TYPE_VA : DAT_VA_TYPE_ZB));
+	va = (DAT_VA_TYPE)AV(bad() ? (uint32_t)r64() : (foreign || chance(80) ? DAT_VA_TYPE_VA : DAT_VA_TYPE_ZB));
 	lmr = OUTP(0, DAT_LMR_HANDLE);
 	lctx = OUTP(1, DAT_LMR_CONTEXT);
 	rctx = OUTP(2, DAT_RMR_CONTEXT);
