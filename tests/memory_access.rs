@@ -341,6 +341,9 @@ fn the_attack_finds_keys_of_the_earlier_scheme() {
 /// relation between them that lets a peer derive one from others.
 #[test]
 fn region_keys_are_unrelated_and_unique_among_live_regions() {
+    if on_rdma() {
+        return; // the device makes a verbs region's keys
+    }
     const REGIONS: usize = 3000;
     let (ia, pz) = open_ia_and_pz();
     let mut buf = vec![0u8; REGIONS * 16];
