@@ -306,6 +306,41 @@ fn a_peer_reaches_read_only_or_unmapped_memory_never() {
     assert_eq!(said, expected, "{report}");
 }
 
+/// An RMR lends a peer reads of read-only memory over TCP, never writes; over RDMA, where the
+/// memory is pinned for reading and no memory window binds onto it, the bind is refused and
+/// the connection goes on.
+#[test]
+fn a_window_onto_read_only_memory_lends_reads_only() {
+    let (a, p) = connected(ALL_PRIV);
+    let m = Mapping::new(1, libc::PROT_READ);
+    let made = register(p.ia, p.pz, m.at(0), page(), READ_ONLY_PRIV);
+    assert_eq!(made.rc, OK);
+    let mut rmr = null_mut();
+    assert_eq!(unsafe { dat_rmr_create(p.pz, &mut rmr) }, OK);
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let part = DAT_LMR_TRIPLET { lmr_context: made.context, virtual_address: m.at(0) + 64, segment_length: 64 };
+    let bind = |privileges, context: &mut DAT_RMR_CONTEXT| unsafe { dat_rmr_bind(rmr, made.lmr, &part, privileges, VA, p.ep, cookie(1), flags, context) };
+    let mut window = 0;
+    let no_write = DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_WRITE).code();
+    assert_eq!(bind(PRIV_REMOTE_WRITE, &mut window), no_write);
+    assert_eq!(bind(PRIV_REMOTE_READ | PRIV_REMOTE_ATOMIC, &mut window), no_write);
+    let context = if on_rdma() {
+        assert_eq!(bind(PRIV_REMOTE_READ, &mut window), DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code());
+        made.rmr_context // the region itself, still reachable
+    } else {
+        assert_eq!(bind(PRIV_REMOTE_READ, &mut window), OK);
+        assert_eq!(wait(p.req_evd).event_number, dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as u32);
+        window
+    };
+    let offset = 100;
+    let into = [a.iov(0, 16)];
+    let from = DAT_RMR_TRIPLET { rmr_context: context, virtual_address: m.at(0) + offset as u64, segment_length: 16 };
+    assert_eq!(unsafe { dat::api::ep::dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(2), &from, flags) }, OK);
+    assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    assert!((0..16).all(|i| a.buf[i] == m.byte(offset + i)));
+    assert_eq!(write_one_byte(&a, context, m.at(0) + offset as u64, 3), dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+}
+
 /// The multiplier of an earlier key scheme, `key = n * M ^ seed` for a counter `n`: the
 /// attack below finds the seed of such keys.
 const M: u32 = 0x9E37_79B1;
