@@ -3147,7 +3147,9 @@ static void do_extension_op(void)
 	void *s = slot_ptr(S_IN0 + 6, 4096);
 	arg_tag((uint64_t)(uintptr_t)h, tag);
 	AV(op);
-	CALL(F_extension_op, dat_extension_op(h, op, s, s, s, s, s, s, s, s));
+	if (CALL(F_extension_op, dat_extension_op(h, op, s, s, s, s, s, s, s, s)) == DAT_SUCCESS &&
+	    op == DAT_IB_CLOSE_QUERY_OP && find_obj(K_IA, h))
+		forget_ia(h); /* dat_ib_close_query closed it (it closes any IA) */
 }
 
 /* ------------------------------------------------------------------------------------------ */
