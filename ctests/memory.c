@@ -1,16 +1,76 @@
 /*
  * Memory: dat_lmr_query, dat_lmr_sync_rdma_read, dat_lmr_sync_rdma_write, dat_rmr_create,
  * dat_rmr_create_for_ep, dat_rmr_query, dat_rmr_bind. For each, a garbage handle, an invalid
- * parameter on an otherwise valid call, and a success where it is cheap. One IA, one
- * UNCONNECTED EP; no connection.
+ * parameter on an otherwise valid call, and a success where it is cheap. And dat_lmr_create
+ * of memory the process cannot access as its privileges ask. One IA, one UNCONNECTED EP; no
+ * connection.
  */
 #include "check.h"
+
+#include <sys/mman.h>
 
 #define BUF 4096
 
 #define H(name, call, sub) expect_ret("memory/" name, (call), DAT_ERROR(DAT_INVALID_HANDLE, (sub)))
 
 static unsigned char buf[BUF];
+
+/* dat_lmr_create of `len` bytes at `at` with `priv`; an LMR the library makes is freed at once. */
+static DAT_RETURN register_at(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, void *at, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv)
+{
+	DAT_REGION_DESCRIPTION region;
+	DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+	DAT_RETURN r;
+	region.for_va = at;
+	r = dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, len, pz, priv, DAT_VA_TYPE_VA, &lmr, NULL, NULL, NULL, NULL);
+	if (r == DAT_SUCCESS)
+		dat_lmr_free(lmr);
+	return r;
+}
+
+/*
+ * dat_lmr_create(3DAT): "The specified buffer must have been previously allocated and pinned
+ * by the uDAPL Consumer" and the privileges are the accesses the Consumer asks for: memory the
+ * process cannot access as asked is an invalid parameter ("DAT_INVALID_PARAMETER: Invalid
+ * parameter."), as pinning such pages fails on a verbs device (OpenFabrics returns
+ * DAT_INSUFFICIENT_RESOURCES for every failed ibv_reg_mr; the man page's code for a bad
+ * region is DAT_INVALID_PARAMETER).
+ */
+static void memory_access_cases(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *ro, *m;
+	ro = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	m = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ro == MAP_FAILED || m == MAP_FAILED) {
+		perror("mmap");
+		exit(2);
+	}
+	memset(ro, 0x5a, 2 * page);
+	mprotect(ro, 2 * page, PROT_READ);
+	/* A read-only mapping: refused with a privilege that writes, accepted with read ones. */
+	expect_type("memory/lmr_create-read-only-local-write", register_at(ia, pz, ro, 2 * page, DAT_MEM_PRIV_LOCAL_WRITE_FLAG),
+		    DAT_INVALID_PARAMETER);
+	expect_type("memory/lmr_create-read-only-remote-write",
+		    register_at(ia, pz, ro, 2 * page, DAT_MEM_PRIV_REMOTE_WRITE_FLAG | DAT_MEM_PRIV_LOCAL_READ_FLAG),
+		    DAT_INVALID_PARAMETER);
+	expect_type("memory/lmr_create-read-only-all", register_at(ia, pz, ro, 2 * page, DAT_MEM_PRIV_ALL_FLAG),
+		    DAT_INVALID_PARAMETER);
+	expect_ret("memory/lmr_create-read-only-read-privileges",
+		   register_at(ia, pz, ro, 2 * page, DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_REMOTE_READ_FLAG),
+		   DAT_SUCCESS);
+	/* m: three pages, the last two unmapped. */
+	munmap(m + page, 2 * page);
+	expect_type("memory/lmr_create-unmapped", register_at(ia, pz, m + page, page, DAT_MEM_PRIV_ALL_FLAG),
+		    DAT_INVALID_PARAMETER);
+	expect_type("memory/lmr_create-unmapped-read-privileges",
+		    register_at(ia, pz, m + page, page, DAT_MEM_PRIV_LOCAL_READ_FLAG), DAT_INVALID_PARAMETER);
+	expect_type("memory/lmr_create-runs-off-the-mapping", register_at(ia, pz, m, 2 * page, DAT_MEM_PRIV_ALL_FLAG),
+		    DAT_INVALID_PARAMETER);
+	expect_ret("memory/lmr_create-mapped-part", register_at(ia, pz, m, page, DAT_MEM_PRIV_ALL_FLAG), DAT_SUCCESS);
+	munmap(m, page);
+	munmap(ro, 2 * page);
+}
 
 int main(void)
 {
@@ -121,6 +181,8 @@ int main(void)
 	expect_type("memory/rmr_bind-unconnected-ep",
 		    dat_rmr_bind(rmr, lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, ep, cookie,
 				 DAT_COMPLETION_DEFAULT_FLAG, &rctx), DAT_INVALID_STATE);
+
+	memory_access_cases(ia, pz);
 
 	/* Free in dependency order; then the IA closes gracefully if nothing is left. */
 	expect_ret("memory/rmr_free", dat_rmr_free(rmr), DAT_SUCCESS);

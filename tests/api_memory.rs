@@ -474,9 +474,14 @@ fn rmr_bind_checks_everything_before_the_transport() {
         assert_eq!(bind(rmr, lmr, &triplet(&buf[1..], 256, ctx), remote, VA, ep, 0, &mut c), arg(3));
         assert_eq!(bind(rmr, lmr, &triplet(&buf, 8, rctx), remote, VA, ep, 0, &mut c), arg(3));
         assert_eq!(bind(rmr, lmr, &seg, remote, ZB, ep, 0, &mut c), bare(Type::DAT_MODEL_NOT_SUPPORTED));
-        // Remote read needs local read, remote write local write.
+        // Remote read needs local read, remote write local write, and so do the remote
+        // atomics (which write).
         assert_eq!(
             bind(rmr, read_only, &triplet(&buf, 8, rctx), lmr_obj::PRIV_REMOTE_WRITE, VA, ep, 0, &mut c),
+            DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_WRITE).code()
+        );
+        assert_eq!(
+            bind(rmr, read_only, &triplet(&buf, 8, rctx), lmr_obj::PRIV_REMOTE_ATOMIC, VA, ep, 0, &mut c),
             DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_WRITE).code()
         );
         // Zones: the LMR's and the EP's must be the RMR's.

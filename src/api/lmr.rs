@@ -62,7 +62,9 @@ pub unsafe extern "C" fn dat_lmr_create(
                 return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
             }
         };
-        let registration = ia.transport.register_memory(pz.domain.as_ref(), address, length, privileges)?;
+        // Both kinds name process memory (an LMR's, anew: its privileges may ask for more).
+        let writable = lmr::check_memory(address, length, privileges)?;
+        let registration = ia.transport.register_memory(pz.domain.as_ref(), address, length, privileges, writable)?;
         let lmr = Lmr::register(ia.clone(), pz, mem_type, parent, address, length, privileges, va_type, registration)
             .ok_or(DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION))?;
         let (context, remote_context) = (lmr.context, lmr.rmr_context());

@@ -106,9 +106,11 @@ pub unsafe extern "C" fn dat_rmr_bind(
             if lmr.check(triplet.virtual_address, u64::from(triplet.segment_length), 0, lmr.pz()).is_err() {
                 return Err(DatError::invalid_arg(3));
             }
-            // Remote read needs local read on the LMR, remote write local write.
+            // Remote read needs local read on the LMR, remote write and the remote atomics
+            // (which write too) local write.
             let needs_read = mem_priv & lmr::PRIV_REMOTE_READ != 0 && lmr.privileges & lmr::PRIV_LOCAL_READ == 0;
-            let needs_write = mem_priv & lmr::PRIV_REMOTE_WRITE != 0 && lmr.privileges & lmr::PRIV_LOCAL_WRITE == 0;
+            let writes = lmr::PRIV_REMOTE_WRITE | lmr::PRIV_REMOTE_ATOMIC;
+            let needs_write = mem_priv & writes != 0 && lmr.privileges & lmr::PRIV_LOCAL_WRITE == 0;
             if needs_read {
                 return Err(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_READ));
             }

@@ -2,13 +2,13 @@
 //! a peer names in an RDMA operation) from the transports. Every access a DTO or a peer asks
 //! for is checked here against bounds, privileges and protection zone before a byte moves.
 
-use nohash_hasher::IntMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use nohash_hasher::{IntMap, IntSet};
 use std::sync::{Arc, LazyLock, Weak};
 
-use parking_lot::{RwLock, RwLockReadGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use super::ia::Ia;
+use super::keys;
 use super::pz::Pz;
 use super::region_table::{Found, Region, RegionTable, SlotHold};
 use super::{Counted, Held, Users};
@@ -25,6 +25,8 @@ pub const PRIV_ALL: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
 /// Every privilege a registration may ask for.
 pub const PRIV_KNOWN: u32 = PRIV_ALL | PRIV_REMOTE_ATOMIC;
 pub const PRIV_REMOTE: u32 = PRIV_REMOTE_READ | PRIV_REMOTE_WRITE | PRIV_REMOTE_ATOMIC;
+/// The privileges that let the region's memory be written (by us for a DTO, or by a peer).
+pub const PRIV_WRITES: u32 = PRIV_LOCAL_WRITE | PRIV_REMOTE_WRITE | PRIV_REMOTE_ATOMIC;
 
 pub struct Lmr {
     pub ia: Arc<Ia>,
@@ -100,41 +102,97 @@ unsafe impl Send for Entry {}
 // SAFETY: as above.
 unsafe impl Sync for Entry {}
 
-/// Every live region by context. Contexts are already scattered bijections of a counter
-/// (`new_key`), so they need no hashing; lookups run on every DTO and every peer access.
+/// Every live region by context. Contexts are random keys (`free_key`), or a device's, so
+/// they need no hashing; lookups run on every DTO and every peer access.
 static CONTEXTS: LazyLock<RwLock<IntMap<u32, Entry>>> = LazyLock::new(Default::default);
 /// The same regions where a segment check finds them without a lock (most of them: those whose
 /// slot was free). Written only under the write lock of `CONTEXTS`.
 static REGIONS: RegionTable = RegionTable::new();
-static NEXT_KEY: AtomicU32 = AtomicU32::new(1);
-static KEY_SEED: LazyLock<u32> = LazyLock::new(|| {
-    let mut seed = [0u8; 4];
-    // SAFETY: getrandom writes at most 4 bytes into the 4-byte buffer.
-    unsafe { libc::getrandom(seed.as_mut_ptr() as *mut libc::c_void, 4, 0) };
-    u32::from_ne_bytes(seed)
-});
+/// The contexts of the RMR windows we check peers' accesses to ourselves (TCP), which no
+/// region's context may equal, nor another window's. Taken under `CONTEXTS` (a leaf lock).
+static WINDOW_KEYS: LazyLock<Mutex<IntSet<u32>>> = LazyLock::new(Default::default);
 
-/// A fresh, unpredictable, non-zero key no live region has.
+/// How many random keys a registration draws for one whose slot in `REGIONS` is free, before
+/// it takes any unused key (the map finds it then).
+const SLOT_TRIES: usize = 4;
+
+/// A fresh random key, neither 0 nor that of a live region or window: a peer that knows other
+/// keys cannot derive it. Called under the write lock of `CONTEXTS`.
 fn free_key(contexts: &IntMap<u32, Entry>) -> u32 {
+    let windows = WINDOW_KEYS.lock();
+    let mut source = keys::source();
+    pick_key(|| source.key(), |key| contexts.contains_key(&key) || windows.contains(&key), |key| REGIONS.slot_free(key))
+}
+
+/// The first key `draw` gives that is not 0 nor `taken`, and among the first `SLOT_TRIES`
+/// draws only one whose slot is free.
+fn pick_key(mut draw: impl FnMut() -> u32, taken: impl Fn(u32) -> bool, slot_free: impl Fn(u32) -> bool) -> u32 {
+    let mut tries = 0;
     loop {
-        let key = new_key();
-        if !contexts.contains_key(&key) {
+        let key = draw();
+        tries += 1;
+        if key != 0 && !taken(key) && (tries > SLOT_TRIES || slot_free(key)) {
             return key;
         }
     }
 }
 
-/// A fresh, unpredictable, never-repeating (within 2^32 registrations), non-zero key.
-pub(crate) fn new_key() -> u32 {
-    loop {
-        // Multiplying by an odd constant and xoring a seed are bijections on u32: distinct
-        // counters give distinct keys, and a peer cannot guess the next one from the last.
-        let n = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
-        let key = n.wrapping_mul(0x9E37_79B1) ^ *KEY_SEED;
-        if key != 0 {
-            return key;
-        }
+/// A fresh random key for an RMR window we check ourselves, neither 0 nor that of a live
+/// region or window; it stays taken until [`release_window_key`].
+pub(crate) fn claim_window_key() -> u32 {
+    let contexts = CONTEXTS.read();
+    let mut windows = WINDOW_KEYS.lock();
+    let mut source = keys::source();
+    let key = pick_key(|| source.key(), |key| contexts.contains_key(&key) || windows.contains(&key), |_| true);
+    windows.insert(key);
+    key
+}
+
+/// The window of `key` (from [`claim_window_key`]) is closed.
+pub(crate) fn release_window_key(key: u32) {
+    WINDOW_KEYS.lock().remove(&key);
+}
+
+/// Why memory cannot be registered as asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryRefusal {
+    /// The range starts where nothing is mapped.
+    Unmapped,
+    /// It runs past the end of what is mapped.
+    RunsOff,
+    /// It is mapped without an access the privileges need (read, for any region; write, for
+    /// a privilege that writes).
+    Protection,
+}
+
+impl From<MemoryRefusal> for crate::error::DatError {
+    /// `dat_lmr_create`'s code: an invalid parameter, naming the region's description (3), its
+    /// length (4) or the privileges (6).
+    fn from(r: MemoryRefusal) -> Self {
+        crate::error::DatError::invalid_arg(match r {
+            MemoryRefusal::Unmapped => 3,
+            MemoryRefusal::RunsOff => 4,
+            MemoryRefusal::Protection => 6,
+        })
     }
+}
+
+/// Checks that `length` bytes at `address` are memory the process may access as `privileges`
+/// say, as pinning them for a verbs registration would: all mapped, readable (any region may
+/// be read locally), and writable where a privilege lets us or a peer write (local or remote
+/// write, the remote atomics). Returns whether the memory is writable. `length` is not 0.
+pub fn check_memory(address: u64, length: u64, privileges: u32) -> Result<bool, MemoryRefusal> {
+    let access = crate::transport::mappings::access(address, length).map_err(|u| {
+        if u.at == address {
+            MemoryRefusal::Unmapped
+        } else {
+            MemoryRefusal::RunsOff
+        }
+    })?;
+    if !access.read || (privileges & PRIV_WRITES != 0 && !access.write) {
+        return Err(MemoryRefusal::Protection);
+    }
+    Ok(access.write)
 }
 
 impl Lmr {
@@ -155,7 +213,7 @@ impl Lmr {
     ) -> Option<Arc<Lmr>> {
         let mut contexts = CONTEXTS.write();
         let (context, remote_context, registration) = match registration {
-            Some(r) if contexts.contains_key(&r.lmr_context) => return None,
+            Some(r) if contexts.contains_key(&r.lmr_context) || WINDOW_KEYS.lock().contains(&r.lmr_context) => return None,
             Some(r) => (r.lmr_context, Some(r.rmr_context), Some(r.keep)),
             None => (free_key(&contexts), None, None),
         };
@@ -385,9 +443,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_are_distinct_and_non_zero() {
-        let keys: std::collections::HashSet<u32> = (0..10000).map(|_| new_key()).collect();
-        assert_eq!(keys.len(), 10000);
-        assert!(!keys.contains(&0));
+    fn a_key_is_never_0_nor_taken_and_prefers_a_free_slot() {
+        let taken = |key| key == 5 || key == 6;
+        let slot_free = |key| key % 2 == 1;
+        let pick = |draws: &[u32]| {
+            let mut draws = draws.iter().copied();
+            pick_key(|| draws.next().expect("a key before the draws ran out"), taken, slot_free)
+        };
+        assert_eq!(pick(&[0, 5, 6, 8, 9]), 9, "0, taken and busy-slot keys are passed over");
+        assert_eq!(pick(&[2, 4, 8, 10, 12]), 12, "after a few draws a busy slot will do");
+        assert_eq!(pick(&[2, 4, 8, 10, 0, 5, 14]), 14, "never 0 nor a taken key");
     }
 }

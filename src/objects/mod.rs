@@ -9,6 +9,7 @@ pub mod ep_state;
 pub mod evd;
 pub mod extension;
 pub mod ia;
+pub mod keys;
 pub mod limits;
 pub mod lmr;
 pub mod pz;

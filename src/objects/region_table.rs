@@ -19,7 +19,7 @@ pub struct Region {
     pub privileges: u32,
 }
 
-/// Slots in the table. Contexts are scattered keys, so their low bits spread them.
+/// Slots in the table. Contexts are random keys, so their low bits spread them.
 const SLOTS: usize = 1024;
 
 struct Slot {
@@ -110,6 +110,12 @@ impl RegionTable {
             return Found::Unknown;
         }
         Found::Region(region)
+    }
+
+    /// Whether a region of `context` would find its slot free (writers serialized, as for
+    /// [`RegionTable::insert`]).
+    pub fn slot_free(&self, context: u32) -> bool {
+        self.slot(context).context.load(Ordering::Relaxed) == 0
     }
 
     /// Puts a region in its slot if the slot is free. Writers must be serialized.

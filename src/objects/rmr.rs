@@ -66,12 +66,15 @@ pub struct Window {
     rmr: Weak<Rmr>,
     /// Held so the EP's address, the window's key, names no other EP while it is here.
     _ep: Weak<Ep>,
+    /// Whether its context is one of ours (`lmr::claim_window_key`), given back as it closes;
+    /// else the device's.
+    our_key: bool,
 }
 
 /// Every bound window, by the EP it was bound through and the `rmr_context` its bind returned
-/// (a window is reached only through its EP; over TCP its keys come from the same
-/// never-repeating sequence as the regions', `lmr::new_key`, so a context names no region and
-/// no earlier window; over RDMA they are the device's memory window keys).
+/// (a window is reached only through its EP; over TCP its context is a random key that no live
+/// region or other window has, `lmr::claim_window_key`; over RDMA it is the device's memory
+/// window key). Taken before the regions' lock.
 static WINDOWS: LazyLock<RwLock<Windows>> = LazyLock::new(Default::default);
 
 /// Windows by (EP address, context).
@@ -79,6 +82,15 @@ type Windows = HashMap<(usize, u32), Arc<Window>>;
 
 fn key(ep: &Ep, context: u32) -> (usize, u32) {
     (ep as *const Ep as usize, context)
+}
+
+/// Closes the window of `key`, if open: its context is free again.
+fn close(windows: &mut Windows, key: (usize, u32)) -> Option<Arc<Window>> {
+    let window = windows.remove(&key)?;
+    if window.our_key {
+        lmr::release_window_key(key.1);
+    }
+    Some(window)
 }
 
 impl Window {
@@ -97,7 +109,7 @@ impl Window {
     /// A peer's send with invalidate named `context` through `ep`: the window closes and its
     /// RMR is unbound, if it was bound through that EP (another context is left alone).
     pub fn invalidate(context: u32, ep: &Ep) {
-        let window = WINDOWS.write().remove(&key(ep, context));
+        let window = close(&mut WINDOWS.write(), key(ep, context));
         if let Some(rmr) = window.and_then(|w| w.rmr.upgrade()) {
             let mut binding = rmr.binding.lock();
             if binding.as_ref().is_some_and(|b| b.context == context) {
@@ -116,10 +128,16 @@ impl Rmr {
         let mut binding = self.binding.lock();
         let mut windows = WINDOWS.write();
         if let Some(old) = binding.take() {
-            windows.remove(&old.window);
+            close(&mut windows, old.window);
         }
-        let context = context.unwrap_or_else(lmr::new_key);
-        if triplet.segment_length != 0 {
+        let our_key = context.is_none();
+        let context = context.unwrap_or_else(lmr::claim_window_key);
+        if triplet.segment_length == 0 {
+            // An unbind: the context returned names nothing.
+            if our_key {
+                lmr::release_window_key(context);
+            }
+        } else {
             let window = Window {
                 lmr: lmr.clone(),
                 address: triplet.virtual_address,
@@ -127,6 +145,7 @@ impl Rmr {
                 privileges,
                 rmr: Arc::downgrade(self),
                 _ep: Arc::downgrade(ep),
+                our_key,
             };
             windows.insert(key(ep, context), Arc::new(window));
             *binding = Some(Binding { lmr: Held::new(lmr), triplet, privileges, va_type, context, window: key(ep, context) });
@@ -137,7 +156,7 @@ impl Rmr {
     /// The window of a bound RMR closes (the RMR is freed).
     fn unbind(&self) {
         if let Some(old) = self.binding.lock().take() {
-            WINDOWS.write().remove(&old.window);
+            close(&mut WINDOWS.write(), old.window);
         }
     }
 }

@@ -7,11 +7,13 @@
 //! - `verbs`: RDMA through rdma-cm and verbs (devices found; connections not yet);
 //! - `address_handles`: the UD address handles both transports hand out;
 //! - `engine`: the thread the kernel wakes when no thread of the program is in the library;
-//!   `lease`: which thread reads a connection when.
+//!   `lease`: which thread reads a connection when;
+//! - `mappings`: how the process's memory is mapped (asked before memory is registered).
 
 pub mod address_handles;
 pub mod engine;
 pub mod lease;
+pub mod mappings;
 pub(crate) mod sys;
 pub mod tcp;
 pub mod verbs;
@@ -56,9 +58,11 @@ pub trait Transport: Send + Sync {
     fn protection_domain(&self) -> DatResult<Option<Resource>> {
         Ok(None)
     }
-    /// Registers an LMR's memory in the PZ's domain (`privileges`: DAT_MEM_PRIV flags); None:
-    /// the objects make the contexts themselves.
-    fn register_memory(&self, _domain: Option<&Resource>, _address: u64, _length: u64, _privileges: u32) -> DatResult<Option<Registration>> {
+    /// Registers an LMR's memory in the PZ's domain (`privileges`: DAT_MEM_PRIV flags), memory
+    /// the objects found mapped, readable and (where `writable`) writable; None: the objects
+    /// make the contexts themselves. Memory that changed since is refused as the objects
+    /// refuse it (`lmr::MemoryRefusal`).
+    fn register_memory(&self, _domain: Option<&Resource>, _address: u64, _length: u64, _privileges: u32, _writable: bool) -> DatResult<Option<Registration>> {
         Ok(None)
     }
     /// A DTO EVD's completion queue; the transport attaches what polls it to the EVD.

@@ -203,6 +203,31 @@ pub fn current_pid() -> u32 {
     unsafe { libc::getpid() as u32 }
 }
 
+/// Fills `buf` from the kernel's random source (`getrandom(2)`, else `/dev/urandom`).
+/// Panics where neither answers: nothing unpredictable can be made then (the API's edge turns
+/// the panic into `DAT_INTERNAL_ERROR`).
+pub fn random_bytes(buf: &mut [u8]) {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let rest = &mut buf[filled..];
+        // SAFETY: getrandom writes at most `rest.len()` bytes into `rest`.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n > 0 {
+            filled += n as usize;
+            continue;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            _ => {
+                use std::io::Read;
+                let mut urandom = std::fs::File::open("/dev/urandom").expect("no source of random bytes");
+                urandom.read_exact(rest).expect("no source of random bytes");
+                return;
+            }
+        }
+    }
+}
+
 /// Microseconds of the monotonic clock: never 0 (it counts from boot), and read without the
 /// 128-bit arithmetic of `Instant::elapsed` (the engine reads it as it holds
 /// acknowledgements).

@@ -24,11 +24,19 @@
  *    kind, NULL, garbage);
  *  - the library writes into the unregistered canary after the registered arena, or accepts a
  *    registration outside harness memory;
+ *  - the library registers memory the process cannot access as the privileges ask: read-only
+ *    pages with a privilege that writes, unmapped pages, a range running off the end of a
+ *    mapping, a PROT_NONE page;
  *  - a pointer the library returned (addresses, private data, names, strings) cannot be read.
  *
  * Memory: the harness passes a pointer the library may write through only when it points to
  * harness memory large enough for the type, registers only its own arena, and never frees
- * registered memory, so a crash is the library's fault. Arguments and out-parameters live in
+ * registered memory, so a crash is the library's fault. It also asks the library to register
+ * memory it may not write or does not have (read-only pages, an unmapped hole beyond them, a
+ * PROT_NONE page before them): the library must refuse all but read-only registrations of the
+ * read-only pages, which join the pool, so DTOs name them as local segments and the peer as
+ * the target of its RDMA writes, reads and atomics (which it also aims at the read-only pages
+ * and the hole under live contexts): refused, never a fault. Arguments and out-parameters live in
  * slots that end at a PROT_NONE page (an overrun faults at once) and are made PROT_NONE once
  * the call has returned (a library that keeps the caller's pointer faults when it uses it).
  *
@@ -161,6 +169,9 @@ struct wshared {
 	uint64_t dto[DTO_OPS][DTO_ST]; /* completions by operation and status */
 	uint64_t events[32];           /* by event_names[] */
 	uint64_t invalid, hangs, bad_events, bad_success, wild, canary, agent, oddities;
+	uint64_t inaccessible;           /* registrations of memory the process cannot access as asked */
+	uint64_t foreign_tried, foreign_read_only; /* registrations of foreign memory, and those made */
+	uint64_t ro_base, hole_base;     /* where this worker's read-only pages and hole are */
 	uint64_t connects_established;
 	double seconds;
 	volatile int finished;
@@ -509,6 +520,13 @@ static DAT_RETURN after(int fid, DAT_RETURN r, uint64_t t0)
 #define CANARY (64u * 1024)  /* never registered: the library must never write here */
 static unsigned char *arena; /* ARENA + CANARY bytes, then a guard page */
 
+/* Memory the library must not write: FOREIGN_RO read-only pages (a pattern the peer may read)
+ * between a PROT_NONE page and FOREIGN_HOLE unmapped pages, placed far from where the kernel
+ * puts other mappings, so the hole stays a hole. */
+#define FOREIGN_RO 4
+#define FOREIGN_HOLE 2
+static unsigned char *noaccess, *ro_mem, *hole;
+
 /* Guarded slots: SLOT_DATA bytes, then a PROT_NONE page. slot_end(i) is the guard's start.
  * There are NBANKS banks of them, used in turn by successive calls: once a call has
  * returned, the slots it was given (its arguments and out-parameters) are made PROT_NONE
@@ -605,6 +623,50 @@ static void setup_memory(void)
 	memset(arena + ARENA, 0xc3, CANARY);
 }
 
+static void setup_foreign(void)
+{
+	size_t len = (size_t)(1 + FOREIGN_RO + FOREIGN_HOLE) * PAGE, i;
+	/* 48 TiB: far below where the kernel maps (top down from 128 TiB), above AddressSanitizer's
+	 * shadow. */
+	void *far = (void *)(uintptr_t)(0x300000000000ull + (uint64_t)wid * 0x40000000ull);
+	unsigned char *m = mmap(far, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m == MAP_FAILED)
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		perror("mmap");
+		exit(2);
+	}
+	noaccess = m;
+	ro_mem = m + PAGE;
+	hole = ro_mem + FOREIGN_RO * PAGE;
+	for (i = 0; i < FOREIGN_RO * PAGE; i++)
+		ro_mem[i] = (unsigned char)(i * 13 + wid);
+	if (mprotect(noaccess, PAGE, PROT_NONE) || mprotect(ro_mem, FOREIGN_RO * PAGE, PROT_READ) ||
+	    munmap(hole, FOREIGN_HOLE * PAGE)) {
+		perror("foreign memory");
+		exit(2);
+	}
+	me->ro_base = (uint64_t)(uintptr_t)ro_mem;
+	me->hole_base = (uint64_t)(uintptr_t)hole;
+}
+
+/* Whether something mapped a page of the hole after all (then a registration there may stand). */
+static int hole_filled(void)
+{
+	unsigned char v[FOREIGN_HOLE];
+	int i;
+	for (i = 0; i < FOREIGN_HOLE; i++)
+		if (mincore(hole + i * PAGE, PAGE, v) == 0)
+			return 1;
+	return 0;
+}
+
+static int in_ro(uint64_t base, uint64_t len)
+{
+	uint64_t r0 = (uint64_t)(uintptr_t)ro_mem;
+	return base >= r0 && len <= FOREIGN_RO * PAGE && base + len <= r0 + FOREIGN_RO * PAGE;
+}
+
 /* Each harness thread has its own banks of slots. */
 static void setup_slots(void)
 {
@@ -662,6 +724,7 @@ struct obj {
 	DAT_LMR_CONTEXT lctx;
 	DAT_RMR_CONTEXT rctx;
 	int zb;
+	int ro;               /* over the read-only pages (its privileges write nothing) */
 	DAT_PZ_HANDLE pz;     /* LMR, EP, RMR, SRQ */
 	/* EP: 0 unconnected, 1 pending, 2 connected, 3 disconnected */
 	int conn;
@@ -1067,8 +1130,8 @@ static DAT_CONN_QUAL rqual(int for_listen)
 }
 
 /* Local IOVs: up to 1024 triplets ending at a guard page. Good segments lie in a live LMR
- * (in the EP's PZ when given); bad ones cross its end, name another region's context, point
- * at garbage or into the canary. */
+ * (in the EP's PZ when given, read-only ones too); bad ones cross its end, name another
+ * region's context, point at garbage, into the canary, the read-only pages or the hole. */
 #define IOV_CAP 1024
 /* The shape of good segments: any length up to 8 KiB, small (sends: at most 256 bytes, so a
  * good receive holds them), or large (receives: at least 4 KiB when the region has room). */
@@ -1120,7 +1183,13 @@ static DAT_LMR_TRIPLET *riov(DAT_COUNT *nseg, DAT_PZ_HANDLE pz, int max_good)
 			t[i].lmr_context = o->lctx;
 			continue;
 		}
-		switch (rnd(7)) {
+		switch (rnd(8)) {
+		case 7: /* the read-only pages or the hole, under a live context */
+			t[i].virtual_address = (DAT_VADDR)(uintptr_t)(chance(50) ? ro_mem + rnd(FOREIGN_RO * PAGE)
+									      : hole + rnd(FOREIGN_HOLE * PAGE));
+			t[i].segment_length = 1 + rnd(256);
+			t[i].lmr_context = o ? o->lctx : (DAT_LMR_CONTEXT)r64();
+			break;
 		case 0: /* crosses the end */
 			if (o) {
 				t[i].virtual_address = (o->zb ? 0 : o->base) + o->len - rnd(64);
@@ -1216,7 +1285,12 @@ static DAT_RMR_TRIPLET *rriov(int slot, uint64_t want)
 		t->segment_length = (DAT_SEG_LENGTH)(chance(10) ? room : rnd((uint32_t)(room < 8192 ? room : 8192) + 1));
 		t->rmr_context = ctx;
 	} else {
-		switch (rnd(5)) {
+		switch (rnd(7)) {
+		case 5: /* the worker's read-only pages or its hole, under a live context */
+			t->virtual_address = chance(50) ? w->ro_base + rnd(FOREIGN_RO * PAGE) : w->hole_base + rnd(FOREIGN_HOLE * PAGE);
+			t->segment_length = 1 + rnd(64);
+			t->rmr_context = ctx;
+			break;
 		case 0:
 			t->virtual_address = addr + len - rnd(64);
 			t->segment_length = 64 + rnd(4096);
@@ -1398,6 +1472,7 @@ static const struct {
 	{ DAT_HA_DOWN_TO_1, "ha_down_to_1" },
 	{ DAT_HA_UP_TO_MULTI_PATH, "ha_up_to_multi_path" },
 	{ DAT_SOFTWARE_EVENT, "software" },
+	{ DAT_IB_DTO_EVENT, "ib_dto" },
 };
 #define NEVENTS (sizeof(event_names) / sizeof(event_names[0]))
 
@@ -1429,6 +1504,7 @@ static int known_event(DAT_EVENT_NUMBER n)
 	case DAT_HA_DOWN_TO_1:
 	case DAT_HA_UP_TO_MULTI_PATH:
 	case DAT_SOFTWARE_EVENT:
+	case DAT_IB_DTO_EVENT:
 		return 1;
 	default:
 		return 0;
@@ -1479,6 +1555,15 @@ static void on_event(const DAT_EVENT *e, DAT_EVD_HANDLE evd)
 			return;
 		}
 		me->dto[d->operation][d->status]++;
+		break;
+	}
+	case DAT_IB_DTO_EVENT: { /* an atomic's completion (do_atomic) */
+		const DAT_DTO_COMPLETION_EVENT_DATA *d = &e->event_data.dto_completion_event_data;
+		if ((unsigned)d->status > DAT_DTO_ERR_LOCAL_MM_ERROR) {
+			bad_event(e, evd, "extended DTO completion with an unknown status");
+			return;
+		}
+		me->dto[DTO_OPS - 1][d->status]++;
 		break;
 	}
 	case DAT_RMR_BIND_COMPLETION_EVENT:
@@ -1940,6 +2025,29 @@ static DAT_MEM_PRIV_FLAGS rpriv(void)
 	return chance(60) ? DAT_MEM_PRIV_ALL_FLAG : good[rnd(7)];
 }
 
+/* The privileges that let a region's memory be written. */
+#define PRIV_WRITES (DAT_MEM_PRIV_LOCAL_WRITE_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC)
+
+/* Privileges for read-only memory: none of them writes. */
+static DAT_MEM_PRIV_FLAGS rpriv_read_only(void)
+{
+	static const DAT_MEM_PRIV_FLAGS good[] = { DAT_MEM_PRIV_NONE_FLAG, DAT_MEM_PRIV_LOCAL_READ_FLAG,
+						   DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_MEM_PRIV_READ_FLAG };
+	return good[rnd(4)];
+}
+
+/* The library registered memory the process cannot access as `priv` asks. */
+static void inaccessible(DAT_LMR_HANDLE h, const char *what, uint64_t base, uint64_t len, DAT_MEM_PRIV_FLAGS priv)
+{
+	me->inaccessible++;
+	if (me->inaccessible <= 5)
+		note("INACCESSIBLE: the library registered %s: 0x%" PRIx64 "+0x%" PRIx64 " with privileges 0x%x; freed at once",
+		     what, base, len, (unsigned)priv);
+	rec_begin(F_lmr_free);
+	AV(h);
+	CALL(F_lmr_free, dat_lmr_free(h));
+}
+
 /* Learns where a new LMR lies; one outside the arena is freed at once (it would let the peer
  * write into memory the harness does not own) and reported. */
 static void track_lmr(DAT_LMR_HANDLE h, DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_LMR_CONTEXT lctx,
@@ -1974,7 +2082,13 @@ static void track_lmr(DAT_LMR_HANDLE h, DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_
 			base = from->base;
 		}
 	}
-	if (base < a0 || len > ARENA || base + len > a0 + ARENA) {
+	if (in_ro(base, len)) {
+		/* The read-only pages: only privileges that write nothing may stand. */
+		if (p->mem_priv & PRIV_WRITES) {
+			inaccessible(h, "read-only pages for writing", base, len, p->mem_priv);
+			return;
+		}
+	} else if (base < a0 || len > ARENA || base + len > a0 + ARENA) {
 		me->wild++;
 		if (me->wild <= 5)
 			note("LMR accepted outside the harness arena: base 0x%" PRIx64 " length 0x%" PRIx64
@@ -1993,6 +2107,7 @@ static void track_lmr(DAT_LMR_HANDLE h, DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_
 	o->lctx = lctx_known ? lctx : p->lmr_context;
 	o->rctx = lctx_known ? rctx : p->rmr_context;
 	o->zb = p->va_type == DAT_VA_TYPE_ZB;
+	o->ro = in_ro(base, len);
 	o->pz = pz ? pz : p->pz_handle;
 	if (o->lctx != p->lmr_context || o->rctx != p->rmr_context) {
 		me->oddities++;
@@ -2001,9 +2116,16 @@ static void track_lmr(DAT_LMR_HANDLE h, DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_
 	publish_lmr(o, 1);
 }
 
+static __thread DAT_IA_HANDLE want_ia;
+static int pz_of_ia(struct obj *o)
+{
+	return o->ia == want_ia;
+}
+
 static void do_lmr_create(void)
 {
 	DAT_IA_HANDLE ia = ph_primary(K_IA);
+	struct obj *po;
 	DAT_MEM_TYPE mt;
 	DAT_REGION_DESCRIPTION reg;
 	DAT_VLEN len;
@@ -2017,11 +2139,38 @@ static void do_lmr_create(void)
 	DAT_VADDR *raddr_;
 	DAT_RETURN r;
 	uint32_t off = rnd(ARENA);
+	/* Memory the harness may not write or does not have: 1 the read-only pages, 2 the hole,
+	 * 3 from the read-only pages into the hole, 4 the PROT_NONE page (and on). */
+	int foreign = chance(10) ? 1 + (int)rnd(4) : 0;
 	memset(&reg, 0, sizeof(reg));
 	mt = DAT_MEM_TYPE_VIRTUAL;
 	reg.for_va = arena + off;
 	len = chance(20) ? ARENA - off : rnd((ARENA - off) < 65536 ? ARENA - off : 65536) + 1;
-	if (bad()) {
+	if (foreign) {
+		uint32_t ro_len = FOREIGN_RO * PAGE, hole_len = FOREIGN_HOLE * PAGE;
+		switch (foreign) {
+		case 1:
+			off = rnd(ro_len);
+			reg.for_va = ro_mem + off;
+			len = 1 + rnd(ro_len - off);
+			break;
+		case 2:
+			off = rnd(hole_len);
+			reg.for_va = hole + off;
+			len = 1 + rnd(hole_len - off);
+			break;
+		case 3:
+			off = 1 + rnd(PAGE);
+			reg.for_va = hole - off;
+			len = off + 1 + rnd(hole_len);
+			break;
+		default:
+			reg.for_va = noaccess + rnd(PAGE);
+			len = 1 + rnd(2 * PAGE);
+			break;
+		}
+		me->foreign_tried++;
+	} else if (bad()) {
 		switch (rnd(8)) {
 		case 0:
 			mt = DAT_MEM_TYPE_LMR;
@@ -2057,9 +2206,13 @@ static void do_lmr_create(void)
 	AV(mt);
 	AV(reg.for_va);
 	AV(len);
-	pz = ph(K_PZ);
-	priv = (DAT_MEM_PRIV_FLAGS)AV(rpriv());
-	va = (DAT_VA_TYPE)AV(bad() ? (uint32_t)r64() : (chance(80) ? DAT_VA_TYPE_VA : DAT_VA_TYPE_ZB));
+	want_ia = ia;
+	if (foreign == 1 && !bad() && (po = pick_live_if(K_PZ, pz_of_ia))) /* mostly made: they join the pool */
+		pz = (DAT_PZ_HANDLE)arg_tag((uint64_t)(uintptr_t)po->h, 'L');
+	else
+		pz = ph(K_PZ);
+	priv = (DAT_MEM_PRIV_FLAGS)AV(foreign == 1 && chance(60) ? rpriv_read_only() : rpriv());
+	va = (DAT_VA_TYPE)AV(bad() ? (uint32_t)r64() : (foreign || chance(80) ? DAT_VA_TYPE_VA : DAT_VA_TYPE_ZB));
 	lmr = OUTP(0, DAT_LMR_HANDLE);
 	lctx = OUTP(1, DAT_LMR_CONTEXT);
 	rctx = OUTP(2, DAT_RMR_CONTEXT);
@@ -2072,6 +2225,24 @@ static void do_lmr_create(void)
 			note("dat_lmr_create succeeded without somewhere to put the handle");
 			return;
 		}
+		if (foreign == 4) {
+			inaccessible(*lmr, "a PROT_NONE page", (uint64_t)(uintptr_t)reg.for_va, len, priv);
+			return;
+		}
+		if ((foreign == 2 || foreign == 3) && !hole_filled()) {
+			inaccessible(*lmr, foreign == 2 ? "unmapped pages" : "a range running into unmapped pages",
+				     (uint64_t)(uintptr_t)reg.for_va, len, priv);
+			return;
+		}
+		if (foreign == 2 || foreign == 3) { /* the hole was mapped by someone else: not ours to lend */
+			DAT_LMR_HANDLE h = *lmr; /* (the out-parameter is poisoned as the next call begins) */
+			rec_begin(F_lmr_free);
+			AV(h);
+			CALL(F_lmr_free, dat_lmr_free(h));
+			return;
+		}
+		if (foreign == 1 && !(priv & PRIV_WRITES))
+			me->foreign_read_only++;
 		track_lmr(*lmr, ia, pz, lctx ? *lctx : 0, rctx ? *rctx : 0, lctx && rctx);
 	}
 }
@@ -2921,9 +3092,52 @@ static void do_strerror_ext_status(void)
 		touch_str(*m);
 }
 
+/* A fetch-and-add or compare-and-swap as the dat_ib_post_* macros make it: an EP (mostly a
+ * connected one), an 8-byte result segment in one of its LMRs, and a word of a region of the
+ * peer's (read-only ones among them, which no atomic may reach), or bad ones. */
+static void do_atomic(void)
+{
+	struct obj *o, *lo = NULL;
+	DAT_EP_HANDLE ep = pick_dto_ep(&o);
+	DAT_LMR_TRIPLET *t;
+	DAT_RMR_TRIPLET *rt;
+	DAT_DTO_COOKIE ck;
+	DAT_COMPLETION_FLAGS f;
+	DAT_COUNT n;
+	want_pz = o ? o->pz : NULL;
+	if (!bad())
+		lo = pick_live_if(K_LMR, lmr_in_pz);
+	if (lo && lo->len >= 8) {
+		t = slot_ptr(S_IOV, sizeof(*t));
+		t->virtual_address = ((lo->zb ? 0 : lo->base) + rnd((uint32_t)(lo->len - 8) + 1) + 7) & ~7ull;
+		t->segment_length = 8;
+		t->lmr_context = lo->lctx;
+		if (t->virtual_address + 8 > (lo->zb ? 0 : lo->base) + lo->len)
+			t->virtual_address -= 8;
+		AP(t);
+	} else {
+		t = riov(&n, want_pz, 1);
+		if (t && n == 0)
+			t = slot_ptr(S_IOV, sizeof(*t)); /* one triplet (of junk): an atomic reads one */
+	}
+	rt = (DAT_RMR_TRIPLET *)rriov(S_RIOV, 8);
+	if (rt && !bad())
+		rt->virtual_address &= ~7ull; /* atomics need an aligned word */
+	ck = rcontext();
+	f = (DAT_COMPLETION_FLAGS)AV(rcompl());
+	if (chance(50))
+		CALL(F_extension_op, dat_ib_post_fetch_and_add(ep, r64(), t, ck, rt, f));
+	else
+		CALL(F_extension_op, dat_ib_post_cmp_and_swap(ep, r64(), r64(), t, ck, rt, f));
+}
+
 static void do_extension_op(void)
 {
 	static const int ops[] = { 0, 1, 2, 3, 4, 5, 26, 27, 28, 29, 0x1000, 0x2000, 6, 7, 100, -1 };
+	if (chance(30)) {
+		do_atomic();
+		return;
+	}
 	int k = (int)rnd(NKIND);
 	char tag;
 	DAT_HANDLE h = pick_handle_t(k, &tag);
@@ -2933,7 +3147,9 @@ static void do_extension_op(void)
 	void *s = slot_ptr(S_IN0 + 6, 4096);
 	arg_tag((uint64_t)(uintptr_t)h, tag);
 	AV(op);
-	CALL(F_extension_op, dat_extension_op(h, op, s, s, s, s, s, s, s, s));
+	if (CALL(F_extension_op, dat_extension_op(h, op, s, s, s, s, s, s, s, s)) == DAT_SUCCESS &&
+	    op == DAT_IB_CLOSE_QUERY_OP && find_obj(K_IA, h))
+		forget_ia(h); /* dat_ib_close_query closed it (it closes any IA) */
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -3457,6 +3673,7 @@ static void worker(uint64_t calls)
 
 	pthread_mutex_lock(&hmx);
 	setup_memory();
+	setup_foreign();
 	setup_slots();
 	lo_addr.sin_family = AF_INET;
 	lo_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -3606,6 +3823,9 @@ static void report(double wall)
 			printf("worker %d: oddities %" PRIu64 ", LMRs accepted outside the arena %" PRIu64
 			       ", successes with an invalid handle %" PRIu64 ", canary hits %" PRIu64 "\n",
 			       w, s->oddities, s->wild, s->bad_success, s->canary);
+		printf("worker %d: registrations of memory it may not write or does not have %" PRIu64
+		       ", read-only ones made %" PRIu64 ", inaccessible ones made %" PRIu64 "\n",
+		       w, s->foreign_tried, s->foreign_read_only, s->inaccessible);
 	}
 	printf("\ncalls %" PRIu64 ", %.1f s, %.0f calls/s (seed %" PRIu64 ")\n", calls, wall, (double)calls / wall, g_seed);
 }
@@ -3614,7 +3834,7 @@ int main(int argc, char **argv)
 {
 	int opt, w, p01[2], p10[2], failed = 0, crashes = 0;
 	pid_t pid[2];
-	uint64_t t0, hangs = 0, invalid = 0, badev = 0, canary = 0, badsucc = 0, wild = 0;
+	uint64_t t0, hangs = 0, invalid = 0, badev = 0, canary = 0, badsucc = 0, wild = 0, inacc = 0;
 	double wall;
 
 	g_seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
@@ -3708,13 +3928,15 @@ int main(int argc, char **argv)
 		canary += shm[w].canary;
 		badsucc += shm[w].bad_success;
 		wild += shm[w].wild;
+		inacc += shm[w].inaccessible;
 		if (shm[w].note[0])
 			printf("worker %d first note: %s\n", w, shm[w].note);
 	}
 	printf("crashes %d, hangs %" PRIu64 ", invalid returns %" PRIu64 ", bad events %" PRIu64 ", canary hits %" PRIu64
-	       ", successes with invalid handles %" PRIu64 ", registrations outside harness memory %" PRIu64 "%s\n",
-	       crashes, hangs, invalid, badev, canary, badsucc, wild, failed ? ", a worker failed" : "");
-	if (crashes || hangs || invalid || badev || canary || badsucc || wild || failed) {
+	       ", successes with invalid handles %" PRIu64 ", registrations outside harness memory %" PRIu64
+	       ", registrations of memory the process cannot access as asked %" PRIu64 "%s\n",
+	       crashes, hangs, invalid, badev, canary, badsucc, wild, inacc, failed ? ", a worker failed" : "");
+	if (crashes || hangs || invalid || badev || canary || badsucc || wild || inacc || failed) {
 		printf("FAILED: replay with: api_fuzz -s %" PRIu64 " -n %" PRIu64 " -i %s -t %" PRIu64 " -T %d -P %d -S %" PRIu64
 		       "\n", g_seed, g_calls, ia_name, hang_ns / 1000000, nthreads, poison, signal_us);
 		return 1;

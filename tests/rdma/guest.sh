@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs inside the soft-RoCE guest (../shared/rxe-vm, started by tests/rdma/run.sh): the RDMA
 # device is found and listed, the verbs transport's pieces work (the Rust tests that need a
-# device, which the host run ignores), the connection tests, every way of waiting and the
+# device, which the host run ignores), the connection and memory access tests, every way of waiting and the
 # conformance suite pass on the RDMA IA, and Debian's dapl2-utils run on our library over it.
 # usage: guest.sh DATINFO LIBDIR TEST_BINARY...
 set -uo pipefail
@@ -36,6 +36,7 @@ for t in "$@"; do
     echo "rdma-guest: $(basename "$t")"
     case $(basename "$t") in
         connections-*) args=(--test-threads=1); for s in "${tcp_only[@]}"; do args+=(--skip "$s"); done ;;
+        memory_access-*) args=(--test-threads=1) ;;
         *) args=(--ignored --test-threads=1) ;;
     esac
     if timeout 600 "$t" "${args[@]}" > "$log" 2>&1; then

@@ -10,9 +10,9 @@ if [ ! -x "$vm" ]; then
     echo "rdma: no $vm here: the soft-RoCE guest cannot be started"
     exit 77
 fi
-# The Rust tests that need a device, and the connection tests both transports pass: built here,
-# run there.
-bins=$(cargo test --quiet --test verbs --test verbs_events --test connections --no-run --message-format=json 2>/dev/null |
+# The Rust tests that need a device, and the connection and memory access tests both transports
+# pass: built here, run there.
+bins=$(cargo test --quiet --test verbs --test verbs_events --test connections --test memory_access --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)

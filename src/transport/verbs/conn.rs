@@ -25,7 +25,7 @@ use super::qp::{Qp, QpCaps, SendFlags, SendOp, Sge, MAX_SGE};
 use super::srq::{VerbsSrq, SRQ_RECV_ID};
 use super::transport::Verbs;
 use crate::abi::*;
-use crate::error::{DatError, DatResult, Sub};
+use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Report, Request as Outstanding};
 use crate::objects::extension::Extended;
 use crate::objects::evd::Evd;
@@ -652,6 +652,11 @@ impl Link for Conn {
             Some(r) => Some(Mr::of(r).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_LMR))?),
             None => None,
         };
+        if region.as_ref().is_some_and(|mr| !mr.window_binds) {
+            // Read-only memory, pinned without MW_BIND: the device would fail the bind and
+            // break the connection.
+            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+        }
         let mut inner = inner;
         if inner.outstanding.len() + 1 >= inner.attr.max_request_dtos.max(2) as usize {
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));

@@ -245,6 +245,8 @@ impl Drop for Pd {
 pub struct Mr {
     raw: *mut ibv::ibv_mr,
     pub pd: Arc<Pd>,
+    /// Whether memory windows may be bound onto it (`MW_BIND`: not on read-only memory).
+    pub window_binds: bool,
 }
 
 // SAFETY: a region is used only through verbs calls and its keys.
@@ -288,7 +290,7 @@ impl Mr {
         if raw.is_null() {
             return Err(last_error());
         }
-        Ok(Mr { raw, pd: pd.clone() })
+        Ok(Mr { raw, pd: pd.clone(), window_binds: access & access::MW_BIND != 0 })
     }
 
     pub fn lkey(&self) -> u32 {

@@ -21,6 +21,7 @@ use crate::abi::DAT_IA_HANDLE;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
+use crate::objects::lmr::MemoryRefusal;
 use crate::transport::sys::debug;
 use crate::transport::{Listening, OnRequest, Registration, Resource, SharedQueue, Transport};
 
@@ -166,11 +167,13 @@ impl Transport for Verbs {
         Ok(Some(pd))
     }
 
-    fn register_memory(&self, domain: Option<&Resource>, address: u64, length: u64, privileges: u32) -> DatResult<Option<Registration>> {
+    fn register_memory(&self, domain: Option<&Resource>, address: u64, length: u64, privileges: u32, writable: bool) -> DatResult<Option<Registration>> {
         let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
-        // Local write always: a region a DTO receives into, or an RDMA read lands in, needs it,
-        // and verbs requires it beside remote write.
-        let flags = access::LOCAL_WRITE | access::MW_BIND | access::remote(privileges);
+        // Local write wherever the memory allows it: a region a DTO receives into, or an RDMA
+        // read lands in, needs it, and verbs requires it beside remote write. Read-only memory
+        // (registered with privileges that write nothing) is pinned for reading, which any
+        // write access (memory window binds too) would refuse.
+        let flags = if writable { access::LOCAL_WRITE | access::MW_BIND } else { 0 } | access::remote(privileges);
         let mr = Mr::register(&pd, address, length, flags).map_err(|e| {
             if debug() {
                 let hint = if matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM)) {
@@ -179,6 +182,11 @@ impl Transport for Verbs {
                     ""
                 };
                 eprintln!("libdat: registering {length} bytes at {address:#x} on {}: {e}{hint}", self.device.name());
+            }
+            if e.raw_os_error() == Some(libc::EFAULT) {
+                // Pages that could not be pinned as asked (unmapped or protected since the
+                // objects looked): refused as the objects refuse such memory.
+                return DatError::from(MemoryRefusal::Unmapped);
             }
             DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION)
         })?;
