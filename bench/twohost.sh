@@ -77,6 +77,8 @@ pair() {  # env assignments..., program (datperf|rawtcp), flags...
     if [ $ready = 1 ]; then
         out=$(twohost_b "${run[@]}" timeout 120 "$build/bin/$prog" "${ia[@]}" -q -c "$TWOHOST_ADDR_A:$port" "$@" 2> "$work/client.err")
         status=$?
+    else
+        kill $spid 2>/dev/null   # it never listened: no client will come
     fi
     wait $spid || status=1
     spid=
