@@ -11,6 +11,7 @@
 #                        10-14 minutes: single runs there vary 2-5x; medians and paired ratios)
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
+#                        on loopback, then between two hosts (network namespaces; root)
 #   make fuzz            long runs of the three fuzzers: the TCP wire fuzzer (WIRE_FUZZ_CASES,
 #                        WIRE_FUZZ_SEED), the C API fuzzer (API_FUZZ_CALLS), the threads test
 #   make fuzz-header     libFuzzer on the frame header parser (fuzz/, FUZZ_SECONDS=60)

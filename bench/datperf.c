@@ -1,8 +1,11 @@
 /*
  * datperf: a transfer between two processes over a DAT IA (default: the built-in tcp-lo),
- * with figures. The program forks: the parent listens, the child connects.
+ * with figures. The program forks: the parent listens, the child connects. With -l or -c it
+ * runs one side only, so the two may run on different hosts (both given the same -m, -s, -n
+ * and -p).
  *
- *   datperf [-P ia] [-m pingpong|mempoll|write|send] [-s bytes] [-n iterations] [-p] [-t] [-q]
+ *   datperf [-P ia] [-m pingpong|mempoll|write|send|sendwait|dequeue] [-s bytes] [-n iterations]
+ *           [-p] [-t] [-q] [-l port | -c address:port]
  *
  *   -m pingpong  send/recv ping-pong of -s bytes; prints the one-way latency (RTT / 2): the
  *                mean, and with -t the median round trip's half as well (perftest's t_typical)
@@ -13,9 +16,20 @@
  *                waits.
  *   -m write     RDMA writes of -s bytes, 16 in flight; prints bandwidth
  *   -m send      sends of -s bytes, 16 in flight; prints bandwidth
+ *   -m sendwait  one send of -s bytes at a time, each waited for until it completes (the
+ *                peer has it) before the next is posted; prints messages per second
+ *   -m dequeue   the cost of dat_evd_dequeue on an empty EVD of a connected EP, -n calls each
+ *                on its connection EVD and on its receive DTO EVD (16 receives posted that
+ *                the peer leaves empty); prints nanoseconds per call for each, the median of
+ *                batches of 1000 calls (a batch in which the scheduler ran another thread
+ *                does not count; the verbose line gives the mean over all calls too)
  *   -p           poll with dat_evd_dequeue (default: block in dat_evd_wait)
  *   -t           latency modes: also the typical one-way latency, the median round trip / 2
  *   -q           one line of figures only (for scripts)
+ *   -l port      the listening side only: waits for one connection on conn_qual `port` of
+ *                the IA and prints "datperf: listening on port N" once it can come
+ *   -c addr:port the connecting side only: connects to `port` at IPv4 address `addr` and
+ *                prints the figures
  *
  * Every transfer is checked: the receiver verifies the bytes it got against the pattern the
  * sender wrote, and the program fails if one differs.
@@ -29,6 +43,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #define WINDOW 16
@@ -42,6 +57,9 @@ static int polling;
 static int quiet;
 static double *stamps; /* with -t: when each timed round of a ping-pong began, and the end */
 static long slot; /* bytes per buffer slot: the size, at least room for an RMR triplet */
+static long listen_port = -1;            /* -l: the listening side alone, on this conn_qual */
+static struct sockaddr_in connect_to;    /* -c: the connecting side alone, to this address */
+static int connect_given;
 
 struct side {
 	DAT_IA_HANDLE ia;
@@ -271,15 +289,23 @@ static long verify(const unsigned char *p, long n, long len)
 	return bad;
 }
 
-/* Connection setup; both sides then tell each other their receive area. */
+/* Connection setup; both sides then tell each other their receive area. The listening side
+ * tells the port it listens on through `port_pipe` (forked), or prints it (-l). */
 static void serve(struct side *s, int port_pipe)
 {
 	DAT_PSP_HANDLE psp;
 	DAT_CONN_QUAL port;
 	DAT_EVENT e;
-	check(dat_psp_create_any(s->ia, &port, s->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create_any");
-	if (write(port_pipe, &port, sizeof(port)) != sizeof(port))
-		exit(1);
+	if (listen_port >= 0) {
+		port = (DAT_CONN_QUAL)listen_port;
+		check(dat_psp_create(s->ia, port, s->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create");
+		printf("datperf: listening on port %ld\n", listen_port);
+		fflush(stdout);
+	} else {
+		check(dat_psp_create_any(s->ia, &port, s->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create_any");
+		if (write(port_pipe, &port, sizeof(port)) != sizeof(port))
+			exit(1);
+	}
 	e = next_event(s->cr_evd);
 	if (e.event_number != DAT_CONNECTION_REQUEST_EVENT)
 		exit(1);
@@ -297,14 +323,19 @@ static void dial(struct side *s, int port_pipe)
 	DAT_CONN_QUAL port;
 	struct sockaddr_in sin;
 	DAT_EVENT e;
-	if (read(port_pipe, &port, sizeof(port)) != sizeof(port))
-		exit(1);
-	/* The server listens on the IA's own address (loopback for tcp-lo, the device's for an
-	 * RDMA IA): ask the IA. */
-	DAT_IA_ATTR ia_attr;
-	DAT_PROVIDER_ATTR prov_attr;
-	check(dat_ia_query(s->ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia_attr, 0, &prov_attr), "dat_ia_query");
-	memcpy(&sin, ia_attr.ia_address_ptr, sizeof(sin));
+	if (connect_given) {
+		sin = connect_to;
+		port = ntohs(connect_to.sin_port);
+	} else {
+		if (read(port_pipe, &port, sizeof(port)) != sizeof(port))
+			exit(1);
+		/* The server listens on the IA's own address (loopback for tcp-lo, the device's for
+		 * an RDMA IA): ask the IA. */
+		DAT_IA_ATTR ia_attr;
+		DAT_PROVIDER_ATTR prov_attr;
+		check(dat_ia_query(s->ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia_attr, 0, &prov_attr), "dat_ia_query");
+		memcpy(&sin, ia_attr.ia_address_ptr, sizeof(sin));
+	}
 	check(dat_ep_connect(s->ep, (DAT_IA_ADDRESS_PTR)&sin, port, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
 			     DAT_CONNECT_DEFAULT_FLAG), "dat_ep_connect");
 	e = next_event(s->conn_evd);
@@ -512,20 +543,141 @@ static double stream(struct side *s, int client, int rdma)
 	return (double)size * iterations / elapsed / 1e6;
 }
 
+/* One send at a time, each waited for until it completes before the next is posted: how a
+ * program that must know its message arrived sends (a send completes once the peer has it,
+ * on a verbs RC QP as on the TCP transport). The receiver keeps WINDOW receives posted and
+ * checks each message. 100 messages warm up. */
+static double sendwait(struct side *s, int client)
+{
+	long total = iterations + 100;
+	double start = 0;
+	if (!client) {
+		for (long i = 0; i < WINDOW; i++)
+			post_recv(s, i);
+		for (long expected = 0; expected < total; expected++) {
+			DAT_DTO_COMPLETION_EVENT_DATA d = next_dto(s->recv_evd);
+			long n = (long)d.user_cookie.as_64;
+			if (n != expected || d.transfered_length != (DAT_VLEN)size) {
+				fprintf(stderr, "datperf: receive %ld (%lu bytes) completed where %ld was due\n", n,
+					(unsigned long)d.transfered_length, expected);
+				exit(1);
+			}
+			bad_bytes += verify(s->buf + (WINDOW + n % WINDOW) * slot, n, size);
+			if (n + WINDOW < total)
+				post_recv(s, n + WINDOW);
+		}
+		return 0;
+	}
+	for (long i = 0; i < WINDOW; i++)
+		fill(s->buf + i * slot, i, size);
+	for (long i = 0; i < total; i++) {
+		if (i == 100)
+			start = now();
+		post_send(s, i, size, DAT_COMPLETION_DEFAULT_FLAG);
+		DAT_DTO_COMPLETION_EVENT_DATA d = next_dto(s->req_evd);
+		if ((long)d.user_cookie.as_64 != i) {
+			fprintf(stderr, "datperf: send %ld completed where %ld was due\n", (long)d.user_cookie.as_64, i);
+			exit(1);
+		}
+	}
+	return iterations / (now() - start);
+}
+
+/* -m dequeue's figures: ns per call on the connection EVD and on the receive EVD, each the
+ * median of batches and the mean of all calls. */
+static double dequeue_ns[2][2];
+
+#define DEQUEUE_BATCH 1000
+
+/* ns per dat_evd_dequeue of `evd`, which must stay empty: the median batch's, and the mean. */
+static void time_empty_dequeue(DAT_EVD_HANDLE evd, double *median, double *mean)
+{
+	long batches = (iterations + DEQUEUE_BATCH - 1) / DEQUEUE_BATCH;
+	double *per_call = malloc((size_t)batches * sizeof *per_call);
+	double all = now();
+	DAT_EVENT e;
+	if (!per_call) {
+		perror("datperf: malloc");
+		exit(1);
+	}
+	for (long b = 0; b < batches; b++) {
+		double t = now();
+		for (int i = 0; i < DEQUEUE_BATCH; i++) {
+			DAT_RETURN rc = dat_evd_dequeue(evd, &e);
+			if (DAT_GET_TYPE(rc) != DAT_QUEUE_EMPTY) {
+				fprintf(stderr, "datperf: an EVD that should stay empty answered 0x%x\n", rc);
+				exit(1);
+			}
+		}
+		per_call[b] = (now() - t) / DEQUEUE_BATCH * 1e9;
+	}
+	*mean = (now() - all) / ((double)batches * DEQUEUE_BATCH) * 1e9;
+	qsort(per_call, (size_t)batches, sizeof *per_call, by_value);
+	*median = batches % 2 ? per_call[batches / 2] : (per_call[batches / 2 - 1] + per_call[batches / 2]) / 2;
+	free(per_call);
+}
+
+/* The client times empty dequeues while the server waits, quiet, for the message that ends
+ * the run (it sends nothing before, so the client's EVDs stay empty). */
+static void dequeue_cost(struct side *s, int client)
+{
+	if (!client) {
+		DAT_EVENT e;
+		DAT_COUNT more;
+		DAT_RETURN rc;
+		post_recv(s, 0);
+		/* however long the client takes on a busy machine (a timeout here is its 10 s) */
+		for (int tries = 0; DAT_GET_TYPE(rc = dat_evd_wait(s->recv_evd, WAIT_US, 1, &e, &more)) == DAT_TIMEOUT_EXPIRED &&
+				    tries < 12;
+		     tries++)
+			;
+		check(rc, "dat_evd_wait");
+		return;
+	}
+	for (long i = 0; i < WINDOW; i++)
+		post_recv(s, i);
+	/* a first pass warms the path up */
+	long asked = iterations;
+	iterations = DEQUEUE_BATCH * 10L;
+	time_empty_dequeue(s->conn_evd, &dequeue_ns[0][0], &dequeue_ns[0][1]);
+	iterations = asked;
+	time_empty_dequeue(s->conn_evd, &dequeue_ns[0][0], &dequeue_ns[0][1]);
+	time_empty_dequeue(s->recv_evd, &dequeue_ns[1][0], &dequeue_ns[1][1]);
+	post_send(s, 0, 1, DAT_COMPLETION_DEFAULT_FLAG);
+	next_dto(s->req_evd);
+}
+
+/* -c's address:port, into connect_to; 0 if it is not one. */
+static int parse_address(const char *arg)
+{
+	char host[64];
+	const char *colon = strrchr(arg, ':');
+	long port = colon ? atol(colon + 1) : 0;
+	if (!colon || colon - arg >= (long)sizeof(host) || port < 1 || port > 65535)
+		return 0;
+	memcpy(host, arg, (size_t)(colon - arg));
+	host[colon - arg] = 0;
+	memset(&connect_to, 0, sizeof(connect_to));
+	connect_to.sin_family = AF_INET;
+	connect_to.sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &connect_to.sin_addr) == 1;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: datperf [-P ia] [-m pingpong|mempoll|write|send] [-s bytes] [-n iterations] [-p] [-t] [-q]\n");
+	fprintf(stderr, "usage: datperf [-P ia] [-m pingpong|mempoll|write|send|sendwait|dequeue] [-s bytes] [-n iterations]\n"
+			"               [-p] [-t] [-q] [-l port | -c address:port]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	int c, pipefd[2], status, typical = 0;
+	int c, pipefd[2] = {-1, -1}, status, typical = 0, client;
 	struct side s;
 	pid_t child;
 	double figure;
 
-	while ((c = getopt(argc, argv, "P:m:s:n:ptq")) != -1) {
+	while ((c = getopt(argc, argv, "P:m:s:n:ptql:c:")) != -1) {
 		switch (c) {
 		case 'P': ia_name = optarg; break;
 		case 'm': mode = optarg; break;
@@ -534,36 +686,49 @@ int main(int argc, char **argv)
 		case 'p': polling = 1; break;
 		case 't': typical = 1; break;
 		case 'q': quiet = 1; break;
+		case 'l': listen_port = atol(optarg); break;
+		case 'c': if (!(connect_given = parse_address(optarg))) usage(); break;
 		default: usage();
 		}
 	}
-	if (size < 1 || iterations < 1 ||
-	    (strcmp(mode, "pingpong") && strcmp(mode, "mempoll") && strcmp(mode, "write") && strcmp(mode, "send")))
+	if (size < 1 || iterations < 1 || listen_port == 0 || listen_port > 65535 || (listen_port > 0 && connect_given) ||
+	    (strcmp(mode, "pingpong") && strcmp(mode, "mempoll") && strcmp(mode, "write") && strcmp(mode, "send") &&
+	     strcmp(mode, "sendwait") && strcmp(mode, "dequeue")))
 		usage();
 	slot = size < 64 ? 64 : size;
 	if (typical && (stamps = malloc((size_t)(iterations + 1) * sizeof *stamps)) == NULL)
 		return 1;
 	expect_patterns();
-	if (pipe(pipefd))
-		return 1;
-	child = fork();
-	if (child < 0)
-		return 1;
-	open_side(&s);
-	if (child) {
-		serve(&s, pipefd[1]);
+	/* Both sides forked from here (the parent listens), or the one side -l or -c names. */
+	if (listen_port > 0 || connect_given) {
+		child = listen_port > 0 ? 1 : 0;
 	} else {
-		dial(&s, pipefd[0]);
+		if (pipe(pipefd))
+			return 1;
+		child = fork();
+		if (child < 0)
+			return 1;
 	}
+	client = !child;
+	open_side(&s);
+	if (client)
+		dial(&s, pipefd[0]);
+	else
+		serve(&s, pipefd[1]);
 	exchange(&s);
 	if (!strcmp(mode, "pingpong"))
-		figure = pingpong(&s, !child);
+		figure = pingpong(&s, client);
 	else if (!strcmp(mode, "mempoll"))
-		figure = mempoll(&s, !child);
-	else
-		figure = stream(&s, !child, !strcmp(mode, "write"));
+		figure = mempoll(&s, client);
+	else if (!strcmp(mode, "sendwait"))
+		figure = sendwait(&s, client);
+	else if (!strcmp(mode, "dequeue")) {
+		dequeue_cost(&s, client);
+		figure = 0;
+	} else
+		figure = stream(&s, client, !strcmp(mode, "write"));
 	close_side(&s);
-	if (!child) {
+	if (client) {
 		if (!quiet)
 			printf("datperf: %s, %ld bytes x %ld, %s on %s: ", mode, size, iterations,
 			       polling ? "polling" : "blocking", ia_name);
@@ -572,9 +737,27 @@ int main(int argc, char **argv)
 			       typical_latency());
 		else if (!strcmp(mode, "pingpong") || !strcmp(mode, "mempoll"))
 			printf(quiet ? "%.2f\n" : "%.2f us one-way latency\n", figure);
+		else if (!strcmp(mode, "sendwait"))
+			printf(quiet ? "%.0f\n" : "%.0f messages/s\n", figure);
+		else if (!strcmp(mode, "dequeue") && quiet)
+			printf("%.1f %.1f\n", dequeue_ns[0][0], dequeue_ns[1][0]);
+		else if (!strcmp(mode, "dequeue"))
+			printf("empty dat_evd_dequeue: connection EVD %.1f ns, receive EVD %.1f ns a call "
+			       "(median batch; mean of all calls %.1f and %.1f ns)\n",
+			       dequeue_ns[0][0], dequeue_ns[1][0], dequeue_ns[0][1], dequeue_ns[1][1]);
 		else
 			printf(quiet ? "%.1f\n" : "%.1f MB/s\n", figure);
 		return bad_bytes ? 3 : 0;
+	}
+	if (listen_port > 0) {
+		/* the listening side alone: its own checks are its verdict */
+		if (bad_bytes) {
+			fprintf(stderr, "datperf: %ld bytes arrived wrong\n", bad_bytes);
+			return 3;
+		}
+		if (!quiet)
+			printf("datperf: every byte checked here arrived intact\n");
+		return 0;
 	}
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fprintf(stderr, "datperf: the client failed\n");

@@ -10,6 +10,8 @@
 # Between two processes of one host, messages, RDMA writes and reads go straight into the
 # peer's memory (cross-memory attach, src/transport/tcp/direct/); every row of ours is shown
 # again with LIBDAT_DIRECT=0, over the socket, the path a peer on another host takes.
+# Then the two-host section (bench/twohost.sh): the socket path between two network
+# namespaces beside a raw TCP socket between them, with its own rounds (skipped without root).
 # usage: run.sh BUILDDIR [ROUNDS]
 set -uo pipefail
 build=$(cd "${1:?}" && pwd)
@@ -192,3 +194,5 @@ ratio "dtest -D less its own work / libdat polling 64 KiB" dtest_D_transfer poll
 ratio "dtest -W -p 64 KiB / libdat polling 64 KiB" dtest_Wp poll_dat_65536 "<= 1.50"
 ratio "  dtest -D over the socket / libdat polling 64 KiB" dtest_D_sock poll_dat_65536 "(none: context)"
 ratio "  dtest -W -p over the socket / libdat polling 64 KiB" dtest_Wp_sock poll_dat_65536 "(none: context)"
+
+"$(dirname "$0")/twohost.sh" "$build" "$rounds"
