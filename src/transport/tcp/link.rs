@@ -23,7 +23,7 @@
 
 use std::net::{SocketAddrV4, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -55,6 +55,11 @@ use crate::transport::{Link, Progress};
 /// soon).
 const ACK_HOLD_MIN_US: u64 = 20;
 const ACK_HOLD_MAX_US: u64 = 1000;
+
+/// After this many holds in a row that nothing came for, the engine holds acknowledgements no
+/// more (hold 0) until a request comes soon after one went: a program that sends and waits
+/// for each completion, and never answers, would wait out every hold.
+const LONE_ACKS_BEFORE_NO_HOLD: u32 = 3;
 
 /// How many of its polls a thread that holds the connection on lease holds acknowledgements
 /// for its next request to carry (a ping-pong's reply): counted, not timed, so the poll reads
@@ -176,6 +181,9 @@ pub struct TcpLink {
     /// When the engine began to hold acknowledgements that then went alone (monotonic
     /// microseconds; 0: none did since the consumer's last request).
     lone_acks_held_at: AtomicU64,
+    /// How many times in a row the engine's acknowledgements went alone, nothing coming for
+    /// them (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
+    lone_streak: AtomicU32,
     /// The peer runs on this machine (a loopback or local address): its engine's wake-ups
     /// compete with our threads for the same CPUs (see `post`).
     peer_on_this_host: bool,
@@ -287,6 +295,7 @@ impl TcpLink {
             reads_in_limit,
             ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
             lone_acks_held_at: AtomicU64::new(0),
+            lone_streak: AtomicU32::new(0),
             peer_on_this_host,
             ends,
             peer_direct,
@@ -355,7 +364,17 @@ impl TcpLink {
     pub(super) fn acknowledge(&self, seq: u64, in_caller: bool) {
         if in_caller {
             self.answers.owe_ack(seq);
-        } else if self.answers.hold_ack(seq, sys::monotonic_micros() + self.ack_hold_us.load(Ordering::Relaxed)) {
+            return;
+        }
+        let now = sys::monotonic_micros();
+        let hold = self.ack_hold_us.load(Ordering::Relaxed);
+        if hold == 0 {
+            // Nothing has come to carry them for a while (a program that sends and waits for
+            // each completion, and never answers): they go at once, as the frame's handling
+            // ends, and a request that comes soon after makes the next ones wait (see `post`).
+            self.answers.push(Answer::Ack(seq));
+            self.lone_acks_held_at.store(now, Ordering::Relaxed);
+        } else if self.answers.hold_ack(seq, now + hold) {
             self.set_timer();
         }
     }
@@ -908,7 +927,10 @@ impl TcpLink {
             // Nothing came for them: they go alone, and the next ones wait less (unless the
             // consumer's request comes soon after: see `post`).
             count(&self.stats.lone_acks);
-            let hold = self.ack_hold_us.swap(ACK_HOLD_MIN_US, Ordering::Relaxed);
+            // After a few in a row that nothing came for, the engine holds them no more.
+            let streak = self.lone_streak.fetch_add(1, Ordering::Relaxed) + 1;
+            let next = if streak >= LONE_ACKS_BEFORE_NO_HOLD { 0 } else { ACK_HOLD_MIN_US };
+            let hold = self.ack_hold_us.swap(next, Ordering::Relaxed);
             self.lone_acks_held_at.store(due.saturating_sub(hold).max(1), Ordering::Relaxed);
             self.answers.acks_gone();
             self.flush_answers();
@@ -1330,12 +1352,14 @@ impl Link for TcpLink {
             // next ones wait twice its answer's time, and ride.
             let answered_after = sys::monotonic_micros().saturating_sub(lone_at);
             if answered_after < ACK_HOLD_MAX_US / 2 {
+                self.lone_streak.store(0, Ordering::Relaxed);
                 self.ack_hold_us.store((answered_after * 2).max(ACK_HOLD_MIN_US), Ordering::Relaxed);
             }
         }
         if let Some(last) = self.answers.take_acks() {
             if engine_held {
                 // They rode: the engine may hold the next ones longer.
+                self.lone_streak.store(0, Ordering::Relaxed);
                 let hold = self.ack_hold_us.load(Ordering::Relaxed);
                 self.ack_hold_us.store((hold * 2).min(ACK_HOLD_MAX_US), Ordering::Relaxed);
                 // Nothing left for the engine's timer to send (its own wake-up would take a
