@@ -45,6 +45,7 @@ const RDMA_WRITE: u8 = 6;
 const READ_REQUEST: u8 = 7;
 const READ_RESPONSE: u8 = 8;
 const ACCESS_ERROR: u8 = 9;
+const ACK: u8 = 11;
 const IMMEDIATE: u8 = 12;
 
 /// What our raw peers say in their connect request (`remote_addr`): they answer 64 RDMA reads
@@ -374,8 +375,14 @@ fn a_peer_that_asks_for_reads_and_reads_no_answer_breaks_its_connection_and_hold
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut asked = 0u64;
     let mut batch = Vec::with_capacity(256 * HEADER);
-    // Until the library stops reading, or the bound.
+    // Until the connection breaks (or the library stops reading), or the bound.
+    let mut event = None;
     while asked < MAX_ASKED && Instant::now() < deadline {
+        let mut e: DAT_EVENT = zero();
+        if unsafe { dat_evd_dequeue(p.conn_evd, &mut e) } == OK {
+            event = dat_event_number::try_from(e.event_number).ok();
+            break;
+        }
         batch.clear();
         for _ in 0..256 {
             asked += 1;
@@ -391,14 +398,26 @@ fn a_peer_that_asks_for_reads_and_reads_no_answer_breaks_its_connection_and_hold
         }
     }
     let grown = resident().saturating_sub(before);
-    let event = conn_event_within(&p, Duration::from_secs(3));
+    let event = event.or_else(|| conn_event_within(&p, Duration::from_secs(3)));
     // The peer reads now: its stream ends (the answer the socket took in part is cut short,
     // so nothing follows it, the refusal neither).
-    let more = find_frame(&mut raw, Instant::now() + Duration::from_secs(3), |_| false);
-    let ended = more.is_none() && raw.read(&mut [0u8; 1]).map_or(true, |n| n == 0);
-    assert!(grown < 32 * MIB, "{} MiB more resident after {asked} read requests whose answers were not read", grown / MIB);
-    assert_eq!(event, Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN), "the EP's event after {asked} read requests");
-    assert!(ended, "the peer's stream did not end");
+    let ended = find_frame(&mut raw, Instant::now() + Duration::from_secs(3), |_| false).is_none()
+        && raw.read(&mut [0u8; 1]).map_or(true, |n| n == 0);
+    println!("reads: {asked} asked, {:.1} MiB more resident, {event:?}", grown as f64 / MIB as f64);
+    let mut wrong = Vec::new();
+    // Each request waiting costs a few tens of bytes: at the rate a debug build reads them,
+    // several hundred thousand in the 3 s, 7-8 MiB measured when they are all kept. Broken at
+    // once, the connection holds nothing (0.1 MiB measured).
+    if grown >= 4 * MIB {
+        wrong.push(format!("{} MiB more resident after {asked} read requests whose answers were not read", grown / MIB));
+    }
+    if event != Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN) {
+        wrong.push(format!("the EP's event after {asked} read requests: {event:?}, not BROKEN"));
+    }
+    if !ended {
+        wrong.push("the peer's stream did not end".into());
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("; "));
 }
 
 #[test]
@@ -593,14 +612,30 @@ fn posts_to_a_peer_that_reads_nothing_return_and_the_connection_still_ends_at_on
     let freed = Bounded::start(move || unsafe { dat_ep_free(ep.get()) }).within(Duration::from_secs(3));
     drop(raw);
 
-    assert_eq!(big, Some(OK), "a 64 MiB send to a peer that reads nothing did not return within 5 s");
-    assert!(small.iter().all(|r| *r == Some(OK)), "sends behind it: {small:?}");
     let no_room = dat::error::DatError::resources(dat::error::Sub::DAT_RESOURCE_TEP).code();
-    assert_eq!(beyond, Some(no_room), "a send beyond max_request_dtos ({REQUESTS})");
-    assert_eq!(disconnect, Some(OK), "dat_ep_disconnect (abrupt) did not return within 3 s");
-    assert_eq!(event, Some(dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as DAT_EVENT_NUMBER), "no DISCONNECTED within 3 s");
-    assert_eq!(flushed, Some(REQUESTS as usize), "the sends flushed");
-    assert_eq!(freed, Some(OK), "dat_ep_free did not return within 3 s");
+    let mut wrong = Vec::new();
+    if big != Some(OK) {
+        wrong.push(format!("a 64 MiB send to a peer that reads nothing: {big:?} within 5 s"));
+    }
+    if !small.iter().all(|r| *r == Some(OK)) {
+        wrong.push(format!("sends behind it: {small:?}"));
+    }
+    if beyond != Some(no_room) && big == Some(OK) {
+        wrong.push(format!("a send beyond max_request_dtos ({REQUESTS}): {beyond:?}, not DAT_INSUFFICIENT_RESOURCES"));
+    }
+    if disconnect != Some(OK) {
+        wrong.push(format!("dat_ep_disconnect (abrupt): {disconnect:?} within 3 s"));
+    }
+    if event != Some(dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as DAT_EVENT_NUMBER) {
+        wrong.push(format!("the connection event within 3 s: {event:?}, not DISCONNECTED"));
+    }
+    if flushed != Some(REQUESTS as usize) && big == Some(OK) {
+        wrong.push(format!("sends flushed: {flushed:?} of {REQUESTS}"));
+    }
+    if freed != Some(OK) {
+        wrong.push(format!("dat_ep_free: {freed:?} within 3 s"));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("; "));
     std::mem::drop(std::mem::ManuallyDrop::into_inner(p));
 }
 
@@ -608,9 +643,14 @@ fn posts_to_a_peer_that_reads_nothing_return_and_the_connection_still_ends_at_on
 // 7. Handshakes in progress, and a process out of descriptors.
 
 #[test]
-fn a_listener_takes_a_bounded_number_of_handshakes_and_rests_when_out_of_descriptors() {
+fn a_listener_takes_at_most_256_handshakes_at_once() {
     let _one = serial();
     in_child("handshakes", &[], Duration::from_secs(30));
+}
+
+#[test]
+fn a_listener_of_a_process_out_of_descriptors_rests_and_takes_the_connection_later() {
+    let _one = serial();
     in_child("descriptors", &[], Duration::from_secs(30));
 }
 
@@ -715,12 +755,16 @@ fn a_listener_out_of_descriptors_rests() {
     assert!(until(Duration::from_secs(5), || backlog(&mut table, port as u16) == 1), "the connection never reached the backlog");
     let cpu = cpu_of(&progress);
     let start = Instant::now();
-    until(Duration::from_secs(1), || false);
+    // No request can come while the connection is not taken: a second's wait for one, in
+    // which the progress thread's work is measured.
+    let early = event_within(p.cr_evd, Duration::from_secs(1));
     let used = (cpu_of(&progress) - cpu).as_secs_f64() / start.elapsed().as_secs_f64();
-    println!("descriptors: the progress thread used {:.0}% of a CPU while out of descriptors", used * 100.0);
-    // Spinning, it takes a whole CPU (or what the machine leaves it: more than half of one on
-    // two cores); resting, it wakes ten times a second.
-    assert!(used < 0.2, "the progress thread used {:.0}% of a CPU while the process was out of descriptors", used * 100.0);
+    println!("descriptors: the progress thread used {:.1}% of a CPU while out of descriptors", used * 100.0);
+    assert!(early.is_none(), "an event while the connection could not be taken");
+    // Spinning on the listener, it takes what the machine leaves it of a CPU (a third of one
+    // measured on a busy two-core machine); resting, it wakes ten times a second, each time
+    // for a failed accept (a hundredth of a percent).
+    assert!(used < 0.05, "the progress thread used {:.0}% of a CPU while the process was out of descriptors", used * 100.0);
     for fd in fillers {
         unsafe { libc::close(fd) };
     }
@@ -737,8 +781,8 @@ fn a_listener_out_of_descriptors_rests() {
 // ---------------------------------------------------------------------------------------------
 // 8. Our close while the peer keeps sending.
 
-/// A peer that keeps sending (writes of no bytes, which reach no region and need no answer but
-/// an acknowledgement) and reads what it is sent, until the connection ends or it is stopped.
+/// A peer that keeps sending one frame over and over, and reads what it is sent, until the
+/// connection ends or it is stopped.
 struct Chatty {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -747,7 +791,9 @@ struct Chatty {
 }
 
 impl Chatty {
-    fn start(raw: TcpStream) -> Chatty {
+    /// `op`: its frames, numbered: acknowledgements (of nothing we sent: they ask for no
+    /// answer), or RDMA writes of no bytes (they reach no region and need an acknowledgement).
+    fn start(raw: TcpStream, op: u8) -> Chatty {
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
         let mut reader = raw.try_clone().unwrap();
@@ -772,9 +818,11 @@ impl Chatty {
             while !stop_w.load(Ordering::Relaxed) {
                 batch.clear();
                 for _ in 0..2048 {
-                    id += 1;
-                    let mut f = Frame::new(RDMA_WRITE);
-                    f.id = id;
+                    let mut f = Frame::new(op);
+                    if op != ACK {
+                        id += 1;
+                        f.id = id;
+                    }
                     batch.extend_from_slice(&f.encode());
                 }
                 let mut rest = &batch[..];
@@ -813,7 +861,7 @@ impl Drop for Chatty {
 fn an_abrupt_disconnect_ends_the_connection_at_once_whatever_the_peer_sends() {
     let _one = serial();
     let p = Side::new(ALL_PRIV);
-    let peer = Chatty::start(raw_connected(&p));
+    let peer = Chatty::start(raw_connected(&p), ACK);
     peer.wait_sent(1 << 20);
     let start = Instant::now();
     assert_eq!(unsafe { dat_ep_disconnect(p.ep, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) }, OK);
@@ -834,7 +882,7 @@ fn a_graceful_disconnect_ends_within_the_peer_timeout_whatever_the_peer_sends() 
 /// goodbye. The connection ends within the peer timeout (and a margin for a busy machine).
 fn a_graceful_close_ends_within_the_peer_timeout_while_the_peer_sends() {
     let p = Side::new(ALL_PRIV);
-    let peer = Chatty::start(raw_connected(&p));
+    let peer = Chatty::start(raw_connected(&p), ACK);
     peer.wait_sent(1 << 20);
     let start = Instant::now();
     assert_eq!(unsafe { dat_ep_disconnect(p.ep, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS) }, OK);
@@ -888,7 +936,7 @@ fn a_flooding_peer_leaves_the_other_connections_their_turn() {
     let quiet = median(quiet);
     // The flood: writes of no bytes, the cheapest frames a peer can make us handle, as fast as
     // the socket takes them.
-    let peer = Chatty::start(flood);
+    let peer = Chatty::start(flood, RDMA_WRITE);
     peer.wait_sent(4 << 20);
     // Each round trip waits at most 2 s: a library that handles one connection's frames while
     // there are any would answer none of them before the flood stops.
