@@ -15,7 +15,7 @@
 //! through the exported DAT functions.
 //!
 //! Each test measures the process (its resident memory, its progress thread's CPU time, round
-//! trips), so they run one at a time (`serial`). All of them take about 10 s.
+//! trips), so they run one at a time (`serial`): 5-9 s in all on two cores, debug build.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -155,6 +155,22 @@ fn find_frame(s: &mut TcpStream, deadline: Instant, wanted: impl Fn(&Frame) -> b
             Err(_) => return None,
         }
     }
+}
+
+/// Whether the library's stream to `s` ends (what is left of it read and dropped) by
+/// `deadline`: its end, or a reset.
+fn stream_ends(s: &mut TcpStream, deadline: Instant) -> bool {
+    s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    let mut chunk = vec![0u8; 1 << 16];
+    while Instant::now() < deadline {
+        match s.read(&mut chunk) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(_) => return true,
+        }
+    }
+    false
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,8 +417,7 @@ fn a_peer_that_asks_for_reads_and_reads_no_answer_breaks_its_connection_and_hold
     let event = event.or_else(|| conn_event_within(&p, Duration::from_secs(3)));
     // The peer reads now: its stream ends (the answer the socket took in part is cut short,
     // so nothing follows it, the refusal neither).
-    let ended = find_frame(&mut raw, Instant::now() + Duration::from_secs(3), |_| false).is_none()
-        && raw.read(&mut [0u8; 1]).map_or(true, |n| n == 0);
+    let ended = stream_ends(&mut raw, Instant::now() + Duration::from_secs(3));
     println!("reads: {asked} asked, {:.1} MiB more resident, {event:?}", grown as f64 / MIB as f64);
     let mut wrong = Vec::new();
     // Each request waiting costs a few tens of bytes: at the rate a debug build reads them,
@@ -511,7 +526,7 @@ fn zero_length_sends_with_no_receive_are_bounded_in_number_and_each_costs_the_sa
     let ms: Vec<f64> = costs.iter().map(|c| c.as_secs_f64() * 1e3).collect();
     println!("progress thread CPU per batch of {} kept messages: {ms:.1?} ms", KEPT / BATCHES);
     // The last batch is handled with 12288 messages kept before it, the first with none: on
-    // a library whose frames each walk what is kept it costs several times the first (7x
+    // a library whose frames each walk what is kept it costs several times the first (6.5x
     // measured); a fixed cost per frame leaves it about level (the first pays for the queues'
     // growth). CPU time, not wall time: another process on the machine does not count.
     assert!(
@@ -585,7 +600,9 @@ fn posts_to_a_peer_that_reads_nothing_return_and_the_connection_still_ends_at_on
     };
     // A message far larger than the sockets hold, then small ones up to the request queue's
     // size, then one more.
+    let start = Instant::now();
     let big = send(p.iov(0, BIG as u32), 0).within(Duration::from_secs(5));
+    println!("a 64 MiB send to a peer that reads nothing returned after {:?}", start.elapsed());
     let mut small = Vec::new();
     let mut beyond = None;
     if big == Some(OK) {
@@ -949,11 +966,11 @@ fn a_flooding_peer_leaves_the_other_connections_their_turn() {
     let (m, worst) = (median(flooded_rtts.clone()), *flooded_rtts.iter().max().unwrap());
     println!("round trip (8-byte RDMA read): quiet {quiet:?}; during a flood on another connection median {m:?}, worst {worst:?}");
     // One look at the flooded connection handles 256 frames at most: a fraction of a
-    // millisecond, where a time slice of another process on a loaded machine is several. The
-    // bound is generous for that (a debug build, two cores shared with the flood's two threads)
-    // and still far below what a look that drains the flood costs (the round trip never ends
-    // while the flood goes on).
-    assert!(m < Duration::from_millis(25), "the median round trip of another connection was {m:?} during the flood (quiet: {quiet:?})");
+    // millisecond, where a time slice of another process on a loaded machine is several.
+    // Measured (debug build, two cores): median 0.4-0.6 ms, and 1.5-5 ms with a busy loop on
+    // each core; a library whose look drains the flood answers none before it stops. The bound
+    // is ten times the worst median seen, and still far below that.
+    assert!(m < Duration::from_millis(50), "the median round trip of another connection was {m:?} during the flood (quiet: {quiet:?})");
 }
 
 // ---------------------------------------------------------------------------------------------
