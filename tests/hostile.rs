@@ -223,6 +223,24 @@ fn cpu_of(tids: &[libc::pid_t]) -> Duration {
     total
 }
 
+/// Runs `f` while a thread of ours spins: what `f` returned, and the CPU time the spinner
+/// got meanwhile (what the machine's load leaves a thread that never waits).
+fn beside_a_spinner<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinning = stop.clone();
+    let spinner = std::thread::spawn(move || {
+        while !spinning.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        let mut ts: libc::timespec = zero();
+        assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) }, 0);
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    });
+    let result = f();
+    stop.store(true, Ordering::Relaxed);
+    (result, spinner.join().unwrap())
+}
+
 /// The CPU time the library's progress thread has used so far.
 fn progress_cpu() -> Duration {
     cpu_of(&progress_threads())
@@ -388,7 +406,7 @@ fn a_peer_that_asks_for_reads_and_reads_no_answer_breaks_its_connection_and_hold
     let mut raw = raw_connected(&p);
     raw.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
     let before = resident();
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(8);
     let mut asked = 0u64;
     let mut batch = Vec::with_capacity(256 * HEADER);
     // Until the connection breaks (or the library stops reading), or the bound.
@@ -420,10 +438,10 @@ fn a_peer_that_asks_for_reads_and_reads_no_answer_breaks_its_connection_and_hold
     let ended = stream_ends(&mut raw, Instant::now() + Duration::from_secs(3));
     println!("reads: {asked} asked, {:.1} MiB more resident, {event:?}", grown as f64 / MIB as f64);
     let mut wrong = Vec::new();
-    // Each request waiting costs a few tens of bytes: at the rate a debug build reads them,
-    // several hundred thousand in the 3 s, 7-8 MiB measured when they are all kept. Broken at
-    // once, the connection holds nothing (0.1 MiB measured).
-    if grown >= 4 * MIB {
+    // Each request waiting costs 15-30 bytes (measured when they are all kept): at the rate a
+    // debug build on a busy machine reads them, 3-20 MiB in the 8 s the peer goes on for.
+    // Broken at once, the connection holds nothing (0.1 MiB measured).
+    if grown >= 2 * MIB {
         wrong.push(format!("{} MiB more resident after {asked} read requests whose answers were not read", grown / MIB));
     }
     if event != Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN) {
@@ -770,18 +788,30 @@ fn a_listener_out_of_descriptors_rests() {
     // The connection is there (in the backlog), the library cannot take it: a second's watch
     // of the progress thread.
     assert!(until(Duration::from_secs(5), || backlog(&mut table, port as u16) == 1), "the connection never reached the backlog");
+    // No request can come while the connection is not taken: a second's wait for one, in
+    // which the progress thread is watched, beside a thread of ours that spins.
     let cpu = cpu_of(&progress);
     let start = Instant::now();
-    // No request can come while the connection is not taken: a second's wait for one, in
-    // which the progress thread's work is measured.
-    let early = event_within(p.cr_evd, Duration::from_secs(1));
-    let used = (cpu_of(&progress) - cpu).as_secs_f64() / start.elapsed().as_secs_f64();
-    println!("descriptors: the progress thread used {:.1}% of a CPU while out of descriptors", used * 100.0);
+    let (early, spinner) = beside_a_spinner(|| event_within(p.cr_evd, Duration::from_secs(1)));
+    let wall = start.elapsed().as_secs_f64();
+    let used = (cpu_of(&progress) - cpu).as_secs_f64() / wall;
+    let spinner = spinner.as_secs_f64() / wall;
+    println!(
+        "descriptors: while out of descriptors the progress thread ran {:.1}% of the time, a spinning thread {:.0}%",
+        used * 100.0,
+        spinner * 100.0
+    );
     assert!(early.is_none(), "an event while the connection could not be taken");
-    // Spinning on the listener, it takes what the machine leaves it of a CPU (a third of one
-    // measured on a busy two-core machine); resting, it wakes ten times a second, each time
-    // for a failed accept (a hundredth of a percent).
-    assert!(used < 0.05, "the progress thread used {:.0}% of a CPU while the process was out of descriptors", used * 100.0);
+    // Spinning on the listener, it would get what the machine leaves a spinning thread: 20-65%
+    // of the time measured with other work on the two cores, once 3%, as much as the spinner
+    // beside it gets. Resting, it wakes ten times a second, each time for a failed accept
+    // (0.1% measured).
+    assert!(
+        used < spinner / 4.0,
+        "the progress thread ran {:.1}% of the time while the process was out of descriptors, as a spinning thread ({:.1}%)",
+        used * 100.0,
+        spinner * 100.0
+    );
     for fd in fillers {
         unsafe { libc::close(fd) };
     }
