@@ -438,3 +438,169 @@ impl Receives {
         self.slot.handled.store(n, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The waits for a peer's accesses, with the test in the peer's part: it marks accesses
+    //! begun and finished in a slot of a table of its own, as a process that took up the
+    //! offer would, and names a process of its choosing as that peer.
+
+    use std::net::Ipv4Addr;
+    use std::process::{Child, Command};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// An export table of the test's own (not the process's): no other test sees its slots.
+    fn own_table() -> &'static Exports {
+        Box::leak(Box::new(Exports::create().expect("an export table")))
+    }
+
+    fn open(table: &'static Exports) -> ExportedSlot {
+        let end = |port| SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
+        table.open_slot(1, end(1), end(2)).expect("a free slot")
+    }
+
+    /// A region of the table, to be freed.
+    fn publish_region(table: &Exports, context: u32) {
+        table.publish(context, &Region { pz: 1, address: 0x1000, length: 0x1000, privileges: u32::MAX });
+    }
+
+    /// Process `pid` took up the offer of `conn` and began an access it has not finished.
+    fn access_begun(conn: &ConnSlot, pid: u32) {
+        conn.attached.store(u64::from(pid), Ordering::Release);
+        conn.begun.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A process of ours, killed and reaped when dropped.
+    struct Process(Child);
+
+    impl Process {
+        /// One that lives until it is killed.
+        fn live() -> Process {
+            Process(Command::new("sleep").arg("60").spawn().expect("sleep"))
+        }
+
+        /// One that has exited, not reaped yet (its pid stays its own meanwhile).
+        fn exited() -> Process {
+            let p = Process(Command::new("true").spawn().expect("true"));
+            // SAFETY: an all-zero siginfo_t is a valid buffer for waitid to fill.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: waits for our own child to exit, leaving it unreaped (WNOWAIT).
+            let rc = unsafe { libc::waitid(libc::P_PID, p.pid() as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+            assert_eq!(rc, 0);
+            p
+        }
+
+        fn pid(&self) -> u32 {
+            self.0.id()
+        }
+
+        fn kill(&mut self) {
+            let _ = self.0.kill();
+        }
+    }
+
+    impl Drop for Process {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// `table.withdraw(context)` (a region being freed) on a thread of its own: it reports
+    /// when it returns.
+    fn withdraw_in_background(table: &'static Exports, context: u32) -> mpsc::Receiver<()> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            table.withdraw(context);
+            let _ = tx.send(());
+        });
+        rx
+    }
+
+    /// How long `table.withdraw(context)` takes, for a region published just before.
+    fn time_withdraw(table: &'static Exports, context: u32) -> Duration {
+        publish_region(table, context);
+        let start = Instant::now();
+        table.withdraw(context);
+        start.elapsed()
+    }
+
+    #[test]
+    fn freeing_a_region_waits_for_a_live_peers_access_however_long_it_takes() {
+        let table = own_table();
+        let slot = open(table);
+        let peer = Process::live();
+        access_begun(slot.conn(), peer.pid());
+        publish_region(table, 7);
+        let returned = withdraw_in_background(table, 7);
+        // The peer is slow (or stopped): the free waits. Watched for longer than any copy
+        // takes, and than the 1 s after which the wait once gave up.
+        assert!(
+            returned.recv_timeout(Duration::from_millis(1500)).is_err(),
+            "the free returned while a live peer's access into the region was in progress"
+        );
+        // The access finishes: the free returns.
+        slot.conn().finished.fetch_add(1, Ordering::SeqCst);
+        assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok(), "the free did not return once the access finished");
+    }
+
+    #[test]
+    fn a_peer_that_dies_mid_access_ends_the_wait_and_is_never_waited_for_again() {
+        let table = own_table();
+        let slot = open(table);
+        let mut peer = Process::live();
+        access_begun(slot.conn(), peer.pid());
+        publish_region(table, 8);
+        let returned = withdraw_in_background(table, 8);
+        assert!(returned.recv_timeout(Duration::from_millis(100)).is_err(), "the free waits while the peer lives");
+        peer.kill();
+        let killed = Instant::now();
+        assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok(), "the free did not return after the peer died");
+        let waited = killed.elapsed();
+        // Its unfinished access is settled: no later free waits for it.
+        let later: Vec<Duration> = (0..3).map(|i| time_withdraw(table, 9 + i)).collect();
+        let conn = slot.conn();
+        assert_eq!(conn.finished.load(Ordering::SeqCst), conn.begun.load(Ordering::SeqCst), "the dead peer's accesses are settled");
+        // Each of these returns at once (a spin of microseconds); the bound is generous for a
+        // loaded machine and well under the 1 s a wait for a dead peer once took, each time.
+        assert!(waited < Duration::from_millis(500), "the free returned {waited:?} after the peer died");
+        assert!(later.iter().all(|t| *t < Duration::from_millis(300)), "frees after the peer died took {later:?}");
+    }
+
+    #[test]
+    fn a_wait_for_a_peer_that_exited_before_it_began_ends_at_once() {
+        let table = own_table();
+        let slot = open(table);
+        let peer = Process::exited();
+        access_begun(slot.conn(), peer.pid());
+        let took = time_withdraw(table, 12);
+        assert!(took < Duration::from_millis(300), "a free waited {took:?} for a peer that had exited");
+        let again = time_withdraw(table, 13);
+        assert!(again < Duration::from_millis(300), "the next free waited {again:?} for it again");
+    }
+
+    #[test]
+    fn a_slot_given_out_again_counts_no_access_of_its_previous_peer() {
+        let table = own_table();
+        let slot = open(table);
+        let index = slot.index;
+        let peer = Process::exited();
+        // The previous peer died with accesses begun and not finished.
+        for _ in 0..3 {
+            access_begun(slot.conn(), peer.pid());
+        }
+        slot.conn().finished.fetch_add(1, Ordering::SeqCst);
+        drop(slot);
+        let again = open(table);
+        assert_eq!(again.index, index, "the slot is given out again");
+        let conn = again.conn();
+        assert_eq!(
+            (conn.begun.load(Ordering::SeqCst), conn.finished.load(Ordering::SeqCst)),
+            (0, 0),
+            "the new connection's slot counts its previous peer's accesses"
+        );
+    }
+}
