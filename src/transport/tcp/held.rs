@@ -52,7 +52,9 @@ impl Reads<'_> {
     /// once the peer takes another.
     pub fn may_start(&self, fence: bool, read: bool) -> bool {
         let n = self.in_flight.load(Ordering::Acquire);
-        !(fence && n != 0) && !(read && n >= self.depth)
+        let fenced = fence && n != 0;
+        let too_many = read && n >= self.depth;
+        !fenced && !too_many
     }
 }
 
