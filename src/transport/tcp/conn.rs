@@ -13,6 +13,7 @@
 use std::io::{self, IoSlice};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -67,6 +68,8 @@ pub struct Frame {
     /// while its bytes are copied into the socket, and one freed meanwhile ends the connection.
     region: Option<Arc<Lmr>>,
     written: usize,
+    /// The number of the request the frame carries (0: an answer).
+    request: u64,
 }
 
 // SAFETY: the pieces name memory the frame's contract keeps valid until it is written (see
@@ -84,7 +87,13 @@ impl Frame {
             at += HEADER_LEN;
         }
         head[at..at + inline.len()].copy_from_slice(inline);
-        Frame { head, head_len: at + inline.len(), pieces: SmallVec::new(), owned: None, tail: None, region: None, written: 0 }
+        Frame { head, head_len: at + inline.len(), pieces: SmallVec::new(), owned: None, tail: None, region: None, written: 0, request: 0 }
+    }
+
+    /// The frame carries our request `seq` (see `Sent`).
+    pub fn for_request(mut self, seq: u64) -> Frame {
+        self.request = seq;
+        self
     }
 
     /// The payload, read from `pieces` as the frame goes out.
@@ -195,15 +204,68 @@ impl Frame {
 /// A frame this small is copied into one buffer and written with `send`.
 const SMALL_FRAME: usize = 256;
 
+/// How far our requests have gone out, for the checks of what the peer says of them: a
+/// request must be in the socket whole before the peer may answer it (a peer that answers one
+/// still being written, its payload still read from the consumer's memory, would have the
+/// consumer reuse that memory under us). Read without the writer's lock.
+#[derive(Default)]
+pub struct Sent {
+    /// The highest number of a request whose frame went out whole.
+    through: AtomicU64,
+    /// Set while a thread is in the system call that may finish a request's frame: what it
+    /// sent is not counted yet.
+    writing: AtomicBool,
+}
+
+impl Sent {
+    /// Whether every request up to `seq` went out whole. A thread writing right now is waited
+    /// for (the peer may have read its last bytes already): it holds no lock and makes one
+    /// system call.
+    pub fn through(&self, seq: u64) -> bool {
+        let mut spins = 0u32;
+        loop {
+            if self.through.load(Ordering::Acquire) >= seq {
+                return true;
+            }
+            if !self.writing.load(Ordering::Acquire) {
+                // Looked again after the flag: a write that ended in between counted first.
+                return self.through.load(Ordering::Acquire) >= seq;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Writes (part of) `frame`, counting it once it went out whole.
+    fn write(&self, frame: &mut Frame, stream: &TcpStream) -> io::Result<bool> {
+        if frame.request == 0 {
+            return frame.write_some(stream);
+        }
+        self.writing.store(true, Ordering::SeqCst);
+        let done = frame.write_some(stream);
+        if matches!(done, Ok(true)) {
+            self.through.fetch_max(frame.request, Ordering::AcqRel);
+        }
+        self.writing.store(false, Ordering::Release);
+        done
+    }
+}
+
 /// The sending half.
 pub struct Writer {
     half: Mutex<WriteHalf>,
+    sent: Arc<Sent>,
 }
 
 /// The sending half, with the frame the socket took only in part.
 pub struct WriteHalf {
     stream: Arc<TcpStream>,
     rest: Option<Frame>,
+    sent: Arc<Sent>,
 }
 
 /// What a write that must not block achieved.
@@ -219,7 +281,13 @@ pub enum Wrote {
 
 impl Writer {
     pub fn new(stream: Arc<TcpStream>) -> Writer {
-        Writer { half: Mutex::new(WriteHalf { stream, rest: None }) }
+        let sent = Arc::new(Sent::default());
+        Writer { half: Mutex::new(WriteHalf { stream, rest: None, sent: sent.clone() }), sent }
+    }
+
+    /// How far our requests have gone out.
+    pub fn sent(&self) -> &Sent {
+        &self.sent
     }
 
     /// Holds the sending half. Its holders never wait on the socket, so this waits at most
@@ -257,7 +325,7 @@ impl WriterGuard<'_> {
     pub fn continue_rest_now(&mut self) -> io::Result<bool> {
         let half = &mut *self.0;
         let Some(rest) = half.rest.as_mut() else { return Ok(true) };
-        let done = match rest.write_some(&half.stream) {
+        let done = match half.sent.write(rest, &half.stream) {
             Ok(done) => done,
             Err(e) => {
                 half.rest = None;
@@ -277,7 +345,7 @@ impl WriterGuard<'_> {
         if self.0.rest.is_some() && !self.continue_rest_now()? {
             return Ok(Wrote::Nothing);
         }
-        if frame.write_some(&self.0.stream)? {
+        if self.0.sent.write(&mut frame, &self.0.stream)? {
             return Ok(Wrote::All);
         }
         self.0.rest = Some(frame);

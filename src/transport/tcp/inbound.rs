@@ -244,7 +244,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
                 if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller) {
                     return Ok(done);
                 }
-            } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, last)) {
+            } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, link, last)) {
                 return Ok(start(inb, h, Sink::Drop { then: Some(stop) }));
             }
             let sink = message_sink(ep, link, &h);
@@ -275,7 +275,7 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
             }
         },
         Op::Ack => {
-            if let Some(stop) = acknowledged(ep, h.id) {
+            if let Some(stop) = acknowledged(ep, link, h.id) {
                 return Ok(Some(stop));
             }
         }
@@ -306,6 +306,12 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
             return Ok(start(inb, h, sink));
         }
         Op::RemoteAccessError => {
+            // Only a request that went out whole can have been refused (see `settle`): the
+            // oldest, which the refusal completes.
+            let front = ep.inner.lock().outstanding.front().map(|r| r.seq);
+            if front.is_some_and(|seq| !link.sent_through(seq)) {
+                return Ok(Some(Stop::Lost));
+            }
             if let Some((r, _)) = pop_request(ep) {
                 let status = u32::try_from(h.remote_addr)
                     .ok()
@@ -546,13 +552,19 @@ fn refuse(link: &TcpLink, seq: u64, status: dat_dto_completion_status) {
 
 /// The peer carried out every request of ours up to `last`: they complete. Some(stop) when
 /// the acknowledgement covers a read, which only its data may answer.
-fn acknowledged(ep: &Ep, last: u64) -> Option<Stop> {
-    settle(ep, &mut ep.inner.lock(), last).err()
+fn acknowledged(ep: &Ep, link: &TcpLink, last: u64) -> Option<Stop> {
+    settle(ep, link, &mut ep.inner.lock(), last).err()
 }
 
 /// [`acknowledged`], under the EP's lock the caller holds: the covered requests leave the
 /// queue, and those signalled complete on the request EVD the EP holds.
-fn settle(ep: &Ep, inner: &mut EpInner, last: u64) -> Result<(), Stop> {
+fn settle(ep: &Ep, link: &TcpLink, inner: &mut EpInner, last: u64) -> Result<(), Stop> {
+    // Only what went out whole may be acknowledged: a peer that acknowledges more lies (the
+    // rest of a request's frame still reads the consumer's memory, which a completion hands
+    // back), and the connection ends before anything completes.
+    if inner.outstanding.front().is_some_and(|r| r.seq <= last) && !link.sent_through(last) {
+        return Err(Stop::Lost);
+    }
     while let Some(r) = inner.outstanding.front().filter(|r| r.seq <= last) {
         if r.operation == dat_dtos::DAT_DTO_RDMA_READ {
             return Err(Stop::Lost);
@@ -583,7 +595,7 @@ fn deliver_buffered(
     let len = h.payload_len as usize;
     let mut inner = ep.inner.lock();
     if let Some(last) = ack {
-        if let Err(stop) = settle(ep, &mut inner, last) {
+        if let Err(stop) = settle(ep, link, &mut inner, last) {
             drop(inner);
             reader.skip_buffered(len);
             return Some(Some(stop));

@@ -326,6 +326,12 @@ impl TcpLink {
         self.answers.reads_queued() < self.reads_in_limit
     }
 
+    /// Whether every request of ours up to `seq` went out whole: the peer may answer only
+    /// those.
+    pub(super) fn sent_through(&self, seq: u64) -> bool {
+        self.writer.sent().through(seq)
+    }
+
     /// How many reads of ours are in flight, and how many may be.
     fn reads(&self) -> Reads<'_> {
         Reads { in_flight: &self.reads_in_flight, depth: self.read_depth }
@@ -1321,7 +1327,7 @@ impl Link for TcpLink {
             // SAFETY: each segment was checked against a live LMR with local read privilege,
             // and the consumer keeps the memory until the DTO completes, which it does only
             // after the frame is written (or the connection ended, which drops it unwritten).
-            let f = unsafe { Frame::new(headers, copied).with_pieces(pieces.clone()) };
+            let f = unsafe { Frame::new(headers, copied).with_pieces(pieces.clone()) }.for_request(seq);
             match &immediate {
                 Some(i) => f.with_tail(i),
                 None => f,
