@@ -59,8 +59,7 @@ stop_load() {
     busy=()
 }
 start_load() {  # busy loops per core
-    local i
-    for i in $(seq $(($1 * $(nproc)))); do
+    for _ in $(seq $(($1 * $(nproc)))); do
         sh -c 'while :; do :; done' &
         busy+=($!)
     done
