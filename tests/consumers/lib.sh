@@ -2,10 +2,18 @@
 # ready line, never slept on, then its client; both time-bounded. The caller sets `work` (a
 # scratch directory), `fail` and `passed`, and defines `loader MODE`, which prints the
 # environment assignments that load our library.
+#
+# Optional, for runs between two hosts (tests/twohost): SERVER_NS and CLIENT_NS, a command
+# prefix that runs a server / a client (and the programs that need no peer) on its host (e.g.
+# `ip netns exec NAME`; empty: here); server_host, the address dapltest's clients name;
+# RUN_TIMEOUT, each program's time bound in seconds (120); SUITE, the word that starts each
+# line (consumers).
 
-listening() {  # port: whether a socket listens on it (/proc/net/tcp, state 0A)
+listening() {  # port [, pid]: whether a socket listens on the port (state 0A) in the network
+    # namespace of process pid (its /proc/PID/net/tcp: a server on another host, i.e. in another
+    # namespace, listens in that one), or in ours
     local hex; hex=$(printf '%04X' "$1")
-    awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {found=1} END {exit !found}' /proc/net/tcp
+    awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {found=1} END {exit !found}' "/proc/${2:-self}/net/tcp" 2>/dev/null
 }
 
 wait_ready() {  # log file, pattern, pid [, port]: until the server says it is ready and, when
@@ -14,7 +22,7 @@ wait_ready() {  # log file, pattern, pid [, port]: until the server says it is r
     # nobody there); or until the server dies. An empty pattern waits for the port alone
     # (dtestx's output reaches its log only as it exits: stdout to a file is block-buffered)
     for _ in $(seq 400); do
-        if { [ -z "$2" ] || grep -q "$2" "$1" 2>/dev/null; } && { [ -z "${4:-}" ] || listening "$4"; }; then
+        if { [ -z "$2" ] || grep -q "$2" "$1" 2>/dev/null; } && { [ -z "${4:-}" ] || listening "$4" "$3"; }; then
             return 0
         fi
         kill -0 "$3" 2>/dev/null || return 1
@@ -32,7 +40,7 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
     local spid tries=0
     while :; do
         # shellcheck disable=SC2086
-        env $env timeout 120 $server > "$work/server.log" 2>&1 &
+        ${SERVER_NS:-} env $env timeout "${RUN_TIMEOUT:-120}" $server > "$work/server.log" 2>&1 &
         spid=$!
         wait_ready "$work/server.log" "$ready" $spid "$port" && break
         # The previous pair's server let go of the same fixed port a moment ago, and the kernel
@@ -44,18 +52,18 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
             sleep 0.2
             continue
         fi
-        echo "consumers: $name ($mode): the server did not get ready"; tail -5 "$work/server.log"
+        echo "${SUITE:-consumers}: $name ($mode): the server did not get ready"; tail -5 "$work/server.log"
         kill $spid 2>/dev/null; wait $spid 2>/dev/null; fail=1; return
     done
     # shellcheck disable=SC2086
-    env $cenv timeout 120 $client > "$work/client.log" 2>&1
+    ${CLIENT_NS:-} env $cenv timeout "${RUN_TIMEOUT:-120}" $client > "$work/client.log" 2>&1
     local crc=$?
     wait $spid
     local src=$?
     # ERRORS: what in the logs is a failure (counters' names hold "ERR": DCNT_IA_CM_ERR)
     local errors=${ERRORS:-FAILED\|Error\|ERR}
     if [ $crc != 0 ] || [ $src != 0 ] || grep -q "$errors" "$work/client.log" "$work/server.log"; then
-        echo "consumers: $name ($mode): client exit $crc, server exit $src"
+        echo "${SUITE:-consumers}: $name ($mode): client exit $crc, server exit $src"
         grep -h "$errors\| returned " "$work/client.log" "$work/server.log" | head -5
         # The last words of each, for a failure no error line names.
         tail -n 4 "$work/client.log" | sed 's/^/    client: /'
@@ -64,7 +72,7 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
     else
         local summary
         summary=$(grep -h "PASSED\|CPS\|raw:\|MB/sec\|Total WQE" "$work/client.log" | tail -1 | tr -s ' ')
-        echo "consumers: $name ($mode): ok ${summary:+- $summary}"
+        echo "${SUITE:-consumers}: $name ($mode): ok ${summary:+- $summary}"
         passed=$((passed + 1))
     fi
 }
@@ -74,13 +82,13 @@ alone() {  # name, mode, command (a quoted string), a line its output must hold:
     local name=$1 mode=$2 cmd=$3 want=$4
     local env; env=$(loader "$mode")
     # shellcheck disable=SC2086
-    env $env timeout 60 $cmd > "$work/alone.log" 2>&1
+    ${CLIENT_NS:-} env $env timeout 60 $cmd > "$work/alone.log" 2>&1
     local rc=$?
     if [ $rc != 0 ] || ! grep -q "$want" "$work/alone.log"; then
-        echo "consumers: $name ($mode): exit $rc, no \"$want\""; tail -5 "$work/alone.log"
+        echo "${SUITE:-consumers}: $name ($mode): exit $rc, no \"$want\""; tail -5 "$work/alone.log"
         fail=1
     else
-        echo "consumers: $name ($mode): ok - $(grep -m1 "$want" "$work/alone.log" | tr -s ' ')"
+        echo "${SUITE:-consumers}: $name ($mode): ok - $(grep -m1 "$want" "$work/alone.log" | tr -s ' ')"
         passed=$((passed + 1))
     fi
 }
@@ -90,10 +98,10 @@ dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each 
     # clients' mode, when it differs (one library on each side).
     local label=$1 mode=$2 bin=$3 ia=$4 args rc dpid local_t; shift 4
     # shellcheck disable=SC2046
-    env $(loader "$mode") timeout 300 "$bin" -T S -D "$ia" > "$work/dapltest-server.log" 2>&1 &
+    ${SERVER_NS:-} env $(loader "$mode") timeout 300 "$bin" -T S -D "$ia" > "$work/dapltest-server.log" 2>&1 &
     dpid=$!
     if ! wait_ready "$work/dapltest-server.log" "Service Point Ready" $dpid; then
-        echo "consumers: $label server ($mode) did not get ready"; fail=1
+        echo "${SUITE:-consumers}: $label server ($mode) did not get ready"; fail=1
         kill $dpid 2>/dev/null
         return
     fi
@@ -103,22 +111,22 @@ dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each 
         set -- $args
         local_t="$1 $2"; shift 2
         # shellcheck disable=SC2046,SC2086
-        env $(loader "${CLIENT_MODE:-$mode}") timeout 120 "$bin" $local_t -s "${server_host:-127.0.0.1}" -D "$ia" "$@" > "$work/client.log" 2>&1
+        ${CLIENT_NS:-} env $(loader "${CLIENT_MODE:-$mode}") timeout "${RUN_TIMEOUT:-120}" "$bin" $local_t -s "${server_host:-127.0.0.1}" -D "$ia" "$@" > "$work/client.log" 2>&1
         rc=$?
         # A function test prints "Error" where a case checks a code the man page or we decide
         # otherwise and still passes it (README); its verdict is its "Result:" lines.
         local failed="Error\|FAIL"
         [ "$local_t" = "-T F" ] && failed="Result: FAIL"
         if [ $rc != 0 ] || grep -q "$failed" "$work/client.log"; then
-            echo "consumers: $label $args ($mode): exit $rc"; grep -h "$failed" "$work/client.log" | head -3; fail=1
+            echo "${SUITE:-consumers}: $label $args ($mode): exit $rc"; grep -h "$failed" "$work/client.log" | head -3; fail=1
         else
-            echo "consumers: $label $args ($mode): ok - $(grep -h "raw:\|Total WQE" "$work/client.log" | tail -1 | tr -s ' ')"
+            echo "${SUITE:-consumers}: $label $args ($mode): ok - $(grep -h "raw:\|Total WQE" "$work/client.log" | tail -1 | tr -s ' ')"
             passed=$((passed + 1))
         fi
     done
     # shellcheck disable=SC2046
-    env $(loader "$mode") timeout 30 "$bin" -T Q -s "${server_host:-127.0.0.1}" -D "$ia" > /dev/null 2>&1
-    wait $dpid || { echo "consumers: $label server ($mode) did not exit cleanly"; fail=1; }
+    ${CLIENT_NS:-} env $(loader "$mode") timeout 30 "$bin" -T Q -s "${server_host:-127.0.0.1}" -D "$ia" > /dev/null 2>&1
+    wait $dpid || { echo "${SUITE:-consumers}: $label server ($mode) did not exit cleanly"; fail=1; }
 }
 
 # dapltest's limit tests (-T L), each alone: they need no server. The function tests (-T F)
@@ -130,13 +138,13 @@ dapltest_limits() {  # label, mode, dapltest binary, IA name
     local label=$1 mode=$2 bin=$3 ia=$4 t rc
     for t in $DAPLTEST_LIMITS; do
         # shellcheck disable=SC2046
-        env $(loader "$mode") timeout 120 "$bin" -T L -D "$ia" -w 1 -m 10 "$t" > "$work/client.log" 2>&1
+        ${CLIENT_NS:-} env $(loader "$mode") timeout "${RUN_TIMEOUT:-120}" "$bin" -T L -D "$ia" -w 1 -m 10 "$t" > "$work/client.log" 2>&1
         rc=$?
         if [ $rc != 0 ] || grep -q "Error\|FAIL" "$work/client.log"; then
-            echo "consumers: $label -T L $t ($mode): exit $rc"; grep -h "Error\|FAIL" "$work/client.log" | head -3; fail=1
+            echo "${SUITE:-consumers}: $label -T L $t ($mode): exit $rc"; grep -h "Error\|FAIL" "$work/client.log" | head -3; fail=1
         else
             passed=$((passed + 1))
         fi
     done
-    echo "consumers: $label -T L ($mode): each of $DAPLTEST_LIMITS ran"
+    echo "${SUITE:-consumers}: $label -T L ($mode): each of $DAPLTEST_LIMITS ran"
 }
