@@ -49,6 +49,7 @@ step "dapl2-utils start on our library" tests/consumers/start.sh build/lib
 step "dapl2-utils run end to end over TCP" tests/consumers/run.sh build/lib
 # Each of its runs is time-bounded, and the whole too: a transport that hangs in every run costs 20 minutes.
 step "dapl2-utils between two hosts (network namespaces joined by a veth pair)" timeout 1200 tests/twohost/run.sh build/lib
+step "between two hosts, a short outage loses nothing and a vanished peer ends its connection in time" timeout 300 tests/twohost/outage.sh build/lib
 step "OpenFabrics' programs built from source against our headers" tests/consumers/source.sh build/lib include
 step "every way of waiting, quiet machine" tests/waits/run.sh build/lib quiet 1
 step "every way of waiting, a busy loop on every core" tests/waits/run.sh build/lib contention 1

@@ -21,6 +21,11 @@ twohost_usable() {  # whether this machine can make the hosts (root, ip, nft); s
     if [ "$(id -u)" != 0 ]; then echo "twohost: needs root (network namespaces)"; return 1; fi
     if ! command -v ip >/dev/null; then echo "twohost: needs iproute2 (ip)"; return 1; fi
     if ! command -v nft >/dev/null; then echo "twohost: needs nftables (nft)"; return 1; fi
+    if ! ip netns add "$TWOHOST_PREFIX-probe" 2>/dev/null; then
+        echo "twohost: this machine does not let us make network namespaces"
+        return 1
+    fi
+    ip netns del "$TWOHOST_PREFIX-probe"
     return 0
 }
 
