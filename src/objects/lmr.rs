@@ -255,16 +255,27 @@ impl Lmr {
     /// Holds the region registered for one access (a transport's piece of a peer's RDMA):
     /// None once it was freed.
     pub fn access(&self) -> Option<RwLockReadGuard<'_, bool>> {
-        let g = self.gate.read();
+        // Recursive: a thread that holds the gate for one access (an atomic) may look again
+        // (its answer's region) while the free waits to write it.
+        let g = self.gate.read_recursive();
         (*g).then_some(g)
     }
 
     /// No context finds the region any more.
     fn forget(&self) {
-        let mut contexts = CONTEXTS.write();
-        if contexts.get(&self.context).is_some_and(|e| std::ptr::eq(e.lmr.as_ptr(), self)) {
-            contexts.remove(&self.context);
-            REGIONS.remove(self.context);
+        let cleared = {
+            let mut contexts = CONTEXTS.write();
+            if contexts.get(&self.context).is_some_and(|e| std::ptr::eq(e.lmr.as_ptr(), self)) {
+                contexts.remove(&self.context);
+                REGIONS.clear(self.context)
+            } else {
+                false
+            }
+        };
+        // Outside the map's lock: a copy that holds this region's slot may take it for its
+        // next segment before it lets go.
+        if cleared {
+            REGIONS.wait_unheld(self.context);
         }
     }
 
@@ -358,7 +369,8 @@ impl Lmr {
     fn hold_segment_in_map(context: u32, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<SegmentHold, AccessError> {
         let lmr = Lmr::by_context(context).ok_or(AccessError::UnknownContext)?;
         lmr.check(address, length, privilege, pz)?;
-        let gate = lmr.gate.read();
+        // Recursive: a message may fill two segments of one region (see `access`).
+        let gate = lmr.gate.read_recursive();
         if !*gate {
             return Err(AccessError::UnknownContext); // freed meanwhile
         }

@@ -132,21 +132,39 @@ impl RegionTable {
     /// it that began before (`hold`): once this returns, none is in progress. Writers must be
     /// serialized.
     pub fn remove(&self, context: u32) {
+        if self.clear(context) {
+            self.wait_unheld(context);
+        }
+    }
+
+    /// Empties the slot of `context`, if it holds that region (true then): no hold finds it
+    /// from now on. Writers must be serialized.
+    pub fn clear(&self, context: u32) -> bool {
         let slot = self.slot(context);
-        if slot.context.load(Ordering::Relaxed) == context {
-            self.write(slot, 0, Region { pz: 0, address: 0, length: 0, privileges: 0 });
-            // Against `hold`: a copy counted itself before it looked at the slot; one that
-            // looked after the write above found it empty, one before is counted here.
-            fence(Ordering::SeqCst);
-            let mut spins = 0u32;
-            while slot.users.load(Ordering::SeqCst) != 0 {
-                // A copy takes microseconds (a segment's bytes, with no lock or system call).
-                spins += 1;
-                if spins < 100 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
+        if slot.context.load(Ordering::Relaxed) != context {
+            return false;
+        }
+        self.write(slot, 0, Region { pz: 0, address: 0, length: 0, privileges: 0 });
+        true
+    }
+
+    /// Waits for the copies into the region of `context` that held its slot before `clear`
+    /// emptied it. Called holding no lock: a copy may take the regions' map's lock for a
+    /// segment after the one it holds.
+    pub fn wait_unheld(&self, context: u32) {
+        let slot = self.slot(context);
+        // Against `hold`: a copy counted itself before it looked at the slot; one that looked
+        // after the clearing found it empty, one before is counted here (a copy into a region
+        // that took the slot since is waited for too: briefly).
+        fence(Ordering::SeqCst);
+        let mut spins = 0u32;
+        while slot.users.load(Ordering::SeqCst) != 0 {
+            // A copy takes microseconds (a segment's bytes, with no lock or system call).
+            spins += 1;
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
             }
         }
     }
