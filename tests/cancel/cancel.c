@@ -12,9 +12,13 @@
  * meet); right before one is. The thread must end cancelled (pthread_join gives
  * PTHREAD_CANCELED) within a bound. Then the round checks the object:
  *   - nothing of the cancelled wait is left: a dequeue is not refused for a waiter (a CNO wait
- *     with no time is not refused as in use), and, with deferred cancellation, every event
- *     posted was either taken by the thread's waits or is still queued (none lost);
- *   - a new thread that sleeps in the wait is woken by an event posted and gets it;
+ *     with no time is not refused as in use);
+ *   - a new thread that sleeps in the wait is woken by an event posted and gets it (a
+ *     connection's messages sent before, whose receives may complete a moment after their
+ *     sends, come to it first);
+ *   - every event posted to the EVD was taken by the cancelled thread's waits, is still queued,
+ *     or came to the new thread; with asynchronous cancellation the last wait of the cancelled
+ *     thread may have taken one as the cancel took effect (it ends the thread at any point);
  *   - a wait with a timeout and nothing coming times out;
  *   - the EVD (and CNO) free (evd, cno; the connected EVD is reused by every round, freed at
  *     the end with its connection).
@@ -33,7 +37,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -108,7 +111,9 @@ struct waiter {
 	DAT_CNO_HANDLE cno;
 	DAT_TIMEOUT timeout;
 	int asynchronous;
-	int once;                 /* one wait, then return (the new waiter) */
+	int once;                 /* wait for the event `want`, then return (the new waiter) */
+	DAT_UINT64 want;          /* its software event's pointer, or its receive's cookie */
+	_Atomic long earlier;     /* events that came to it before that one */
 	_Atomic pid_t tid;
 	_Atomic int waits;        /* waits begun */
 	_Atomic long taken;       /* waits that returned an event (or a trigger) */
@@ -121,6 +126,19 @@ struct waiter {
 static int timed_out(const struct waiter *w, DAT_RETURN rc)
 {
 	return DAT_GET_TYPE(rc) == (w->object == CNO ? DAT_QUEUE_EMPTY : DAT_TIMEOUT_EXPIRED);
+}
+
+/* Whether a new waiter's event is the one it waits for (a CNO's trigger always is). */
+static int wanted(const struct waiter *w, const DAT_EVENT *e)
+{
+	switch (w->object) {
+	case EVD:
+		return (DAT_UINT64)(uintptr_t)e->event_data.software_event_data.pointer == w->want;
+	case CONNECTED:
+		return e->event_data.dto_completion_event_data.user_cookie.as_64 == w->want;
+	default:
+		return 1;
+	}
 }
 
 static void *wait_loop(void *arg)
@@ -140,7 +158,9 @@ static void *wait_loop(void *arg)
 		else
 			rc = dat_evd_wait(w->evd, w->timeout, 1, &e, &more);
 		atomic_store(&w->last, rc);
-		if (rc == DAT_SUCCESS) {
+		if (rc == DAT_SUCCESS && w->once && !wanted(w, &e)) {
+			atomic_fetch_add(&w->earlier, 1);
+		} else if (rc == DAT_SUCCESS) {
 			atomic_fetch_add(&w->taken, 1);
 			if (w->once) {
 				w->event = e;
@@ -161,8 +181,10 @@ static void start(struct waiter *w)
 		fail("pthread_create");
 	while (atomic_load(&w->waits) == 0 || atomic_load(&w->tid) == 0) {
 		if (now() > deadline)
-			fail("the waiting thread did not start");
-		sched_yield();
+			fail("the waiting thread did not start (%s, thread %d, %d waits begun)",
+			     w->once ? "the new waiter" : "the waiter to cancel", (int)atomic_load(&w->tid),
+			     atomic_load(&w->waits));
+		pause_briefly();
 	}
 }
 
@@ -341,28 +363,9 @@ static long drain(struct bench *b, const char *what)
 	return n;
 }
 
-/* The connected EVD: every message sent and not taken by the thread arrives (the receiver's
- * completion may come a moment after the sender's); the receives taken are posted again. */
-static long collect(struct bench *b, long expected, const char *what)
-{
-	long n = drain(b, what);
-	double deadline = now() + 10.0 * scale;
-	while (n < expected) {
-		DAT_EVENT e;
-		DAT_COUNT more;
-		DAT_RETURN rc = dat_evd_wait(b->evd, 10 * 1000, 1, &e, &more);
-		if (rc == DAT_SUCCESS)
-			n++;
-		else if (DAT_GET_TYPE(rc) != DAT_TIMEOUT_EXPIRED)
-			fail("%s: dat_evd_wait returned %#x", what, rc);
-		if (now() > deadline)
-			fail("%s: %ld of %ld messages arrived", what, n, expected);
-	}
-	return n + drain(b, what);
-}
-
-/* A new thread sleeps in the wait; an event posted wakes it with that event. */
-static void new_waiter_gets_an_event(struct bench *b, const char *what)
+/* A new thread sleeps in the wait; an event posted wakes it with that event. Returns how many
+ * events came to it before that one. */
+static long new_waiter_gets_an_event(struct bench *b, const char *what)
 {
 	struct waiter w;
 	memset(&w, 0, sizeof(w));
@@ -371,6 +374,8 @@ static void new_waiter_gets_an_event(struct bench *b, const char *what)
 	w.cno = b->cno;
 	w.timeout = 10 * 1000 * 1000 * scale;
 	w.once = 1;
+	/* The next software event's pointer; the next message's receive (they fill in order). */
+	w.want = (DAT_UINT64)(b->object == CONNECTED ? b->sends : b->posted + 1);
 	start(&w);
 	until_asleep(&w);
 	post(b);
@@ -379,15 +384,11 @@ static void new_waiter_gets_an_event(struct bench *b, const char *what)
 		fail("%s: the new waiter's wait returned %#x", what, atomic_load(&w.last));
 	if (b->object == CNO && w.which != b->evd)
 		fail("%s: the CNO's wait named EVD %p, not %p", what, (void *)w.which, (void *)b->evd);
-	if (b->object == EVD && w.event.event_data.software_event_data.pointer != (DAT_PVOID)(uintptr_t)b->posted)
-		fail("%s: the new waiter got another event", what);
-	if (b->object == CONNECTED) {
-		if (w.event.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS)
-			fail("%s: the new waiter's receive failed", what);
-		post_recv(b);
-	}
+	if (b->object == CONNECTED && w.event.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS)
+		fail("%s: the new waiter's receive failed", what);
 	if (b->object == CNO)
 		drain(b, what);
+	return atomic_load(&w.earlier);
 }
 
 /* A wait with a timeout and nothing coming times out. */
@@ -413,7 +414,7 @@ static void round_once(struct bench *b, int asynchronous, int round)
 	struct waiter w;
 	char what[96];
 	int moment = round % 4;
-	long before, left;
+	long before, posted, left, accounted;
 	void *ret;
 	snprintf(what, sizeof(what), "%s %s round %d", object_names[b->object],
 		 asynchronous ? "async" : "deferred", round);
@@ -445,19 +446,19 @@ static void round_once(struct bench *b, int asynchronous, int round)
 		post(b);
 	ret = join(&w, what);
 	if (ret != PTHREAD_CANCELED)
-		fail("%s: the thread was not cancelled: its wait returned %#x", what, atomic_load(&w.last));
+		fail("%s: the thread was not cancelled (it returned %p, failed %d): its wait returned %#x", what, ret,
+		     atomic_load(&w.failed), atomic_load(&w.last));
+	left = drain(b, what);
+	posted = b->posted - before;
+	left += new_waiter_gets_an_event(b, what);
 	if (b->object == CONNECTED)
-		left = collect(b, b->posted - before - atomic_load(&w.taken), what);
-	else
-		left = drain(b, what);
-	/* A cancel acted on as an asynchronous canceller's wait returns may take its event along. */
-	if (b->object != CNO && !asynchronous && atomic_load(&w.taken) + left != b->posted - before)
-		fail("%s: %ld events posted, the thread took %ld and %ld were left", what, b->posted - before,
-		     atomic_load(&w.taken), left);
-	if (b->object == CONNECTED)
-		for (long i = 0; i < b->posted - before; i++)
+		for (long i = 0; i < posted + 1; i++)
 			post_recv(b);
-	new_waiter_gets_an_event(b, what);
+	/* A CNO's waits took triggers, not events. */
+	accounted = atomic_load(&w.taken) + left;
+	if (b->object != CNO && accounted != posted && (!asynchronous || accounted != posted - 1))
+		fail("%s: %ld events posted, the thread took %ld and %ld were left", what, posted,
+		     atomic_load(&w.taken), left);
 	times_out(b, what);
 	if (b->object != CONNECTED) {
 		must(dat_evd_free(b->evd), "dat_evd_free after the cancel");
