@@ -186,7 +186,11 @@ pub unsafe extern "C" fn libdat_evd_wait_step(
                 evd.counters.bump(dat_evd_counters::DCNT_EVD_WAIT as u32);
                 let step = evd.wait_begin(self::timeout(timeout), threshold as usize);
                 if let WaitStep::Sleep(_) = step {
-                    state.hold(evd.held().ok_or(DatError::internal())?);
+                    let Some(held) = evd.held() else {
+                        evd.wait_abandon(); // cannot be: the EVD is lent from a live reference
+                        return Err(DatError::internal());
+                    };
+                    state.hold(held);
                 }
                 Ok(step)
             })?,
