@@ -177,14 +177,14 @@ pub unsafe extern "C" fn libdat_evd_wait_step(
         let state = unsafe { state.as_mut() }.ok_or(DatError::internal())?;
         // SAFETY: the steps of an EVD's wait hold an EVD.
         let step = match unsafe { state.held::<Evd>() } {
-            Some(evd) => evd.wait_resume(),
+            Some(evd) => evd.wait_resume(edge::out(event, 4)?.storage()),
             None => edge::with_object(&RECENT, evd_handle, EVD_SUB, |evd| {
                 if threshold <= 0 {
                     return Err(DatError::invalid_arg(3));
                 }
-                edge::out(event, 4)?;
+                let mut out = edge::out(event, 4)?;
                 evd.counters.bump(dat_evd_counters::DCNT_EVD_WAIT as u32);
-                let step = evd.wait_begin(self::timeout(timeout), threshold as usize);
+                let step = evd.wait_begin(self::timeout(timeout), threshold as usize, out.storage());
                 if let WaitStep::Sleep(_) = step {
                     let Some(held) = evd.held() else {
                         evd.wait_abandon(); // cannot be: the EVD is lent from a live reference
@@ -206,8 +206,7 @@ pub unsafe extern "C" fn libdat_evd_wait_step(
                 if let Some(more) = edge::optional_out(n_more_events) {
                     more.set(remaining as DAT_COUNT);
                 }
-                edge::out(event, 4)?.set(result?);
-                Ok(())
+                result
             }
         }
     }

@@ -299,8 +299,9 @@ struct Waiter {
     slept_at: Option<Instant>,
 }
 
-/// How a step of `dat_evd_wait` ends it: the oldest event, or why none, and how many remain.
-pub type WaitResult = (DatResult<DAT_EVENT>, usize);
+/// How a step of `dat_evd_wait` ends it: with the oldest event (in the wait's out-parameter), or
+/// why none; and how many remain.
+pub type WaitResult = (DatResult, usize);
 
 impl Queue {
     /// Takes the oldest event. A queue left empty starts again at the front of its buffer
@@ -686,10 +687,10 @@ impl Evd {
     }
 
     /// `dat_evd_wait`'s first step: the checks, then progress made here for a moment (no thread
-    /// hand-off when the events are near), then the result, or a sleep until `threshold`
-    /// events are queued or `timeout` passes (`None`: no bound), after which the waiter takes
-    /// [`Evd::wait_resume`] (or [`Evd::wait_abandon`], cancelled).
-    pub fn wait_begin(&self, timeout: Option<Duration>, threshold: usize) -> WaitStep<WaitResult> {
+    /// hand-off when the events are near), then the result (the event into `out`), or a sleep
+    /// until `threshold` events are queued or `timeout` passes (`None`: no bound), after which
+    /// the waiter takes [`Evd::wait_resume`] (or [`Evd::wait_abandon`], cancelled).
+    pub fn wait_begin(&self, timeout: Option<Duration>, threshold: usize, out: &mut MaybeUninit<DAT_EVENT>) -> WaitStep<WaitResult> {
         let mut q = self.queue.lock();
         let refused = if !q.waitable {
             Some(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE))
@@ -729,14 +730,14 @@ impl Evd {
                 });
             }
         }
-        self.settle(q)
+        self.settle(q, out)
     }
 
     /// The next step of the wait [`Evd::wait_begin`] began, after its sleep.
-    pub fn wait_resume(&self) -> WaitStep<WaitResult> {
+    pub fn wait_resume(&self, out: &mut MaybeUninit<DAT_EVENT>) -> WaitStep<WaitResult> {
         let mut q = self.queue.lock();
         q.wakeup.awake();
-        self.settle(q)
+        self.settle(q, out)
     }
 
     /// The waiter was cancelled as it slept: the wait ends, and another may begin. The events
@@ -749,8 +750,9 @@ impl Evd {
         }
     }
 
-    /// The wait ends with what it waited for, or why not, or sleeps on.
-    fn settle(&self, mut q: MutexGuard<'_, Queue>) -> WaitStep<WaitResult> {
+    /// The wait ends with what it waited for (the oldest event into `out`), or why not, or
+    /// sleeps on.
+    fn settle(&self, mut q: MutexGuard<'_, Queue>, out: &mut MaybeUninit<DAT_EVENT>) -> WaitStep<WaitResult> {
         let Some(w) = q.waiter.as_ref() else {
             return WaitStep::Done((Err(DatError::internal()), q.events.len()));
         };
@@ -775,7 +777,7 @@ impl Evd {
             let next = next_spin(spin, at.elapsed(), spin_budget());
             self.spin_us.store(next.as_micros() as u64, Ordering::Relaxed);
         }
-        let outcome = result.and_then(|()| q.pop().map(|e| e.0).ok_or(DatError::internal()));
+        let outcome = result.and_then(|()| if q.pop_into(out) { Ok(()) } else { Err(DatError::internal()) });
         self.queued.store(q.events.len(), Ordering::Relaxed);
         WaitStep::Done((outcome, q.events.len()))
     }
