@@ -112,12 +112,16 @@ $(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo &: $(RUST_SRC) $(PGO_DIR)/libdat.
 	  $(CARGO) build --release
 endif
 
-# Exactly the DAT functions, in version node DAT_2.0; everything else stays local.
+# Exactly the DAT functions, in version node DAT_2.0; everything else stays local. Those the
+# Rust source defines, and those the C source does (src/ext: a definition begins a line
+# `DAT_RETURN dat_...(`).
 $(BUILD)/dat.map: $(RUST_SRC)
 	@mkdir -p $(BUILD)
 	{ echo 'DAT_2.0 {'; echo '  global:'; \
-	  grep -rhoE 'extern "C" fn dat_[a-z0-9_]+' src/api | sed 's/.*fn /    /; s/$$/;/' | sort -u; \
-	  echo '    dat_extension_op;'; echo '  local: *;'; echo '};'; } > $@
+	  { grep -rhoE 'extern "C" fn dat_[a-z0-9_]+' src/api | sed 's/.*fn //'; \
+	    grep -hoE '^DAT_RETURN dat_[a-z0-9_]+\(' src/ext/*.c | sed 's/^DAT_RETURN //; s/($$//'; } | \
+	    sed 's/^/    /; s/$$/;/' | sort -u; \
+	  echo '  local: *;'; echo '};'; } > $@
 
 $(LIBDIR)/$(SONAME): $(RELEASE_DIR)/libdat.a $(BUILD)/dat.map $(BUILD)/release-kind
 	$(call link_library,$<,$@)

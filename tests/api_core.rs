@@ -310,6 +310,97 @@ fn evd_wait_times_out_and_checks_threshold() {
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
 }
 
+/// Blocks until thread `tid` of this process sleeps (its /proc state is S): a waiter that spun
+/// and went to sleep in its wait.
+fn until_asleep(tid: libc::pid_t) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+        if stat.rsplit_once(')').is_some_and(|(_, state)| state.trim_start().starts_with('S')) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the waiting thread never slept");
+        std::thread::yield_now();
+    }
+}
+
+/// A thread that waits on `evd` with `threshold` (no time bound): its thread id, and what its
+/// wait returns with the first event's pointer and the count left.
+fn sleeping_evd_waiter(evd: DAT_EVD_HANDLE, threshold: DAT_COUNT) -> std::thread::JoinHandle<(DAT_RETURN, usize, DAT_COUNT)> {
+    let evd = evd as usize;
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        tid_tx.send(unsafe { libc::gettid() }).unwrap();
+        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        let mut n = -1;
+        let rc = unsafe { dat_evd_wait(evd as DAT_EVD_HANDLE, DAT_TIMEOUT_INFINITE, threshold, &mut e, &mut n) };
+        let pointer = if rc == OK { (unsafe { e.event_data.software_event_data.pointer }) as usize } else { 0 };
+        (rc, pointer, n)
+    });
+    until_asleep(tid_rx.recv().unwrap());
+    waiter
+}
+
+#[test]
+fn a_sleeping_waiter_wakes_once_its_threshold_is_met() {
+    let o = open("tcp-lo").unwrap();
+    let evd = evd_create(o.ia, 4, SOFTWARE);
+    let waiter = sleeping_evd_waiter(evd, 3);
+    let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+    unsafe {
+        assert_eq!(dat_evd_post_se(evd, &software_event(1)), OK);
+        assert_eq!(dat_evd_post_se(evd, &software_event(2)), OK);
+        // Still in its wait: a dequeue is refused for it.
+        assert_eq!(dat_evd_dequeue(evd, &mut e), state_err(Sub::DAT_INVALID_STATE_EVD_WAITER));
+        assert_eq!(dat_evd_post_se(evd, &software_event(3)), OK);
+    }
+    // The oldest event, and the two behind it.
+    assert_eq!(waiter.join().unwrap(), (OK, 1, 2));
+    assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
+}
+
+#[test]
+fn a_sleeping_waiter_fails_when_its_evd_becomes_unwaitable_or_is_freed() {
+    let o = open("tcp-lo").unwrap();
+    let evd = evd_create(o.ia, 4, SOFTWARE);
+    // dat_evd_wait(3DAT): "if dat_evd_set_unwaitable(3DAT) is called on an EVD on which a
+    // thread is blocked in this function, the function returns with DAT_INVALID_STATE".
+    let waiter = sleeping_evd_waiter(evd, 1);
+    assert_eq!(unsafe { dat_evd_set_unwaitable(evd) }, OK);
+    assert_eq!(waiter.join().unwrap().0, state_err(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE));
+    assert_eq!(unsafe { dat_evd_clear_unwaitable(evd) }, OK);
+    // Freed under its waiter: the wait is aborted.
+    let waiter = sleeping_evd_waiter(evd, 1);
+    assert_eq!(unsafe { dat_evd_free(evd) }, OK);
+    assert_eq!(waiter.join().unwrap().0, DatError::bare(Type::DAT_ABORT).code());
+    assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
+}
+
+#[test]
+fn a_sleeping_cno_waiter_wakes_on_a_trigger_from_another_thread() {
+    let o = open("tcp-lo").unwrap();
+    let mut cno = null_mut();
+    assert_eq!(unsafe { dat_cno_create(o.ia, std::mem::zeroed(), &mut cno) }, OK);
+    let mut evd = null_mut();
+    assert_eq!(unsafe { dat_evd_create(o.ia, 4, cno, SOFTWARE, &mut evd) }, OK);
+    let cno_addr = cno as usize;
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        tid_tx.send(unsafe { libc::gettid() }).unwrap();
+        let mut which: DAT_EVD_HANDLE = null_mut();
+        let rc = unsafe { dat_cno_wait(cno_addr as DAT_CNO_HANDLE, DAT_TIMEOUT_INFINITE, &mut which) };
+        (rc, which as usize)
+    });
+    until_asleep(tid_rx.recv().unwrap());
+    assert_eq!(unsafe { dat_evd_post_se(evd, &software_event(7)) }, OK);
+    assert_eq!(waiter.join().unwrap(), (OK, evd as usize));
+    unsafe {
+        assert_eq!(dat_evd_free(evd), OK);
+        assert_eq!(dat_cno_free(cno), OK);
+    }
+    assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
+}
+
 #[test]
 fn a_waiter_wakes_on_an_event_from_another_thread() {
     let o = open("tcp-lo").unwrap();

@@ -376,9 +376,9 @@ DAT_RETURN dat_cno_query(DAT_CNO_HANDLE cno_handle,
 
 DAT_RETURN dat_cno_free(DAT_CNO_HANDLE cno_handle);
 
-DAT_RETURN dat_cno_wait(DAT_CNO_HANDLE cno_handle,
-                        DAT_TIMEOUT cno_timeout,
-                        DAT_EVD_HANDLE *evd_handle);
+extern DAT_RETURN dat_cno_wait(DAT_CNO_HANDLE cno_handle,
+                               DAT_TIMEOUT cno_timeout,
+                               DAT_EVD_HANDLE *evd_handle);
 
 DAT_RETURN dat_cno_trigger(DAT_CNO_HANDLE cno_handle, DAT_EVD_HANDLE *evd_handle);
 
@@ -506,11 +506,11 @@ DAT_RETURN dat_evd_post_se(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *event);
 
 DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event);
 
-DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle,
-                        DAT_TIMEOUT timeout,
-                        DAT_COUNT threshold,
-                        DAT_EVENT *event,
-                        DAT_COUNT *n_more_events);
+extern DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle,
+                               DAT_TIMEOUT timeout,
+                               DAT_COUNT threshold,
+                               DAT_EVENT *event,
+                               DAT_COUNT *n_more_events);
 
 DAT_RETURN dat_evd_enable(DAT_EVD_HANDLE evd_handle);
 

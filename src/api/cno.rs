@@ -1,12 +1,16 @@
 //! CNO functions.
 
+use std::ffi::c_void;
+
 use super::edge::{self, entry};
 use super::evd::timeout;
+use super::wait::WaitState;
 use crate::abi::*;
 use crate::error::{DatError, Sub, Type};
 use crate::objects::cno::Cno;
 use crate::objects::Counted;
 use crate::objects::ia::Ia;
+use crate::objects::wakeup::WaitStep;
 
 #[no_mangle]
 pub unsafe extern "C" fn dat_cno_create(
@@ -93,27 +97,73 @@ pub unsafe extern "C" fn dat_cno_free(cno_handle: DAT_CNO_HANDLE) -> DAT_RETURN 
     }
 }
 
+// `dat_cno_wait` is C (src/ext/wait.c), a cancellation point, which takes the wait in steps
+// here (see `api::wait`). Declared here for Rust callers (the tests) and for the header
+// generator, which writes its prototype.
+extern "C" {
+    pub fn dat_cno_wait(cno_handle: DAT_CNO_HANDLE, cno_timeout: DAT_TIMEOUT, evd_handle: *mut DAT_EVD_HANDLE) -> DAT_RETURN;
+}
+
+/// A step of `dat_cno_wait` (see `api::wait`), as `libdat_evd_wait_step` is of an EVD's.
 #[no_mangle]
-pub unsafe extern "C" fn dat_cno_wait(
+pub unsafe extern "C" fn libdat_cno_wait_step(
     cno_handle: DAT_CNO_HANDLE,
     cno_timeout: DAT_TIMEOUT,
     evd_handle: *mut DAT_EVD_HANDLE,
+    state: *mut WaitState,
 ) -> DAT_RETURN {
     entry! {
-        let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
-        let out = edge::out(evd_handle, 3)?;
-        match cno.wait(timeout(cno_timeout))? {
-            Some(evd) => {
-                out.set(evd);
+        // SAFETY: the C half's own state, live for the whole wait, used by this thread alone.
+        let state = unsafe { state.as_mut() }.ok_or(DatError::internal())?;
+        // SAFETY: the steps of a CNO's wait hold a CNO.
+        let step = match unsafe { state.held::<Cno>() } {
+            Some(cno) => cno.wait_resume(),
+            None => {
+                let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
+                edge::out(evd_handle, 3)?;
+                let step = cno.wait_begin(timeout(cno_timeout));
+                if let WaitStep::Sleep(_) = step {
+                    state.hold(cno);
+                }
+                step
+            }
+        };
+        match step {
+            WaitStep::Sleep(sleep) => {
+                state.sleep(sleep);
                 Ok(())
             }
-            // The man page: a timeout is DAT_QUEUE_EMPTY, with the EVD handle set to NULL.
-            None => {
-                out.set(std::ptr::null_mut());
-                Err(DatError::bare(Type::DAT_QUEUE_EMPTY))
+            WaitStep::Done(result) => {
+                // SAFETY: as above.
+                drop(unsafe { state.release::<Cno>() });
+                let out = edge::out(evd_handle, 3)?;
+                match result? {
+                    Some(evd) => {
+                        out.set(evd);
+                        Ok(())
+                    }
+                    // The man page: a timeout is DAT_QUEUE_EMPTY, with the EVD handle set to NULL.
+                    None => {
+                        out.set(std::ptr::null_mut());
+                        Err(DatError::bare(Type::DAT_QUEUE_EMPTY))
+                    }
+                }
             }
         }
     }
+}
+
+/// `dat_cno_wait` was cancelled as it slept: its wait ends (called by the cancellation's
+/// cleanup, with the state its steps kept).
+#[no_mangle]
+pub unsafe extern "C" fn libdat_cno_wait_abandon(state: *mut c_void) {
+    let _ = entry! {
+        // SAFETY: the C half's state, as for the steps; the steps of a CNO's wait hold a CNO.
+        if let Some(cno) = unsafe { state.cast::<WaitState>().as_mut() }.and_then(|s| unsafe { s.release::<Cno>() }) {
+            cno.wait_abandon();
+        }
+        Ok(())
+    };
 }
 
 #[no_mangle]

@@ -1,8 +1,10 @@
 //! EVD functions.
 
+use std::ffi::c_void;
 use std::time::Duration;
 
 use super::edge::{self, entry};
+use super::wait::WaitState;
 use crate::abi::*;
 use crate::error::{DatError, Sub};
 use crate::objects::cno::Cno;
@@ -10,6 +12,7 @@ use crate::objects::Counted;
 use crate::objects::evd::{self, Evd};
 use crate::objects::ia::Ia;
 use crate::objects::limits;
+use crate::objects::wakeup::WaitStep;
 
 // The EVD functions name their EVD parameter with the generic EVD subtype DAT 2.0 lacks;
 // OpenFabrics uses DAT_INVALID_HANDLE1 ("the first handle") there.
@@ -144,30 +147,82 @@ pub unsafe extern "C" fn dat_evd_dequeue(evd_handle: DAT_EVD_HANDLE, event: *mut
     }
 }
 
+// `dat_evd_wait` is C (src/ext/wait.c), a cancellation point, which takes the wait in steps
+// here (see `api::wait`). Declared here for Rust callers (the tests) and for the header
+// generator, which writes its prototype.
+extern "C" {
+    pub fn dat_evd_wait(
+        evd_handle: DAT_EVD_HANDLE,
+        timeout: DAT_TIMEOUT,
+        threshold: DAT_COUNT,
+        event: *mut DAT_EVENT,
+        n_more_events: *mut DAT_COUNT,
+    ) -> DAT_RETURN;
+}
+
+/// A step of `dat_evd_wait` (see `api::wait`): the first (nothing held in `state`) checks the
+/// arguments and begins the wait, the next ones follow its sleeps. `DAT_SUCCESS` with an
+/// object held in `state` asks for a sleep; anything else is the wait's result.
 #[no_mangle]
-pub unsafe extern "C" fn dat_evd_wait(
+pub unsafe extern "C" fn libdat_evd_wait_step(
     evd_handle: DAT_EVD_HANDLE,
     timeout: DAT_TIMEOUT,
     threshold: DAT_COUNT,
     event: *mut DAT_EVENT,
     n_more_events: *mut DAT_COUNT,
+    state: *mut WaitState,
 ) -> DAT_RETURN {
     entry! {
-        edge::with_object(&RECENT, evd_handle, EVD_SUB, |evd| {
-            if threshold <= 0 {
-                return Err(DatError::invalid_arg(3));
+        // SAFETY: the C half's own state, live for the whole wait, used by this thread alone.
+        let state = unsafe { state.as_mut() }.ok_or(DatError::internal())?;
+        // SAFETY: the steps of an EVD's wait hold an EVD.
+        let step = match unsafe { state.held::<Evd>() } {
+            Some(evd) => evd.wait_resume(edge::out(event, 4)?.storage()),
+            None => edge::with_object(&RECENT, evd_handle, EVD_SUB, |evd| {
+                if threshold <= 0 {
+                    return Err(DatError::invalid_arg(3));
+                }
+                let mut out = edge::out(event, 4)?;
+                evd.counters.bump(dat_evd_counters::DCNT_EVD_WAIT as u32);
+                let step = evd.wait_begin(self::timeout(timeout), threshold as usize, out.storage());
+                if let WaitStep::Sleep(_) = step {
+                    let Some(held) = evd.held() else {
+                        evd.wait_abandon(); // cannot be: the EVD is lent from a live reference
+                        return Err(DatError::internal());
+                    };
+                    state.hold(held);
+                }
+                Ok(step)
+            })?,
+        };
+        match step {
+            WaitStep::Sleep(sleep) => {
+                state.sleep(sleep);
+                Ok(())
             }
-            let out = edge::out(event, 4)?;
-            let more = edge::optional_out(n_more_events);
-            evd.counters.bump(dat_evd_counters::DCNT_EVD_WAIT as u32);
-            let (result, remaining) = evd.wait(self::timeout(timeout), threshold as usize);
-            if let Some(more) = more {
-                more.set(remaining as DAT_COUNT);
+            WaitStep::Done((result, remaining)) => {
+                // SAFETY: as above.
+                drop(unsafe { state.release::<Evd>() });
+                if let Some(more) = edge::optional_out(n_more_events) {
+                    more.set(remaining as DAT_COUNT);
+                }
+                result
             }
-            out.set(result?);
-            Ok(())
-        })
+        }
     }
+}
+
+/// `dat_evd_wait` was cancelled as it slept: its wait ends (called by the cancellation's
+/// cleanup, with the state its steps kept).
+#[no_mangle]
+pub unsafe extern "C" fn libdat_evd_wait_abandon(state: *mut c_void) {
+    let _ = entry! {
+        // SAFETY: the C half's state, as for the steps; the steps of an EVD's wait hold an EVD.
+        if let Some(evd) = unsafe { state.cast::<WaitState>().as_mut() }.and_then(|s| unsafe { s.release::<Evd>() }) {
+            evd.wait_abandon();
+        }
+        Ok(())
+    };
 }
 
 #[no_mangle]

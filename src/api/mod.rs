@@ -12,6 +12,7 @@ pub mod misc;
 pub mod pz;
 pub mod rmr;
 pub mod srq;
+pub mod wait;
 pub mod registry;
 
 use crate::abi::dat_completion_flags;

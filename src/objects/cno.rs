@@ -4,28 +4,41 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 
 use super::ia::Ia;
+use super::wakeup::{WaitStep, Wakeup};
 use super::{Counted, Users};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::handle::{Kind, Object};
+use crate::transport::sys;
 
 struct State {
     /// EVD handles that triggered and were not yet reported.
     triggered: Vec<usize>,
-    waiter: bool,
+    /// The thread in `dat_cno_wait` (one at most), between the steps of its wait.
+    waiter: Option<Waiter>,
+    /// Wakes that thread while it sleeps (outside the library: see `wakeup`).
+    wakeup: Wakeup,
     agent: DAT_OS_WAIT_PROXY_AGENT,
     handle: usize,
     epoch: u64,
 }
 
+struct Waiter {
+    /// The CNO's epoch as the wait began: the wait outlives no change of it (the CNO freed).
+    epoch: u64,
+    deadline: Option<Instant>,
+}
+
+/// How a step of `dat_cno_wait` ends it: the EVD that triggered, or None when the time passed.
+pub type WaitResult = DatResult<Option<DAT_EVD_HANDLE>>;
+
 pub struct Cno {
     pub ia: Arc<Ia>,
     users: Users,
     state: Mutex<State>,
-    ready: Condvar,
     /// For `dat_cno_fd_create`: an eventfd that becomes readable on a trigger.
     fd: Option<std::os::fd::OwnedFd>,
 }
@@ -69,12 +82,12 @@ impl Cno {
             users: Users::default(),
             state: Mutex::new(State {
                 triggered: Vec::new(),
-                waiter: false,
+                waiter: None,
+                wakeup: Wakeup::default(),
                 agent,
                 handle: 0,
                 epoch: 0,
             }),
-            ready: Condvar::new(),
             fd,
         });
         let h = ia.adopt(cno.clone())?;
@@ -109,11 +122,9 @@ impl Cno {
             if !s.triggered.contains(&(evd as usize)) {
                 s.triggered.push(evd as usize);
             }
-            self.ready.notify_one();
+            s.wakeup.wake();
             if let Some(fd) = self.fd() {
-                let one: u64 = 1;
-                // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
-                unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+                sys::eventfd_signal(fd);
             }
             let agent = s.agent;
             if agent.proxy_agent_func.is_some() {
@@ -131,58 +142,76 @@ impl Cno {
     /// `dat_cno_trigger`: the EVD that triggered, if any, without blocking. The descriptor of
     /// `dat_cno_fd_create` stays readable while another EVD's trigger is still to be taken.
     pub fn take_triggered(&self) -> Option<DAT_EVD_HANDLE> {
-        let mut s = self.state.lock();
+        self.take_triggered_locked(&mut self.state.lock())
+    }
+
+    fn take_triggered_locked(&self, s: &mut State) -> Option<DAT_EVD_HANDLE> {
         if s.triggered.is_empty() {
             return None;
         }
         let evd = s.triggered.remove(0) as DAT_EVD_HANDLE;
         if let Some(fd) = self.fd().filter(|_| s.triggered.is_empty()) {
-            let mut sink: u64 = 0;
-            // SAFETY: reads at most 8 bytes into a live u64 from our own non-blocking eventfd.
-            unsafe { libc::read(fd, &mut sink as *mut u64 as *mut libc::c_void, 8) };
+            sys::eventfd_clear(fd);
         }
         Some(evd)
     }
 
-    /// `dat_cno_wait`: blocks until an EVD triggers or `timeout` passes.
-    /// The EVD that triggered the CNO; None when `timeout` passed first.
-    pub fn wait(&self, timeout: Option<Duration>) -> DatResult<Option<DAT_EVD_HANDLE>> {
+    /// `dat_cno_wait`'s first step: the EVD that triggered, or a sleep until one triggers or
+    /// `timeout` passes (`None`: no bound), after which the waiter takes [`Cno::wait_resume`]
+    /// (or [`Cno::wait_abandon`], cancelled).
+    pub fn wait_begin(&self, timeout: Option<Duration>) -> WaitStep<WaitResult> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        {
-            let mut s = self.state.lock();
-            if s.waiter {
-                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE));
-            }
-            // A wait that may sleep hands the connections this thread polled back.
-            if s.triggered.is_empty() && timeout != Some(Duration::ZERO) {
-                MutexGuard::unlocked(&mut s, super::evd::before_sleep);
-            }
-            s.waiter = true;
-            let epoch = s.epoch;
-            while s.triggered.is_empty() {
-                if s.epoch != epoch {
-                    s.waiter = false;
-                    return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_DEAD));
-                }
-                match deadline {
-                    None => self.ready.wait(&mut s),
-                    Some(d) => {
-                        if self.ready.wait_until(&mut s, d).timed_out() && s.triggered.is_empty() {
-                            s.waiter = false;
-                            return Ok(None);
-                        }
-                    }
-                }
-            }
-            s.waiter = false;
+        let mut s = self.state.lock();
+        if s.waiter.is_some() {
+            return WaitStep::Done(Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE)));
         }
-        self.take_triggered().map(Some).ok_or(DatError::internal())
+        s.waiter = Some(Waiter { epoch: s.epoch, deadline });
+        // A wait that may sleep hands the connections this thread polled back.
+        if s.triggered.is_empty() && timeout != Some(Duration::ZERO) {
+            MutexGuard::unlocked(&mut s, super::evd::before_sleep);
+        }
+        self.settle(s)
+    }
+
+    /// The next step of the wait [`Cno::wait_begin`] began, after its sleep.
+    pub fn wait_resume(&self) -> WaitStep<WaitResult> {
+        let mut s = self.state.lock();
+        s.wakeup.awake();
+        self.settle(s)
+    }
+
+    /// The waiter was cancelled as it slept: the wait ends, and another may begin. The triggers
+    /// stay to be taken.
+    pub fn wait_abandon(&self) {
+        let mut s = self.state.lock();
+        s.wakeup.awake();
+        s.waiter = None;
+    }
+
+    /// The wait ends with a trigger, or why none, or sleeps on.
+    fn settle(&self, mut s: MutexGuard<'_, State>) -> WaitStep<WaitResult> {
+        let Some(w) = s.waiter.as_ref() else {
+            return WaitStep::Done(Err(DatError::internal()));
+        };
+        let result = if !s.triggered.is_empty() {
+            self.take_triggered_locked(&mut s).map(Some).ok_or(DatError::internal())
+        } else if s.epoch != w.epoch {
+            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_DEAD))
+        } else {
+            let now = Instant::now();
+            match w.deadline {
+                Some(d) if now >= d => Ok(None),
+                deadline => return WaitStep::Sleep(s.wakeup.sleep(deadline.map(|d| d - now))),
+            }
+        };
+        s.waiter = None;
+        WaitStep::Done(result)
     }
 
     /// Called as the CNO's handle dies: a blocked waiter fails.
     pub fn kill(&self) {
         let mut s = self.state.lock();
         s.epoch += 1;
-        self.ready.notify_all();
+        s.wakeup.wake();
     }
 }

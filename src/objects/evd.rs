@@ -6,15 +6,16 @@ use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use super::cno::Cno;
 use super::counters::{Counters, EVD_COUNTERS};
 use super::ia::Ia;
+use super::wakeup::{WaitStep, Wakeup};
 use super::{Counted, Held, Users};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
@@ -278,11 +279,29 @@ struct Queue {
     qlen: usize,
     enabled: bool,
     waitable: bool,
-    waiter: bool,
+    waiter: Option<Waiter>,
+    /// Wakes the waiter while it sleeps.
+    wakeup: Wakeup,
     cno: Option<Held<Cno>>,
     /// Bumped to wake a waiter that must give up (unwaitable, freed).
     epoch: u64,
 }
+
+/// The thread in `dat_evd_wait` (one at most), kept here between the steps of its wait: it
+/// sleeps outside the library, where it may be cancelled (see `wakeup`).
+struct Waiter {
+    threshold: usize,
+    /// The queue's epoch as the wait began: the wait outlives no change of it.
+    epoch: u64,
+    deadline: Option<Instant>,
+    /// The spin budget it spun, and when it went to sleep, for the next budget (`next_spin`).
+    spin: Duration,
+    slept_at: Option<Instant>,
+}
+
+/// How a step of `dat_evd_wait` ends it: with the oldest event (in the wait's out-parameter), or
+/// why none; and how many remain.
+pub type WaitResult = (DatResult, usize);
 
 impl Queue {
     /// Takes the oldest event. A queue left empty starts again at the front of its buffer
@@ -309,11 +328,12 @@ impl Queue {
 
 pub struct Evd {
     pub ia: Arc<Ia>,
+    /// This EVD, for a wait to hold while it sleeps outside the library.
+    me: Weak<Evd>,
     flags: u32,
     handle: AtomicUsize,
     users: Users,
     queue: Mutex<Queue>,
-    ready: Condvar,
     /// The connections that feed this EVD, progressed by whoever dequeues or waits. Held
     /// until they end (`detach`): a poll calls them without taking a reference. A poll holds
     /// this lock while its sources take their EPs' locks, so it is taken before any EP's
@@ -378,8 +398,9 @@ impl Evd {
         flags: u32,
     ) -> DatResult<(Arc<Evd>, DAT_EVD_HANDLE)> {
         let has_cno = cno.is_some();
-        let evd = Arc::new(Evd {
+        let evd = Arc::new_cyclic(|me| Evd {
             ia: ia.clone(),
+            me: me.clone(),
             flags,
             handle: AtomicUsize::new(0),
             users: Users::default(),
@@ -388,11 +409,11 @@ impl Evd {
                 qlen,
                 enabled: true,
                 waitable: true,
-                waiter: false,
+                waiter: None,
+                wakeup: Wakeup::default(),
                 cno: cno.map(Held::new),
                 epoch: 0,
             }),
-            ready: Condvar::new(),
             sources: Mutex::new(Vec::new()),
             joining: Mutex::new(Vec::new()),
             has_joining: AtomicBool::new(false),
@@ -493,8 +514,11 @@ impl Evd {
             if !notify {
                 return Ok(());
             }
-            let notify_cno = q.enabled && !q.waiter;
-            self.ready.notify_one();
+            let q = &mut *q;
+            let notify_cno = q.enabled && q.waiter.is_none();
+            if q.waiter.as_ref().is_some_and(|w| q.events.len() >= w.threshold) {
+                q.wakeup.wake();
+            }
             notify_cno
                 .then(|| q.cno.as_ref().map(|c| c.arc().clone()))
                 .flatten()
@@ -651,7 +675,7 @@ impl Evd {
             }
         }
         let mut q = self.queue.lock();
-        if q.waiter {
+        if q.waiter.is_some() {
             return waiter();
         }
         if q.pop_into(out) {
@@ -662,40 +686,29 @@ impl Evd {
         }
     }
 
-    /// `dat_evd_wait`: blocks until `threshold` events are queued or `timeout` passes
-    /// (`None`: forever). Returns the oldest event and how many remain.
-    pub fn wait(
-        &self,
-        timeout: Option<Duration>,
-        threshold: usize,
-    ) -> (DatResult<DAT_EVENT>, usize) {
+    /// `dat_evd_wait`'s first step: the checks, then progress made here for a moment (no thread
+    /// hand-off when the events are near), then the result (the event into `out`), or a sleep
+    /// until `threshold` events are queued or `timeout` passes (`None`: no bound), after which
+    /// the waiter takes [`Evd::wait_resume`] (or [`Evd::wait_abandon`], cancelled).
+    pub fn wait_begin(&self, timeout: Option<Duration>, threshold: usize, out: &mut MaybeUninit<DAT_EVENT>) -> WaitStep<WaitResult> {
         let mut q = self.queue.lock();
-        if !q.waitable {
-            let n = q.events.len();
-            return (
-                Err(DatError::invalid_state(
-                    Sub::DAT_INVALID_STATE_EVD_UNWAITABLE,
-                )),
-                n,
-            );
+        let refused = if !q.waitable {
+            Some(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE))
+        } else if q.waiter.is_some() {
+            Some(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER))
+        } else if threshold > q.qlen {
+            Some(DatError::invalid_arg(3))
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            return WaitStep::Done((Err(e), q.events.len()));
         }
-        if q.waiter {
-            let n = q.events.len();
-            return (
-                Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER)),
-                n,
-            );
-        }
-        if threshold > q.qlen {
-            let n = q.events.len();
-            return (Err(DatError::invalid_arg(3)), n);
-        }
-        q.waiter = true;
-        self.waiting.store(true, Ordering::Release);
         let epoch = q.epoch;
-        let deadline = timeout.map(|t| Instant::now() + t);
-        // First make progress here for a moment: no thread hand-off when the events are near.
         let spin = Duration::from_micros(self.spin_us.load(Ordering::Relaxed));
+        let deadline = timeout.map(|t| Instant::now() + t);
+        q.waiter = Some(Waiter { threshold, epoch, deadline, spin, slept_at: None });
+        self.waiting.store(true, Ordering::Release);
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
@@ -704,52 +717,75 @@ impl Evd {
                 std::hint::spin_loop();
             });
         }
-        let slept_at = (q.events.len() < threshold).then(Instant::now);
-        // A wait that may sleep hands its connections back (one of no time is a poll).
-        if slept_at.is_some() && timeout != Some(Duration::ZERO) {
-            self.counters.bump(dat_evd_counters::DCNT_EVD_WAIT_BLOCKED as u32);
-            MutexGuard::unlocked(&mut q, || {
-                self.flush_sources();
-                before_sleep();
-            });
-        }
-        let mut result = Ok(());
-        while q.events.len() < threshold {
-            if q.epoch != epoch {
-                result = Err(if q.waitable {
-                    DatError::bare(Type::DAT_ABORT)
-                } else {
-                    DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE)
+        if q.events.len() < threshold {
+            if let Some(w) = q.waiter.as_mut() {
+                w.slept_at = Some(Instant::now());
+            }
+            // A wait that may sleep hands its connections back (one of no time is a poll).
+            if timeout != Some(Duration::ZERO) {
+                self.counters.bump(dat_evd_counters::DCNT_EVD_WAIT_BLOCKED as u32);
+                MutexGuard::unlocked(&mut q, || {
+                    self.flush_sources();
+                    before_sleep();
                 });
-                break;
-            }
-            match deadline {
-                None => self.ready.wait(&mut q),
-                Some(d) => {
-                    if self.ready.wait_until(&mut q, d).timed_out() && q.events.len() < threshold {
-                        result = Err(DatError::bare(Type::DAT_TIMEOUT_EXPIRED));
-                        break;
-                    }
-                }
             }
         }
-        q.waiter = false;
+        self.settle(q, out)
+    }
+
+    /// The next step of the wait [`Evd::wait_begin`] began, after its sleep.
+    pub fn wait_resume(&self, out: &mut MaybeUninit<DAT_EVENT>) -> WaitStep<WaitResult> {
+        let mut q = self.queue.lock();
+        q.wakeup.awake();
+        self.settle(q, out)
+    }
+
+    /// The waiter was cancelled as it slept: the wait ends, and another may begin. The events
+    /// stay queued.
+    pub fn wait_abandon(&self) {
+        let mut q = self.queue.lock();
+        q.wakeup.awake();
+        if q.waiter.take().is_some() {
+            self.waiting.store(false, Ordering::Release);
+        }
+    }
+
+    /// The wait ends with what it waited for (the oldest event into `out`), or why not, or
+    /// sleeps on.
+    fn settle(&self, mut q: MutexGuard<'_, Queue>, out: &mut MaybeUninit<DAT_EVENT>) -> WaitStep<WaitResult> {
+        let Some(w) = q.waiter.as_ref() else {
+            return WaitStep::Done((Err(DatError::internal()), q.events.len()));
+        };
+        let result = if q.events.len() >= w.threshold {
+            Ok(())
+        } else if q.epoch != w.epoch {
+            Err(if q.waitable {
+                DatError::bare(Type::DAT_ABORT)
+            } else {
+                DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE)
+            })
+        } else {
+            let now = Instant::now();
+            match w.deadline {
+                Some(d) if now >= d => Err(DatError::bare(Type::DAT_TIMEOUT_EXPIRED)),
+                deadline => return WaitStep::Sleep(q.wakeup.sleep(deadline.map(|d| d - now))),
+            }
+        };
+        let w = q.waiter.take();
         self.waiting.store(false, Ordering::Release);
-        if let (Some(at), Ok(())) = (slept_at, &result) {
+        if let (Some(Waiter { spin, slept_at: Some(at), .. }), Ok(())) = (w, &result) {
             let next = next_spin(spin, at.elapsed(), spin_budget());
             self.spin_us.store(next.as_micros() as u64, Ordering::Relaxed);
         }
-        let outcome = match result {
-            Ok(()) => q
-                .pop()
-                .map(|e| e.0)
-                .ok_or(DatError::internal()),
-            Err(e) => Err(e),
-        };
+        let outcome = result.and_then(|()| if q.pop_into(out) { Ok(()) } else { Err(DatError::internal()) });
         self.queued.store(q.events.len(), Ordering::Relaxed);
-        (outcome, q.events.len())
+        WaitStep::Done((outcome, q.events.len()))
     }
 
+    /// This EVD, held (for a wait that sleeps outside the library).
+    pub fn held(&self) -> Option<Arc<Evd>> {
+        self.me.upgrade()
+    }
     pub fn set_enabled(&self, enabled: bool) {
         self.queue.lock().enabled = enabled;
     }
@@ -760,7 +796,7 @@ impl Evd {
         q.waitable = waitable;
         if !waitable {
             q.epoch += 1;
-            self.ready.notify_all();
+            q.wakeup.wake();
         }
     }
 
@@ -792,11 +828,11 @@ impl Evd {
     pub fn abort_waiters(&self) {
         let mut q = self.queue.lock();
         q.epoch += 1;
-        self.ready.notify_all();
+        q.wakeup.wake();
     }
 
     pub fn has_waiter(&self) -> bool {
-        self.queue.lock().waiter
+        self.queue.lock().waiter.is_some()
     }
 }
 
@@ -813,7 +849,8 @@ mod tests {
             qlen: 4096,
             enabled: true,
             waitable: true,
-            waiter: false,
+            waiter: None,
+            wakeup: Wakeup::default(),
             cno: None,
             epoch: 0,
         };

@@ -17,6 +17,7 @@ pub mod region_table;
 pub mod rmr;
 pub mod sp;
 pub mod srq;
+pub mod wakeup;
 
 use std::collections::VecDeque;
 use std::ops::Deref;

@@ -299,10 +299,9 @@ impl Engine {
         if ON_ENGINE.with(Cell::get) {
             return;
         }
-        let one: u64 = 1;
-        // SAFETY: 8 bytes from a live u64 to our own eventfd (a full counter means a wake is
-        // already pending).
-        unsafe { libc::write(self.waker.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        // A full counter means a wake is already pending. No cancellation point: a consumer's
+        // thread wakes the engine as it sets a timer (see `sys`).
+        sys::eventfd_signal(self.waker.as_raw_fd());
     }
 
     fn source(&self, token: Token) -> Option<Arc<dyn Source>> {

@@ -1,9 +1,11 @@
-//! The data path's socket calls, made as plain system calls. libc's `recv`, `send` and
-//! `sendmsg` are cancellation points: in a process with more than one thread (ours always
-//! has the link's threads) each call also costs two atomic operations on the thread's
-//! cancellation state, on every poll and every frame. The library's threads are never
-//! cancelled, and a consumer's thread must not be cancelled inside the library at all (the
-//! unwinding would cross Rust frames): these calls are no cancellation points.
+//! The data path's socket calls, and the eventfds that wake a thread asleep in a wait, made as
+//! plain system calls. libc's `recv`, `send`, `sendmsg`, `read`, `write` and `close` are
+//! cancellation points: in a process with more than one thread (ours always has the link's
+//! threads) each call also costs two atomic operations on the thread's cancellation state, on
+//! every poll and every frame. The library's threads are never cancelled, and a consumer's
+//! thread must not be cancelled inside the library's Rust code (the unwinding would cross Rust
+//! frames, and the process would abort): these calls are no cancellation points. The waits,
+//! the library's cancellation points, block in C (src/ext/wait.c).
 //!
 //! On x86-64 and AArch64 the system call is made directly, and its error comes back as the
 //! value it returned: no variadic `syscall()` and no `errno` (a thread-local) on a path that
@@ -148,6 +150,33 @@ unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize,
             Ok(ret as usize)
         }
     }
+}
+
+/// A new non-blocking, close-on-exec eventfd, or the error number.
+pub fn eventfd() -> Result<RawFd, i32> {
+    let flags = (libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) as usize;
+    // SAFETY: eventfd2 takes no memory; a count it returns is a new descriptor.
+    unsafe { syscall6(libc::SYS_eventfd2, 0, flags, 0, 0, 0, 0) }.map(|fd| fd as RawFd)
+}
+
+/// Adds one to eventfd `fd`'s counter: it becomes readable (a full counter already is).
+pub fn eventfd_signal(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: write(2) reads the 8 bytes of a live local.
+    let _ = unsafe { syscall6(libc::SYS_write, fd as usize, &one as *const u64 as usize, 8, 0, 0, 0) };
+}
+
+/// Takes eventfd `fd`'s counter back to 0 (`fd` is non-blocking: nothing waits when it is 0).
+pub fn eventfd_clear(fd: RawFd) {
+    let mut count: u64 = 0;
+    // SAFETY: read(2) writes at most 8 bytes into a live local.
+    let _ = unsafe { syscall6(libc::SYS_read, fd as usize, &mut count as *mut u64 as usize, 8, 0, 0, 0) };
+}
+
+/// `close(2)`, which libc's `close` is not: no cancellation point.
+pub fn close(fd: RawFd) {
+    // SAFETY: close takes no memory; the caller owns `fd` and uses it no more.
+    let _ = unsafe { syscall6(libc::SYS_close, fd as usize, 0, 0, 0, 0, 0) };
 }
 
 /// How many bytes wait to be read from socket `fd` (0 when it cannot tell).

@@ -51,6 +51,9 @@ for load in quiet contention; do
     WAITS_IA=$LIBDAT_TEST_IA WAITS_ITERS=16 tests/waits/run.sh "$libdir" $load 1 > "$log" 2>&1 || { cat "$log"; fail=1; }
     echo "rdma-guest: waits ($load): $(tail -1 "$log")"
 done
+# Threads cancelled in the waits, a connection's receive EVD fed by its CQ among them.
+CANCEL_IA=$LIBDAT_TEST_IA CANCEL_TIME_SCALE=4 tests/cancel/run.sh "$libdir" 50 > "$log" 2>&1 || { cat "$log"; fail=1; }
+echo "rdma-guest: $(tail -1 "$log")"
 # The conformance suite on the RDMA IA, through an OpenFabrics dat.conf line.
 conf=$(mktemp)
 printf 'ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "%s 0" ""\n' "$RXE_VM_NETDEV" > "$conf"

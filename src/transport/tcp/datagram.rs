@@ -24,7 +24,7 @@ use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::extension::{DatagramPeer, Extended};
 use crate::transport::address_handles::{next_exchange, AddressHandles};
 use crate::transport::engine::{Engine, Source, Token};
-use crate::transport::sys::debug;
+use crate::transport::sys::{self, debug};
 use crate::transport::{Link, Progress};
 
 /// Where a verbs device puts a datagram's routing header, before its data.
@@ -96,8 +96,7 @@ impl DatagramPort {
     fn waiting(&self) -> Option<usize> {
         // SAFETY: a zero-length peek into no buffer; MSG_TRUNC makes it return the datagram's
         // real length.
-        let n = unsafe { libc::recv(self.socket.as_raw_fd(), std::ptr::null_mut(), 0, libc::MSG_PEEK | libc::MSG_TRUNC | libc::MSG_DONTWAIT) };
-        usize::try_from(n).ok()
+        unsafe { sys::recv(self.socket.as_raw_fd(), std::ptr::null_mut(), 0, libc::MSG_PEEK | libc::MSG_TRUNC | libc::MSG_DONTWAIT) }.ok()
     }
 
     /// Takes every datagram waiting: each fills the next posted receive, in arrival order.
@@ -106,7 +105,9 @@ impl DatagramPort {
         let _in_order = ep.receiving.lock();
         while let Some(n) = self.waiting() {
             let mut data = vec![0u8; ROUTING_HEADER + n];
-            let Ok(got) = self.socket.recv(&mut data[ROUTING_HEADER..]) else { return };
+            let into = &mut data[ROUTING_HEADER..];
+            // SAFETY: `into` is a live buffer of the length passed.
+            let Ok(got) = (unsafe { sys::recv(self.socket.as_raw_fd(), into.as_mut_ptr(), into.len(), libc::MSG_DONTWAIT) }) else { return };
             data.truncate(ROUTING_HEADER + got);
             let (recv, pz, evd) = {
                 let mut inner = ep.inner.lock();
@@ -159,17 +160,18 @@ impl Link for DatagramPort {
         // SAFETY: the segments lie in live regions of the EP's zone with local read
         // privilege (checked by the caller under the EP's lock, which we hold); the address and
         // the iovecs live through the call, which only reads them.
-        let sent = unsafe { libc::sendmsg(self.socket.as_raw_fd(), &msg, libc::MSG_DONTWAIT) };
-        if sent < 0 {
-            let e = io::Error::last_os_error();
-            if debug() {
-                eprintln!("libdat: a datagram to {}:{port}: {e}", peer.ip());
+        let sent = match unsafe { sys::sendmsg(self.socket.as_raw_fd(), &msg, libc::MSG_DONTWAIT) } {
+            Ok(sent) => sent,
+            Err(errno) => {
+                if debug() {
+                    eprintln!("libdat: a datagram to {}:{port}: {}", peer.ip(), io::Error::from_raw_os_error(errno));
+                }
+                return Err(match errno {
+                    libc::EMSGSIZE => DatError::invalid_arg(3),
+                    _ => DatError::resources(Sub::DAT_RESOURCE_TEP),
+                });
             }
-            return Err(match e.raw_os_error() {
-                Some(libc::EMSGSIZE) => DatError::invalid_arg(3),
-                _ => DatError::resources(Sub::DAT_RESOURCE_TEP),
-            });
-        }
+        };
         let request = Request {
             seq: 0,
             cookie: out.cookie,

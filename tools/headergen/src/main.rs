@@ -191,14 +191,18 @@ fn dispatch_macros(redirection_rs: &str) -> String {
     out
 }
 
-fn exported_functions(root: &Path) -> Vec<String> {
+/// The functions src/api defines for C, or declares (those the library defines in C, in
+/// src/ext), whose names begin with `prefix`: `dat_` for the API, `libdat_` for the
+/// functions between the library's Rust and its C, which no header declares.
+fn defined_functions(root: &Path, prefix: &str) -> Vec<String> {
     let mut names = Vec::new();
     for entry in fs::read_dir(root.join("src/api")).expect("src/api") {
         let text = fs::read_to_string(entry.expect("entry").path()).expect("read");
         for line in text.lines() {
-            if let Some(rest) = line.trim().strip_prefix("pub unsafe extern \"C\" fn ") {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix("pub unsafe extern \"C\" fn ").or_else(|| line.strip_prefix("pub fn ")) {
                 let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                if name.starts_with("dat_") {
+                if name.starts_with(prefix) {
                     names.push(name);
                 }
             }
@@ -233,7 +237,8 @@ fn main() {
             modules.insert(m.to_string(), scan_module(&text));
         }
     }
-    let functions = exported_functions(root);
+    let functions = defined_functions(root, "dat_");
+    let internal = defined_functions(root, "libdat_");
     let sources = rust_sources(root);
     let enum_tags: BTreeMap<String, String> =
         modules.values().flat_map(|m| m.enums.iter().map(|(tag, raw)| (raw.clone(), tag.clone()))).collect();
@@ -290,8 +295,9 @@ fn main() {
         }
         // Spelled by C itself (see [export.rename] in cbindgen.toml).
         exclude.extend(["sockaddr", "sockaddr_in6", "ibv_ah", "DAT_VA_LIST"].map(String::from));
-        exclude.push("libdat_extension_op".into());
-        exclude.push("ExtArgs".into());
+        // The library's own C calls these, with these types (src/ext).
+        exclude.extend(internal.iter().cloned());
+        exclude.extend(["ExtArgs", "WaitState"].map(String::from));
         include.retain(|n| !replaced.contains(n));
         exclude.extend(replaced.iter().cloned());
         cfg.export.include = include;
