@@ -113,10 +113,24 @@ impl Cno {
 
     /// An EVD of this CNO got an event. The OS Wait Proxy Agent, if there is one, hears of it
     /// too, once: "After it is invoked, it is no longer associated with the CNO"
-    /// (dat_cno_create). It is called with no lock of ours held.
+    /// (dat_cno_create). It is called on the progress thread, with no lock of ours held.
     // The handle is an opaque value, handed on to the consumer's agent, never dereferenced.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn trigger(&self, evd: DAT_EVD_HANDLE) {
+    pub fn trigger(self: &Arc<Self>, evd: DAT_EVD_HANDLE) {
+        if self.state.lock().agent.proxy_agent_func.is_some() {
+            // The agent is the consumer's code, which may call the library again: it runs on
+            // the progress thread, holding nothing, not under the locks of whoever triggered
+            // (an EP's, a connection's). The trigger waits for it, so a waiter woken by it
+            // finds the agent called.
+            let (cno, evd) = (self.clone(), evd as usize);
+            crate::transport::engine::Engine::get().defer(Box::new(move || cno.trigger_now(evd as DAT_EVD_HANDLE)));
+            return;
+        }
+        self.trigger_now(evd);
+    }
+
+    /// [`Cno::trigger`], here and now.
+    fn trigger_now(&self, evd: DAT_EVD_HANDLE) {
         let agent = {
             let mut s = self.state.lock();
             if !s.triggered.contains(&(evd as usize)) {

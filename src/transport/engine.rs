@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::collections::BinaryHeap;
 use std::cmp::Reverse;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -91,7 +91,13 @@ pub struct Engine {
     /// The deadline the engine sleeps until (`u64::MAX`: none; 0: awake): a new timer rings
     /// only if earlier.
     sleeping_until: AtomicU64,
+    /// Calls to make on the engine's thread, holding nothing (see `defer`).
+    deferred: Mutex<Vec<Deferred>>,
+    has_deferred: AtomicBool,
 }
+
+/// A call `Engine::defer` hands to the engine's thread.
+pub type Deferred = Box<dyn FnOnce() + Send>;
 
 thread_local! {
     /// Set on the engine's thread.
@@ -182,6 +188,8 @@ impl Engine {
             sources: Mutex::new(Sources { slab: Slab::new(), generation: 1 }),
             timers: Mutex::new(BinaryHeap::new()),
             sleeping_until: AtomicU64::new(0),
+            deferred: Mutex::new(Vec::new()),
+            has_deferred: AtomicBool::new(false),
         });
         let runner = engine.clone();
         std::thread::Builder::new().name("dat-progress".into()).stack_size(256 * 1024).spawn(move || runner.run())?;
@@ -294,6 +302,26 @@ impl Engine {
         }
     }
 
+    /// Has the engine's thread make `call` soon, holding no lock of the library: for what may
+    /// call back into the consumer's code (which may call the library again), from a thread
+    /// that may hold locks.
+    pub fn defer(&self, call: Deferred) {
+        self.deferred.lock().push(call);
+        self.has_deferred.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// Makes the deferred calls, each behind a panic boundary.
+    fn run_deferred(&self) {
+        if !self.has_deferred.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let calls = std::mem::take(&mut *self.deferred.lock());
+        for call in calls {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call));
+        }
+    }
+
     fn wake(&self) {
         // The engine's own thread looks at its timers before it sleeps again.
         if ON_ENGINE.with(Cell::get) {
@@ -361,6 +389,7 @@ impl Engine {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; BATCH];
         let mut due = Vec::new();
         loop {
+            self.run_deferred();
             self.due_timers(sys::monotonic_micros(), &mut due);
             for token in due.drain(..) {
                 if let Some(source) = self.source(token) {
