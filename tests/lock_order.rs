@@ -1,0 +1,1726 @@
+//! Lock order under stress: the DAT calls that take two objects' locks (the order is written in
+//! `src/objects/mod.rs`), run at once from several threads over `tcp-lo`, each scenario
+//! checking what its calls returned and what its events carried:
+//!
+//! - accepting while the passive EPs' EVD (their receive and request EVD both) is polled;
+//! - connecting while the active EPs' shared EVD is polled and waited on from two threads;
+//! - EVDs freed while threads poll and wait on them, as their EPs come and go;
+//! - EPs disconnected (both sides, gracefully and abruptly) and freed while messages stream
+//!   through their EVDs;
+//! - CNOs attached, detached, replaced and waited on while their EVDs fill;
+//! - SRQ receives posted while the SRQ's EPs connect and end;
+//! - LMRs and RMRs freed while RDMA writes land in them;
+//! - PSPs and RSPs freed while connections arrive;
+//! - `dat_ia_close` while all of that runs.
+//!
+//! No scenario can hang: a watchdog fails the run when a DAT call does not return within
+//! `LOCK_ORDER_STALL_S` seconds (10) or a scenario outlives its bound, naming each thread and
+//! the call it is in (and, where gdb is installed, their stacks: `LOCK_ORDER_GDB=0` skips
+//! them); a deadlocked thread cannot be unwound, so the watchdog ends the process.
+//! `LOCK_ORDER_SCALE=n` runs every scenario n times longer. The scenarios run one at a time.
+//!
+//! Deadlocks found and not fixed yet have reproducers here, ignored until they are fixed (run
+//! them with `--ignored`): see each one.
+
+use std::collections::HashSet;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dat::abi::*;
+use dat::api::{cm::*, cno::*, ep::*, evd::*, ia::*, lmr::*, rmr::*, srq::*};
+use dat::error::Type;
+
+mod common;
+use common::{cookie, create_evd, loopback, open_ia_and_pz, zero, OK};
+
+// ---------------------------------------------------------------------------------------------
+// The harness: scenarios one at a time, a board of what each thread is doing, the watchdog.
+
+/// How many times longer than the default each scenario runs (`LOCK_ORDER_SCALE`).
+fn scale() -> u64 {
+    std::env::var("LOCK_ORDER_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
+}
+
+/// How long one DAT call may take before the watchdog calls it stuck (`LOCK_ORDER_STALL_S`).
+fn stall() -> Duration {
+    Duration::from_secs_f64(std::env::var("LOCK_ORDER_STALL_S").ok().and_then(|v| v.parse().ok()).unwrap_or(10.0))
+}
+
+/// Scenarios share the machine's two cores and the watchdog ends the process: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// What one thread of a scenario is doing.
+struct Track {
+    name: String,
+    /// The DAT call it is in (or was last in), what that call is about (a connection's
+    /// number...), and since when (None: it returned).
+    call: Mutex<(&'static str, u64, Option<Instant>)>,
+    calls: AtomicU64,
+    finished: AtomicBool,
+}
+
+impl Track {
+    /// Runs `f`, a DAT call named `what` (about `detail`), on the board.
+    fn call<R>(&self, what: &'static str, detail: u64, f: impl FnOnce() -> R) -> R {
+        *self.call.lock().unwrap() = (what, detail, Some(Instant::now()));
+        let r = f();
+        self.call.lock().unwrap().2 = None;
+        self.calls.fetch_add(1, SeqCst);
+        r
+    }
+}
+
+/// A scenario: its threads, their board, its first failure.
+struct Scenario {
+    name: &'static str,
+    tracks: Mutex<Vec<Arc<Track>>>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    failure: Mutex<Option<String>>,
+    stop: AtomicBool,
+    /// Notes printed with a stall report (what the scenario got to).
+    progress: Mutex<String>,
+}
+
+impl Scenario {
+    /// A thread's entry on the board.
+    fn track(&self, name: &str) -> Arc<Track> {
+        let t = Arc::new(Track {
+            name: name.to_string(),
+            call: Mutex::new(("(none yet)", 0, None)),
+            calls: AtomicU64::new(0),
+            finished: AtomicBool::new(false),
+        });
+        self.tracks.lock().unwrap().push(t.clone());
+        t
+    }
+
+    /// Starts a thread of the scenario; an error it returns, or a panic, is the scenario's
+    /// failure.
+    fn spawn(self: &Arc<Self>, name: &str, body: impl FnOnce(&Arc<Scenario>, &Track) -> Result<(), String> + Send + 'static) {
+        let t = self.track(name);
+        let s = self.clone();
+        let h = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&s, &t))) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => s.fail(format!("{}: {e}", t.name)),
+                    Err(e) => {
+                        let msg = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
+                        s.fail(format!("thread {} panicked: {}", t.name, msg.unwrap_or_default()));
+                    }
+                }
+                t.finished.store(true, SeqCst);
+            })
+            .expect("a thread");
+        self.threads.lock().unwrap().push(h);
+    }
+
+    /// Records the scenario's first failure; every thread stops.
+    fn fail(&self, why: String) {
+        self.failure.lock().unwrap().get_or_insert(why);
+        self.stop.store(true, SeqCst);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(SeqCst)
+    }
+
+    /// Fails the scenario with `why` unless `ok`; returns `ok`.
+    fn check(&self, ok: bool, why: impl FnOnce() -> String) -> bool {
+        if !ok {
+            self.fail(why());
+        }
+        ok
+    }
+
+    fn note(&self, what: String) {
+        *self.progress.lock().unwrap() = what;
+    }
+}
+
+/// Runs scenario `name`: `body` starts its threads (and may run one itself, on the board as
+/// `main`); every thread is joined; the first failure fails the test. Bounded by `bound`
+/// (times `LOCK_ORDER_SCALE`) and by the watchdog's stall limit on every DAT call.
+fn scenario(name: &'static str, bound: Duration, body: impl FnOnce(&Arc<Scenario>)) {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Arc::new(Scenario {
+        name,
+        tracks: Mutex::new(Vec::new()),
+        threads: Mutex::new(Vec::new()),
+        failure: Mutex::new(None),
+        stop: AtomicBool::new(false),
+        progress: Mutex::new(String::new()),
+    });
+    let bound = bound * scale() as u32;
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let watched = s.clone();
+    let watchdog = std::thread::Builder::new().name("watchdog".into()).spawn(move || watch(&watched, bound, done_rx)).unwrap();
+    let started = Instant::now();
+    body(&s);
+    let threads = std::mem::take(&mut *s.threads.lock().unwrap());
+    for t in threads {
+        let _ = t.join();
+    }
+    drop(done_tx);
+    let _ = watchdog.join();
+    let calls: u64 = s.tracks.lock().unwrap().iter().map(|t| t.calls.load(SeqCst)).sum();
+    println!("lock_order: {name}: {calls} DAT calls in {:.1} s; {}", started.elapsed().as_secs_f64(), s.progress.lock().unwrap());
+    let failure = s.failure.lock().unwrap().take();
+    if let Some(f) = failure {
+        panic!("{name}: {f}");
+    }
+}
+
+/// The watchdog: wakes every 100 ms until the scenario is done; a DAT call running longer than
+/// the stall limit, or a scenario past its bound, is reported and ends the process.
+fn watch(s: &Scenario, bound: Duration, done: mpsc::Receiver<()>) {
+    let start = Instant::now();
+    let limit = stall();
+    loop {
+        match done.recv_timeout(Duration::from_millis(100)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+        let now = Instant::now();
+        let stuck = s.tracks.lock().unwrap().iter().any(|t| t.call.lock().unwrap().2.is_some_and(|at| now - at > limit));
+        let late = now - start > bound + limit;
+        if stuck || late {
+            report_and_exit(s, if stuck { format!("a DAT call has not returned within {limit:?}") } else { format!("not done within {bound:?}") });
+        }
+    }
+}
+
+/// Says which thread is in which call since when, adds every thread's stack (gdb), and ends
+/// the process: a thread stuck in a lock cannot be unwound.
+fn report_and_exit(s: &Scenario, why: String) -> ! {
+    let now = Instant::now();
+    let mut out = format!("\nlock_order: scenario \"{}\" is stuck: {why}.\n", s.name);
+    for t in s.tracks.lock().unwrap().iter() {
+        let (what, detail, since) = *t.call.lock().unwrap();
+        let calls = t.calls.load(SeqCst);
+        let line = match (since, t.finished.load(SeqCst)) {
+            (_, true) => format!("  {:<12} finished ({calls} calls)\n", t.name),
+            (Some(at), _) => format!("  {:<12} IN {what}({detail}) for {:.1} s, after {calls} calls\n", t.name, (now - at).as_secs_f64()),
+            (None, _) => format!("  {:<12} running test code, last call {what}({detail}), after {calls} calls\n", t.name),
+        };
+        out.push_str(&line);
+    }
+    out.push_str(&format!("  progress: {}\n", s.progress.lock().unwrap()));
+    if let Some(f) = s.failure.lock().unwrap().as_ref() {
+        out.push_str(&format!("  first failure: {f}\n"));
+    }
+    // Straight to the descriptor: the test harness captures `eprint!`, and the process ends
+    // before it would show what it captured.
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(out.as_bytes());
+    if std::env::var("LOCK_ORDER_GDB").map_or(true, |v| v != "0") {
+        let _ = std::io::stderr().write_all(stacks().as_bytes());
+    }
+    // SAFETY: ends the process at once; nothing of ours is needed after this.
+    unsafe { libc::_exit(1) }
+}
+
+/// Every thread's stack, the frames of this crate and of the library, as gdb sees them (an
+/// empty string where gdb is missing or cannot attach).
+fn stacks() -> String {
+    let pid = std::process::id().to_string();
+    // Into a file, not a pipe: gdb stops every thread of ours, this one too, so nobody would
+    // drain a pipe it filled.
+    let path = std::env::temp_dir().join(format!("lock_order-stacks-{pid}.txt"));
+    let Ok(file) = std::fs::File::create(&path) else { return String::new() };
+    let ran = std::process::Command::new("timeout")
+        .args(["-s", "KILL", "60", "gdb", "-p", &pid, "-batch", "-ex", "thread apply all bt"])
+        .stdin(std::process::Stdio::null())
+        .stdout(file)
+        .stderr(std::process::Stdio::null())
+        .status();
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let _ = std::fs::remove_file(&path);
+    if ran.is_err() {
+        return String::new();
+    }
+    let mut kept = String::from("  stacks (gdb; library and test frames):\n");
+    let mut frames = 0;
+    for line in text.lines() {
+        if line.starts_with("Thread ") {
+            kept.push_str(&format!("  {line}\n"));
+            frames = 0;
+        } else if line.starts_with('#') && frames < 14 && (line.contains("dat::") || line.contains("lock_order::") || line.contains("parking_lot")) {
+            let short: String = line.split(" (").next().unwrap_or(line).chars().take(160).collect();
+            kept.push_str(&format!("      {short}\n"));
+            frames += 1;
+        }
+    }
+    kept
+}
+
+// ---------------------------------------------------------------------------------------------
+// DAT helpers: handles are kept as integers (they cross threads).
+
+const DTO: dat_evd_flags = dat_evd_flags::DAT_EVD_DTO_FLAG;
+const CONNECTION: dat_evd_flags = dat_evd_flags::DAT_EVD_CONNECTION_FLAG;
+const CR: dat_evd_flags = dat_evd_flags::DAT_EVD_CR_FLAG;
+const ALL_PRIV: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
+const DEFAULT: DAT_COMPLETION_FLAGS = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+const ABRUPT: DAT_CLOSE_FLAGS = dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS;
+const GRACEFUL: DAT_CLOSE_FLAGS = dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS;
+const SUCCESS: u32 = dat_dto_completion_status::DAT_DTO_SUCCESS as u32;
+const FLUSHED: u32 = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED as u32;
+
+/// The type of a DAT_RETURN (class and subtype masked off).
+fn kind(rc: DAT_RETURN) -> u32 {
+    rc & 0x3fff_0000
+}
+fn is(rc: DAT_RETURN, t: Type) -> bool {
+    kind(rc) == t as u32
+}
+
+fn event_is(e: &DAT_EVENT, n: dat_event_number) -> bool {
+    e.event_number == n as DAT_EVENT_NUMBER
+}
+
+/// A DTO completion as the checks read it.
+#[derive(Clone, Copy, Debug)]
+struct Dto {
+    ep: usize,
+    cookie: u64,
+    status: u32,
+    len: u32,
+    op: u32,
+}
+
+fn dto_of(e: &DAT_EVENT) -> Option<Dto> {
+    if !event_is(e, dat_event_number::DAT_DTO_COMPLETION_EVENT) {
+        return None;
+    }
+    // SAFETY: a DTO completion event carries DTO completion data.
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    // SAFETY: every member of the cookie union is 64 bits of plain data.
+    Some(Dto { ep: d.ep_handle as usize, cookie: unsafe { d.user_cookie.as_64 }, status: d.status, len: d.transfered_length, op: d.operation })
+}
+
+/// The EP a connection event is about.
+fn conn_ep(e: &DAT_EVENT) -> usize {
+    // SAFETY: read only for connection events, which carry connection event data.
+    unsafe { e.event_data.connect_event_data.ep_handle as usize }
+}
+
+/// `dat_evd_wait` for one event, at most `us` microseconds.
+fn wait_us(evd: usize, us: u32) -> Result<DAT_EVENT, DAT_RETURN> {
+    let mut e: DAT_EVENT = zero();
+    let mut more = 0;
+    // SAFETY: out-pointers to live locals; a dead handle is refused.
+    match unsafe { dat_evd_wait(evd as _, us, 1, &mut e, &mut more) } {
+        OK => Ok(e),
+        rc => Err(rc),
+    }
+}
+
+fn dequeue(evd: usize) -> Result<DAT_EVENT, DAT_RETURN> {
+    let mut e: DAT_EVENT = zero();
+    // SAFETY: an out-pointer to a live local; a dead handle is refused.
+    match unsafe { dat_evd_dequeue(evd as _, &mut e) } {
+        OK => Ok(e),
+        rc => Err(rc),
+    }
+}
+
+/// The next connection event of `evd` within 10 s.
+fn conn_event(t: &Track, evd: usize, about: u64) -> Result<DAT_EVENT, String> {
+    t.call("dat_evd_wait", about, || wait_us(evd, 10_000_000)).map_err(|rc| format!("no connection event for {about} within 10 s ({rc:#x})"))
+}
+
+fn new_evd(ia: usize, qlen: i32, flags: dat_evd_flags) -> usize {
+    create_evd(ia as _, qlen, flags) as usize
+}
+
+fn free_evd(evd: usize) -> DAT_RETURN {
+    // SAFETY: a dead handle is refused.
+    unsafe { dat_evd_free(evd as _) }
+}
+
+fn free_ep(ep: usize) -> DAT_RETURN {
+    // SAFETY: a dead handle is refused.
+    unsafe { dat_ep_free(ep as _) }
+}
+
+fn close_ia(ia: usize) -> DAT_RETURN {
+    // SAFETY: a dead handle is refused.
+    unsafe { dat_ia_close(ia as _, ABRUPT) }
+}
+
+fn disconnect(ep: usize, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+    // SAFETY: a dead handle is refused.
+    unsafe { dat_ep_disconnect(ep as _, flags) }
+}
+
+/// Memory registered with one IA: a leaked buffer (the library writes it from its threads
+/// after the test is done with it).
+struct Mem {
+    base: usize,
+    len: usize,
+    lmr: usize,
+    lmr_ctx: u32,
+    rmr_ctx: u32,
+}
+
+impl Mem {
+    fn new(ia: usize, pz: usize, len: usize) -> Mem {
+        let buf: &'static mut [u8] = Box::leak(vec![0u8; len].into_boxed_slice());
+        let base = buf.as_mut_ptr() as usize;
+        let (lmr, lmr_ctx, rmr_ctx) = register(ia, pz, base, len).expect("memory registered");
+        Mem { base, len, lmr, lmr_ctx, rmr_ctx }
+    }
+    fn iov(&self, off: usize, len: usize) -> DAT_LMR_TRIPLET {
+        assert!(off + len <= self.len);
+        DAT_LMR_TRIPLET { lmr_context: self.lmr_ctx, virtual_address: (self.base + off) as DAT_VADDR, segment_length: len as u32 }
+    }
+    fn read(&self, off: usize, len: usize) -> Vec<u8> {
+        assert!(off + len <= self.len);
+        // SAFETY: inside the leaked buffer; volatile, as the library writes it from its threads.
+        (0..len).map(|j| unsafe { std::ptr::read_volatile((self.base + off + j) as *const u8) }).collect()
+    }
+    fn write(&self, off: usize, bytes: &[u8]) {
+        assert!(off + bytes.len() <= self.len);
+        for (j, b) in bytes.iter().enumerate() {
+            // SAFETY: inside the leaked buffer.
+            unsafe { std::ptr::write_volatile((self.base + off + j) as *mut u8, *b) };
+        }
+    }
+}
+
+/// Registers `len` bytes at `base` with every privilege: (LMR, lmr_context, rmr_context).
+fn register(ia: usize, pz: usize, base: usize, len: usize) -> Result<(usize, u32, u32), DAT_RETURN> {
+    let mut lmr = null_mut();
+    let (mut lmr_ctx, mut rmr_ctx) = (0, 0);
+    let region = DAT_REGION_DESCRIPTION { for_va: base as DAT_PVOID };
+    // SAFETY: out-pointers to live locals; the region is the caller's (leaked) memory.
+    let rc = unsafe { dat_lmr_create(ia as _, 0, region, len as u64, pz as _, ALL_PRIV, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut()) };
+    if rc == OK {
+        Ok((lmr as usize, lmr_ctx, rmr_ctx))
+    } else {
+        Err(rc)
+    }
+}
+
+/// One host: an IA (`tcp-lo`), its PZ, the EVD of its service points' requests, and memory.
+struct Host {
+    ia: usize,
+    pz: usize,
+    cr_evd: usize,
+    mem: Mem,
+}
+
+fn host(mem_len: usize) -> Host {
+    let (ia, pz) = open_ia_and_pz();
+    let (ia, pz) = (ia as usize, pz as usize);
+    let cr_evd = new_evd(ia, 1024, CR);
+    Host { ia, pz, cr_evd, mem: Mem::new(ia, pz, mem_len) }
+}
+
+impl Host {
+    fn ep(&self, recv: usize, req: usize, conn: usize) -> Result<usize, DAT_RETURN> {
+        let mut ep = null_mut();
+        // SAFETY: live handles (or dead ones, refused) and an out-pointer to a live local.
+        match unsafe { dat_ep_create(self.ia as _, self.pz as _, recv as _, req as _, conn as _, std::ptr::null(), &mut ep) } {
+            OK => Ok(ep as usize),
+            rc => Err(rc),
+        }
+    }
+
+    fn srq_ep(&self, recv: usize, req: usize, conn: usize, srq: usize) -> Result<usize, DAT_RETURN> {
+        let mut ep = null_mut();
+        let attr = dat::objects::ep::default_attr();
+        // SAFETY: as in `ep`.
+        match unsafe { dat_ep_create_with_srq(self.ia as _, self.pz as _, recv as _, req as _, conn as _, srq as _, &attr, &mut ep) } {
+            OK => Ok(ep as usize),
+            rc => Err(rc),
+        }
+    }
+
+    /// A PSP on a free port: (PSP, port).
+    fn listen(&self) -> (usize, u64) {
+        let mut psp = null_mut();
+        let mut port = 0;
+        let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+        // SAFETY: live handles and out-pointers to live locals.
+        assert_eq!(unsafe { dat_psp_create_any(self.ia as _, &mut port, self.cr_evd as _, flags, &mut psp) }, OK);
+        (psp as usize, port)
+    }
+
+    /// This host's async EVD.
+    fn async_evd(&self) -> usize {
+        let mut evd = null_mut();
+        // SAFETY: a live IA and an out-pointer to a live local; no attributes asked for.
+        assert_eq!(unsafe { dat_ia_query(self.ia as _, &mut evd, 0, null_mut(), 0, null_mut()) }, OK);
+        evd as usize
+    }
+}
+
+/// `dat_ep_connect` to `port` on the loopback address, with `pd` as private data.
+fn connect(ep: usize, port: u64, pd: &[u8], timeout_us: u32) -> DAT_RETURN {
+    let mut sin = loopback();
+    // SAFETY: an address and private data that live through the call.
+    unsafe {
+        dat_ep_connect(
+            ep as _,
+            &mut sin as *mut libc::sockaddr_in as DAT_IA_ADDRESS_PTR,
+            port,
+            timeout_us,
+            pd.len() as DAT_COUNT,
+            pd.as_ptr() as DAT_PVOID,
+            dat_qos::DAT_QOS_BEST_EFFORT as DAT_QOS,
+            dat_connect_flags::DAT_CONNECT_DEFAULT_FLAG as DAT_CONNECT_FLAGS,
+        )
+    }
+}
+
+fn accept(cr: usize, ep: usize) -> DAT_RETURN {
+    // SAFETY: no private data.
+    unsafe { dat_cr_accept(cr as _, ep as _, 0, null_mut()) }
+}
+
+/// A connection request event's CR and private data.
+fn cr_of(e: &DAT_EVENT) -> Option<(usize, Vec<u8>)> {
+    if !event_is(e, dat_event_number::DAT_CONNECTION_REQUEST_EVENT) {
+        return None;
+    }
+    // SAFETY: a connection request event carries its CR.
+    let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle } as usize;
+    let mut p: DAT_CR_PARAM = zero();
+    // SAFETY: a live CR (just arrived) and an out-pointer to a live local.
+    if unsafe { dat_cr_query(cr as _, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut p) } != OK {
+        return Some((cr, Vec::new()));
+    }
+    // SAFETY: the CR's private data, valid while the CR lives.
+    let pd = unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }.to_vec();
+    Some((cr, pd))
+}
+
+fn post_recv(ep: usize, iov: &[DAT_LMR_TRIPLET], c: u64) -> DAT_RETURN {
+    // SAFETY: `iov` lives through the call; the memory it names is leaked.
+    unsafe { dat_ep_post_recv(ep as _, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), DEFAULT) }
+}
+
+fn post_send(ep: usize, iov: &[DAT_LMR_TRIPLET], c: u64) -> DAT_RETURN {
+    // SAFETY: as above.
+    unsafe { dat_ep_post_send(ep as _, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), DEFAULT) }
+}
+
+fn post_write(ep: usize, iov: &[DAT_LMR_TRIPLET], remote: DAT_RMR_TRIPLET, c: u64) -> DAT_RETURN {
+    // SAFETY: as above; the remote triplet lives through the call.
+    unsafe { dat_ep_post_rdma_write(ep as _, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), &remote, DEFAULT) }
+}
+
+/// A 16-byte message: its number, and a check word derived from it.
+fn message(n: u64) -> [u8; 16] {
+    let mut m = [0u8; 16];
+    m[..8].copy_from_slice(&n.to_le_bytes());
+    m[8..].copy_from_slice(&(n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5A5A).to_le_bytes());
+    m
+}
+
+/// The number of a message read back, if it is whole.
+fn message_number(bytes: &[u8]) -> Option<u64> {
+    let n = u64::from_le_bytes(bytes[..8].try_into().ok()?);
+    (bytes == message(n)).then_some(n)
+}
+
+/// A connection made on one thread from both ends: the active EP connects to `port` (with
+/// `n` as private data), the request (on `cr_evd`) is accepted onto the passive EP, and both
+/// see ESTABLISHED on their connect EVDs within 10 s.
+#[allow(clippy::too_many_arguments)]
+fn connect_pair(t: &Track, n: u64, a_ep: usize, a_conn: usize, cr_evd: usize, p_ep: usize, p_conn: usize, port: u64) -> Result<(), String> {
+    let rc = t.call("dat_ep_connect", n, || connect(a_ep, port, &n.to_le_bytes(), 10_000_000));
+    ok(rc, || format!("connection {n}: dat_ep_connect"))?;
+    let e = t.call("dat_evd_wait", n, || wait_us(cr_evd, 10_000_000)).map_err(|rc| format!("connection {n}: no request within 10 s ({rc:#x})"))?;
+    let (cr, _) = cr_of(&e).ok_or(format!("connection {n}: event {:#x} on the CR EVD", e.event_number))?;
+    ok(t.call("dat_cr_accept", n, || accept(cr, p_ep)), || format!("connection {n}: dat_cr_accept"))?;
+    expect_conn(&conn_event(t, p_conn, n)?, &[ESTABLISHED], p_ep, &format!("passive side of connection {n}"))?;
+    expect_conn(&conn_event(t, a_conn, n)?, &[ESTABLISHED], a_ep, &format!("active side of connection {n}"))
+}
+
+/// Waits, up to `within`, for `done`; false when the scenario stopped or time ran out.
+fn until(s: &Scenario, within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while !done() {
+        if s.stopped() || Instant::now() > deadline {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+    true
+}
+
+/// A set of numbers (messages, requests) shared by threads: each inserted at most once.
+#[derive(Default)]
+struct Seen(Mutex<HashSet<u64>>);
+
+impl Seen {
+    /// Inserts `n`; false when it was there already.
+    fn insert(&self, n: u64) -> bool {
+        self.0.lock().unwrap().insert(n)
+    }
+    fn remove(&self, n: u64) {
+        self.0.lock().unwrap().remove(&n);
+    }
+    fn has(&self, n: u64) -> bool {
+        self.0.lock().unwrap().contains(&n)
+    }
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+    fn all(&self) -> HashSet<u64> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// `Ok` for `DAT_SUCCESS`, else what failed.
+fn ok(rc: DAT_RETURN, what: impl FnOnce() -> String) -> Result<(), String> {
+    if rc == OK {
+        Ok(())
+    } else {
+        Err(format!("{}: {rc:#x}", what()))
+    }
+}
+
+/// Checks a connection event: `want`, about `ep`.
+fn expect_conn(e: &DAT_EVENT, want: &[dat_event_number], ep: usize, what: &str) -> Result<(), String> {
+    if !want.iter().any(|n| event_is(e, *n)) {
+        return Err(format!("{what}: event {:#x}, expected one of {want:?}", e.event_number));
+    }
+    if conn_ep(e) != ep {
+        return Err(format!("{what}: a connection event for EP {:#x}, not {ep:#x}", conn_ep(e)));
+    }
+    Ok(())
+}
+
+const ESTABLISHED: dat_event_number = dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED;
+const DISCONNECTED: dat_event_number = dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED;
+const BROKEN: dat_event_number = dat_event_number::DAT_CONNECTION_EVENT_BROKEN;
+
+/// How many connections the connection scenarios keep open at once: a shared EVD has several
+/// sources to progress while new ones join it and old ones leave.
+const KEPT: usize = 4;
+
+/// Waits for the completion of the one request `ep` has in flight, on its own EVD `evd`.
+fn request_done(t: &Track, evd: usize, c: u64) -> Result<Dto, String> {
+    let e = t.call("dat_evd_wait", c, || wait_us(evd, 10_000_000)).map_err(|rc| format!("request {c}: no completion within 10 s ({rc:#x})"))?;
+    let d = dto_of(&e).ok_or(format!("request {c}: event {:#x}", e.event_number))?;
+    if d.cookie != c || d.status != SUCCESS {
+        return Err(format!("request {c}: completion {d:?}"));
+    }
+    Ok(d)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios.
+
+/// The deadlock fixed in 4172703: a thread in `dat_cr_accept` held the new EP's lock while it
+/// attached the link to the EP's receive EVD, then to its request EVD, the same EVD; a poll of
+/// that EVD, between the two, held the EVD's sources and handled the peer's confirmation on
+/// the new link, which takes the EP's lock. Here `LANES` pairs of threads make connection
+/// after connection (one connects, one accepts), onto passive EPs whose receive and request
+/// EVD is one EVD, shared by every passive EP (`OPEN` of each lane's open at once: each poll
+/// of the EVD progresses them all, so it holds the EVD's sources the longer), while the main
+/// thread polls that EVD with `dat_evd_dequeue`; each connection's message must arrive there,
+/// once, whole. (The library before the fix deadlocked within a few hundred connections.)
+#[test]
+fn accepting_while_the_passive_eps_shared_evd_is_polled() {
+    const LANES: u64 = 1;
+    const OPEN: usize = 16;
+    const POLLERS: usize = 3;
+    scenario("accept while polling a shared EVD", Duration::from_secs(60), |s| {
+        let per_lane = 300 * scale();
+        let n = LANES * per_lane;
+        let a = Arc::new(host(16 * LANES as usize));
+        let p = Arc::new(host(16 * n as usize));
+        let shared = new_evd(p.ia, 4096, DTO);
+        // Which connections' messages the poll found: a passive EP is freed only after.
+        let arrived: Arc<Vec<AtomicBool>> = Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
+        let mut psps = Vec::new();
+        for lane in 0..LANES {
+            // Each lane's requests come to an EVD of its own: one waiter each.
+            let cr_evd = new_evd(p.ia, 64, CR);
+            let (mut psp, mut port) = (null_mut(), 0);
+            let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+            // SAFETY: live handles and out-pointers to live locals.
+            assert_eq!(unsafe { dat_psp_create_any(p.ia as _, &mut port, cr_evd as _, flags, &mut psp) }, OK);
+            psps.push(psp as usize);
+
+            // The active side: one thread connects and sends, another frees each EP once its
+            // passive side ended the connection.
+            let (to_free_a, freeing_a) = mpsc::channel::<(usize, usize, usize, u64)>();
+            let a2 = a.clone();
+            s.spawn(&format!("connect {lane}"), move |s, t| {
+                let a = a2;
+                let slot = 16 * lane as usize;
+                for i in (lane * per_lane)..((lane + 1) * per_lane) {
+                    if s.stopped() {
+                        break;
+                    }
+                    let (conn, dto) = (new_evd(a.ia, 8, CONNECTION), new_evd(a.ia, 8, DTO));
+                    let ep = a.ep(dto, dto, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    ok(t.call("dat_ep_connect", i, || connect(ep, port, &i.to_le_bytes(), 10_000_000)), || format!("connect {i}"))?;
+                    expect_conn(&conn_event(t, conn, i)?, &[ESTABLISHED], ep, &format!("active side of connection {i}"))?;
+                    a.mem.write(slot, &message(i));
+                    ok(t.call("dat_ep_post_send", i, || post_send(ep, &[a.mem.iov(slot, 16)], i)), || format!("send {i}"))?;
+                    request_done(t, dto, i)?;
+                    let _ = to_free_a.send((ep, conn, dto, i));
+                }
+                Ok(())
+            });
+            s.spawn(&format!("end-a {lane}"), move |s, t| {
+                while !s.stopped() {
+                    let (ep, conn, dto, j) = match freeing_a.recv_timeout(Duration::from_millis(100)) {
+                        Ok(c) => c,
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    };
+                    expect_conn(&conn_event(t, conn, j)?, &[DISCONNECTED, BROKEN], ep, &format!("active end of connection {j}"))?;
+                    ok(t.call("dat_ep_free", j, || free_ep(ep)), || format!("free active EP {j}"))?;
+                    ok(free_evd(conn) | free_evd(dto), || format!("free the EVDs of active EP {j}"))?;
+                }
+                Ok(())
+            });
+
+            // The passive side: one thread accepts, another frees the EPs beyond the `OPEN`
+            // newest, connected (which ends their connections), meanwhile: each free takes
+            // the link out of the shared EVD's sources.
+            let (to_free_p, freeing_p) = mpsc::channel::<(usize, usize, u64)>();
+            let p2 = p.clone();
+            s.spawn(&format!("accept {lane}"), move |s, t| {
+                let p = p2;
+                for i in (lane * per_lane)..((lane + 1) * per_lane) {
+                    if s.stopped() {
+                        break;
+                    }
+                    let e = t.call("dat_evd_wait", i, || wait_us(cr_evd, 10_000_000)).map_err(|rc| format!("no request {i} within 10 s: {rc:#x}"))?;
+                    let (cr, pd) = cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
+                    if pd != i.to_le_bytes() {
+                        return Err(format!("request {i} carries {pd:?}"));
+                    }
+                    let conn = new_evd(p.ia, 8, CONNECTION);
+                    let ep = p.ep(shared, shared, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    ok(t.call("dat_ep_post_recv", i, || post_recv(ep, &[p.mem.iov(16 * i as usize, 16)], i)), || format!("receive {i}"))?;
+                    ok(t.call("dat_cr_accept", i, || accept(cr, ep)), || format!("accept {i}"))?;
+                    expect_conn(&conn_event(t, conn, i)?, &[ESTABLISHED], ep, &format!("passive side of connection {i}"))?;
+                    let _ = to_free_p.send((ep, conn, i));
+                }
+                Ok(())
+            });
+            let arrived = arrived.clone();
+            s.spawn(&format!("end-p {lane}"), move |s, t| {
+                let mut open = std::collections::VecDeque::new();
+                let mut last = false;
+                while !last && !s.stopped() {
+                    match freeing_p.recv_timeout(Duration::from_millis(100)) {
+                        Ok(c) => open.push_back(c),
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => last = true,
+                    }
+                    while open.len() > if last { 0 } else { OPEN } {
+                        let (ep, conn, j) = open.pop_front().unwrap();
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        while !arrived[j as usize].load(SeqCst) {
+                            if s.stopped() || Instant::now() > deadline {
+                                return Err(format!("message {j} did not arrive within 10 s"));
+                            }
+                            std::thread::yield_now();
+                        }
+                        ok(t.call("dat_ep_free", j, || free_ep(ep)), || format!("free passive EP {j}"))?;
+                        ok(free_evd(conn), || format!("free the connect EVD of passive EP {j}"))?;
+                    }
+                }
+                Ok(())
+            });
+        }
+
+        // The pollers: the main thread and `POLLERS - 1` more, each dequeuing from the shared
+        // EVD until every message arrived.
+        let received = Arc::new(AtomicU64::new(0));
+        let (p2, arrived) = (p.clone(), arrived.clone());
+        let poll = move |s: &Arc<Scenario>, t: &Track| -> Result<(), String> {
+            let p = &p2;
+            let deadline = Instant::now() + Duration::from_secs(50) * scale() as u32;
+            while received.load(SeqCst) < n && !s.stopped() {
+                if Instant::now() > deadline {
+                    return Err(format!("{} of {n} messages arrived", received.load(SeqCst)));
+                }
+                match t.call("dat_evd_dequeue", received.load(SeqCst), || dequeue(shared)) {
+                    Ok(e) => {
+                        let d = dto_of(&e).ok_or(format!("event {:#x} on the shared EVD", e.event_number))?;
+                        let good = d.op == dat_dtos::DAT_DTO_RECEIVE as u32
+                            && d.status == SUCCESS
+                            && d.len == 16
+                            && d.cookie < n
+                            && message_number(&p.mem.read(16 * d.cookie as usize, 16)) == Some(d.cookie)
+                            && !arrived[d.cookie as usize].swap(true, SeqCst);
+                        if !good {
+                            return Err(format!("on the shared EVD: {d:?}"));
+                        }
+                        let r = received.fetch_add(1, SeqCst) + 1;
+                        s.note(format!("{r} of {n} connections' messages arrived"));
+                    }
+                    Err(rc) if is(rc, Type::DAT_QUEUE_EMPTY) => {}
+                    Err(rc) => return Err(format!("dat_evd_dequeue: {rc:#x}")),
+                }
+            }
+            Ok(())
+        };
+        for k in 1..POLLERS {
+            let poll = poll.clone();
+            s.spawn(&format!("poll {k}"), move |s, t| poll(s, t));
+        }
+        let t = s.track("poll (main)");
+        if let Err(e) = poll(s, &t) {
+            s.fail(format!("poll (main): {e}"));
+        }
+        for psp in psps {
+            // SAFETY: a live PSP.
+            let _ = unsafe { dat_psp_free(psp as _) };
+        }
+        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+            let _ = t.join();
+        }
+        assert_eq!(close_ia(p.ia), OK);
+        assert_eq!(close_ia(a.ia), OK);
+    });
+}
+
+/// Reaps a shared EVD from several threads, one by `dat_evd_wait` (`waits`), the others by
+/// `dat_evd_dequeue`: a wait that finds another waiter, a dequeue that finds a waiter, a wait
+/// that times out and a dequeue that finds nothing are all retried. Returns the event, or
+/// None after `within`.
+fn reap(t: &Track, evd: usize, waits: bool, about: u64) -> Result<Option<DAT_EVENT>, DAT_RETURN> {
+    let rc = if waits { t.call("dat_evd_wait", about, || wait_us(evd, 1_000)) } else { t.call("dat_evd_dequeue", about, || dequeue(evd)) };
+    match rc {
+        Ok(e) => Ok(Some(e)),
+        Err(rc) if is(rc, Type::DAT_QUEUE_EMPTY) || is(rc, Type::DAT_TIMEOUT_EXPIRED) || is(rc, Type::DAT_INVALID_STATE) => Ok(None),
+        Err(rc) => Err(rc),
+    }
+}
+
+/// The active side's half of the deadlock fixed in 4172703: a connect completes on the
+/// progress thread, which attaches the new link to the EP's receive and request EVDs under
+/// the EP's lock, while threads poll and wait on that EVD (shared by every active EP, `KEPT`
+/// open at once), whose sources may take the EP's lock for the passive side's first message,
+/// which comes right behind its confirmation. Each connection: the passive side sends a
+/// greeting as soon as it is ESTABLISHED, the active side one message back; both must arrive,
+/// and the active side's requests and receives complete on the shared EVD.
+#[test]
+fn connecting_while_the_active_eps_shared_evd_is_polled_and_waited_on() {
+    scenario("connect while polling and waiting on a shared EVD", Duration::from_secs(60), |s| {
+        let n = 150 * scale();
+        let a = Arc::new(host(16 * n as usize));
+        let p = Arc::new(host(32 * n as usize));
+        let shared = new_evd(a.ia, 8192, DTO);
+        let (psp, port) = p.listen();
+        const GREETING: u64 = 1 << 32;
+        // Per connection: its greeting arrived, its message's send completed.
+        let greeted = Arc::new(Seen::default());
+        let sent = Arc::new(Seen::default());
+
+        let (to_end, ending) = mpsc::channel::<(usize, usize, u64)>();
+        let a2 = a.clone();
+        s.spawn("connect", move |s, t| {
+            let a = a2;
+            for i in 0..n {
+                if s.stopped() {
+                    break;
+                }
+                let conn = new_evd(a.ia, 8, CONNECTION);
+                let ep = a.ep(shared, shared, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                // The greeting's receive, posted before the connect.
+                ok(t.call("dat_ep_post_recv", i, || post_recv(ep, &[a.mem.iov(16 * i as usize, 16)], GREETING | i)), || format!("receive {i}"))?;
+                ok(t.call("dat_ep_connect", i, || connect(ep, port, &i.to_le_bytes(), 10_000_000)), || format!("connect {i}"))?;
+                expect_conn(&conn_event(t, conn, i)?, &[ESTABLISHED], ep, &format!("active side of connection {i}"))?;
+                let _ = to_end.send((ep, conn, i));
+            }
+            Ok(())
+        });
+
+        // The passive side: accepts, greets, takes the active side's message, and frees the
+        // EP once the active side ended the connection (gracefully).
+        let (to_free, freeing) = mpsc::channel::<(usize, usize, usize, u64)>();
+        let p2 = p.clone();
+        s.spawn("accept", move |s, t| {
+            let p = p2;
+            for i in 0..n {
+                if s.stopped() {
+                    break;
+                }
+                let e = t.call("dat_evd_wait", i, || wait_us(p.cr_evd, 10_000_000)).map_err(|rc| format!("no request {i} within 10 s: {rc:#x}"))?;
+                let (cr, _) = cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
+                let (conn, dto) = (new_evd(p.ia, 8, CONNECTION), new_evd(p.ia, 8, DTO));
+                let ep = p.ep(dto, dto, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                ok(t.call("dat_ep_post_recv", i, || post_recv(ep, &[p.mem.iov(32 * i as usize, 16)], i)), || format!("receive {i}"))?;
+                ok(t.call("dat_cr_accept", i, || accept(cr, ep)), || format!("accept {i}"))?;
+                expect_conn(&conn_event(t, conn, i)?, &[ESTABLISHED], ep, &format!("passive side of connection {i}"))?;
+                p.mem.write(32 * i as usize + 16, &message(GREETING | i));
+                ok(t.call("dat_ep_post_send", i, || post_send(ep, &[p.mem.iov(32 * i as usize + 16, 16)], GREETING | i)), || format!("greeting {i}"))?;
+                let _ = to_free.send((ep, conn, dto, i));
+            }
+            Ok(())
+        });
+        let p2 = p.clone();
+        s.spawn("end-p", move |s, t| {
+            let p = p2;
+            while !s.stopped() {
+                let (ep, conn, dto, j) = match freeing.recv_timeout(Duration::from_millis(100)) {
+                    Ok(c) => c,
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                };
+                // Its greeting's send, then the active side's message, in either order.
+                let mut got = (false, false);
+                while got != (true, true) {
+                    let e = t.call("dat_evd_wait", j, || wait_us(dto, 10_000_000)).map_err(|rc| format!("connection {j}: a DTO missing after 10 s ({rc:#x}), {got:?}"))?;
+                    let d = dto_of(&e).ok_or(format!("connection {j}: event {:#x}", e.event_number))?;
+                    if d.status != SUCCESS {
+                        return Err(format!("connection {j}: {d:?}"));
+                    }
+                    if d.cookie == GREETING | j {
+                        got.0 = true;
+                    } else if d.cookie == j && d.len == 16 && message_number(&p.mem.read(32 * j as usize, 16)) == Some(j) {
+                        got.1 = true;
+                    } else {
+                        return Err(format!("connection {j}: {d:?}"));
+                    }
+                }
+                expect_conn(&conn_event(t, conn, j)?, &[DISCONNECTED], ep, &format!("passive end of connection {j}"))?;
+                ok(t.call("dat_ep_free", j, || free_ep(ep)), || format!("free passive EP {j}"))?;
+                ok(free_evd(conn) | free_evd(dto), || format!("free the EVDs of passive EP {j}"))?;
+            }
+            Ok(())
+        });
+
+        // The active side's end: once a connection's greeting arrived, its message goes back;
+        // connections beyond the `KEPT` newest end gracefully once their message was sent.
+        let (a2, greeted2, sent2) = (a.clone(), greeted.clone(), sent.clone());
+        s.spawn("end-a", move |s, t| {
+            let (a, greeted, sent) = (a2, greeted2, sent2);
+            let mut open = std::collections::VecDeque::new();
+            let mut last = false;
+            while !last && !s.stopped() {
+                match ending.recv_timeout(Duration::from_millis(100)) {
+                    Ok(c) => open.push_back(c),
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => last = true,
+                }
+                if let Some(&(ep, _, i)) = open.back().filter(|_| !last) {
+                    if !until(s, Duration::from_secs(10), || greeted.has(i)) {
+                        return Err(format!("connection {i}: no greeting within 10 s"));
+                    }
+                    a.mem.write(16 * i as usize, &message(i));
+                    ok(t.call("dat_ep_post_send", i, || post_send(ep, &[a.mem.iov(16 * i as usize, 16)], i)), || format!("send {i}"))?;
+                }
+                while open.len() > if last { 0 } else { KEPT } {
+                    let (ep, conn, j) = open.pop_front().unwrap();
+                    if !until(s, Duration::from_secs(10), || sent.has(j)) {
+                        return Err(format!("connection {j}: its send did not complete within 10 s"));
+                    }
+                    ok(t.call("dat_ep_disconnect", j, || disconnect(ep, GRACEFUL)), || format!("disconnect {j}"))?;
+                    expect_conn(&conn_event(t, conn, j)?, &[DISCONNECTED], ep, &format!("active end of connection {j}"))?;
+                    ok(t.call("dat_ep_free", j, || free_ep(ep)), || format!("free active EP {j}"))?;
+                    ok(free_evd(conn), || format!("free the connect EVD of active EP {j}"))?;
+                }
+            }
+            Ok(())
+        });
+
+        // The shared EVD's reapers: one waits, two dequeue (the main thread one of them).
+        let a2 = a.clone();
+        let reaper = move |waits: bool| {
+            let (a, greeted, sent) = (a2.clone(), greeted.clone(), sent.clone());
+            move |s: &Arc<Scenario>, t: &Track| -> Result<(), String> {
+                let deadline = Instant::now() + Duration::from_secs(50) * scale() as u32;
+                while (greeted.len() as u64) < n || (sent.len() as u64) < n {
+                    if s.stopped() || Instant::now() > deadline {
+                        return Err(format!("{} greetings arrived and {} sends completed of {n}", greeted.len(), sent.len()));
+                    }
+                    let Some(e) = reap(t, shared, waits, greeted.len() as u64).map_err(|rc| format!("reaping the shared EVD: {rc:#x}"))? else { continue };
+                    let d = dto_of(&e).ok_or(format!("event {:#x} on the shared EVD", e.event_number))?;
+                    let i = d.cookie & (GREETING - 1);
+                    let good = d.status == SUCCESS
+                        && i < n
+                        && if d.cookie & GREETING != 0 {
+                            d.op == dat_dtos::DAT_DTO_RECEIVE as u32
+                                && message_number(&a.mem.read(16 * i as usize, 16)) == Some(GREETING | i)
+                                && greeted.insert(i)
+                        } else {
+                            d.op == dat_dtos::DAT_DTO_SEND as u32 && sent.insert(i)
+                        };
+                    if !good {
+                        return Err(format!("on the shared EVD: {d:?}"));
+                    }
+                    s.note(format!("{} of {n} greetings arrived, {} sends completed", greeted.len(), sent.len()));
+                }
+                Ok(())
+            }
+        };
+        s.spawn("wait", reaper(true));
+        s.spawn("dequeue", reaper(false));
+        let t = s.track("dequeue (main)");
+        if let Err(e) = reaper(false)(s, &t) {
+            s.fail(format!("dequeue (main): {e}"));
+        }
+        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+            let _ = t.join();
+        }
+        // SAFETY: a live PSP.
+        let _ = unsafe { dat_psp_free(psp as _) };
+        assert_eq!(close_ia(p.ia), OK);
+        assert_eq!(close_ia(a.ia), OK);
+    });
+}
+
+/// EVDs freed while threads poll and wait on them: round after round, a new EVD takes the
+/// passive EPs' receives and requests (`PER_ROUND` connections, one message each), two threads
+/// reap it (one waits, one dequeues) by a handle they read anew each time, and once its
+/// messages are in, its EPs are freed (half the rounds while connected, the others after
+/// their active side disconnected) and then the EVD itself, while the reapers still poll and
+/// wait on it: the free must succeed, the reapers' calls must fail cleanly with
+/// DAT_INVALID_HANDLE, and every message arrive once.
+#[test]
+fn evds_freed_while_threads_poll_and_wait_on_them() {
+    const PER_ROUND: u64 = 3;
+    scenario("EVDs freed while polled and waited on", Duration::from_secs(60), |s| {
+        let rounds = 40 * scale();
+        let n = rounds * PER_ROUND;
+        let a = host(16);
+        let p = Arc::new(host(16 * n as usize));
+        let (psp, port) = p.listen();
+        let current = Arc::new(AtomicUsize::new(0));
+        let got = Arc::new(Seen::default());
+        let freed_seen = Arc::new(AtomicU64::new(0));
+
+        for waits in [true, false] {
+            let (p, current, got, freed_seen) = (p.clone(), current.clone(), got.clone(), freed_seen.clone());
+            s.spawn(if waits { "wait" } else { "dequeue" }, move |s, t| {
+                while (got.len() as u64) < n && !s.stopped() {
+                    let evd = current.load(SeqCst);
+                    if evd == 0 {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    let e = match reap(t, evd, waits, got.len() as u64) {
+                        Ok(Some(e)) => e,
+                        Ok(None) => continue,
+                        // Freed before the call, or while the wait slept (DAT_ABORT).
+                        Err(rc) if is(rc, Type::DAT_INVALID_HANDLE) || is(rc, Type::DAT_ABORT) => {
+                            freed_seen.fetch_add(1, SeqCst);
+                            continue;
+                        }
+                        Err(rc) => return Err(format!("reaping: {rc:#x}")),
+                    };
+                    let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
+                    let good = d.op == dat_dtos::DAT_DTO_RECEIVE as u32
+                        && d.status == SUCCESS
+                        && d.cookie < n
+                        && message_number(&p.mem.read(16 * d.cookie as usize, 16)) == Some(d.cookie)
+                        && got.insert(d.cookie);
+                    if !good {
+                        return Err(format!("reaped {d:?}"));
+                    }
+                }
+                Ok(())
+            });
+        }
+
+        let t = s.track("rounds (main)");
+        let round = |r: u64| -> Result<(), String> {
+            let evd = new_evd(p.ia, 64, DTO);
+            let (a_dto, a_conns) = (new_evd(a.ia, 64, DTO), (0..PER_ROUND).map(|_| new_evd(a.ia, 8, CONNECTION)).collect::<Vec<_>>());
+            current.store(evd, SeqCst);
+            let mut pairs = Vec::new();
+            for c in 0..PER_ROUND {
+                let i = r * PER_ROUND + c;
+                let p_conn = new_evd(p.ia, 8, CONNECTION);
+                let a_ep = a.ep(a_dto, a_dto, a_conns[c as usize]).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                let p_ep = p.ep(evd, evd, p_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                ok(t.call("dat_ep_post_recv", i, || post_recv(p_ep, &[p.mem.iov(16 * i as usize, 16)], i)), || format!("receive {i}"))?;
+                connect_pair(&t, i, a_ep, a_conns[c as usize], p.cr_evd, p_ep, p_conn, port)?;
+                a.mem.write(0, &message(i));
+                ok(t.call("dat_ep_post_send", i, || post_send(a_ep, &[a.mem.iov(0, 16)], i)), || format!("send {i}"))?;
+                request_done(&t, a_dto, i)?;
+                pairs.push((a_ep, a_conns[c as usize], p_ep, p_conn, i));
+            }
+            if !until(s, Duration::from_secs(10), || (r * PER_ROUND..(r + 1) * PER_ROUND).all(|i| got.has(i))) {
+                return Err(format!("round {r}: its messages did not all arrive within 10 s"));
+            }
+            for (a_ep, a_conn, p_ep, p_conn, i) in pairs {
+                if r % 2 == 0 {
+                    ok(t.call("dat_ep_free", i, || free_ep(p_ep)), || format!("free passive EP {i}"))?;
+                    expect_conn(&conn_event(&t, a_conn, i)?, &[DISCONNECTED, BROKEN], a_ep, &format!("active end of connection {i}"))?;
+                } else {
+                    ok(t.call("dat_ep_disconnect", i, || disconnect(a_ep, ABRUPT)), || format!("disconnect {i}"))?;
+                    expect_conn(&conn_event(&t, p_conn, i)?, &[DISCONNECTED, BROKEN], p_ep, &format!("passive end of connection {i}"))?;
+                    ok(t.call("dat_ep_free", i, || free_ep(p_ep)), || format!("free passive EP {i}"))?;
+                }
+                ok(t.call("dat_ep_free", i, || free_ep(a_ep)), || format!("free active EP {i}"))?;
+                ok(free_evd(a_conn) | free_evd(p_conn), || format!("free the connect EVDs of connection {i}"))?;
+            }
+            // No EP uses it now: it goes while the reapers poll and wait on it.
+            ok(t.call("dat_evd_free", r, || free_evd(evd)), || format!("free the EVD of round {r}"))?;
+            ok(free_evd(a_dto), || format!("free the active EVD of round {r}"))?;
+            s.note(format!("{} rounds of {rounds}, {} messages arrived", r + 1, got.len()));
+            Ok(())
+        };
+        for r in 0..rounds {
+            if s.stopped() {
+                break;
+            }
+            if let Err(e) = round(r) {
+                s.fail(e);
+            }
+        }
+        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+            let _ = t.join();
+        }
+        s.note(format!("{} messages arrived; the reapers found a freed EVD {} times", got.len(), freed_seen.load(SeqCst)));
+        // SAFETY: a live PSP.
+        let _ = unsafe { dat_psp_free(psp as _) };
+        assert_eq!(close_ia(p.ia), OK);
+        assert_eq!(close_ia(a.ia), OK);
+    });
+}
+
+/// What a lane of a streaming scenario holds: its connection's two EPs (0: none now).
+#[derive(Default)]
+struct Lane {
+    active: AtomicUsize,
+    passive: AtomicUsize,
+}
+
+/// EPs disconnected and freed while messages stream through their EVDs: `LANES` connections
+/// carry a stream of sends (one thread posts them all, on whatever EP each lane has now) into
+/// receives that the passive side's reapers post again as they take them; meanwhile a thread
+/// ends lane after lane in each of five ways (graceful or abrupt disconnect from the active
+/// side, abrupt from the passive side, or a free of either EP while connected) and connects it
+/// again. Every request and every receive posted must complete exactly once (a success or a
+/// flush), every message received must be one that was sent, once, and every send that
+/// completed successfully must have been received.
+#[test]
+fn eps_disconnected_and_freed_while_their_evds_are_polled() {
+    const LANES: usize = 3;
+    const RECVS: usize = 16;
+    // Receive slots: a slot is reused only once the completion of its last receive was read.
+    const SLOTS: usize = 1024;
+    scenario("EPs ended and freed while their EVDs are polled", Duration::from_secs(60), |s| {
+        let a = Arc::new(host(16 * 1024));
+        let p = Arc::new(host(16 * SLOTS));
+        let free_slots = Arc::new(Mutex::new((0..SLOTS).collect::<Vec<usize>>()));
+        let (a_evd, p_evd) = (new_evd(a.ia, 1 << 16, DTO), new_evd(p.ia, 1 << 16, DTO));
+        let (psp, port) = p.listen();
+        let lanes: Arc<Vec<Lane>> = Arc::new((0..LANES).map(|_| Lane::default()).collect());
+        // Sends posted and completed (by cookie), receives posted and completed (by cookie),
+        // messages received (by number).
+        let (posted, completed, sent_ok) = (Arc::new(Seen::default()), Arc::new(Seen::default()), Arc::new(Seen::default()));
+        let (recvs_posted, recvs_done, received) = (Arc::new(Seen::default()), Arc::new(Seen::default()), Arc::new(Seen::default()));
+        let next_recv = Arc::new(AtomicU64::new(0));
+        let sending = Arc::new(AtomicBool::new(true));
+        // A receive's cookie: its number, and the lane slot it fills.
+        let recv_cookie = |n: u64, slot: usize| (n << 16) | slot as u64;
+        // Posts a receive on `ep` into a free slot.
+        let post_slot = {
+            let (p, recvs_posted, next_recv, free_slots) = (p.clone(), recvs_posted.clone(), next_recv.clone(), free_slots.clone());
+            move |t: &Track, ep: usize| -> DAT_RETURN {
+                let Some(slot) = free_slots.lock().unwrap().pop() else { return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN };
+                let c = recv_cookie(next_recv.fetch_add(1, SeqCst), slot);
+                // Counted before the call: it may complete before the call returns.
+                recvs_posted.insert(c);
+                let rc = t.call("dat_ep_post_recv", c, || post_recv(ep, &[p.mem.iov(16 * slot, 16)], c));
+                if rc != OK {
+                    recvs_posted.remove(c);
+                    free_slots.lock().unwrap().push(slot);
+                }
+                rc
+            }
+        };
+
+        // Connects lane `l` anew (both EPs, on the shared EVDs) and posts its receives.
+        let (a2, p2, lanes2, post_slot2, s2) = (a.clone(), p.clone(), lanes.clone(), post_slot.clone(), s.clone());
+        let connect_lane = move |t: &Track, l: usize, n: u64| -> Result<(usize, usize, usize, usize), String> {
+            let s2 = &s2;
+            let (a_conn, p_conn) = (new_evd(a2.ia, 8, CONNECTION), new_evd(p2.ia, 8, CONNECTION));
+            let a_ep = a2.ep(a_evd, a_evd, a_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+            let p_ep = p2.ep(p_evd, p_evd, p_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+            for k in 0..RECVS {
+                // A slot comes free as the reapers read the completions of the lane's last EP.
+                let mut rc = OK;
+                if !until(s2, Duration::from_secs(10), || {
+                    rc = post_slot2(t, p_ep);
+                    !is(rc, Type::DAT_INSUFFICIENT_RESOURCES)
+                }) {
+                    return Err(format!("lane {l}: no receive slot free within 10 s"));
+                }
+                ok(rc, || format!("lane {l}: receive {k}"))?;
+            }
+            connect_pair(t, n, a_ep, a_conn, p2.cr_evd, p_ep, p_conn, port)?;
+            lanes2[l].active.store(a_ep, SeqCst);
+            lanes2[l].passive.store(p_ep, SeqCst);
+            Ok((a_ep, a_conn, p_ep, p_conn))
+        };
+        let t0 = s.track("setup (main)");
+        let mut conns = Vec::new();
+        for l in 0..LANES {
+            conns.push(connect_lane(&t0, l, l as u64).expect("the lanes connect"));
+        }
+
+        // The sender: message after message, on each lane in turn, from its own slot (a send
+        // reads its slot until it completes: 1024 slots, reused after 1024 sends).
+        let (a2, lanes2, posted2, completed2, sending2) = (a.clone(), lanes.clone(), posted.clone(), completed.clone(), sending.clone());
+        s.spawn("send", move |s, t| {
+            let (mut n, mut lane) = (0u64, 0usize);
+            while sending2.load(SeqCst) && !s.stopped() {
+                // The lanes in turn, past those being connected again.
+                lane += 1;
+                let ep = lanes2[lane % LANES].active.load(SeqCst);
+                if ep == 0 {
+                    continue;
+                }
+                // The slot of send n - 1024 is free once that send completed (or never went).
+                if n >= 1024 && posted2.has(n - 1024) && !completed2.has(n - 1024) {
+                    std::thread::yield_now();
+                    continue;
+                }
+                let slot = 16 * (n % 1024) as usize;
+                a2.mem.write(slot, &message(n));
+                // Counted as posted before the call: its message may arrive before it returns.
+                posted2.insert(n);
+                let rc = t.call("dat_ep_post_send", n, || post_send(ep, &[a2.mem.iov(slot, 16)], n));
+                if rc != OK {
+                    posted2.remove(n);
+                    if !(is(rc, Type::DAT_INVALID_HANDLE) || is(rc, Type::DAT_INVALID_STATE) || is(rc, Type::DAT_INSUFFICIENT_RESOURCES)) {
+                        return Err(format!("send {n}: {rc:#x}"));
+                    }
+                }
+                n += 1;
+            }
+            Ok(())
+        });
+
+        // The active side's reaper (it waits: one thread spinning on each core would leave the
+        // sender, which yields after a send to a peer on this host, a time slice per send): every
+        // send completes once.
+        let (posted2, completed2, sent_ok2, sending2) = (posted.clone(), completed.clone(), sent_ok.clone(), sending.clone());
+        s.spawn("reap-a", move |s, t| {
+            let mut last_seen = (0, Instant::now());
+            while !s.stopped() && (sending2.load(SeqCst) || completed2.len() < posted2.len()) {
+                if completed2.len() != last_seen.0 {
+                    last_seen = (completed2.len(), Instant::now());
+                } else if !sending2.load(SeqCst) && last_seen.1.elapsed() > Duration::from_secs(10) {
+                    let missing: Vec<u64> = posted2.all().difference(&completed2.all()).copied().take(8).collect();
+                    return Err(format!("sends posted and never completed (their EPs are gone): {missing:?}, of {} posted", posted2.len()));
+                }
+                let Some(e) = reap(t, a_evd, true, completed2.len() as u64).map_err(|rc| format!("{rc:#x}"))? else { continue };
+                let d = dto_of(&e).ok_or(format!("event {:#x} on the active EVD", e.event_number))?;
+                if d.op != dat_dtos::DAT_DTO_SEND as u32 || !completed2.insert(d.cookie) {
+                    return Err(format!("on the active EVD: {d:?}"));
+                }
+                if d.status == SUCCESS {
+                    sent_ok2.insert(d.cookie);
+                }
+            }
+            Ok(())
+        });
+
+        // The passive side's reapers (one waits, one dequeues): every receive completes once;
+        // a message is one that was sent, received once; its receive is posted again.
+        for waits in [true, false] {
+            let (p, posted, recvs_posted, recvs_done, received, sending, post_slot, free_slots) =
+                (p.clone(), posted.clone(), recvs_posted.clone(), recvs_done.clone(), received.clone(), sending.clone(), post_slot.clone(), free_slots.clone());
+            s.spawn(if waits { "reap-p wait" } else { "reap-p dequeue" }, move |s, t| {
+                let mut last_seen = (0, Instant::now());
+                while !s.stopped() && (sending.load(SeqCst) || recvs_done.len() < recvs_posted.len()) {
+                    if recvs_done.len() != last_seen.0 {
+                        last_seen = (recvs_done.len(), Instant::now());
+                    } else if !sending.load(SeqCst) && last_seen.1.elapsed() > Duration::from_secs(10) {
+                        let missing: Vec<u64> = recvs_posted.all().difference(&recvs_done.all()).copied().take(8).collect();
+                        return Err(format!("receives posted and never completed (their EPs are gone): {missing:?}, of {} posted", recvs_posted.len()));
+                    }
+                    let Some(e) = reap(t, p_evd, waits, received.len() as u64).map_err(|rc| format!("{rc:#x}"))? else { continue };
+                    let d = dto_of(&e).ok_or(format!("event {:#x} on the passive EVD", e.event_number))?;
+                    let slot = (d.cookie & 0xffff) as usize;
+                    if d.op != dat_dtos::DAT_DTO_RECEIVE as u32 || slot >= SLOTS || !recvs_done.insert(d.cookie) {
+                        return Err(format!("on the passive EVD: {d:?}"));
+                    }
+                    let m = message_number(&p.mem.read(16 * slot, 16));
+                    free_slots.lock().unwrap().push(slot);
+                    if d.status != SUCCESS {
+                        continue; // flushed: its EP is gone
+                    }
+                    if d.len != 16 || !m.is_some_and(|m| posted.has(m) && received.insert(m)) {
+                        return Err(format!("receive {d:?} holds message {m:?}"));
+                    }
+                    // Another on its EP (which may be gone by now).
+                    let rc = post_slot(t, d.ep);
+                    if rc != OK && !is(rc, Type::DAT_INVALID_HANDLE) && !is(rc, Type::DAT_INVALID_STATE) && !is(rc, Type::DAT_INSUFFICIENT_RESOURCES) {
+                        return Err(format!("posting a receive again: {rc:#x}"));
+                    }
+                }
+                Ok(())
+            });
+        }
+
+        // The closer: ends lane after lane, each way in turn, and connects it again.
+        let (lanes2, ends) = (lanes.clone(), Arc::new(AtomicU64::new(0)));
+        let ends2 = ends.clone();
+        let run_for = Duration::from_millis(1500) * scale() as u32;
+        s.spawn("end", move |s, t| {
+            let started = Instant::now();
+            let mut k = 0u64;
+            let mut conns = conns;
+            while started.elapsed() < run_for && !s.stopped() {
+                let l = k as usize % LANES;
+                let (a_ep, a_conn, p_ep, p_conn) = conns[l];
+                lanes2[l].active.store(0, SeqCst);
+                lanes2[l].passive.store(0, SeqCst);
+                let what = |how: &str| format!("lane {l}, end {k} ({how})");
+                let ended = [DISCONNECTED, BROKEN];
+                match k % 5 {
+                    0 | 1 => {
+                        let how = if k % 5 == 0 { GRACEFUL } else { ABRUPT };
+                        ok(t.call("dat_ep_disconnect", k, || disconnect(a_ep, how)), || what("active disconnect"))?;
+                        expect_conn(&conn_event(t, a_conn, k)?, &ended, a_ep, &what("active side"))?;
+                        expect_conn(&conn_event(t, p_conn, k)?, &ended, p_ep, &what("passive side"))?;
+                    }
+                    2 => {
+                        ok(t.call("dat_ep_disconnect", k, || disconnect(p_ep, ABRUPT)), || what("passive disconnect"))?;
+                        expect_conn(&conn_event(t, p_conn, k)?, &ended, p_ep, &what("passive side"))?;
+                        expect_conn(&conn_event(t, a_conn, k)?, &ended, a_ep, &what("active side"))?;
+                    }
+                    3 => {
+                        ok(t.call("dat_ep_free", k, || free_ep(a_ep)), || what("active free"))?;
+                        expect_conn(&conn_event(t, p_conn, k)?, &ended, p_ep, &what("passive side"))?;
+                    }
+                    _ => {
+                        ok(t.call("dat_ep_free", k, || free_ep(p_ep)), || what("passive free"))?;
+                        expect_conn(&conn_event(t, a_conn, k)?, &ended, a_ep, &what("active side"))?;
+                    }
+                }
+                for ep in [a_ep, p_ep] {
+                    let rc = t.call("dat_ep_free", k, || free_ep(ep));
+                    if rc != OK && !is(rc, Type::DAT_INVALID_HANDLE) {
+                        return Err(format!("{}: {rc:#x}", what("free")));
+                    }
+                }
+                ok(free_evd(a_conn) | free_evd(p_conn), || what("free the connect EVDs"))?;
+                conns[l] = connect_lane(t, l, 1000 + k)?;
+                k += 1;
+                ends2.store(k, SeqCst);
+            }
+            Ok(())
+        });
+
+        let t = s.track("main");
+        let threads = std::mem::take(&mut *s.threads.lock().unwrap());
+        let (closer, others): (Vec<_>, Vec<_>) = threads.into_iter().partition(|h| h.thread().name() == Some("end"));
+        for h in closer {
+            let _ = h.join();
+        }
+        sending.store(false, SeqCst);
+        // Every EP goes: what they had posted flushes, and the reapers take it all.
+        for l in lanes.iter() {
+            for ep in [l.active.swap(0, SeqCst), l.passive.swap(0, SeqCst)] {
+                if ep != 0 {
+                    s.check(t.call("dat_ep_free", 0, || free_ep(ep)) == OK, || "freeing the last EPs".into());
+                }
+            }
+        }
+        for h in others {
+            let _ = h.join();
+        }
+        if !s.stopped() {
+            let (posted, completed, sent_ok, received) = (posted.all(), completed.all(), sent_ok.all(), received.all());
+            s.check(posted == completed, || format!("{} sends posted, {} completed", posted.len(), completed.len()));
+            s.check(recvs_posted.all() == recvs_done.all(), || format!("{} receives posted, {} completed", recvs_posted.len(), recvs_done.len()));
+            let lost: Vec<_> = sent_ok.difference(&received).take(5).collect();
+            s.check(lost.is_empty(), || format!("sends completed successfully but never received: {lost:?}"));
+            s.note(format!(
+                "{} connections ended and made again; {} sends ({} successful), {} messages received, {} receives",
+                ends.load(SeqCst),
+                posted.len(),
+                sent_ok.len(),
+                received.len(),
+                recvs_done.len()
+            ));
+        }
+        // SAFETY: a live PSP.
+        let _ = unsafe { dat_psp_free(psp as _) };
+        assert_eq!(close_ia(p.ia), OK);
+        assert_eq!(close_ia(a.ia), OK);
+    });
+}
+
+/// Receive slots shared by the threads that post and reap receives: a slot is reused only
+/// once the completion of its last receive was read.
+struct Slots {
+    free: Mutex<Vec<usize>>,
+}
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        Slots { free: Mutex::new((0..n).collect()) }
+    }
+    /// Posts a receive on `ep` into a free slot (its cookie: the slot); INSUFFICIENT_RESOURCES
+    /// when none is free.
+    fn post(&self, t: &Track, mem: &Mem, ep: usize) -> DAT_RETURN {
+        let Some(slot) = self.free.lock().unwrap().pop() else { return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN };
+        let rc = t.call("dat_ep_post_recv", slot as u64, || post_recv(ep, &[mem.iov(16 * slot, 16)], slot as u64));
+        if rc != OK {
+            self.free.lock().unwrap().push(slot);
+        }
+        rc
+    }
+    /// Posts a receive to `srq` into a free slot, as `post` does.
+    fn post_srq(&self, t: &Track, mem: &Mem, srq: usize) -> DAT_RETURN {
+        let Some(slot) = self.free.lock().unwrap().pop() else { return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN };
+        let iov = [mem.iov(16 * slot, 16)];
+        // SAFETY: `iov` lives through the call; the memory it names is leaked.
+        let rc = t.call("dat_srq_post_recv", slot as u64, || unsafe { dat_srq_post_recv(srq as _, 1, iov.as_ptr() as *mut _, cookie(slot as u64)) });
+        if rc != OK {
+            self.free.lock().unwrap().push(slot);
+        }
+        rc
+    }
+    /// The message in a completed receive's slot, which is free again.
+    fn take(&self, mem: &Mem, d: &Dto) -> Option<u64> {
+        let slot = d.cookie as usize;
+        let m = message_number(&mem.read(16 * slot, 16));
+        self.free.lock().unwrap().push(slot);
+        m
+    }
+}
+
+/// Counts the OS Wait Proxy Agent's calls (the agent of the CNOs made with one).
+static AGENT_CALLS: AtomicU64 = AtomicU64::new(0);
+
+unsafe extern "C" fn count_agent_call(_instance: DAT_PVOID, _evd: DAT_EVD_HANDLE) {
+    AGENT_CALLS.fetch_add(1, SeqCst);
+}
+
+/// CNOs attached to an EVD, detached, replaced and freed while the EVD fills: two connections
+/// stream messages into receives whose EVD (the passive EPs' receive and request EVD) one
+/// thread attaches to a CNO and detaches again, over and over, making a new CNO every few
+/// rounds (plain, with an fd, with an OS Wait Proxy Agent) and freeing the old one (refused
+/// while attached), while another thread waits on whichever CNO is current (or asks an fd
+/// CNO with `dat_cno_trigger`) and dequeues the EVD it names, and a third dequeues the EVD
+/// directly. Every message sent must be received once.
+#[test]
+fn cnos_attached_and_detached_while_their_evds_fill() {
+    const LANES: usize = 2;
+    const WINDOW: u64 = 32;
+    scenario("CNOs attached and detached while their EVDs fill", Duration::from_secs(60), |s| {
+        let n = 8000 * scale();
+        let a = Arc::new(host(16 * 1024));
+        let p = Arc::new(host(16 * 512));
+        let slots = Arc::new(Slots::new(512));
+        let (psp, port) = p.listen();
+        let (a_evd, r_evd) = (new_evd(a.ia, 4096, DTO), new_evd(p.ia, 4096, DTO));
+        let t = s.track("main");
+        let mut a_eps = Vec::new();
+        for l in 0..LANES {
+            let (a_conn, p_conn) = (new_evd(a.ia, 8, CONNECTION), new_evd(p.ia, 8, CONNECTION));
+            let a_ep = a.ep(a_evd, a_evd, a_conn).unwrap();
+            let p_ep = p.ep(r_evd, r_evd, p_conn).unwrap();
+            for _ in 0..64 {
+                assert_eq!(slots.post(&t, &p.mem, p_ep), OK);
+            }
+            connect_pair(&t, l as u64, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
+            a_eps.push(a_ep);
+        }
+        let received = Arc::new(Seen::default());
+        let cno = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+
+        // The sender: message after message, at most `WINDOW` in flight, reaping its own EVD.
+        let a2 = a.clone();
+        s.spawn("send", move |s, t| {
+            let (mut posted, mut completed) = (0u64, 0u64);
+            let mut next_done: Vec<u64> = (0..LANES as u64).collect();
+            while completed < n && !s.stopped() {
+                if posted < n && posted - completed < WINDOW {
+                    let slot = 16 * (posted % 1024) as usize;
+                    a2.mem.write(slot, &message(posted));
+                    let ep = a_eps[posted as usize % LANES];
+                    ok(t.call("dat_ep_post_send", posted, || post_send(ep, &[a2.mem.iov(slot, 16)], posted)), || format!("send {posted}"))?;
+                    posted += 1;
+                    continue;
+                }
+                let Some(e) = reap(t, a_evd, false, completed).map_err(|rc| format!("{rc:#x}"))? else { continue };
+                let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
+                // Each EP's requests complete in order; the two EPs' interleave.
+                let lane = d.cookie as usize % LANES;
+                if d.status != SUCCESS || d.cookie != next_done[lane] {
+                    return Err(format!("send completion {d:?}, expected {}", next_done[lane]));
+                }
+                next_done[lane] += LANES as u64;
+                completed += 1;
+            }
+            Ok(())
+        });
+
+        // Takes one receive completion of the EVD: a message received once; its receive goes
+        // again on its EP.
+        let (p2, slots2, received2) = (p.clone(), slots.clone(), received.clone());
+        let take = move |t: &Track, e: &DAT_EVENT| -> Result<(), String> {
+            let d = dto_of(e).ok_or(format!("event {:#x} on the receive EVD", e.event_number))?;
+            let m = slots2.take(&p2.mem, &d);
+            if d.status != SUCCESS || !m.is_some_and(|m| m < n && received2.insert(m)) {
+                return Err(format!("receive {d:?} holds {m:?}"));
+            }
+            ok(slots2.post(t, &p2.mem, d.ep), || "posting a receive again".into())
+        };
+
+        let (cno2, done2, received2, p_ia) = (cno.clone(), done.clone(), received.clone(), p.ia);
+        s.spawn("modify", move |s, t| {
+            let mut round = 0u64;
+            let mut current = 0usize;
+            while (received2.len() as u64) < n && !s.stopped() {
+                if round % 8 == 0 {
+                    let mut made = null_mut();
+                    let rc = match round / 8 % 3 {
+                        0 => {
+                            let none = DAT_OS_WAIT_PROXY_AGENT { instance_data: null_mut(), proxy_agent_func: None };
+                            // SAFETY: a live IA and an out-pointer to a live local.
+                            t.call("dat_cno_create", round, || unsafe { dat_cno_create(p_ia as _, none, &mut made) })
+                        }
+                        1 => {
+                            let mut fd = 0;
+                            // SAFETY: as above.
+                            t.call("dat_cno_fd_create", round, || unsafe { dat_cno_fd_create(p_ia as _, &mut fd, &mut made) })
+                        }
+                        _ => {
+                            let agent = DAT_OS_WAIT_PROXY_AGENT { instance_data: null_mut(), proxy_agent_func: Some(count_agent_call) };
+                            // SAFETY: as above; the agent is a plain function of this test.
+                            t.call("dat_cno_create", round, || unsafe { dat_cno_create(p_ia as _, agent, &mut made) })
+                        }
+                    };
+                    ok(rc, || format!("a CNO, round {round}"))?;
+                    let old = std::mem::replace(&mut current, made as usize);
+                    cno2.store(current, SeqCst);
+                    if old != 0 {
+                        // SAFETY: a handle, live or dead.
+                        ok(t.call("dat_cno_free", round, || unsafe { dat_cno_free(old as _) }), || format!("freeing CNO of round {round}"))?;
+                    }
+                }
+                // SAFETY: live handles.
+                ok(t.call("dat_evd_modify_cno", round, || unsafe { dat_evd_modify_cno(r_evd as _, current as _) }), || "attach".into())?;
+                if round % 5 == 0 {
+                    // SAFETY: a live CNO.
+                    let rc = t.call("dat_cno_free", round, || unsafe { dat_cno_free(current as _) });
+                    if !is(rc, Type::DAT_INVALID_STATE) {
+                        return Err(format!("freeing an attached CNO: {rc:#x}"));
+                    }
+                }
+                // SAFETY: a live EVD; NULL detaches.
+                ok(t.call("dat_evd_modify_cno", round, || unsafe { dat_evd_modify_cno(r_evd as _, null_mut()) }), || "detach".into())?;
+                round += 1;
+                s.note(format!("{round} attach/detach rounds; {} messages received; the agent called {} times", received2.len(), AGENT_CALLS.load(SeqCst)));
+            }
+            done2.store(true, SeqCst);
+            Ok(())
+        });
+
+        let (cno2, done2, take2) = (cno.clone(), done.clone(), take.clone());
+        s.spawn("cno-wait", move |s, t| {
+            let mut k = 0u64;
+            while !done2.load(SeqCst) && !s.stopped() {
+                let c = cno2.load(SeqCst);
+                let mut evd = null_mut();
+                k += 1;
+                let rc = if k % 4 == 0 {
+                    // SAFETY: a handle, live or dead, and an out-pointer to a live local.
+                    t.call("dat_cno_trigger", k, || unsafe { dat_cno_trigger(c as _, &mut evd) })
+                } else {
+                    // SAFETY: as above.
+                    t.call("dat_cno_wait", k, || unsafe { dat_cno_wait(c as _, 2_000, &mut evd) })
+                };
+                match rc {
+                    OK if evd.is_null() => {} // dat_cno_trigger: none triggered
+                    OK if evd as usize != r_evd => return Err(format!("the CNO named EVD {evd:p}")),
+                    OK => {
+                        while let Some(e) = reap(t, r_evd, false, k).map_err(|rc| format!("{rc:#x}"))? {
+                            take2(t, &e)?;
+                        }
+                    }
+                    // Timed out, freed before the call, or freed or busy during it.
+                    rc if is(rc, Type::DAT_QUEUE_EMPTY) || is(rc, Type::DAT_INVALID_HANDLE) || is(rc, Type::DAT_INVALID_STATE) => {}
+                    rc => return Err(format!("waiting on the CNO: {rc:#x}")),
+                }
+            }
+            Ok(())
+        });
+
+        let (done2, received2) = (done.clone(), received.clone());
+        s.spawn("dequeue", move |s, t| {
+            while !done2.load(SeqCst) && !s.stopped() {
+                if let Some(e) = reap(t, r_evd, false, received2.len() as u64).map_err(|rc| format!("{rc:#x}"))? {
+                    take(t, &e)?;
+                }
+            }
+            Ok(())
+        });
+
+        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+            let _ = t.join();
+        }
+        // SAFETY: a live PSP.
+        let _ = unsafe { dat_psp_free(psp as _) };
+        assert_eq!(close_ia(p.ia), OK);
+        assert_eq!(close_ia(a.ia), OK);
+    });
+}
+
+/// An SRQ's receives posted while its EPs connect and end: `LANES` threads each make
+/// connection after connection whose passive EP draws its receives from one SRQ, send
+/// `MESSAGES` messages on it, and end it (an abrupt disconnect from either side, a graceful
+/// one, or a free of the passive EP); one thread posts the SRQ's receives a few at a time, so
+/// that messages often arrive with none posted and wait for the next (which lands them,
+/// through the EPs that keep them); two threads reap the receives, one drains the async EVD
+/// (each SRQ EP's end is reported there). Every send must complete successfully and its
+/// message be received once.
+#[test]
+fn srq_receives_posted_while_its_eps_connect_and_end() {
+    const LANES: u64 = 2;
+    const MESSAGES: u64 = 16;
+    scenario("SRQ receives posted while its EPs connect and end", Duration::from_secs(60), |s| {
+        let per_lane = 40 * scale();
+        let n = LANES * per_lane * MESSAGES;
+        let a = Arc::new(host(16 * LANES as usize * MESSAGES as usize));
+        let p = Arc::new(host(16 * 256));
+        let slots = Arc::new(Slots::new(256));
+        let attr = DAT_SRQ_ATTR { max_recv_dtos: 64, max_recv_iov: 1, low_watermark: 0 };
+        let mut srq = null_mut();
+        // SAFETY: live handles, attributes and an out-pointer that live through the call.
+        assert_eq!(unsafe { dat_srq_create(p.ia as _, p.pz as _, &attr as *const _ as *mut _, &mut srq) }, OK);
+        let srq = srq as usize;
+        let r_evd = new_evd(p.ia, 4096, DTO);
+        let async_evd = p.async_evd();
+        let (received, sent) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
+        let lanes_done = Arc::new(AtomicU64::new(0));
+
+        for lane in 0..LANES {
+            let (a, p, sent, lanes_done) = (a.clone(), p.clone(), sent.clone(), lanes_done.clone());
+            let cr_evd = new_evd(p.ia, 8, CR);
+            let (mut psp, mut port) = (null_mut(), 0);
+            let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+            // SAFETY: live handles and out-pointers to live locals.
+            assert_eq!(unsafe { dat_psp_create_any(p.ia as _, &mut port, cr_evd as _, flags, &mut psp) }, OK);
+            let psp = psp as usize;
+            s.spawn(&format!("lane {lane}"), move |s, t| {
+                for c in 0..per_lane {
+                    if s.stopped() {
+                        break;
+                    }
+                    let id = lane * per_lane + c;
+                    let (a_conn, a_dto, p_conn) = (new_evd(a.ia, 8, CONNECTION), new_evd(a.ia, 64, DTO), new_evd(p.ia, 8, CONNECTION));
+                    let a_ep = a.ep(a_dto, a_dto, a_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    let p_ep = p.srq_ep(r_evd, r_evd, p_conn, srq).map_err(|rc| format!("dat_ep_create_with_srq: {rc:#x}"))?;
+                    connect_pair(t, id, a_ep, a_conn, cr_evd, p_ep, p_conn, port)?;
+                    for k in 0..MESSAGES {
+                        let m = id * MESSAGES + k;
+                        let slot = 16 * (lane * MESSAGES + k) as usize;
+                        a.mem.write(slot, &message(m));
+                        ok(t.call("dat_ep_post_send", m, || post_send(a_ep, &[a.mem.iov(slot, 16)], m)), || format!("send {m}"))?;
+                    }
+                    // Each completes once its message is in a receive: some wait for one.
+                    for k in 0..MESSAGES {
+                        let e = t.call("dat_evd_wait", id, || wait_us(a_dto, 10_000_000)).map_err(|rc| format!("connection {id}: send {k} not done within 10 s ({rc:#x})"))?;
+                        let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
+                        if d.status != SUCCESS || d.cookie != id * MESSAGES + k {
+                            return Err(format!("connection {id}: send completion {d:?}"));
+                        }
+                        sent.insert(d.cookie);
+                    }
+                    let ended = [DISCONNECTED, BROKEN];
+                    match id % 3 {
+                        0 => {
+                            ok(t.call("dat_ep_disconnect", id, || disconnect(a_ep, ABRUPT)), || format!("disconnect {id}"))?;
+                            expect_conn(&conn_event(t, p_conn, id)?, &ended, p_ep, &format!("passive end of {id}"))?;
+                        }
+                        1 => {
+                            ok(t.call("dat_ep_disconnect", id, || disconnect(p_ep, GRACEFUL)), || format!("disconnect {id}"))?;
+                            expect_conn(&conn_event(t, p_conn, id)?, &ended, p_ep, &format!("passive end of {id}"))?;
+                        }
+                        _ => {}
+                    }
+                    ok(t.call("dat_ep_free", id, || free_ep(p_ep)), || format!("free passive EP {id}"))?;
+                    expect_conn(&conn_event(t, a_conn, id)?, &ended, a_ep, &format!("active end of {id}"))?;
+                    ok(t.call("dat_ep_free", id, || free_ep(a_ep)), || format!("free active EP {id}"))?;
+                    ok(free_evd(a_conn) | free_evd(a_dto) | free_evd(p_conn), || format!("free the EVDs of {id}"))?;
+                }
+                lanes_done.fetch_add(1, SeqCst);
+                // SAFETY: a live PSP.
+                let _ = unsafe { dat_psp_free(psp as _) };
+                Ok(())
+            });
+        }
+
+        // The SRQ's receives, a few at a time: posted only while fewer than 4 wait.
+        let (p2, slots2, received2) = (p.clone(), slots.clone(), received.clone());
+        s.spawn("srq-post", move |s, t| {
+            while (received2.len() as u64) < n && !s.stopped() {
+                let mut q: DAT_SRQ_PARAM = zero();
+                // SAFETY: a live SRQ and an out-pointer to a live local.
+                let rc = t.call("dat_srq_query", 0, || unsafe { dat_srq_query(srq as _, dat_srq_param_mask::DAT_SRQ_FIELD_ALL as u32, &mut q) });
+                ok(rc, || "dat_srq_query".into())?;
+                if q.available_dto_count >= 4 {
+                    std::thread::yield_now();
+                    continue;
+                }
+                let rc = slots2.post_srq(t, &p2.mem, srq);
+                if rc != OK && !is(rc, Type::DAT_INSUFFICIENT_RESOURCES) {
+                    return Err(format!("dat_srq_post_recv: {rc:#x}"));
+                }
+            }
+            Ok(())
+        });
+
+        for waits in [true, false] {
+            let (p, slots, received) = (p.clone(), slots.clone(), received.clone());
+            s.spawn(if waits { "reap wait" } else { "reap dequeue" }, move |s, t| {
+                while (received.len() as u64) < n && !s.stopped() {
+                    let Some(e) = reap(t, r_evd, waits, received.len() as u64).map_err(|rc| format!("{rc:#x}"))? else { continue };
+                    let d = dto_of(&e).ok_or(format!("event {:#x} on the receive EVD", e.event_number))?;
+                    let m = slots.take(&p.mem, &d);
+                    if d.status != SUCCESS || d.op != dat_dtos::DAT_DTO_RECEIVE as u32 || !m.is_some_and(|m| m < n && received.insert(m)) {
+                        return Err(format!("receive {d:?} holds {m:?}"));
+                    }
+                    s.note(format!("{} of {n} messages received", received.len()));
+                }
+                Ok(())
+            });
+        }
+
+        let lanes_done2 = lanes_done.clone();
+        s.spawn("async", move |s, t| {
+            let mut broken = 0u64;
+            while lanes_done2.load(SeqCst) < LANES && !s.stopped() {
+                let Some(e) = reap(t, async_evd, true, broken).map_err(|rc| format!("{rc:#x}"))? else { continue };
+                if !event_is(&e, dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN) {
+                    return Err(format!("event {:#x} on the async EVD", e.event_number));
+                }
+                broken += 1;
+            }
+            Ok(())
+        });
+
+        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+            let _ = t.join();
+        }
+        if !s.stopped() {
+            s.check(sent.all() == received.all(), || format!("{} sends completed, {} messages received", sent.len(), received.len()));
+        }
+        // SAFETY: a live SRQ, used by no EP now.
+        assert_eq!(unsafe { dat_srq_free(srq as _) }, OK);
+        assert_eq!(close_ia(p.ia), OK);
+        assert_eq!(close_ia(a.ia), OK);
+    });
+}
