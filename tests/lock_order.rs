@@ -2035,3 +2035,462 @@ fn writes_under_frees(name: &'static str) {
         assert_eq!(close_ia(a.ia), OK);
     });
 }
+
+/// How a connection attempt came out, on each side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Established,
+    Rejected,
+    /// Any other end of the attempt (refused, unreachable, timed out, accept failed).
+    Failed,
+}
+
+/// The active side's outcome of a connect, from its first connection event.
+fn connect_outcome(e: &DAT_EVENT) -> Option<Outcome> {
+    use dat_event_number as E;
+    match dat_event_number::try_from(e.event_number).ok()? {
+        E::DAT_CONNECTION_EVENT_ESTABLISHED => Some(Outcome::Established),
+        E::DAT_CONNECTION_EVENT_PEER_REJECTED => Some(Outcome::Rejected),
+        E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED | E::DAT_CONNECTION_EVENT_UNREACHABLE | E::DAT_CONNECTION_EVENT_TIMED_OUT => Some(Outcome::Failed),
+        _ => None,
+    }
+}
+
+/// Makes a service point with `f`, retried while its port is still taken (a listener just
+/// freed may hold it for a moment).
+fn create_sp(s: &Scenario, t: &Track, what: &'static str, f: &mut dyn FnMut() -> DAT_RETURN) -> Result<(), String> {
+    let mut rc = OK;
+    if !until(s, Duration::from_secs(5), || {
+        rc = t.call(what, 0, &mut *f);
+        !is(rc, Type::DAT_CONN_QUAL_IN_USE)
+    }) {
+        return Err(format!("{what}: the port stayed in use for 5 s"));
+    }
+    ok(rc, || what.to_string())
+}
+
+/// PSPs and RSPs freed while connections arrive: one thread makes and frees a PSP on one port
+/// over and over, another reserves an EP with an RSP on a second port and frees the RSP, over
+/// and over; a connector per port connects again and again; the requests that arrive are
+/// accepted or rejected in turn (a PSP's onto a new EP, an RSP's onto its reserved EP), also
+/// after their service point was freed. Each connect must end in exactly one connection event,
+/// and the two sides must agree: an active side ESTABLISHED was accepted and ESTABLISHED on
+/// the passive side, one rejected was rejected (by us, or for want of a service point).
+#[test]
+fn psps_and_rsps_freed_while_connections_arrive() {
+    scenario("PSPs and RSPs freed while connections arrive", Duration::from_secs(60), |s| {
+        let run_for = Duration::from_millis(1500) * scale() as u32;
+        let a = Arc::new(host(16));
+        let p = Arc::new(host(16));
+        let rsp_cr_evd = new_evd(p.ia, 1024, CR);
+        // Two ports of our own: taken by a PSP each, then let go.
+        let ports: Vec<u64> = (0..2)
+            .map(|_| {
+                let (psp, port) = p.listen();
+                // SAFETY: a live PSP.
+                assert_eq!(unsafe { dat_psp_free(psp as _) }, OK);
+                port
+            })
+            .collect();
+        // The connectors stop first; the service points and accepts go on until their last
+        // attempts ended.
+        let (stop, stop_connecting) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        // Per attempt (by number): the active side's outcome, the passive side's.
+        let active_out: Arc<Mutex<std::collections::HashMap<u64, Outcome>>> = Default::default();
+        let passive_out: Arc<Mutex<std::collections::HashMap<u64, Outcome>>> = Default::default();
+        let handled = Arc::new(AtomicU64::new(0));
+
+        let (p2, stop2, handled2) = (p.clone(), stop.clone(), handled.clone());
+        let port = ports[0];
+        s.spawn("psp", move |s, t| {
+            let mut rounds = 0;
+            while !stop2.load(SeqCst) && !s.stopped() {
+                let mut psp = null_mut();
+                let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+                // SAFETY: live handles and an out-pointer to a live local.
+                create_sp(s, t, "dat_psp_create", &mut || unsafe { dat_psp_create(p2.ia as _, port, p2.cr_evd as _, flags, &mut psp) })?;
+                // Freed once a request came through it (or soon anyway).
+                let before = handled2.load(SeqCst);
+                until(s, Duration::from_millis(20), || handled2.load(SeqCst) > before);
+                // SAFETY: a live PSP.
+                ok(t.call("dat_psp_free", rounds, || unsafe { dat_psp_free(psp) }), || "dat_psp_free".into())?;
+                rounds += 1;
+            }
+            Ok(())
+        });
+
+        // The RSP's EP, reserved, accepted onto, freed: one EP per round.
+        let reserved = Arc::new(AtomicUsize::new(0));
+        let (p2, stop2, handled2, reserved2) = (p.clone(), stop.clone(), handled.clone(), reserved.clone());
+        let port2 = ports[1];
+        s.spawn("rsp", move |s, t| {
+            let mut round = 0u64;
+            while !stop2.load(SeqCst) && !s.stopped() {
+                let conn = new_evd(p2.ia, 8, CONNECTION);
+                let ep = p2.ep(0, 0, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                let mut rsp = null_mut();
+                // SAFETY: live handles and an out-pointer to a live local.
+                create_sp(s, t, "dat_rsp_create", &mut || unsafe { dat_rsp_create(p2.ia as _, port2, ep as _, rsp_cr_evd as _, &mut rsp) })?;
+                reserved2.store(ep, SeqCst);
+                let before = handled2.load(SeqCst);
+                until(s, Duration::from_millis(20), || handled2.load(SeqCst) > before);
+                // SAFETY: a live RSP.
+                ok(t.call("dat_rsp_free", round, || unsafe { dat_rsp_free(rsp) }), || "dat_rsp_free".into())?;
+                // Its EP goes once the accept thread is done with it (an accept in flight
+                // holds it: it frees it then).
+                if reserved2.swap(0, SeqCst) == ep {
+                    ok(t.call("dat_ep_free", round, || free_ep(ep)), || "free the reserved EP".into())?;
+                    ok(free_evd(conn), || "free its connect EVD".into())?;
+                }
+                round += 1;
+            }
+            Ok(())
+        });
+
+        // The requests: accepted and rejected in turn, a PSP's onto a new EP, an RSP's onto the
+        // reserved EP (if it is still to be had).
+        for (name, evd, on_rsp) in [("accept psp", p.cr_evd, false), ("accept rsp", rsp_cr_evd, true)] {
+            let (p2, stop2, handled2, passive_out2, reserved2) = (p.clone(), stop.clone(), handled.clone(), passive_out.clone(), reserved.clone());
+            s.spawn(name, move |s, t| {
+                let mut k = 0u64;
+                while !stop2.load(SeqCst) && !s.stopped() {
+                    let e = match t.call("dat_evd_wait", k, || wait_us(evd, 20_000)) {
+                        Ok(e) => e,
+                        Err(rc) if is(rc, Type::DAT_TIMEOUT_EXPIRED) => continue,
+                        Err(rc) => return Err(format!("the CR EVD: {rc:#x}")),
+                    };
+                    let (cr, pd) = cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
+                    let n = u64::from_le_bytes(pd[..8].try_into().map_err(|_| format!("a request with {pd:?}"))?);
+                    k += 1;
+                    handled2.fetch_add(1, SeqCst);
+                    let ep = if k % 2 == 0 {
+                        0
+                    } else if on_rsp {
+                        // The EP the request's RSP reserved, ours to accept onto and free if
+                        // it is still the RSP thread's current one (an RSP freed meanwhile
+                        // gave its EP back, and it is freed).
+                        let mut q: DAT_CR_PARAM = zero();
+                        // SAFETY: a live CR and an out-pointer to a live local.
+                        ok(unsafe { dat_cr_query(cr as _, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut q) }, || "dat_cr_query".into())?;
+                        let want = q.local_ep_handle as usize;
+                        if reserved2.compare_exchange(want, 0, SeqCst, SeqCst).is_ok() { want } else { 0 }
+                    } else {
+                        let conn = new_evd(p2.ia, 8, CONNECTION);
+                        p2.ep(0, 0, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?
+                    };
+                    let reject = |t: &Track| {
+                        // SAFETY: a CR, live or consumed by a failed accept; no private data.
+                        let rc = t.call("dat_cr_reject", n, || unsafe { dat_cr_reject(cr as _, 0, null_mut()) });
+                        if rc == OK { Outcome::Rejected } else { Outcome::Failed }
+                    };
+                    if ep == 0 {
+                        passive_out2.lock().unwrap().insert(n, reject(t));
+                        continue;
+                    }
+                    let mut param: DAT_EP_PARAM = zero();
+                    // SAFETY: a live EP and an out-pointer to a live local.
+                    ok(unsafe { dat_ep_query(ep as _, DAT_EP_FIELD_ALL, &mut param) }, || "dat_ep_query".into())?;
+                    let conn = param.connect_evd_handle as usize;
+                    // An RSP's request names its EP (NULL: the reserved one).
+                    let target = if on_rsp { 0 } else { ep };
+                    let rc = t.call("dat_cr_accept", n, || accept(cr, target));
+                    let outcome = if rc != OK {
+                        // The request is still to be answered (unless the accept took it).
+                        reject(t)
+                    } else {
+                        let e = conn_event(t, conn, n)?;
+                        if conn_ep(&e) != ep {
+                            return Err(format!("attempt {n}: a connection event for another EP"));
+                        }
+                        match connect_outcome(&e) {
+                            Some(Outcome::Established) => Outcome::Established,
+                            _ => Outcome::Failed,
+                        }
+                    };
+                    passive_out2.lock().unwrap().insert(n, outcome);
+                    if outcome == Outcome::Established {
+                        ok(t.call("dat_ep_disconnect", n, || disconnect(ep, ABRUPT)), || format!("disconnect {n}"))?;
+                        let e = conn_event(t, conn, n)?;
+                        expect_conn(&e, &[DISCONNECTED, BROKEN], ep, &format!("passive end of {n}"))?;
+                    }
+                    ok(t.call("dat_ep_free", n, || free_ep(ep)), || format!("free passive EP {n}"))?;
+                    ok(free_evd(conn), || "free a connect EVD".into())?;
+                }
+                Ok(())
+            });
+        }
+
+        // A connector per port: each attempt ends in exactly one connection event.
+        for (c, port) in ports.iter().copied().enumerate() {
+            let (a2, stop2, active_out2) = (a.clone(), stop_connecting.clone(), active_out.clone());
+            s.spawn(&format!("connect {c}"), move |s, t| {
+                let mut k = 0u64;
+                while !stop2.load(SeqCst) && !s.stopped() {
+                    let n = (c as u64) << 32 | k;
+                    k += 1;
+                    let conn = new_evd(a2.ia, 8, CONNECTION);
+                    let ep = a2.ep(0, 0, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    ok(t.call("dat_ep_connect", n, || connect(ep, port, &n.to_le_bytes(), 5_000_000)), || format!("connect {n}"))?;
+                    let e = conn_event(t, conn, n)?;
+                    let outcome = connect_outcome(&e).ok_or(format!("attempt {n}: event {:#x}", e.event_number))?;
+                    if conn_ep(&e) != ep {
+                        return Err(format!("attempt {n}: a connection event for another EP"));
+                    }
+                    active_out2.lock().unwrap().insert(n, outcome);
+                    if outcome == Outcome::Established {
+                        // Ended by the passive side.
+                        expect_conn(&conn_event(t, conn, n)?, &[DISCONNECTED, BROKEN], ep, &format!("active end of {n}"))?;
+                    }
+                    // One event per attempt: nothing more comes.
+                    if let Ok(e) = dequeue(conn) {
+                        return Err(format!("attempt {n}: a second event {:#x}", e.event_number));
+                    }
+                    ok(t.call("dat_ep_free", n, || free_ep(ep)), || format!("free active EP {n}"))?;
+                    ok(free_evd(conn), || "free a connect EVD".into())?;
+                }
+                Ok(())
+            });
+        }
+
+        let t = s.track("main");
+        let started = Instant::now();
+        until(s, run_for, || started.elapsed() >= run_for);
+        stop_connecting.store(true, SeqCst);
+        let threads = std::mem::take(&mut *s.threads.lock().unwrap());
+        let (connectors, others): (Vec<_>, Vec<_>) = threads.into_iter().partition(|h| h.thread().name().is_some_and(|n| n.starts_with("connect")));
+        for h in connectors {
+            let _ = h.join();
+        }
+        stop.store(true, SeqCst);
+        for h in others {
+            let _ = h.join();
+        }
+        let (active, passive) = (active_out.lock().unwrap().clone(), passive_out.lock().unwrap().clone());
+        for (n, a_out) in &active {
+            let p_out = passive.get(n);
+            let agree = match a_out {
+                Outcome::Established => p_out == Some(&Outcome::Established),
+                Outcome::Rejected => p_out.is_none_or(|o| *o == Outcome::Rejected),
+                Outcome::Failed => p_out != Some(&Outcome::Established),
+            };
+            s.check(agree, || format!("attempt {n}: the active side {a_out:?}, the passive side {p_out:?}"));
+        }
+        let count = |m: &std::collections::HashMap<u64, Outcome>, o| m.values().filter(|v| **v == o).count();
+        s.note(format!(
+            "{} attempts: {} established, {} rejected, {} failed; {} requests handled",
+            active.len(),
+            count(&active, Outcome::Established),
+            count(&active, Outcome::Rejected),
+            count(&active, Outcome::Failed),
+            handled.load(SeqCst)
+        ));
+        let _ = t;
+        assert_eq!(close_ia(p.ia), OK);
+        assert_eq!(close_ia(a.ia), OK);
+    });
+}
+
+/// `dat_ia_close` while everything runs: round after round, two IAs with `LANES` connections
+/// streaming messages into receives on one EVD of the passive IA, which a thread polls (and
+/// posts receives again), one waits on, and one waits on through a CNO attached to it, while
+/// others register and free memory, make and free PSPs, and make and free connections to
+/// them; then the passive IA is closed abruptly in the middle of it. The close must return
+/// (every object of the IA freed under the threads' calls), every thread must see its calls
+/// fail cleanly from then on and finish, and the active IA close after.
+#[test]
+fn ia_closed_while_everything_runs() {
+    const LANES: usize = 2;
+    scenario("dat_ia_close while everything runs", Duration::from_secs(60), |s| {
+        let rounds = 10 * scale();
+        for round in 0..rounds {
+            if s.stopped() {
+                break;
+            }
+            let a = Arc::new(host(16 * 64));
+            let p = Arc::new(host(16 * 256));
+            let slots = Arc::new(Slots::new(256));
+            let (psp, port) = p.listen();
+            let r_evd = new_evd(p.ia, 4096, DTO);
+            let a_evd = new_evd(a.ia, 4096, DTO);
+            let mut cno = null_mut();
+            let none = DAT_OS_WAIT_PROXY_AGENT { instance_data: null_mut(), proxy_agent_func: None };
+            // SAFETY: a live IA and an out-pointer to a live local.
+            assert_eq!(unsafe { dat_cno_create(p.ia as _, none, &mut cno) }, OK);
+            let cno = cno as usize;
+            // SAFETY: live handles.
+            assert_eq!(unsafe { dat_evd_modify_cno(r_evd as _, cno as _) }, OK);
+            let t = s.track(&format!("main {round}"));
+            let mut a_eps = Vec::new();
+            for l in 0..LANES {
+                let (a_conn, p_conn) = (new_evd(a.ia, 8, CONNECTION), new_evd(p.ia, 8, CONNECTION));
+                let a_ep = a.ep(a_evd, a_evd, a_conn).unwrap();
+                let p_ep = p.ep(r_evd, r_evd, p_conn).unwrap();
+                for _ in 0..32 {
+                    assert_eq!(slots.post(&t, &p.mem, p_ep), OK);
+                }
+                connect_pair(&t, l as u64, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
+                a_eps.push(a_ep);
+            }
+            let (stop, closed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+            let received = Arc::new(AtomicU64::new(0));
+            // A bit per thread: it saw a call fail (or a DTO end in error) after the close.
+            let saw = Arc::new(AtomicU64::new(0));
+            const THREADS: u64 = 6;
+            let mark = |saw: &AtomicU64, closed: &AtomicBool, bit: u64| {
+                if closed.load(SeqCst) {
+                    saw.fetch_or(1 << bit, SeqCst);
+                }
+            };
+            // A call's failure: before the close, only the expected ones; after it, any.
+            let expected = |rc: DAT_RETURN, closed: &AtomicBool| -> bool {
+                closed.load(SeqCst)
+                    || is(rc, Type::DAT_QUEUE_EMPTY)
+                    || is(rc, Type::DAT_TIMEOUT_EXPIRED)
+                    || is(rc, Type::DAT_INVALID_STATE)
+                    || is(rc, Type::DAT_INSUFFICIENT_RESOURCES)
+            };
+
+            let (a2, stop2, closed2, saw2) = (a.clone(), stop.clone(), closed.clone(), saw.clone());
+            s.spawn(&format!("send {round}"), move |s, t| {
+                let mut n = 0u64;
+                while !stop2.load(SeqCst) && !s.stopped() {
+                    let ep = a_eps[n as usize % LANES];
+                    let slot = 16 * (n % 64) as usize;
+                    a2.mem.write(slot, &message(n));
+                    let rc = t.call("dat_ep_post_send", n, || post_send(ep, &[a2.mem.iov(slot, 16)], n));
+                    if rc != OK && !expected(rc, &closed2) {
+                        return Err(format!("send {n}: {rc:#x}"));
+                    }
+                    n += 1;
+                    // Its completion (or another's): reaped; after the close they fail.
+                    while let Some(e) = reap(t, a_evd, false, n).ok().flatten() {
+                        if dto_of(&e).is_some_and(|d| d.status != SUCCESS) {
+                            mark(&saw2, &closed2, 0);
+                        }
+                    }
+                }
+                Ok(())
+            });
+            let take_and_post = {
+                let (p2, slots2, received2, closed2) = (p.clone(), slots.clone(), received.clone(), closed.clone());
+                move |t: &Track, e: &DAT_EVENT| -> Result<(), String> {
+                    let Some(d) = dto_of(e) else { return Ok(()) };
+                    slots2.take(&p2.mem, &d);
+                    if d.status == SUCCESS {
+                        received2.fetch_add(1, SeqCst);
+                    }
+                    let rc = slots2.post(t, &p2.mem, d.ep);
+                    if rc != OK && !expected(rc, &closed2) && !is(rc, Type::DAT_INVALID_HANDLE) {
+                        return Err(format!("posting a receive again: {rc:#x}"));
+                    }
+                    Ok(())
+                }
+            };
+            for waits in [false, true] {
+                let (stop2, closed2, take, saw2) = (stop.clone(), closed.clone(), take_and_post.clone(), saw.clone());
+                s.spawn(&format!("{} {round}", if waits { "wait" } else { "poll" }), move |s, t| {
+                    while !stop2.load(SeqCst) && !s.stopped() {
+                        match reap(t, r_evd, waits, 0) {
+                            Ok(Some(e)) => take(t, &e)?,
+                            Ok(None) => {}
+                            Err(rc) if expected(rc, &closed2) => mark(&saw2, &closed2, 1 + u64::from(waits)),
+                            Err(rc) => return Err(format!("reaping: {rc:#x}")),
+                        }
+                    }
+                    Ok(())
+                });
+            }
+            let (stop2, closed2, take, saw2) = (stop.clone(), closed.clone(), take_and_post.clone(), saw.clone());
+            s.spawn(&format!("cno {round}"), move |s, t| {
+                while !stop2.load(SeqCst) && !s.stopped() {
+                    let mut evd = null_mut();
+                    // SAFETY: a CNO, live or dead, and an out-pointer to a live local.
+                    let rc = t.call("dat_cno_wait", 0, || unsafe { dat_cno_wait(cno as _, 1_000, &mut evd) });
+                    if rc == OK {
+                        while let Ok(Some(e)) = reap(t, evd as usize, false, 0) {
+                            take(t, &e)?;
+                        }
+                    } else if !expected(rc, &closed2) {
+                        return Err(format!("dat_cno_wait: {rc:#x}"));
+                    } else if !is(rc, Type::DAT_QUEUE_EMPTY) {
+                        mark(&saw2, &closed2, 3);
+                    }
+                }
+                Ok(())
+            });
+            let (p2, stop2, closed2, saw2) = (p.clone(), stop.clone(), closed.clone(), saw.clone());
+            s.spawn(&format!("lmr {round}"), move |s, t| {
+                let buf = Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize;
+                while !stop2.load(SeqCst) && !s.stopped() {
+                    match t.call("dat_lmr_create", 0, || register(p2.ia, p2.pz, buf, 64)) {
+                        // SAFETY: a live LMR (or one the close freed: refused).
+                        Ok((lmr, _, _)) => {
+                            let rc = t.call("dat_lmr_free", 0, || unsafe { dat_lmr_free(lmr as _) });
+                            if rc != OK && !expected(rc, &closed2) {
+                                return Err(format!("dat_lmr_free: {rc:#x}"));
+                            }
+                        }
+                        Err(rc) if expected(rc, &closed2) => mark(&saw2, &closed2, 4),
+                        Err(rc) => return Err(format!("dat_lmr_create: {rc:#x}")),
+                    }
+                }
+                Ok(())
+            });
+            let (a2, p2, stop2, closed2, saw2) = (a.clone(), p.clone(), stop.clone(), closed.clone(), saw.clone());
+            s.spawn(&format!("connect {round}"), move |s, t| {
+                let mut k = 100u64;
+                while !stop2.load(SeqCst) && !s.stopped() {
+                    k += 1;
+                    let (a_conn, p_conn) = (new_evd(a2.ia, 8, CONNECTION), create_evd_or_zero(p2.ia, CONNECTION));
+                    let a_ep = a2.ep(0, 0, a_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    let p_ep = p2.ep(0, 0, p_conn).unwrap_or(0);
+                    let made = p_ep != 0 && connect_pair(t, k, a_ep, a_conn, p2.cr_evd, p_ep, p_conn, port).is_ok();
+                    if !made && !closed2.load(SeqCst) {
+                        return Err(format!("connection {k} failed before the close"));
+                    }
+                    if !made {
+                        mark(&saw2, &closed2, 5);
+                    }
+                    for ep in [p_ep, a_ep] {
+                        let rc = t.call("dat_ep_free", k, || free_ep(ep));
+                        if rc != OK && !expected(rc, &closed2) && !is(rc, Type::DAT_INVALID_HANDLE) {
+                            return Err(format!("dat_ep_free: {rc:#x}"));
+                        }
+                    }
+                    let _ = (free_evd(a_conn), free_evd(p_conn));
+                }
+                Ok(())
+            });
+
+            // Some traffic first, then the close, in the middle of everything.
+            until(s, Duration::from_millis(300), || received.load(SeqCst) >= 200);
+            closed.store(true, SeqCst);
+            let rc = t.call("dat_ia_close", round, || close_ia(p.ia));
+            s.check(rc == OK, || format!("round {round}: dat_ia_close: {rc:#x}"));
+            // The threads go on against the dead IA until each saw its calls fail, then stop.
+            let after = received.load(SeqCst);
+            if !until(s, Duration::from_secs(10), || saw.load(SeqCst) == (1 << THREADS) - 1) {
+                s.fail(format!("round {round}: after the close, only threads {:#b} saw a call fail", saw.load(SeqCst)));
+            }
+            s.check(is(dequeue(r_evd).err().unwrap_or(OK), Type::DAT_INVALID_HANDLE), || "the closed IA's EVD still answers".into());
+            stop.store(true, SeqCst);
+            for h in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                let _ = h.join();
+            }
+            // SAFETY: the closed IA's PSP: refused.
+            let _ = unsafe { dat_psp_free(psp as _) };
+            s.check(close_ia(a.ia) == OK, || format!("round {round}: closing the active IA"));
+            s.note(format!("{} rounds; {after} messages received before the last close", round + 1));
+        }
+    });
+}
+
+/// A connection EVD of `ia`, or 0 where the IA is gone.
+fn create_evd_or_zero(ia: usize, flags: dat_evd_flags) -> usize {
+    let mut e = null_mut();
+    // SAFETY: an IA, live or dead, and an out-pointer to a live local.
+    match unsafe { dat_evd_create(ia as _, 8, null_mut(), flags as u32, &mut e) } {
+        OK => e as usize,
+        _ => 0,
+    }
+}
