@@ -2755,3 +2755,66 @@ fn regions_freed_as_a_message_lands_in_two_of_their_segments() {
         });
     });
 }
+
+/// What the agent of `the_os_wait_proxy_agent_may_post_a_receive` does when it is called: it
+/// posts a receive on `ep` and says what the post returned.
+struct ReceiveAgain {
+    ep: usize,
+    iov: DAT_LMR_TRIPLET,
+    /// Set as the agent is called, and as its post returned (1: posted, 2: refused).
+    called: AtomicBool,
+    posted: AtomicU32,
+}
+
+unsafe extern "C" fn post_a_receive(instance: DAT_PVOID, _evd: DAT_EVD_HANDLE) {
+    // SAFETY: the instance data is the test's `ReceiveAgain`, alive until the test ends.
+    let me = unsafe { &*(instance as *const ReceiveAgain) };
+    me.called.store(true, SeqCst);
+    let rc = post_recv(me.ep, &[me.iov], 2);
+    me.posted.store(if rc == OK { 1 } else { 2 }, SeqCst);
+}
+
+/// Found on main: the OS Wait Proxy Agent of a CNO is called as an EVD of the CNO gets an
+/// event, on the thread that made the event, with the library's locks that thread holds: a
+/// receive that completes is reported under its EP's lock (and the connection's inbound half,
+/// and the EVD's sources when a poll landed it), though `Cno::trigger` says the agent is
+/// called with no lock of ours held. An agent that calls the library back about that EP
+/// (here: posts the next receive) deadlocks its own thread. Enable once fixed.
+#[test]
+#[ignore = "deadlocks on main: the CNO's agent is called under the EP's lock"]
+fn the_os_wait_proxy_agent_may_post_a_receive() {
+    scenario("an OS Wait Proxy Agent posting a receive", Duration::from_secs(30), |s| {
+        let a = host(16);
+        let p = host(32);
+        let (psp, port) = p.listen();
+        let t = s.track("main");
+        let (a_conn, a_dto, p_conn, p_dto) = (new_evd(a.ia, 8, CONNECTION), new_evd(a.ia, 8, DTO), new_evd(p.ia, 8, CONNECTION), new_evd(p.ia, 8, DTO));
+        let a_ep = a.ep(a_dto, a_dto, a_conn).unwrap();
+        let p_ep = p.ep(p_dto, p_dto, p_conn).unwrap();
+        connect_pair(&t, 0, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
+        let agent_state = Box::leak(Box::new(ReceiveAgain { ep: p_ep, iov: p.mem.iov(16, 16), called: AtomicBool::new(false), posted: AtomicU32::new(0) }));
+        let agent = DAT_OS_WAIT_PROXY_AGENT { instance_data: agent_state as *mut ReceiveAgain as DAT_PVOID, proxy_agent_func: Some(post_a_receive) };
+        let mut cno = null_mut();
+        // SAFETY: a live IA, an agent whose instance data lives through the test, an out-pointer.
+        assert_eq!(unsafe { dat_cno_create(p.ia as _, agent, &mut cno) }, OK);
+        // SAFETY: live handles.
+        assert_eq!(unsafe { dat_evd_modify_cno(p_dto as _, cno) }, OK);
+        assert_eq!(post_recv(p_ep, &[p.mem.iov(0, 16)], 1), OK);
+        a.mem.write(0, &message(1));
+        assert_eq!(t.call("dat_ep_post_send", 1, || post_send(a_ep, &[a.mem.iov(0, 16)], 1)), OK);
+        // Nobody waits on the EVD: its CNO hears of the receive, and calls the agent, which
+        // posts the next receive.
+        s.check(until(s, Duration::from_secs(10), || agent_state.called.load(SeqCst)), || "the agent was not called".into());
+        if s.check(until(s, Duration::from_secs(5), || agent_state.posted.load(SeqCst) != 0), || "the agent's post of a receive did not return".into()) {
+            s.check(agent_state.posted.load(SeqCst) == 1, || "the agent's receive was refused".into());
+            let e = t.call("dat_evd_dequeue", 1, || dequeue(p_dto));
+            s.check(e.is_ok_and(|e| dto_of(&e).is_some_and(|d| d.status == SUCCESS && d.cookie == 1)), || "the receive's completion".into());
+        }
+        // With the agent stuck under the EP's lock, the close waits for it: the watchdog then
+        // shows where.
+        // SAFETY: a live PSP.
+        let _ = unsafe { dat_psp_free(psp as _) };
+        s.check(t.call("dat_ia_close", 0, || close_ia(p.ia)) == OK, || "closing the passive IA".into());
+        s.check(close_ia(a.ia) == OK, || "closing the active IA".into());
+    });
+}
