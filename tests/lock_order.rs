@@ -363,17 +363,15 @@ fn disconnect(ep: usize, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
 struct Mem {
     base: usize,
     len: usize,
-    lmr: usize,
     lmr_ctx: u32,
-    rmr_ctx: u32,
 }
 
 impl Mem {
     fn new(ia: usize, pz: usize, len: usize) -> Mem {
         let buf: &'static mut [u8] = Box::leak(vec![0u8; len].into_boxed_slice());
         let base = buf.as_mut_ptr() as usize;
-        let (lmr, lmr_ctx, rmr_ctx) = register(ia, pz, base, len).expect("memory registered");
-        Mem { base, len, lmr, lmr_ctx, rmr_ctx }
+        let (_, lmr_ctx, _) = register(ia, pz, base, len).expect("memory registered");
+        Mem { base, len, lmr_ctx }
     }
     fn iov(&self, off: usize, len: usize) -> DAT_LMR_TRIPLET {
         assert!(off + len <= self.len);
@@ -1054,7 +1052,7 @@ fn evds_freed_while_threads_poll_and_wait_on_them() {
                 return Err(format!("round {r}: its messages did not all arrive within 10 s"));
             }
             for (a_ep, a_conn, p_ep, p_conn, i) in pairs {
-                if r % 2 == 0 {
+                if r.is_multiple_of(2) {
                     ok(t.call("dat_ep_free", i, || free_ep(p_ep)), || format!("free passive EP {i}"))?;
                     expect_conn(&conn_event(&t, a_conn, i)?, &[DISCONNECTED, BROKEN], a_ep, &format!("active end of connection {i}"))?;
                 } else {
@@ -1299,7 +1297,7 @@ fn eps_disconnected_and_freed_while_their_evds_are_polled() {
                 let ended = [DISCONNECTED, BROKEN];
                 match k % 5 {
                     0 | 1 => {
-                        let how = if k % 5 == 0 { GRACEFUL } else { ABRUPT };
+                        let how = if k.is_multiple_of(5) { GRACEFUL } else { ABRUPT };
                         ok(t.call("dat_ep_disconnect", k, || disconnect(a_ep, how)), || what("active disconnect"))?;
                         expect_conn(&conn_event(t, a_conn, k)?, &ended, a_ep, &what("active side"))?;
                         expect_conn(&conn_event(t, p_conn, k)?, &ended, p_ep, &what("passive side"))?;
@@ -1498,7 +1496,7 @@ fn cnos_attached_and_detached_while_their_evds_fill() {
             let mut round = 0u64;
             let mut current = 0usize;
             while (received2.len() as u64) < n && !s.stopped() {
-                if round % 8 == 0 {
+                if round.is_multiple_of(8) {
                     let mut made = null_mut();
                     let rc = match round / 8 % 3 {
                         0 => {
@@ -1527,7 +1525,7 @@ fn cnos_attached_and_detached_while_their_evds_fill() {
                 }
                 // SAFETY: live handles.
                 ok(t.call("dat_evd_modify_cno", round, || unsafe { dat_evd_modify_cno(r_evd as _, current as _) }), || "attach".into())?;
-                if round % 5 == 0 {
+                if round.is_multiple_of(5) {
                     // SAFETY: a live CNO.
                     let rc = t.call("dat_cno_free", round, || unsafe { dat_cno_free(current as _) });
                     if !is(rc, Type::DAT_INVALID_STATE) {
@@ -1550,7 +1548,7 @@ fn cnos_attached_and_detached_while_their_evds_fill() {
                 let c = cno2.load(SeqCst);
                 let mut evd = null_mut();
                 k += 1;
-                let rc = if k % 4 == 0 {
+                let rc = if k.is_multiple_of(4) {
                     // SAFETY: a handle, live or dead, and an out-pointer to a live local.
                     t.call("dat_cno_trigger", k, || unsafe { dat_cno_trigger(c as _, &mut evd) })
                 } else {
@@ -1956,7 +1954,7 @@ fn writes_under_frees(name: &'static str) {
             let freed: Box<dyn Fn() -> DAT_RETURN>;
             let key;
             let t2 = t.clone();
-            if g % 2 == 0 {
+            if g.is_multiple_of(2) {
                 let (lmr, _, rmr_ctx) = register(p.ia, p.pz, buffers[l], 64).map_err(|rc| format!("dat_lmr_create: {rc:#x}"))?;
                 key = rmr_ctx;
                 // SAFETY: a live LMR, freed once.
@@ -2164,7 +2162,7 @@ fn psps_and_rsps_freed_while_connections_arrive() {
                     let n = u64::from_le_bytes(pd[..8].try_into().map_err(|_| format!("a request with {pd:?}"))?);
                     k += 1;
                     handled2.fetch_add(1, SeqCst);
-                    let ep = if k % 2 == 0 {
+                    let ep = if k.is_multiple_of(2) {
                         0
                     } else if on_rsp {
                         // The EP the request's RSP reserved, ours to accept onto and free if
@@ -2707,7 +2705,7 @@ fn regions_freed_as_a_message_lands_in_two_of_their_segments() {
                 };
                 // Even trials: two segments of one region out of the table, that region freed;
                 // odd: the first in a region of the table (freed), the second out of it.
-                let (freed, freed_ctx, segments) = if trial % 2 == 0 {
+                let (freed, freed_ctx, segments) = if trial.is_multiple_of(2) {
                     let (lmr, ctx) = placement.register_placed(p.ia, p.pz, target, 32, false);
                     let seg = |off: usize| DAT_LMR_TRIPLET { lmr_context: ctx, virtual_address: (target + off) as DAT_VADDR, segment_length: 16 };
                     (lmr, ctx, [seg(0), seg(16)])
