@@ -2644,9 +2644,10 @@ impl Placement {
 ///   the answers queued before its own, which may hold the same region's gate again: the same
 ///   deadlock, with a peer's RDMA read and atomic on one region.)
 ///
-/// (A region is out of the table only while more than 1024 are registered: contexts take the
-/// slots in turn.) Here, over the socket path (a child process with `LIBDAT_DIRECT=0`), with
-/// small regions in three of every four slots, message after message lands in a
+/// (A region is out of the table only when its slot was taken as it registered, and a
+/// registration draws a few keys for a free slot: it takes many live regions.) Here, over the
+/// socket path (a child process with `LIBDAT_DIRECT=0`), with small regions in three of every
+/// four slots, message after message lands in a
 /// receive of two segments laid out as above while another thread frees the region under it
 /// at a moment spread around the landing; a landing that fails for the free breaks the
 /// connection, which is made again. The watchdog names the landing thread and the free stuck.
@@ -2661,8 +2662,9 @@ fn regions_freed_as_a_message_lands_in_two_of_their_segments() {
             let mut placement = Placement::default();
             placement.registered(a.mem.lmr_ctx);
             placement.registered(p.mem.lmr_ctx);
-            // Every slot taken (contexts walk through all 1024 slots in turn), then one in four
-            // given back: a region registered later finds its slot free one time in four.
+            // Nearly every slot taken (a registration draws a few keys for a free slot), then
+            // one in four given back: a region registered later lands in the table or out of
+            // it, as each trial asks (`register_placed`).
             let filler = Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize;
             let fillers: Vec<(usize, u32, bool)> = (0..Placement::SLOTS).map(|_| placement.register(p.ia, p.pz, filler, 64)).collect();
             for (lmr, ctx, _) in fillers.iter().step_by(4) {

@@ -24,7 +24,7 @@
 //!    (read); `Ia::children`, `Ia::async_evd` (the EVD is taken out, its queue locked after);
 //!    the link's `answers`, `held`, `stopped`, `timer` -> `phase`, `watch` -> `phase`; verbs
 //!    `QPS`, `CmId::key` -> `cm::Channel::handlers`, `async_events::sinks`; a connect's or a
-//!    handshake's `state` (`tcp::cm`).
+//!    handshake's `state` (`tcp::cm`). `rmr::WINDOWS` takes `CONTEXTS` (7) for a window's key.
 //! 7. Regions: a segment's hold (`Lmr::hold_segment`: a slot of the lock-free `REGIONS`, or the
 //!    region's `gate` read-locked) -> `lmr::CONTEXTS` -> `direct::exports` `writers`. A copy
 //!    into or out of a region holds its `gate` for reading. The region's free write-locks its
@@ -32,13 +32,15 @@
 //!    (`RegionTable::remove`): a thread that holds a segment may take neither (see the
 //!    breaches below).
 //! 8. Leaves: `Evd::joining`, `Evd::queue` (a CNO is triggered after it is let go),
-//!    `Cno::state`, `lease::Lease::lent`, `direct::PEERS`, `exports` `slots`, the address
-//!    handle tables, verbs `EXCHANGES` and `BY_CQ`; the engine's `timers` -> `sources`, and
-//!    `ENGINE`.
+//!    `Cno::state`, `lmr::WINDOW_KEYS`, `keys::BATCH`, `mappings::KEPT`, `lease::Lease::lent`,
+//!    `direct::PEERS`, `exports` `slots`, the address handle tables, verbs `EXCHANGES` and
+//!    `BY_CQ`; the engine's `timers` -> `sources`, and `ENGINE`.
 //!
-//! Waits that are not locks: `dat_evd_wait` and `dat_cno_wait` sleep holding nothing; a free of
-//! a region or a connection's end waits for the accesses a peer on this host began through the
-//! export table (`exports::wait_for_accesses`), which take none of our locks.
+//! Waits that are not locks: `dat_evd_wait` and `dat_cno_wait` sleep holding nothing; an
+//! acknowledgement checked under `Ep::inner` waits for a writer's system call in progress
+//! (`conn::Sent::through`), which holds the writer and takes nothing more; a free of a region
+//! or a connection's end waits for the accesses a peer on this host began through the export
+//! table (`exports::wait_for_accesses`), which take none of our locks.
 //!
 //! Breaches on main, each with an ignored reproducer in `tests/lock_order.rs`:
 //! - `inbound::deliver_buffered` takes a message's segment holds one after another: a hold
