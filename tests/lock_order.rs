@@ -1819,14 +1819,19 @@ fn in_child(name: &str, env: &[(&str, &str)], body: impl FnOnce()) {
     // One scenario at a time, the child's too.
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut child = common::test_child(name);
-    // An ignored test run on purpose runs in the child too.
-    child.arg("--include-ignored").env("LOCK_ORDER_IN_CHILD", "1").stdout(std::process::Stdio::inherit());
+    // An ignored test run on purpose runs in the child too. Its stderr (the watchdog's report)
+    // is ours; its stdout is shown as ours would be.
+    child.arg("--include-ignored").env("LOCK_ORDER_IN_CHILD", "1").stderr(std::process::Stdio::inherit());
     for (k, v) in env {
         child.env(k, v);
     }
     // The child's own watchdog bounds it.
-    let status = child.status().expect("the test binary runs again");
-    assert!(status.success(), "{name} in a child process: {status}");
+    let out = child.output().expect("the test binary runs again");
+    let said = String::from_utf8_lossy(&out.stdout);
+    for summary in said.lines().filter_map(|l| l.split_once("lock_order:")).map(|(_, rest)| rest) {
+        println!("lock_order:{summary}");
+    }
+    assert!(out.status.success(), "{name} in a child process: {}\n{said}", out.status);
 }
 
 /// The scenario of `lmrs_and_rmrs_freed_while_writes_land`, for `run_for` (times
