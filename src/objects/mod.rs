@@ -3,7 +3,8 @@
 //! # Lock order
 //!
 //! A thread may block on a lock only while it holds locks listed above it (outer first);
-//! locks on one line are never held together. A `try_lock` (or a wait bounded in time) may be
+//! locks named on one line are never held together, but in the order a "then" or an arrow
+//! gives. A `try_lock` (or a wait bounded in time) may be
 //! taken out of order: it cannot close a cycle. No thread holds two EPs', two EVDs' or two
 //! links' locks of one kind at once. `tests/lock_order.rs` runs the pairs of calls that take
 //! two objects' locks at once.
