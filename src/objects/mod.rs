@@ -1,4 +1,60 @@
 //! Transport-independent DAT objects and their rules (states, in-use counts, limits).
+//!
+//! # Lock order
+//!
+//! A thread may block on a lock only while it holds locks listed above it (outer first);
+//! locks named on one line are never held together, but in the order a "then" or an arrow
+//! gives. A `try_lock` (or a wait bounded in time) may be
+//! taken out of order: it cannot close a cycle. No thread holds two EPs', two EVDs' or two
+//! links' locks of one kind at once. `tests/lock_order.rs` runs the pairs of calls that take
+//! two objects' locks at once.
+//!
+//! 1. `tcp::cm::Connector::done` (a connect's outcome runs under it, on the progress thread).
+//! 2. `Evd::sources`: a poll (dequeue, wait, `dat_evd_modify_cno`) holds it while its
+//!    sources take everything below. Blocked on only by `Evd::detach` (a connection's end,
+//!    with nothing else held but 1) and `Evd::set_cno`; polls try it. An EP attaches a link
+//!    under its own lock through the leaf `Evd::joining` instead (the deadlock of 4172703).
+//! 3. A source's own: `TcpLink::inbound` (polls try it, or wait 20 ms at most),
+//!    `verbs::completions::CqSource::polling`.
+//! 4. `TcpLink::writer`: blocked on under 3 (the peer's confirmation), never under `Ep::inner`
+//!    (`Link::post` tries it there, or lets the EP go first). `Srq::waiting`.
+//! 5. `Ep::receiving`, then `Ep::inner`.
+//! 6. Below `Ep::inner` (taken under it, or under nothing), each taking only what follows it:
+//!    `Srq::state` -> verbs SRQ `cookies`; `ServicePoint::listener` and `Cr::request` (the
+//!    transport's listener and request); `Rmr::binding` -> `rmr::WINDOWS`; the handle table
+//!    (read); `Ia::children`, `Ia::async_evd` (the EVD is taken out, its queue locked after);
+//!    the link's `answers`, `held`, `stopped`, `timer` -> `phase`, `watch` -> `phase`; verbs
+//!    `QPS`, `CmId::key` -> `cm::Channel::handlers`, `async_events::sinks`; a connect's or a
+//!    handshake's `state` (`tcp::cm`). `rmr::WINDOWS` takes `CONTEXTS` (7) for a window's key.
+//! 7. Regions: a segment's hold (`Lmr::hold_segment`: a slot of the lock-free `REGIONS`, or the
+//!    region's `gate` read-locked) -> `lmr::CONTEXTS` -> `direct::exports` `writers`. A copy
+//!    into or out of a region holds its `gate` for reading. The region's free write-locks its
+//!    `gate`, then takes `CONTEXTS` for writing and waits for its slot's holds
+//!    (`RegionTable::remove`): a thread that holds a segment may take neither (see the
+//!    breaches below).
+//! 8. Leaves: `Evd::joining`, `Evd::queue` (a CNO is triggered after it is let go),
+//!    `Cno::state`, `lmr::WINDOW_KEYS`, `keys::BATCH`, `mappings::KEPT`, `lease::Lease::lent`,
+//!    `direct::PEERS`, `exports` `slots`, the address handle tables, verbs `EXCHANGES` and
+//!    `BY_CQ`; the engine's `timers` -> `sources`, and `ENGINE`.
+//!
+//! Waits that are not locks: `dat_evd_wait` and `dat_cno_wait` sleep holding nothing; an
+//! acknowledgement checked under `Ep::inner` waits for a writer's system call in progress
+//! (`conn::Sent::through`), which holds the writer and takes nothing more; a free of a region
+//! or a connection's end waits for the accesses a peer on this host began through the export
+//! table (`exports::wait_for_accesses`), which take none of our locks.
+//!
+//! Breaches on main, each with an ignored reproducer in `tests/lock_order.rs`:
+//! - `inbound::deliver_buffered` takes a message's segment holds one after another: a hold
+//!   in `REGIONS` then `CONTEXTS.read()` for a segment out of the table, against the free's
+//!   `CONTEXTS.write()` that waits for the slot; or a region's `gate` read twice, against its
+//!   free's write lock (parking_lot's RwLock queues readers behind a waiting writer).
+//!   `inbound::atomic` likewise holds a region's `gate` while `TcpLink::answer` writes a
+//!   queued read's answer, which reads the same `gate` again.
+//! - `Cno::trigger` calls the consumer's OS Wait Proxy Agent under whatever the thread that
+//!   queued the event holds (an EP's lock, the link's inbound half, the EVD's sources).
+//! - A region's free waits for the accesses begun through each connection slot, as counted
+//!   when it looked (`begun`); a slot whose connection ends meanwhile is reused with its counts
+//!   reset, and the wait outlasts the accesses it was for (for good, if none follow).
 
 pub mod cno;
 pub mod conn_qual;
