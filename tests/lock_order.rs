@@ -20,11 +20,10 @@
 //! `LOCK_ORDER_SCALE=n` runs every scenario n times longer. The scenarios run one at a time:
 //! 10 to 15 s in all on two cores (a debug build).
 //!
-//! Problems found on main and not fixed yet have reproducers here, ignored until they are
-//! fixed (run one with `--ignored --exact NAME`: the first that hangs ends the process):
-//! `regions_freed_as_a_message_lands_in_two_of_their_segments`,
+//! Four problems these scenarios found have tests of their own, which failed (three hung) until
+//! they were fixed: `regions_freed_as_a_message_lands_in_two_of_their_segments`,
 //! `the_os_wait_proxy_agent_may_post_a_receive` (lock order), `lmrs_freed_while_writes_land_directly`
-//! (a wait that outlives what it waits for), `posts_racing_the_free_of_their_ep_complete` (a
+//! (a wait that outlived what it waited for), `posts_racing_the_free_of_their_ep_complete` (a
 //! completion lost).
 
 use std::collections::HashSet;
@@ -1797,15 +1796,13 @@ fn lmrs_and_rmrs_freed_while_writes_land() {
     });
 }
 
-/// The reproducer of a hang on main: `dat_lmr_free` waits for the direct accesses through
-/// every connection slot of the process's export table that began before it (a snapshot of
-/// the slot's `begun`, awaited in its `finished`), and a slot whose connection ends meanwhile
-/// is reused by the next connection with both counts reset to 0: the free then waits for the
-/// new connection's accesses to reach the old count, forever if none come. Found by the
-/// scenario above with the direct path on: hung in 6 runs of 6 (within 8 s), in
-/// `exports::wait_for_accesses` under `dat_lmr_free`. Enable once fixed.
+/// `dat_lmr_free` waits for the direct accesses through every connection slot of the process's
+/// export table that began before it (a snapshot of the slot's `begun`, awaited in its
+/// `finished`); a slot whose connection ended meanwhile was reused by the next connection with
+/// both counts reset to 0, and the free then waited for the new connection's accesses to reach
+/// the old count, forever if none came (found by the scenario above with the direct path on:
+/// 6 runs of 6 hung within 8 s). The counts only grow now.
 #[test]
-#[ignore = "hangs on main: dat_lmr_free waits for a reused connection slot's old access count"]
 fn lmrs_freed_while_writes_land_directly() {
     writes_under_frees("LMRs and RMRs freed while RDMA writes land (direct path)", Duration::from_secs(8));
 }
@@ -2508,18 +2505,17 @@ fn create_evd_or_zero(ia: usize, flags: dat_evd_flags) -> usize {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reproducers of problems found on main, ignored until they are fixed.
+// Problems the scenarios found, each kept as a test of its own.
 
-/// Found on main: a DTO posted on an EP while another thread frees that EP can be accepted
-/// (DAT_SUCCESS) and never complete. `dat_ep_free`'s release flushes the EP's receives and
-/// requests, then lets go of its EVDs; a post that looked the EP up before the free (its
-/// handle, or the thread's memory of its last lookup) and takes the EP's lock between the two
-/// is queued on an EP nobody flushes again (a receive), or completes on no EVD (a request),
-/// as the EP's state is left as it was (CONNECTED, UNCONNECTED...). Here three threads post
-/// receives on an unconnected EP as fast as they can while the main thread frees the EP,
-/// round after round: every receive posted successfully must come back flushed on the EVD.
+/// A DTO posted on an EP while another thread frees that EP was accepted (DAT_SUCCESS) and
+/// never completed: `dat_ep_free`'s release flushes the EP's receives and requests, then lets
+/// go of its EVDs, and a post that looked the EP up before the free (its handle, or the
+/// thread's memory of its last lookup) and took the EP's lock between the two was queued on
+/// an EP nobody flushed again (a receive), or completed on no EVD (a request). A post now finds
+/// the EP released and refuses (DAT_INVALID_HANDLE). Here three threads post receives on an
+/// unconnected EP as fast as they can while the main thread frees the EP, round after round:
+/// every receive posted successfully must come back flushed on the EVD.
 #[test]
-#[ignore = "fails on main: a post racing the free of its EP is accepted and never completes"]
 fn posts_racing_the_free_of_their_ep_complete() {
     scenario("posts racing the free of their EP", Duration::from_secs(60), |s| {
         let rounds = 1000 * scale();
@@ -2630,8 +2626,9 @@ impl Placement {
     }
 }
 
-/// Found on main (by reading the lock order, then here): a message whose payload is buffered
-/// whole lands under holds of every segment it fills, taken one after another before a byte
+/// Found by reading the lock order, then here (a deadlock until the free waited for its
+/// slot's holds outside the regions' lock, and gates were read recursively): a message whose
+/// payload is buffered whole lands under holds of every segment it fills, taken one after another before a byte
 /// moves (`inbound::deliver_buffered`), and a hold is a lock the region's free waits for:
 ///
 /// - a region in the lock-free table is held through its slot (`RegionTable::hold`), and its
@@ -2657,7 +2654,6 @@ impl Placement {
 /// at a moment spread around the landing; a landing that fails for the free breaks the
 /// connection, which is made again. The watchdog names the landing thread and the free stuck.
 #[test]
-#[ignore = "deadlocks on main: region holds taken one after another, against the region's free"]
 fn regions_freed_as_a_message_lands_in_two_of_their_segments() {
     in_child("regions_freed_as_a_message_lands_in_two_of_their_segments", &[("LIBDAT_DIRECT", "0")], || {
         scenario("regions freed as a message lands in two of their segments", Duration::from_secs(60), |s| {
@@ -2787,14 +2783,13 @@ unsafe extern "C" fn post_a_receive(instance: DAT_PVOID, _evd: DAT_EVD_HANDLE) {
     me.posted.store(if rc == OK { 1 } else { 2 }, SeqCst);
 }
 
-/// Found on main: the OS Wait Proxy Agent of a CNO is called as an EVD of the CNO gets an
-/// event, on the thread that made the event, with the library's locks that thread holds: a
-/// receive that completes is reported under its EP's lock (and the connection's inbound half,
-/// and the EVD's sources when a poll landed it), though `Cno::trigger` says the agent is
-/// called with no lock of ours held. An agent that calls the library back about that EP
-/// (here: posts the next receive) deadlocks its own thread. Enable once fixed.
+/// The OS Wait Proxy Agent of a CNO was called as an EVD of the CNO got an event, on the
+/// thread that made the event, with the library's locks that thread held: a receive that
+/// completes is reported under its EP's lock (and the connection's inbound half, and the
+/// EVD's sources when a poll landed it). An agent that calls the library back about that EP
+/// (here: posts the next receive) deadlocked its own thread. It runs on the progress thread
+/// now, holding nothing.
 #[test]
-#[ignore = "deadlocks on main: the CNO's agent is called under the EP's lock"]
 fn the_os_wait_proxy_agent_may_post_a_receive() {
     scenario("an OS Wait Proxy Agent posting a receive", Duration::from_secs(30), |s| {
         let a = host(16);

@@ -616,6 +616,7 @@ pub(super) unsafe fn post_request(
         // The checks run under the EP's lock, on what it holds (no references taken); only the
         // link the request goes out on is taken along.
         let mut inner = ep.inner.lock();
+        live(&inner)?;
         let max_iov = match operation {
             dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
             dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
@@ -810,6 +811,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
         // The body inlined: a data-transfer call makes one call of its own, not two.
         with_ep(ep_handle, #[inline(always)] |ep| {
             let mut inner = ep.inner.lock();
+            live(&inner)?;
             if inner.srq.is_some() {
                 // Receives of an SRQ EP are posted to the SRQ (the man page).
                 return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
@@ -862,6 +864,16 @@ pub unsafe extern "C" fn dat_ep_post_recv(
             Ok(())
         })
     }
+}
+
+/// A post that found the EP before `dat_ep_free` let go of it, and its lock after: the handle
+/// is dead (what was posted before was flushed, and nothing would flush this one).
+#[inline(always)]
+fn live(inner: &EpInner) -> DatResult {
+    if inner.released {
+        return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP));
+    }
+    Ok(())
 }
 
 /// Counts a request posted on its way out (`Tally::add`), or takes it back (`Tally::sub`):

@@ -29,13 +29,12 @@
 //! 7. Regions: a segment's hold (`Lmr::hold_segment`: a slot of the lock-free `REGIONS`, or the
 //!    region's `gate` read-locked) -> `lmr::CONTEXTS` -> `direct::exports` `writers`. A copy
 //!    into or out of a region holds its `gate` for reading. The region's free write-locks its
-//!    `gate`, then takes `CONTEXTS` for writing and waits for its slot's holds
-//!    (`RegionTable::remove`): a thread that holds a segment may take neither (see the
-//!    breaches below).
+//!    `gate`, then clears its slot under `CONTEXTS` (written) and waits for the slot's holds
+//!    after letting it go (`RegionTable::wait_unheld`).
 //! 8. Leaves: `Evd::joining`, `Evd::queue` (a CNO is triggered after it is let go),
 //!    `Cno::state`, `lmr::WINDOW_KEYS`, `keys::BATCH`, `mappings::KEPT`, `lease::Lease::lent`,
 //!    `direct::PEERS`, `exports` `slots`, the address handle tables, verbs `EXCHANGES` and
-//!    `BY_CQ`; the engine's `timers` -> `sources`, and `ENGINE`.
+//!    `BY_CQ`; the engine's `timers` -> `sources`, its `deferred`, and `ENGINE`.
 //!
 //! Waits that are not locks: `dat_evd_wait` and `dat_cno_wait` sleep holding nothing; an
 //! acknowledgement checked under `Ep::inner` waits for a writer's system call in progress
@@ -43,19 +42,18 @@
 //! or a connection's end waits for the accesses a peer on this host began through the export
 //! table (`exports::wait_for_accesses`), which take none of our locks.
 //!
-//! Breaches on main, each with an ignored reproducer in `tests/lock_order.rs`:
-//! - `inbound::deliver_buffered` takes a message's segment holds one after another: a hold
-//!   in `REGIONS` then `CONTEXTS.read()` for a segment out of the table, against the free's
-//!   `CONTEXTS.write()` that waits for the slot; or a region's `gate` read twice, against its
-//!   free's write lock (parking_lot's RwLock queues readers behind a waiting writer).
-//!   `inbound::atomic` likewise holds a region's `gate` while `TcpLink::answer` writes a
-//!   queued read's answer, which reads the same `gate` again.
-//! - `Cno::trigger` calls the consumer's OS Wait Proxy Agent under whatever the thread that
-//!   queued the event holds (an EP's lock, the link's inbound half, the EVD's sources).
-//! - A region's free waits for the accesses begun through each connection slot, as counted
-//!   when it looked (`begun`); a slot whose connection ends meanwhile is reused with its counts
-//!   reset, and the wait outlasts the accesses it was for (for good, if none follow).
-
+//! Rules that keep the order, each with its test in `tests/lock_order.rs` (the breaches it
+//! found):
+//! - a message lands under its segments' holds, taken one after another; a region's free
+//!   therefore waits for its slot's holds only after it let go of `CONTEXTS`
+//!   (`Lmr::forget`), and a region's `gate` is read recursively (a second segment of the
+//!   region, or an atomic's answer, while a free waits to write it);
+//! - `Cno::trigger` hands the consumer's OS Wait Proxy Agent to the progress thread, which
+//!   calls it holding nothing (`Engine::defer`);
+//! - a region's free waits for the accesses begun through each connection slot as counted
+//!   when it looked; a slot given out again keeps its counts (settled, never reset);
+//! - (not a lock, a race) a post that found an EP before `dat_ep_free` released it refuses
+//!   once it holds the EP's lock: nothing would flush it.
 pub mod cno;
 pub mod conn_qual;
 pub mod counters;
