@@ -4068,3 +4068,133 @@ fn no_frame_behind_a_refused_one_is_carried_out() {
     }
     assert_eq!(landed_after, 0, "bytes of writes behind a refused read landed");
 }
+
+// ---------------------------------------------------------------------------------------------
+// A peer that never reads what it is sent.
+
+/// The process's resident memory, from /proc/self/statm.
+fn resident_bytes() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: sysconf takes a name and returns a value.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
+}
+
+/// DAT handles, moved to the thread that posts (they are plain values).
+struct Handles(DAT_EP_HANDLE, DAT_LMR_CONTEXT, u64);
+// SAFETY: handles are opaque values the library checks on every call, from any thread.
+unsafe impl Send for Handles {}
+
+#[test]
+fn a_peer_that_never_reads_holds_up_no_post_and_no_memory() {
+    // The peer completes the handshake, then never reads again. The EP posts large sends and
+    // RDMA writes up to its request queue: each post returns at once (none waits for room in
+    // the socket), one more is refused for want of resources, the process's memory stays
+    // bounded (a request goes out from the consumer's memory, it is not copied), and an abrupt
+    // disconnect ends the connection at once: DISCONNECTED, every request flushed, and
+    // dat_ep_free returns. Sizes and the mix from WIRE_FUZZ_SEED.
+    let seed = env_u64("WIRE_FUZZ_SEED").unwrap_or(0x5EED_DA7A);
+    let mut rng = Rng::new(seed ^ 0x0052_EAD5);
+    let queue = rng.pick(&[16, 48, 96]);
+    let size: usize = rng.pick(&[1 << 20, 2 << 20, 4 << 20]);
+    let (ia, pz) = open_ia_and_pz();
+    let req_evd = create_evd(ia, 1024, dat_evd_flags::DAT_EVD_DTO_FLAG);
+    let recv_evd = create_evd(ia, 64, dat_evd_flags::DAT_EVD_DTO_FLAG);
+    let conn_evd = create_evd(ia, 16, dat_evd_flags::DAT_EVD_CONNECTION_FLAG);
+    let cr_evd = create_evd(ia, 16, dat_evd_flags::DAT_EVD_CR_FLAG);
+    let mut attr = dat::objects::ep::default_attr();
+    attr.max_request_dtos = queue;
+    let mut ep = null_mut();
+    assert_eq!(unsafe { dat_ep_create(ia, pz, recv_evd, req_evd, conn_evd, &attr, &mut ep) }, OK);
+    let buf: &'static mut [u8] = Box::leak(vec![0x33u8; size].into_boxed_slice());
+    let (_lmr, lctx, _) = register(ia, pz, buf.as_ptr() as u64, size as u64, ALL_PRIV);
+
+    // The raw peer connects to the EP: request, accept, Ready both ways.
+    let mut psp = null_mut();
+    let mut port = 0;
+    let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+    assert_eq!(unsafe { dat_psp_create_any(ia, &mut port, cr_evd, flags, &mut psp) }, OK);
+    let mut s = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+    let mut cr = Frame::new(CONNECT_REQUEST);
+    cr.id = port;
+    cr.addr = read_limits(4, 4);
+    s.write_all(&cr.encode()).unwrap();
+    let e = wait(cr_evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
+    assert_eq!(unsafe { dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, ep, 0, null_mut()) }, OK);
+    let mut b = [0u8; HEADER];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(Frame::parse(&b).op, ACCEPT);
+    s.write_all(&Frame::new(READY).encode()).unwrap();
+    let e = wait(conn_evd);
+    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER);
+
+    // The posts, in a thread of their own: one that waited on the socket would wait forever
+    // (the test fails at its bound instead).
+    let before = resident_bytes();
+    let kinds: Vec<bool> = (0..=queue).map(|_| rng.chance(1, 2)).collect();
+    let h = Handles(ep, lctx, buf.as_ptr() as u64);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let h = h;
+        let iov = [DAT_LMR_TRIPLET { lmr_context: h.1, virtual_address: h.2, segment_length: size as u32 }];
+        let rmr = DAT_RMR_TRIPLET { rmr_context: 7, virtual_address: 0x1000, segment_length: size as u32 };
+        let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+        for (i, &send) in kinds.iter().enumerate() {
+            let start = Instant::now();
+            let rc = unsafe {
+                if send {
+                    dat_ep_post_send(h.0, 1, iov.as_ptr() as *mut _, common::cookie(i as u64), flags)
+                } else {
+                    dat_ep_post_rdma_write(h.0, 1, iov.as_ptr() as *mut _, common::cookie(i as u64), &rmr, flags)
+                }
+            };
+            if tx.send((i, rc, start.elapsed())).is_err() {
+                return;
+            }
+        }
+    });
+    let post_bound = Duration::from_secs(2);
+    let mut slowest = Duration::ZERO;
+    for i in 0..=queue as usize {
+        let (n, rc, took) = rx.recv_timeout(BOUND).unwrap_or_else(|_| panic!("post {i} of {queue} did not return within {BOUND:?}"));
+        assert_eq!(n, i);
+        slowest = slowest.max(took);
+        assert!(took < post_bound, "post {i} took {took:?}: a post waited on its socket");
+        if i < queue as usize {
+            assert_eq!(rc, OK, "post {i} of {queue} ({size} bytes each)");
+        } else {
+            assert_eq!(rc & 0x3fff_0000, dat_return_type::DAT_INSUFFICIENT_RESOURCES as u32, "a post beyond max_request_dtos ({queue}): {rc:#x}");
+        }
+    }
+    let grown = resident_bytes().saturating_sub(before);
+    let posted = queue as usize * size;
+    assert!(grown < 64 << 20, "{posted} bytes posted to a peer that never reads: the process grew by {grown} bytes");
+
+    // An abrupt disconnect ends it at once, the peer still silent.
+    let start = Instant::now();
+    assert_eq!(unsafe { dat_ep_disconnect(ep, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) }, OK);
+    assert!(start.elapsed() < post_bound, "dat_ep_disconnect took {:?}", start.elapsed());
+    let e = event_within(conn_evd, 5_000_000).expect("no connection event within 5 s of an abrupt disconnect");
+    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as DAT_EVENT_NUMBER);
+    let mut flushed = HashSet::new();
+    while let Some(e) = event_within(req_evd, 1_000_000) {
+        let d = unsafe { e.event_data.dto_completion_event_data };
+        assert_ne!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as u32, "a request completed that the peer never read");
+        assert!(flushed.insert(unsafe { d.user_cookie.as_64 }), "a request completed twice");
+        if flushed.len() == queue as usize {
+            break;
+        }
+    }
+    assert_eq!(flushed.len(), queue as usize, "requests completed after the disconnect");
+    let start = Instant::now();
+    assert_eq!(unsafe { dat_ep_free(ep) }, OK);
+    assert!(start.elapsed() < post_bound, "dat_ep_free took {:?}", start.elapsed());
+    println!(
+        "a peer that never reads: {queue} requests of {size} bytes posted, the slowest post {slowest:?}, the process grew {} KiB, the end {:?}",
+        grown >> 10,
+        start.elapsed()
+    );
+    drop(s);
+    unsafe { dat_ia_close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+}
