@@ -4198,3 +4198,312 @@ fn a_peer_that_never_reads_holds_up_no_post_and_no_memory() {
     drop(s);
     unsafe { dat_ia_close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hostile direct-path offers.
+
+/// A direct offer, as a Ready flagged DIRECT carries it: the process, its table's descriptor,
+/// the connection's slot and its generation, and the table's cookie.
+#[derive(Clone, Copy, Debug)]
+struct Offer {
+    pid: u32,
+    fd: u32,
+    slot: u32,
+    generation: u32,
+    cookie: [u8; 16],
+}
+
+impl Offer {
+    /// The one a Ready carries, if it makes one.
+    fn of(f: &Frame, p: &[u8]) -> Option<Offer> {
+        (f.op == READY && f.flags & F_DIRECT != 0 && p.len() == 16).then(|| Offer {
+            pid: f.id as u32,
+            fd: (f.addr >> 32) as u32,
+            slot: f.rkey,
+            generation: f.addr as u32,
+            cookie: p.try_into().unwrap(),
+        })
+    }
+
+    fn ready(&self) -> Vec<u8> {
+        let mut f = Frame::new(READY);
+        f.flags = F_DIRECT;
+        f.id = u64::from(self.pid);
+        f.rkey = self.slot;
+        f.addr = (u64::from(self.fd) << 32) | u64::from(self.generation);
+        f.len = OFFER_COOKIE;
+        f.with(&self.cookie)
+    }
+}
+
+/// What the forgeries are made of: the library's own offers (its table, learnt from an offer
+/// it made us) and other things that are not the peer's table for its connection.
+struct Forger {
+    /// An offer the library made a raw peer that asked for one (its table, descriptor, cookie).
+    real: Offer,
+    /// Another process (a child that sleeps), which holds a copy of the table at `copy_fd`.
+    child: std::process::Child,
+    /// Descriptors of ours: a file, memfds of the wrong size, of the table's size unsealed,
+    /// sealed but empty, and a sealed copy of the table (its magic, owner, cookie, the slots
+    /// as they were).
+    file: std::fs::File,
+    small_memfd: i32,
+    unsealed_memfd: i32,
+    empty_memfd: i32,
+    copy_fd: i32,
+}
+
+/// A memfd of `len` bytes holding `contents`, sealed (or not) as a table is; inherited by
+/// children (no close-on-exec).
+fn memfd(len: usize, contents: &[u8], sealed: bool) -> i32 {
+    // SAFETY: a NUL-terminated name and flags; returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"wire-fuzz-forgery".as_ptr(), libc::MFD_ALLOW_SEALING) };
+    assert!(fd >= 0, "memfd_create");
+    // SAFETY: our descriptor; the buffer is readable for its length.
+    unsafe {
+        assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
+        assert_eq!(libc::pwrite(fd, contents.as_ptr().cast(), contents.len(), 0), contents.len() as isize);
+        if sealed {
+            assert_eq!(libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL), 0);
+        }
+    }
+    fd
+}
+
+impl Forger {
+    fn new(real: Offer) -> Forger {
+        // The table's file is ours (its descriptor in this process): its size and bytes.
+        // SAFETY: fstat fills the stat we pass; an all-zero stat is a valid buffer.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::fstat(real.fd as i32, &mut st) }, 0, "the offer names a descriptor of this process");
+        let len = st.st_size as usize;
+        let mut table = vec![0u8; len];
+        // SAFETY: our descriptor, and a buffer of its length.
+        assert_eq!(unsafe { libc::pread(real.fd as i32, table.as_mut_ptr().cast(), len, 0) }, len as isize);
+        let small_memfd = memfd(4096, &table[..4096], true);
+        let unsealed_memfd = memfd(len, &table, false);
+        let empty_memfd = memfd(len, &[], true);
+        let copy_fd = memfd(len, &table, true);
+        let child = std::process::Command::new("sleep").arg("60").spawn().expect("a child process");
+        Forger { real, child, file: std::fs::File::open("/proc/self/status").unwrap(), small_memfd, unsealed_memfd, empty_memfd, copy_fd }
+    }
+
+    /// Offers that are not the peer's table for the connection, by name; `this`: the offer the
+    /// library made for this very connection, when it made one before the peer's Ready.
+    fn forgeries(&self, this: Option<Offer>) -> Vec<(String, Offer)> {
+        use std::os::fd::AsRawFd;
+        let real = self.real;
+        let with = |name: &str, f: &dyn Fn(&mut Offer)| {
+            let mut o = real;
+            f(&mut o);
+            (name.to_string(), o)
+        };
+        let child = self.child.id();
+        let mut v = vec![
+            with("init's pid", &|o| o.pid = 1),
+            with("pid 0", &|o| o.pid = 0),
+            with("a pid beyond any", &|o| o.pid = u32::MAX),
+            with("another process (a child), the table's descriptor number", &|o| o.pid = child),
+            with("another process (a child) holding a copy of the table", &|o| {
+                o.pid = child;
+                o.fd = self.copy_fd as u32
+            }),
+            with("another process's (a child's) standard input", &|o| {
+                o.pid = child;
+                o.fd = 0
+            }),
+            with("our pid, standard error", &|o| o.fd = 2),
+            with("our pid, a descriptor not open", &|o| o.fd = 1 << 20),
+            with("our pid, a plain file", &|o| o.fd = self.file.as_raw_fd() as u32),
+            with("our pid, a sealed memfd of a page", &|o| o.fd = self.small_memfd as u32),
+            with("our pid, a memfd of the table's size, unsealed", &|o| o.fd = self.unsealed_memfd as u32),
+            with("our pid, a sealed memfd of the table's size, empty", &|o| o.fd = self.empty_memfd as u32),
+            with("our pid, a sealed copy of the table", &|o| o.fd = self.copy_fd as u32),
+            with("the table, a wrong cookie", &|o| o.cookie[3] ^= 0x40),
+            with("the table, a slot beyond the table", &|o| o.slot = 4096),
+            with("the table, slot u32::MAX", &|o| o.slot = u32::MAX),
+            with("the table, the first slot (another connection's)", &|o| o.slot = 0),
+            with("the table, a wrong generation", &|o| o.generation = o.generation.wrapping_add(1)),
+        ];
+        if let Some(t) = this {
+            // The library's own offer for this connection, sent back as the peer's: its table,
+            // cookie, slot and generation all right, but the slot is the library's end's.
+            v.push(("the library's own offer for this connection, sent back".into(), t));
+            let mut copy = t;
+            copy.fd = self.copy_fd as u32;
+            v.push(("this connection's slot in a sealed copy of the table".into(), copy));
+        }
+        v
+    }
+}
+
+impl Drop for Forger {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for fd in [self.small_memfd, self.unsealed_memfd, self.empty_memfd, self.copy_fd] {
+            // SAFETY: descriptors this struct opened.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+const RAW_LIMITS: Limits = Limits { private_data: 56, message: 1 << 30 };
+
+/// The library connects to a raw listener whose accept asks for its direct offer: the offer
+/// its Ready makes. None when it makes none (the direct path is off, `LIBDAT_DIRECT=0`).
+fn learn_offer() -> Option<Offer> {
+    let side = Side::new(ALL_PRIV);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    assert_eq!(side.connect(DAT_CONN_QUAL::from(port), b"", WAIT_US), OK);
+    let (s, _) = l.accept().unwrap();
+    let mut raw = Raw::new(s, RAW_LIMITS);
+    assert!(raw.until(Instant::now() + BOUND, |g| !g.is_empty()), "no connection request");
+    let mut accept = Frame::new(ACCEPT);
+    accept.flags = F_DIRECT;
+    raw.send(&accept.encode());
+    assert!(raw.until(Instant::now() + BOUND, |g| g.len() >= 2), "no Ready");
+    let offer = Offer::of(&raw.got[1].0, &raw.got[1].1);
+    raw.send(&Frame::new(READY).encode());
+    assert_eq!(side.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    raw.send(&Frame::new(DISCONNECT).encode());
+    assert_eq!(side.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    offer
+}
+
+/// A connection between a side's EP and a raw peer whose Ready carries `forge`d offer
+/// (`active`: the EP connects; else the raw peer does), the peer asking for the library's
+/// offer when `ask`: the connection is established and goes on by the socket. The EP's RDMA
+/// write names a region of its own process in its zone, as its own table lists it: taken up,
+/// the offer would carry it there directly, where the peer's socket never sees it.
+fn offered(active: bool, ask: bool, forge: &dyn Fn(Option<Offer>) -> Offer) -> Result<(), String> {
+    let side = Side::new(ALL_PRIV);
+    let deadline = Instant::now() + BOUND;
+    let flag = if ask { F_DIRECT } else { 0 };
+    let mut raw = if active {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert_eq!(side.connect(DAT_CONN_QUAL::from(port), b"", WAIT_US), OK);
+        let (s, _) = l.accept().unwrap();
+        let mut raw = Raw::new(s, RAW_LIMITS);
+        if !raw.until(deadline, |g| !g.is_empty()) {
+            return Err("no connection request".into());
+        }
+        let mut accept = Frame::new(ACCEPT);
+        accept.flags = flag;
+        accept.addr = read_limits(4, 4);
+        raw.send(&accept.encode());
+        if !raw.until(deadline, |g| g.len() >= 2) {
+            return Err("no Ready after the accept".into());
+        }
+        let this = Offer::of(&raw.got[1].0, &raw.got[1].1);
+        raw.send(&forge(this).ready());
+        raw
+    } else {
+        let (psp, port) = side.listen();
+        let s = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        let mut raw = Raw::new(s, RAW_LIMITS);
+        let mut cr = Frame::new(CONNECT_REQUEST);
+        cr.id = port;
+        cr.flags = flag;
+        cr.addr = read_limits(4, 4);
+        raw.send(&cr.encode());
+        let (cr_handle, _) = side.request();
+        assert_eq!(unsafe { dat_cr_accept(cr_handle, side.ep, 0, null_mut()) }, OK);
+        if !raw.until(deadline, |g| !g.is_empty()) || raw.got[0].0.op != ACCEPT {
+            return Err("no accept".into());
+        }
+        raw.send(&forge(None).ready());
+        if !raw.until(deadline, |g| g.len() >= 2) {
+            return Err("no Ready after the peer's".into());
+        }
+        assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+        raw
+    };
+    let (event, _) = side.conn_event();
+    if event != dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED {
+        return Err(format!("{} instead of ESTABLISHED", event_name(event)));
+    }
+    // The EP's RDMA write into a region of its own process, and a message.
+    let pattern: Vec<u8> = (0..64u8).map(|i| i ^ 0x5A).collect();
+    let buf = side.buf.as_ptr() as *mut u8;
+    // SAFETY: the side's own buffer, not in use by any request yet.
+    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), buf, 64) };
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let iov = [side.iov(0, 64)];
+    let target = side.rmr(2048, 64);
+    assert_eq!(unsafe { dat_ep_post_rdma_write(side.ep, 1, iov.as_ptr() as *mut _, cookie(1), &target, flags) }, OK);
+    assert_eq!(side.post_send(&[side.iov(64, 32)], 2), OK);
+    let has = |g: &[(Frame, Vec<u8>)], op: u8| g.iter().any(|(f, _)| f.op == op);
+    if !raw.until(deadline, |g| has(g, RDMA_WRITE) && has(g, SEND)) {
+        let ops: Vec<u8> = raw.got.iter().map(|x| x.0.op).collect();
+        return Err(format!("the EP's write and message did not come by the socket (got ops {ops:?}): the offer was taken up"));
+    }
+    let (w, wp) = raw.got.iter().find(|(f, _)| f.op == RDMA_WRITE).cloned().unwrap();
+    if w.rkey != side.rmr_ctx || w.addr != side.addr(2048) || wp != pattern {
+        return Err(format!("the EP's write arrived as {w:?}"));
+    }
+    if side.buf[2048..2112].iter().any(|&b| b != 0) {
+        return Err("the EP's write landed in its own memory: the offer was taken up".into());
+    }
+    // The peer acknowledges both; its own write lands; its goodbye ends the connection.
+    let last = raw.got.iter().filter(|(f, _)| matches!(f.op, RDMA_WRITE | SEND)).map(|x| x.0.id).max().unwrap();
+    let mut ack = Frame::new(ACK);
+    ack.id = last;
+    let mut write = Frame::new(RDMA_WRITE);
+    write.rkey = side.rmr_ctx;
+    write.addr = side.addr(3000);
+    write.len = 8;
+    write.id = 1;
+    raw.send(&[ack.encode().to_vec(), write.with(&[0xA5; 8]), Frame::new(DISCONNECT).encode().to_vec()].concat());
+    for _ in 0..2 {
+        let (_, status, ..) = dto(side.req_evd);
+        if status != dat_dto_completion_status::DAT_DTO_SUCCESS {
+            return Err(format!("a request completed with {status:?}"));
+        }
+    }
+    let (event, _) = side.conn_event();
+    if event != dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED {
+        return Err(format!("{} instead of DISCONNECTED", event_name(event)));
+    }
+    if side.buf[3000..3008] != [0xA5; 8] {
+        return Err("the peer's write did not land".into());
+    }
+    Ok(())
+}
+
+#[test]
+fn hostile_direct_offers_are_never_taken_up() {
+    // A raw peer on this host makes direct offers that are not its own table for its
+    // connection: other processes, descriptors that are no table, copies of the library's
+    // own table, its own table with a wrong cookie or slot, its own offer sent back. The
+    // library never takes one up: the connection goes on by the socket, and nothing crashes.
+    let Some(real) = learn_offer() else {
+        println!("the library makes no direct offers (LIBDAT_DIRECT=0?): forgeries are sent all the same");
+        let fake = Offer { pid: std::process::id(), fd: 3, slot: 0, generation: 1, cookie: [7; 16] };
+        for active in [false, true] {
+            offered(active, true, &|_| fake).unwrap();
+        }
+        return;
+    };
+    assert_eq!(real.pid, std::process::id(), "the library's offer names its own process");
+    let forger = Forger::new(real);
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    for active in [true, false] {
+        for ask in [true, false] {
+            let this = active.then_some(()).and(ask.then_some(()));
+            let names: Vec<String> = forger.forgeries(this.map(|_| real)).into_iter().map(|x| x.0).collect();
+            for name in names {
+                let forge = |this: Option<Offer>| forger.forgeries(this).into_iter().find(|x| x.0 == name).map(|x| x.1).unwrap_or(real);
+                runs += 1;
+                if let Err(e) = offered(active, ask, &forge) {
+                    failures.push(format!("{} ({}): {name}: {e}", if active { "active" } else { "passive" }, if ask { "asked" } else { "unasked" }));
+                }
+            }
+        }
+    }
+    println!("hostile direct offers: {runs} connections, {} failed", failures.len());
+    assert!(failures.is_empty(), "forged offers:\n  {}", failures.join("\n  "));
+}
