@@ -4507,3 +4507,26 @@ fn hostile_direct_offers_are_never_taken_up() {
     println!("hostile direct offers: {runs} connections, {} failed", failures.len());
     assert!(failures.is_empty(), "forged offers:\n  {}", failures.join("\n  "));
 }
+
+#[test]
+fn kept_messages_are_bounded_per_process() {
+    // The fuzzer's cases of kept messages in a process of their own whose bound on them is
+    // 1 MiB (LIBDAT_PEER_MEMORY, read once by the library): the process's bound comes before
+    // an EP's, and the model checks where (each message counted with 64 bytes beside its own).
+    if std::env::var_os("LIBDAT_PEER_MEMORY").is_some() {
+        return; // the fuzzer run by itself has the bound the caller gave
+    }
+    let seed = env_u64("WIRE_FUZZ_SEED").unwrap_or(0x5EED_DA7A);
+    let out = test_child("hostile_frames_end_at_most_their_own_connection")
+        .env("LIBDAT_PEER_MEMORY", "1")
+        .env("WIRE_FUZZ_KINDS", "kept")
+        .env("WIRE_FUZZ_CASES", "6")
+        .env("WIRE_FUZZ_SEED", seed.to_string())
+        .env_remove("WIRE_FUZZ_ONLY")
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("the test binary runs again");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the fuzzer's kept-message cases with LIBDAT_PEER_MEMORY=1 failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("kept messages over their bound"), "no case reached the bound:\n{text}");
+}
