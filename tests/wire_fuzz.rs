@@ -4069,6 +4069,57 @@ fn no_frame_behind_a_refused_one_is_carried_out() {
     assert_eq!(landed_after, 0, "bytes of writes behind a refused read landed");
 }
 
+#[test]
+fn no_request_completes_while_its_frame_still_reads_the_consumers_memory() {
+    // The peer acknowledges the EP's requests before it has read them: a send larger than
+    // the socket takes at once (the rest waits in the library), and one behind it that has
+    // not gone out at all. Once a request completes, its memory is the consumer's again
+    // (dat_ep_post_send(3DAT)): nothing the consumer writes there afterwards may reach the
+    // peer, whatever the library makes of such an acknowledgement.
+    const BIG: usize = 8 << 20;
+    let p = Side::with_buffer(ALL_PRIV, BIG + 4096);
+    let buf = p.buf.as_ptr() as *mut u8;
+    // SAFETY: the side's own buffer; nothing else writes it now.
+    unsafe { std::ptr::write_bytes(buf, 0x11, BIG + 4096) };
+    let mut raw = raw_connected(&p);
+    assert_eq!(p.post_send(&[p.iov(0, BIG as u32)], 1), OK);
+    assert_eq!(p.post_send(&[p.iov(BIG, 64)], 2), OK);
+    let mut ack = Frame::new(ACK);
+    ack.id = 2;
+    raw.write_all(&ack.encode()).unwrap();
+    // Whatever completes (or the connection's end) within a bound.
+    let mut completed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while completed.len() < 2 && Instant::now() < deadline {
+        if let Some(e) = event_within(p.req_evd, 100_000) {
+            let d = unsafe { e.event_data.dto_completion_event_data };
+            completed.push((unsafe { d.user_cookie.as_64 }, d.status));
+        }
+    }
+    // The consumer takes its memory back as each completion says it may.
+    if !completed.is_empty() {
+        // SAFETY: as above; the library may read it still (that is what is tested).
+        unsafe { std::ptr::write_bytes(buf, 0xEE, BIG + 4096) };
+    }
+    // The peer reads all it is sent.
+    raw.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut got = Vec::new();
+    let mut b = vec![0u8; 1 << 20];
+    while let Ok(n) = raw.read(&mut b) {
+        if n == 0 || got.len() >= BIG + 64 + 2 * HEADER {
+            break;
+        }
+        got.extend_from_slice(&b[..n]);
+    }
+    drop(raw);
+    let leaked = got.iter().filter(|&&x| x == 0xEE).count();
+    assert!(
+        leaked == 0,
+        "completions {completed:x?} came before the frames were out: {leaked} bytes the consumer wrote after them reached the peer ({} bytes read)",
+        got.len()
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // A peer that never reads what it is sent.
 
@@ -4191,7 +4242,7 @@ fn a_peer_that_never_reads_holds_up_no_post_and_no_memory() {
     assert_eq!(unsafe { dat_ep_free(ep) }, OK);
     assert!(start.elapsed() < post_bound, "dat_ep_free took {:?}", start.elapsed());
     println!(
-        "a peer that never reads: {queue} requests of {size} bytes posted, the slowest post {slowest:?}, the process grew {} KiB, the end {:?}",
+        "a peer that never reads: {queue} requests of {size} bytes posted, the slowest post {slowest:?}, the process grew {} KiB, dat_ep_free took {:?}",
         grown >> 10,
         start.elapsed()
     );
