@@ -2847,6 +2847,10 @@ impl Fuzz {
         c.note("connection", &bytes);
         raw.send(&bytes);
         m.feed(&mut self.arena, &bytes);
+        if c.kind == Kind::Kept {
+            // Another connection gets its turn while thousands of frames wait on this one.
+            self.pair_still_works(rng)?;
+        }
         let r = self.connected_phase(rng, c, &mut m, &mut raw);
         c.explain(&m, &raw);
         r
