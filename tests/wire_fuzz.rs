@@ -584,8 +584,7 @@ struct Model<'r> {
     /// Bytes of a frame not yet whole.
     pending: Vec<u8>,
     recvs: VecDeque<Recv>,
-    /// Messages kept for a receive: the sender's id, the payload, and for an RDMA write's
-    /// immediate (no payload) the write's length, which its receive reports.
+    /// Messages kept for a receive not yet posted, oldest first.
     kept: VecDeque<Kept>,
     kept_bytes: usize,
     recv_out: HashMap<u64, Outcome>,
@@ -3406,7 +3405,43 @@ impl Fuzz {
         // then finds the connection still carrying traffic both ways).
         let mut g = Gen::new(rng, &regs, self.limits, c.zone);
         match g.rng.below(6) {
-            5 => return Ok(()),
+            5 => {
+                // The peer answers every request of the EP's (those held behind reads in flight
+                // go out as the reads are answered), and the consumer catches up: a receive for
+                // every message kept (each lands at once, and its slot is free again), so the
+                // probe's message goes out and has room.
+                drop(g);
+                let deadline = Instant::now() + BOUND;
+                while !m.outstanding.is_empty() && m.alive() {
+                    let reqs: Vec<Request> = m.outstanding.iter().filter(|r| r.seen).cloned().collect();
+                    let answers = answers_to(rng, &reqs, false);
+                    raw.send(&answers);
+                    m.feed(&mut self.arena, &answers);
+                    self.take_requests(c, m, raw, &posted, &mut checked, deadline)?;
+                }
+                in_use.retain(|&(cookie, slot)| {
+                    let done = m.recv_out.contains_key(&cookie) || m.req_out.contains_key(&cookie);
+                    if done {
+                        free.push(slot);
+                    }
+                    !done
+                });
+                if let Some(&slot) = free.first() {
+                    for i in 0.. {
+                        if m.kept.is_empty() || !m.alive() {
+                            break;
+                        }
+                        let cookie = c.cookie();
+                        let r = self.post_recv(c.ep, c.zone, slot, SLOT, false, cookie);
+                        m.post_recv(&mut self.arena, r);
+                        if i % 256 == 255 {
+                            self.drain(); // the completions fit the EVD
+                            raw.pump();
+                        }
+                    }
+                }
+                return Ok(());
+            }
             0 => {
                 // Messages past the receives posted (one is kept), then reads and atomics
                 // behind it, up to one past what the EP answers at once.
