@@ -2099,12 +2099,12 @@ impl Gen<'_> {
     }
 
     /// Messages for receives not yet posted, up to what the EP (or the process) keeps and
-    /// now and then one past it: either as many as it keeps of no bytes (some of them RDMA
-    /// writes' immediates), or large ones up to its bytes.
-    fn kept_flood(&mut self) {
+    /// now and then (`past`: always) one past it: either as many as it keeps of no bytes (some
+    /// of them RDMA writes' immediates), or large ones up to its bytes.
+    fn kept_flood(&mut self, past: bool) {
         let count = MAX_KEPT_COUNT.min(peer_memory() / KEPT_OVERHEAD);
         if self.rng.chance(1, 2) {
-            let n = count - 1 + self.rng.upto(2);
+            let n = if past { count + 1 } else { count - 1 + self.rng.upto(2) };
             for _ in 0..n {
                 if self.rng.chance(1, 16) {
                     let mut w = Frame::new(RDMA_WRITE);
@@ -2133,12 +2133,20 @@ impl Gen<'_> {
                 f.id = self.id();
                 self.emit_with(f, &payload);
             }
-            if self.rng.chance(1, 2) {
-                let n = 1 + self.rng.upto(4096);
+            // Then one byte past the bytes (counted without the overhead), or up to them
+            // exactly, or nothing more.
+            let left = bound - parts * size;
+            let last = match self.rng.below(3) {
+                _ if past => left + 1,
+                0 => left + 1,
+                1 => left,
+                _ => 0,
+            };
+            if last > 0 {
                 let mut f = Frame::new(SEND);
-                f.len = n as u32;
+                f.len = last as u32;
                 f.id = self.id();
-                self.emit_with(f, &payload[..n]);
+                self.emit_with(f, &payload[..last]);
             }
         }
     }
@@ -2218,7 +2226,7 @@ const KINDS: &[(Kind, u64)] = &[
     (Kind::Immediates, 8),
     (Kind::ReadLimit, 8),
     (Kind::Kept, 1),
-    (Kind::Campaign, 2),
+    (Kind::Campaign, 1),
 ];
 
 /// A kind of case, by the weights, among `only` (all when empty).
@@ -2835,7 +2843,7 @@ impl Fuzz {
                 let n = g.rng.upto(2);
                 more(&mut g, n, &mut |g, _| g.good_rdma(RDMA_WRITE));
             }
-            Kind::Kept => g.kept_flood(),
+            Kind::Kept => g.kept_flood(std::env::var_os("WIRE_FUZZ_KEPT_PAST").is_some()),
             Kind::Campaign | Kind::Initiator | Kind::PreReady | Kind::PreRequest | Kind::Active => {}
         }
         if matches!(c.kind, Kind::Valid | Kind::Rdma | Kind::Headers | Kind::Sends | Kind::PreReady | Kind::Immediates) && g.rng.chance(1, 4) {
@@ -4146,7 +4154,7 @@ fn no_request_completes_while_its_frame_still_reads_the_consumers_memory() {
     raw.write_all(&ack.encode()).unwrap();
     // Whatever completes (or the connection's end) within a bound.
     let mut completed = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(1);
     while completed.len() < 2 && Instant::now() < deadline {
         if let Some(e) = event_within(p.req_evd, 100_000) {
             let d = unsafe { e.event_data.dto_completion_event_data };
@@ -4639,10 +4647,12 @@ fn kept_messages_are_bounded_per_process() {
         return; // the fuzzer run by itself has the bound the caller gave
     }
     let seed = env_u64("WIRE_FUZZ_SEED").unwrap_or(0x5EED_DA7A);
-    // A long campaign (`WIRE_FUZZ_CASES`) runs one such case in 200.
-    let cases = (env_u64("WIRE_FUZZ_CASES").unwrap_or(0) / 200).max(6);
+    // A long campaign (`WIRE_FUZZ_CASES`) runs one such case in 200. Each goes one past a
+    // bound (WIRE_FUZZ_KEPT_PAST), so every case meets one.
+    let cases = (env_u64("WIRE_FUZZ_CASES").unwrap_or(0) / 200).max(3);
     let out = test_child("hostile_frames_end_at_most_their_own_connection")
         .env("LIBDAT_PEER_MEMORY", "1")
+        .env("WIRE_FUZZ_KEPT_PAST", "1")
         .env("WIRE_FUZZ_KINDS", "kept")
         .env("WIRE_FUZZ_CASES", cases.to_string())
         .env("WIRE_FUZZ_SEED", seed.to_string())
@@ -4652,5 +4662,6 @@ fn kept_messages_are_bounded_per_process() {
         .expect("the test binary runs again");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "the fuzzer's kept-message cases with LIBDAT_PEER_MEMORY=1 failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("kept messages over their bound"), "no case reached the bound:\n{text}");
+    let met = text.lines().find_map(|l| l.trim().strip_suffix("refused: kept messages over their bound")).and_then(|n| n.trim().parse::<u64>().ok());
+    assert_eq!(met, Some(cases), "each case goes past a bound; the cases' endings:\n{text}");
 }
