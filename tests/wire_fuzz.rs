@@ -486,7 +486,7 @@ fn atomic_target(regs: &[Reg], zone: usize, key: u32, addr: u64) -> Option<(&Reg
     let r = regs.iter().find(|r| r.live && r.key == key && r.remote())?;
     let end = addr.checked_add(8)?;
     let ok = r.zone == zone && addr >= r.addr && end <= r.addr + r.len && r.atomic;
-    ok.then_some((r, addr % 8 == 0))
+    ok.then_some((r, addr.is_multiple_of(8)))
 }
 
 // ---------------------------------------------------------------------------------------------
