@@ -184,6 +184,12 @@ pub struct TcpLink {
     /// How many times in a row the engine's acknowledgements went alone, nothing coming for
     /// them (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
     lone_streak: AtomicU32,
+    /// How many times in a row the acknowledgements a polling thread held went alone, its
+    /// `ACK_HOLD_POLLS` run out (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
+    poll_lone_streak: AtomicU32,
+    /// The poll (`polls`) at which a polling thread's acknowledgements last went alone (0:
+    /// none did since the consumer's last request).
+    poll_lone_at: AtomicU64,
     /// The peer runs on this machine (a loopback or local address): its engine's wake-ups
     /// compete with our threads for the same CPUs (see `post`).
     peer_on_this_host: bool,
@@ -295,6 +301,8 @@ impl TcpLink {
             reads_in_limit,
             ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
             lone_acks_held_at: AtomicU64::new(0),
+            poll_lone_streak: AtomicU32::new(0),
+            poll_lone_at: AtomicU64::new(0),
             lone_streak: AtomicU32::new(0),
             peer_on_this_host,
             ends,
@@ -776,10 +784,17 @@ impl TcpLink {
                 self.hold_with_engine();
                 return;
             }
-            let since = self.answers.held_since(polls);
-            if since == 0 || polls.wrapping_sub(since) < ACK_HOLD_POLLS {
-                return;
+            if self.poll_lone_streak.load(Ordering::Relaxed) < LONE_ACKS_BEFORE_NO_HOLD {
+                let since = self.answers.held_since(polls);
+                if since == 0 || polls.wrapping_sub(since) < ACK_HOLD_POLLS {
+                    return;
+                }
+                // Nothing came for them: after a few in a row, the thread holds them no more
+                // (a program that receives and never answers: its peer's sends complete as
+                // soon as they land) until a request comes soon after one went (see `post`).
+                self.poll_lone_streak.fetch_add(1, Ordering::Relaxed);
             }
+            self.poll_lone_at.store(polls.max(1), Ordering::Relaxed);
         }
         self.flush_answers();
     }
@@ -1350,6 +1365,12 @@ impl Link for TcpLink {
         // Waiting acknowledgements (and only those: answers keep their order) go out with the
         // request: inside a send's header, else as a frame ahead of it in the same system call.
         let mut ack = None;
+        let poll_lone_at = self.poll_lone_at.swap(0, Ordering::Relaxed);
+        if poll_lone_at != 0 && self.polls.load(Ordering::Relaxed).wrapping_sub(poll_lone_at) < ACK_HOLD_POLLS {
+            // A polling thread's acknowledgements went alone and this request came within
+            // their hold: it would have carried them (a ping-pong's reply), so they wait again.
+            self.poll_lone_streak.store(0, Ordering::Relaxed);
+        }
         let engine_held = self.answers.ack_due() != 0;
         let lone_at = self.lone_acks_held_at.swap(0, Ordering::Relaxed);
         if lone_at != 0 && !engine_held {
