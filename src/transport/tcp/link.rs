@@ -65,7 +65,7 @@ const LONE_ACKS_BEFORE_NO_HOLD: u32 = 3;
 /// for its next request to carry (a ping-pong's reply): counted, not timed, so the poll reads
 /// no clock. About the engine's `ACK_HOLD_MIN_US` at the usual half microsecond a poll.
 const ACK_HOLD_POLLS: u64 = 32;
-/// How many times the exiting thread tries a writer another thread holds (see `on_exit`).
+/// How many times the exiting thread tries a lock another thread holds (see `on_exit`).
 const EXIT_FLUSH_TRIES: usize = 100;
 
 /// How many polls since the engine last looked make a thread worth offering the connection:
@@ -991,9 +991,18 @@ impl Source for TcpLink {
     /// requests would flush as our socket closes (a receiver that exits as soon as its last
     /// message came).
     fn on_exit(&self) {
-        // Tried, not waited for: a thread that called `exit` from a signal handler may have
-        // been holding it.
-        let open = self.phase.try_lock().is_some_and(|p| *p == Phase::Open);
+        // Tried a few times, not waited for: the engine's thread holds it for a moment as it
+        // handles a report (an exit then left the acknowledgements unwritten, now and then),
+        // and a thread that called `exit` from a signal handler may have been holding it.
+        let open = (0..EXIT_FLUSH_TRIES)
+            .find_map(|_| {
+                let open = self.phase.try_lock().map(|p| *p == Phase::Open);
+                if open.is_none() {
+                    sys::yield_now();
+                }
+                open
+            })
+            .unwrap_or(false);
         if !open || self.ending.load(Ordering::Acquire) || !self.answers.pending() {
             return;
         }
