@@ -82,7 +82,10 @@ mod tests {
     #[test]
     fn codes_match_dat_error_macro() {
         let e = DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP);
-        assert_eq!(e.code(), 0x8000_0000 | 0x0005_0000 | Sub::DAT_INVALID_HANDLE_EP as u32);
+        assert_eq!(
+            e.code(),
+            0x8000_0000 | 0x0005_0000 | Sub::DAT_INVALID_HANDLE_EP as u32
+        );
         assert_eq!(to_return(Ok(())), 0);
     }
 

@@ -3,6 +3,9 @@
 //! Data flows one way: C caller -> `api` (the edge) -> objects (DAT semantics) -> transport.
 #![allow(clippy::missing_safety_doc)]
 
+// The C headers' transcription: one item a line, as the headers lay them out and as the header
+// generator (tools/headergen) reads them.
+#[rustfmt::skip]
 pub mod abi;
 pub mod api;
 pub mod error;

@@ -55,11 +55,17 @@ fn round(a: &Side, p: &Side, n: u64) {
     assert_eq!(polled(p.req_evd), (n, ok, 16));
     let write = [a.iov(128, 256)];
     let to = p.rmr(1024, 256);
-    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, write.as_ptr() as *mut _, cookie(n), &to, flags) }, OK);
+    assert_eq!(
+        unsafe { dat_ep_post_rdma_write(a.ep, 1, write.as_ptr() as *mut _, cookie(n), &to, flags) },
+        OK
+    );
     assert_eq!(polled(a.req_evd), (n, ok, 256));
     let read = [a.iov(512, 128)];
     let from = p.rmr(2048, 128);
-    assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, read.as_ptr() as *mut _, cookie(n), &from, flags) }, OK);
+    assert_eq!(
+        unsafe { dat_ep_post_rdma_read(a.ep, 1, read.as_ptr() as *mut _, cookie(n), &from, flags) },
+        OK
+    );
     assert_eq!(dto(a.req_evd), (n, ok, 128, dat_dtos::DAT_DTO_RDMA_READ));
 }
 
@@ -78,5 +84,8 @@ fn a_warm_connection_moves_data_without_allocating() {
     let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
     // Eight DTOs a round: one allocation per operation would be 16000. A handful is left for
     // what is not per operation (a thread that parks for the first time); none was seen.
-    assert!(allocations < 20, "{allocations} allocations in {ROUNDS} rounds of eight DTOs");
+    assert!(
+        allocations < 20,
+        "{allocations} allocations in {ROUNDS} rounds of eight DTOs"
+    );
 }

@@ -23,7 +23,12 @@ fn state_err(sub: Sub) -> DAT_RETURN {
 /// Handles no live object has: NULL, garbage, and a pointer to real memory.
 fn bad_handles() -> Vec<DAT_HANDLE> {
     static SOME_MEMORY: u64 = 0;
-    vec![null_mut(), 0x1234 as DAT_HANDLE, usize::MAX as DAT_HANDLE, &SOME_MEMORY as *const u64 as DAT_HANDLE]
+    vec![
+        null_mut(),
+        0x1234 as DAT_HANDLE,
+        usize::MAX as DAT_HANDLE,
+        &SOME_MEMORY as *const u64 as DAT_HANDLE,
+    ]
 }
 
 struct OpenIa {
@@ -35,7 +40,17 @@ fn open(name: &str) -> Result<OpenIa, DAT_RETURN> {
     let name = std::ffi::CString::new(name).unwrap();
     let mut async_evd: DAT_EVD_HANDLE = null_mut();
     let mut ia: DAT_IA_HANDLE = null_mut();
-    let rc = unsafe { dat_ia_openv(name.as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1) };
+    let rc = unsafe {
+        dat_ia_openv(
+            name.as_ptr() as DAT_NAME_PTR,
+            8,
+            &mut async_evd,
+            &mut ia,
+            2,
+            0,
+            1,
+        )
+    };
     if rc == OK {
         Ok(OpenIa { ia, async_evd })
     } else {
@@ -49,7 +64,10 @@ fn close(ia: DAT_IA_HANDLE, flags: dat_close_flags) -> DAT_RETURN {
 
 fn evd_create(ia: DAT_IA_HANDLE, qlen: i32, flags: u32) -> DAT_EVD_HANDLE {
     let mut evd = null_mut();
-    assert_eq!(unsafe { dat_evd_create(ia, qlen, null_mut(), flags, &mut evd) }, OK);
+    assert_eq!(
+        unsafe { dat_evd_create(ia, qlen, null_mut(), flags, &mut evd) },
+        OK
+    );
     evd
 }
 
@@ -74,20 +92,47 @@ fn ia_opens_by_builtin_name_and_closes() {
     assert_eq!(t, dat_handle_type::DAT_HANDLE_TYPE_EVD as DAT_HANDLE_TYPE);
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG), OK);
     // Closed: the IA and its async EVD are dead handles.
-    assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), handle_err(Sub::DAT_INVALID_HANDLE_IA));
-    assert_eq!(unsafe { dat_get_handle_type(o.async_evd, &mut t) }, handle_err(Sub::DAT_INVALID_HANDLE1));
+    assert_eq!(
+        close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG),
+        handle_err(Sub::DAT_INVALID_HANDLE_IA)
+    );
+    assert_eq!(
+        unsafe { dat_get_handle_type(o.async_evd, &mut t) },
+        handle_err(Sub::DAT_INVALID_HANDLE1)
+    );
 }
 
 #[test]
 fn unknown_name_and_wrong_major_are_not_registered() {
-    let not_found = DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED).code();
+    let not_found =
+        DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED).code();
     assert_eq!(open("no-such-ia").err(), Some(not_found));
     let mut async_evd: DAT_EVD_HANDLE = null_mut();
     let mut ia: DAT_IA_HANDLE = null_mut();
-    let rc = unsafe { dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 1, 2, 1) };
+    let rc = unsafe {
+        dat_ia_openv(
+            c"tcp-lo".as_ptr() as DAT_NAME_PTR,
+            8,
+            &mut async_evd,
+            &mut ia,
+            1,
+            2,
+            1,
+        )
+    };
     assert_eq!(rc, not_found);
     // Both thread-safety values are accepted.
-    let rc = unsafe { dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 0) };
+    let rc = unsafe {
+        dat_ia_openv(
+            c"tcp-lo".as_ptr() as DAT_NAME_PTR,
+            8,
+            &mut async_evd,
+            &mut ia,
+            2,
+            0,
+            0,
+        )
+    };
     assert_eq!(rc, OK);
     assert_eq!(close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
 }
@@ -98,13 +143,42 @@ fn ia_open_checks_its_parameters() {
     let mut ia: DAT_IA_HANDLE = null_mut();
     let name = c"tcp-lo".as_ptr() as DAT_NAME_PTR;
     unsafe {
-        assert_eq!(dat_ia_openv(null_mut(), 8, &mut async_evd, &mut ia, 2, 0, 1), arg_err(1));
-        let long = vec![b'x' as c_char; 300].into_iter().chain([0]).collect::<Vec<_>>();
-        assert_eq!(dat_ia_openv(long.as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), arg_err(1));
-        assert_eq!(dat_ia_openv(name, 8, null_mut(), &mut ia, 2, 0, 1), arg_err(3));
-        assert_eq!(dat_ia_openv(name, 8, &mut async_evd, null_mut(), 2, 0, 1), arg_err(4));
-        assert_eq!(dat_ia_openv(name, 0, &mut async_evd, &mut ia, 2, 0, 1), arg_err(2));
-        assert_eq!(dat_ia_openv(name, 8, &mut async_evd, &mut ia, 2, 0, 7), arg_err(7));
+        assert_eq!(
+            dat_ia_openv(null_mut(), 8, &mut async_evd, &mut ia, 2, 0, 1),
+            arg_err(1)
+        );
+        let long = vec![b'x' as c_char; 300]
+            .into_iter()
+            .chain([0])
+            .collect::<Vec<_>>();
+        assert_eq!(
+            dat_ia_openv(
+                long.as_ptr() as DAT_NAME_PTR,
+                8,
+                &mut async_evd,
+                &mut ia,
+                2,
+                0,
+                1
+            ),
+            arg_err(1)
+        );
+        assert_eq!(
+            dat_ia_openv(name, 8, null_mut(), &mut ia, 2, 0, 1),
+            arg_err(3)
+        );
+        assert_eq!(
+            dat_ia_openv(name, 8, &mut async_evd, null_mut(), 2, 0, 1),
+            arg_err(4)
+        );
+        assert_eq!(
+            dat_ia_openv(name, 0, &mut async_evd, &mut ia, 2, 0, 1),
+            arg_err(2)
+        );
+        assert_eq!(
+            dat_ia_openv(name, 8, &mut async_evd, &mut ia, 2, 0, 7),
+            arg_err(7)
+        );
         let mut garbage = 0x5555 as DAT_EVD_HANDLE;
         assert_eq!(
             dat_ia_openv(name, 8, &mut garbage, &mut ia, 2, 0, 1),
@@ -118,7 +192,17 @@ fn second_open_can_share_the_async_evd() {
     let first = open("tcp-lo").unwrap();
     let mut shared = first.async_evd;
     let mut ia2: DAT_IA_HANDLE = null_mut();
-    let rc = unsafe { dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 0, &mut shared, &mut ia2, 2, 0, 1) };
+    let rc = unsafe {
+        dat_ia_openv(
+            c"tcp-lo".as_ptr() as DAT_NAME_PTR,
+            0,
+            &mut shared,
+            &mut ia2,
+            2,
+            0,
+            1,
+        )
+    };
     assert_eq!(rc, OK);
     assert_eq!(shared, first.async_evd);
     let mut reported: DAT_EVD_HANDLE = null_mut();
@@ -126,7 +210,10 @@ fn second_open_can_share_the_async_evd() {
     assert_eq!(rc, OK);
     assert_eq!(reported, first.async_evd);
     assert_eq!(close(ia2, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG), OK);
-    assert_eq!(close(first.ia, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG), OK);
+    assert_eq!(
+        close(first.ia, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG),
+        OK
+    );
 }
 
 #[test]
@@ -134,26 +221,64 @@ fn ia_query_reports_address_and_limits() {
     let o = open("tcp-lo").unwrap();
     let mut a: DAT_IA_ATTR = unsafe { std::mem::zeroed() };
     let mut p: DAT_PROVIDER_ATTR = unsafe { std::mem::zeroed() };
-    let rc = unsafe { dat_ia_query(o.ia, null_mut(), DAT_IA_FIELD_ALL, &mut a, DAT_PROVIDER_FIELD_ALL, &mut p) };
+    let rc = unsafe {
+        dat_ia_query(
+            o.ia,
+            null_mut(),
+            DAT_IA_FIELD_ALL,
+            &mut a,
+            DAT_PROVIDER_FIELD_ALL,
+            &mut p,
+        )
+    };
     assert_eq!(rc, OK);
     let sin = unsafe { &*(a.ia_address_ptr as *const libc::sockaddr_in) };
     assert_eq!(i32::from(sin.sin_family), libc::AF_INET);
-    assert_eq!(u32::from_be(sin.sin_addr.s_addr), u32::from(std::net::Ipv4Addr::LOCALHOST));
+    assert_eq!(
+        u32::from_be(sin.sin_addr.s_addr),
+        u32::from(std::net::Ipv4Addr::LOCALHOST)
+    );
     assert!(a.max_eps > 0 && a.max_evd_qlen > 0 && a.max_iov_segments_per_dto > 0);
     assert!(a.max_message_size > 0 && a.max_rdma_size > 0);
     assert_eq!(p.dapl_version_major, 2);
     assert!(p.max_private_data_size > 0);
     unsafe {
-        assert_eq!(dat_ia_query(o.ia, null_mut(), DAT_IA_FIELD_ALL, null_mut(), 0, null_mut()), arg_err(4));
-        assert_eq!(dat_ia_query(o.ia, null_mut(), 0, null_mut(), DAT_PROVIDER_FIELD_ALL, null_mut()), arg_err(6));
-        assert_eq!(dat_ia_query(o.ia, null_mut(), !0, &mut a, 0, null_mut()), arg_err(3));
+        assert_eq!(
+            dat_ia_query(
+                o.ia,
+                null_mut(),
+                DAT_IA_FIELD_ALL,
+                null_mut(),
+                0,
+                null_mut()
+            ),
+            arg_err(4)
+        );
+        assert_eq!(
+            dat_ia_query(
+                o.ia,
+                null_mut(),
+                0,
+                null_mut(),
+                DAT_PROVIDER_FIELD_ALL,
+                null_mut()
+            ),
+            arg_err(6)
+        );
+        assert_eq!(
+            dat_ia_query(o.ia, null_mut(), !0, &mut a, 0, null_mut()),
+            arg_err(3)
+        );
     }
     for h in bad_handles() {
         assert_eq!(
             unsafe { dat_ia_query(h, null_mut(), 0, null_mut(), 0, null_mut()) },
             handle_err(Sub::DAT_INVALID_HANDLE_IA)
         );
-        assert_eq!(close(h, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), handle_err(Sub::DAT_INVALID_HANDLE_IA));
+        assert_eq!(
+            close(h, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG),
+            handle_err(Sub::DAT_INVALID_HANDLE_IA)
+        );
     }
     assert_eq!(unsafe { dat_ia_close(o.ia, 9) }, arg_err(2));
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
@@ -163,7 +288,10 @@ fn ia_query_reports_address_and_limits() {
 fn graceful_close_is_refused_while_objects_exist_and_abrupt_frees_them() {
     let o = open("tcp-lo").unwrap();
     let evd = evd_create(o.ia, 4, SOFTWARE);
-    assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG), state_err(Sub::DAT_INVALID_STATE_IA_IN_USE));
+    assert_eq!(
+        close(o.ia, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG),
+        state_err(Sub::DAT_INVALID_STATE_IA_IN_USE)
+    );
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
     let mut p: DAT_EVD_PARAM = unsafe { std::mem::zeroed() };
     assert_eq!(
@@ -184,7 +312,9 @@ fn objects_made_during_an_abrupt_close_do_not_outlive_it() {
             let mut made = Vec::new();
             loop {
                 let mut evd = null_mut();
-                let rc = unsafe { dat_evd_create(ia as DAT_IA_HANDLE, 4, null_mut(), SOFTWARE, &mut evd) };
+                let rc = unsafe {
+                    dat_evd_create(ia as DAT_IA_HANDLE, 4, null_mut(), SOFTWARE, &mut evd)
+                };
                 if rc != OK {
                     return made;
                 }
@@ -199,7 +329,11 @@ fn objects_made_during_an_abrupt_close_do_not_outlive_it() {
         let made = maker.join().unwrap();
         for evd in made {
             let mut t = 0;
-            assert_ne!(unsafe { dat_get_handle_type(evd as DAT_HANDLE, &mut t) }, OK, "an EVD outlived its IA (round {round})");
+            assert_ne!(
+                unsafe { dat_get_handle_type(evd as DAT_HANDLE, &mut t) },
+                OK,
+                "an EVD outlived its IA (round {round})"
+            );
         }
     }
 }
@@ -214,8 +348,14 @@ fn wrong_type_handles_are_refused() {
         handle_err(Sub::DAT_INVALID_HANDLE_IA)
     );
     let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { dat_evd_dequeue(o.ia, &mut e) }, handle_err(Sub::DAT_INVALID_HANDLE1));
-    assert_eq!(unsafe { dat_cno_free(evd) }, handle_err(Sub::DAT_INVALID_HANDLE_CNO));
+    assert_eq!(
+        unsafe { dat_evd_dequeue(o.ia, &mut e) },
+        handle_err(Sub::DAT_INVALID_HANDLE1)
+    );
+    assert_eq!(
+        unsafe { dat_cno_free(evd) },
+        handle_err(Sub::DAT_INVALID_HANDLE_CNO)
+    );
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
 }
 
@@ -240,7 +380,10 @@ fn evd_functions_refuse_bad_handles() {
             assert_eq!(dat_evd_clear_unwaitable(h), bad);
             assert_eq!(dat_evd_modify_cno(h, null_mut()), bad);
             let mut evd = null_mut();
-            assert_eq!(dat_evd_create(h, 4, null_mut(), SOFTWARE, &mut evd), handle_err(Sub::DAT_INVALID_HANDLE_IA));
+            assert_eq!(
+                dat_evd_create(h, 4, null_mut(), SOFTWARE, &mut evd),
+                handle_err(Sub::DAT_INVALID_HANDLE_IA)
+            );
         }
     }
 }
@@ -250,12 +393,27 @@ fn evd_create_checks_parameters() {
     let o = open("tcp-lo").unwrap();
     let mut evd = null_mut();
     unsafe {
-        assert_eq!(dat_evd_create(o.ia, 0, null_mut(), SOFTWARE, &mut evd), arg_err(2));
-        assert_eq!(dat_evd_create(o.ia, -1, null_mut(), SOFTWARE, &mut evd), arg_err(2));
-        assert_eq!(dat_evd_create(o.ia, 4, 0x77 as DAT_HANDLE, SOFTWARE, &mut evd), handle_err(Sub::DAT_INVALID_HANDLE_CNO));
-        assert_eq!(dat_evd_create(o.ia, 4, null_mut(), 0x4000_0000, &mut evd), arg_err(4));
+        assert_eq!(
+            dat_evd_create(o.ia, 0, null_mut(), SOFTWARE, &mut evd),
+            arg_err(2)
+        );
+        assert_eq!(
+            dat_evd_create(o.ia, -1, null_mut(), SOFTWARE, &mut evd),
+            arg_err(2)
+        );
+        assert_eq!(
+            dat_evd_create(o.ia, 4, 0x77 as DAT_HANDLE, SOFTWARE, &mut evd),
+            handle_err(Sub::DAT_INVALID_HANDLE_CNO)
+        );
+        assert_eq!(
+            dat_evd_create(o.ia, 4, null_mut(), 0x4000_0000, &mut evd),
+            arg_err(4)
+        );
         assert_eq!(dat_evd_create(o.ia, 4, null_mut(), 0, &mut evd), arg_err(4));
-        assert_eq!(dat_evd_create(o.ia, 4, null_mut(), SOFTWARE, null_mut()), arg_err(5));
+        assert_eq!(
+            dat_evd_create(o.ia, 4, null_mut(), SOFTWARE, null_mut()),
+            arg_err(5)
+        );
     }
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
 }
@@ -266,10 +424,16 @@ fn software_events_flow_in_order_and_the_queue_bounds() {
     let evd = evd_create(o.ia, 2, SOFTWARE);
     let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
     unsafe {
-        assert_eq!(dat_evd_dequeue(evd, &mut e), DatError::bare(Type::DAT_QUEUE_EMPTY).code());
+        assert_eq!(
+            dat_evd_dequeue(evd, &mut e),
+            DatError::bare(Type::DAT_QUEUE_EMPTY).code()
+        );
         assert_eq!(dat_evd_post_se(evd, &software_event(1)), OK);
         assert_eq!(dat_evd_post_se(evd, &software_event(2)), OK);
-        assert_eq!(dat_evd_post_se(evd, &software_event(3)), DatError::bare(Type::DAT_QUEUE_FULL).code());
+        assert_eq!(
+            dat_evd_post_se(evd, &software_event(3)),
+            DatError::bare(Type::DAT_QUEUE_FULL).code()
+        );
         assert_eq!(dat_evd_post_se(evd, null_mut()), arg_err(2));
         let mut not_software = software_event(4);
         not_software.event_number = dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER;
@@ -293,17 +457,26 @@ fn evd_wait_times_out_and_checks_threshold() {
     let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
     let mut n = -1;
     unsafe {
-        assert_eq!(dat_evd_wait(evd, 1000, 1, &mut e, &mut n), u32::from(Type::DAT_TIMEOUT_EXPIRED));
+        assert_eq!(
+            dat_evd_wait(evd, 1000, 1, &mut e, &mut n),
+            u32::from(Type::DAT_TIMEOUT_EXPIRED)
+        );
         assert_eq!(n, 0);
         assert_eq!(dat_evd_wait(evd, 0, 0, &mut e, &mut n), arg_err(3));
         assert_eq!(dat_evd_wait(evd, 0, 5, &mut e, &mut n), arg_err(3));
         assert_eq!(dat_evd_wait(evd, 0, 1, null_mut(), &mut n), arg_err(4));
         // A threshold not yet reached times out and leaves the events queued.
         assert_eq!(dat_evd_post_se(evd, &software_event(9)), OK);
-        assert_eq!(dat_evd_wait(evd, 1000, 2, &mut e, &mut n), u32::from(Type::DAT_TIMEOUT_EXPIRED));
+        assert_eq!(
+            dat_evd_wait(evd, 1000, 2, &mut e, &mut n),
+            u32::from(Type::DAT_TIMEOUT_EXPIRED)
+        );
         assert_eq!(n, 1);
         assert_eq!(dat_evd_set_unwaitable(evd), OK);
-        assert_eq!(dat_evd_wait(evd, 0, 1, &mut e, &mut n), state_err(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE));
+        assert_eq!(
+            dat_evd_wait(evd, 0, 1, &mut e, &mut n),
+            state_err(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE)
+        );
         assert_eq!(dat_evd_clear_unwaitable(evd), OK);
         assert_eq!(dat_evd_wait(evd, 0, 1, &mut e, &mut n), OK);
     }
@@ -315,26 +488,48 @@ fn evd_wait_times_out_and_checks_threshold() {
 fn until_asleep(tid: libc::pid_t) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
-        if stat.rsplit_once(')').is_some_and(|(_, state)| state.trim_start().starts_with('S')) {
+        let stat =
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+        if stat
+            .rsplit_once(')')
+            .is_some_and(|(_, state)| state.trim_start().starts_with('S'))
+        {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "the waiting thread never slept");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waiting thread never slept"
+        );
         std::thread::yield_now();
     }
 }
 
 /// A thread that waits on `evd` with `threshold` (no time bound): its thread id, and what its
 /// wait returns with the first event's pointer and the count left.
-fn sleeping_evd_waiter(evd: DAT_EVD_HANDLE, threshold: DAT_COUNT) -> std::thread::JoinHandle<(DAT_RETURN, usize, DAT_COUNT)> {
+fn sleeping_evd_waiter(
+    evd: DAT_EVD_HANDLE,
+    threshold: DAT_COUNT,
+) -> std::thread::JoinHandle<(DAT_RETURN, usize, DAT_COUNT)> {
     let evd = evd as usize;
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
         tid_tx.send(unsafe { libc::gettid() }).unwrap();
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         let mut n = -1;
-        let rc = unsafe { dat_evd_wait(evd as DAT_EVD_HANDLE, DAT_TIMEOUT_INFINITE, threshold, &mut e, &mut n) };
-        let pointer = if rc == OK { (unsafe { e.event_data.software_event_data.pointer }) as usize } else { 0 };
+        let rc = unsafe {
+            dat_evd_wait(
+                evd as DAT_EVD_HANDLE,
+                DAT_TIMEOUT_INFINITE,
+                threshold,
+                &mut e,
+                &mut n,
+            )
+        };
+        let pointer = if rc == OK {
+            (unsafe { e.event_data.software_event_data.pointer }) as usize
+        } else {
+            0
+        };
         (rc, pointer, n)
     });
     until_asleep(tid_rx.recv().unwrap());
@@ -351,7 +546,10 @@ fn a_sleeping_waiter_wakes_once_its_threshold_is_met() {
         assert_eq!(dat_evd_post_se(evd, &software_event(1)), OK);
         assert_eq!(dat_evd_post_se(evd, &software_event(2)), OK);
         // Still in its wait: a dequeue is refused for it.
-        assert_eq!(dat_evd_dequeue(evd, &mut e), state_err(Sub::DAT_INVALID_STATE_EVD_WAITER));
+        assert_eq!(
+            dat_evd_dequeue(evd, &mut e),
+            state_err(Sub::DAT_INVALID_STATE_EVD_WAITER)
+        );
         assert_eq!(dat_evd_post_se(evd, &software_event(3)), OK);
     }
     // The oldest event, and the two behind it.
@@ -367,12 +565,18 @@ fn a_sleeping_waiter_fails_when_its_evd_becomes_unwaitable_or_is_freed() {
     // thread is blocked in this function, the function returns with DAT_INVALID_STATE".
     let waiter = sleeping_evd_waiter(evd, 1);
     assert_eq!(unsafe { dat_evd_set_unwaitable(evd) }, OK);
-    assert_eq!(waiter.join().unwrap().0, state_err(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE));
+    assert_eq!(
+        waiter.join().unwrap().0,
+        state_err(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE)
+    );
     assert_eq!(unsafe { dat_evd_clear_unwaitable(evd) }, OK);
     // Freed under its waiter: the wait is aborted.
     let waiter = sleeping_evd_waiter(evd, 1);
     assert_eq!(unsafe { dat_evd_free(evd) }, OK);
-    assert_eq!(waiter.join().unwrap().0, DatError::bare(Type::DAT_ABORT).code());
+    assert_eq!(
+        waiter.join().unwrap().0,
+        DatError::bare(Type::DAT_ABORT).code()
+    );
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
 }
 
@@ -380,15 +584,22 @@ fn a_sleeping_waiter_fails_when_its_evd_becomes_unwaitable_or_is_freed() {
 fn a_sleeping_cno_waiter_wakes_on_a_trigger_from_another_thread() {
     let o = open("tcp-lo").unwrap();
     let mut cno = null_mut();
-    assert_eq!(unsafe { dat_cno_create(o.ia, std::mem::zeroed(), &mut cno) }, OK);
+    assert_eq!(
+        unsafe { dat_cno_create(o.ia, std::mem::zeroed(), &mut cno) },
+        OK
+    );
     let mut evd = null_mut();
-    assert_eq!(unsafe { dat_evd_create(o.ia, 4, cno, SOFTWARE, &mut evd) }, OK);
+    assert_eq!(
+        unsafe { dat_evd_create(o.ia, 4, cno, SOFTWARE, &mut evd) },
+        OK
+    );
     let cno_addr = cno as usize;
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
         tid_tx.send(unsafe { libc::gettid() }).unwrap();
         let mut which: DAT_EVD_HANDLE = null_mut();
-        let rc = unsafe { dat_cno_wait(cno_addr as DAT_CNO_HANDLE, DAT_TIMEOUT_INFINITE, &mut which) };
+        let rc =
+            unsafe { dat_cno_wait(cno_addr as DAT_CNO_HANDLE, DAT_TIMEOUT_INFINITE, &mut which) };
         (rc, which as usize)
     });
     until_asleep(tid_rx.recv().unwrap());
@@ -412,9 +623,15 @@ fn a_waiter_wakes_on_an_event_from_another_thread() {
     });
     let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
     let mut n = 0;
-    assert_eq!(unsafe { dat_evd_wait(evd, DAT_TIMEOUT_INFINITE, 1, &mut e, &mut n) }, OK);
+    assert_eq!(
+        unsafe { dat_evd_wait(evd, DAT_TIMEOUT_INFINITE, 1, &mut e, &mut n) },
+        OK
+    );
     assert_eq!(poster.join().unwrap(), OK);
-    assert_eq!(unsafe { e.event_data.software_event_data.pointer } as usize, 42);
+    assert_eq!(
+        unsafe { e.event_data.software_event_data.pointer } as usize,
+        42
+    );
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
 }
 
@@ -424,10 +641,16 @@ fn overflow_is_reported_on_the_async_evd() {
     let evd = evd_create(o.ia, 1, SOFTWARE);
     unsafe {
         assert_eq!(dat_evd_post_se(evd, &software_event(1)), OK);
-        assert_eq!(dat_evd_post_se(evd, &software_event(2)), DatError::bare(Type::DAT_QUEUE_FULL).code());
+        assert_eq!(
+            dat_evd_post_se(evd, &software_event(2)),
+            DatError::bare(Type::DAT_QUEUE_FULL).code()
+        );
         let mut e: DAT_EVENT = std::mem::zeroed();
         assert_eq!(dat_evd_dequeue(o.async_evd, &mut e), OK);
-        assert_eq!(e.event_number, dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW as DAT_EVENT_NUMBER);
+        assert_eq!(
+            e.event_number,
+            dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW as DAT_EVENT_NUMBER
+        );
         assert_eq!(e.event_data.asynch_error_event_data.dat_handle, evd);
     }
     assert_eq!(close(o.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG), OK);
@@ -439,7 +662,10 @@ fn evd_query_resize_and_free() {
     let evd = evd_create(o.ia, 3, SOFTWARE);
     let mut p: DAT_EVD_PARAM = unsafe { std::mem::zeroed() };
     unsafe {
-        assert_eq!(dat_evd_query(evd, dat_evd_param_mask::DAT_EVD_FIELD_ALL as u32, &mut p), OK);
+        assert_eq!(
+            dat_evd_query(evd, dat_evd_param_mask::DAT_EVD_FIELD_ALL as u32, &mut p),
+            OK
+        );
         assert_eq!(p.ia_handle, o.ia);
         assert_eq!(p.evd_qlen, 3);
         assert_eq!(p.evd_flags, SOFTWARE);
@@ -450,7 +676,10 @@ fn evd_query_resize_and_free() {
         assert_eq!(dat_evd_post_se(evd, &software_event(2)), OK);
         assert_eq!(dat_evd_resize(evd, 1), state_err(Sub::DAT_NO_SUBTYPE));
         assert_eq!(dat_evd_resize(evd, 8), OK);
-        assert_eq!(dat_evd_query(evd, dat_evd_param_mask::DAT_EVD_FIELD_ALL as u32, &mut p), OK);
+        assert_eq!(
+            dat_evd_query(evd, dat_evd_param_mask::DAT_EVD_FIELD_ALL as u32, &mut p),
+            OK
+        );
         assert_eq!(p.evd_qlen, 8);
         assert_eq!(dat_evd_free(evd), OK);
         assert_eq!(dat_evd_free(evd), handle_err(Sub::DAT_INVALID_HANDLE1));
@@ -468,23 +697,39 @@ fn cno_collects_triggers_and_is_in_use_while_an_evd_has_it() {
         assert!(fd >= 0);
         let mut evd = null_mut();
         assert_eq!(dat_evd_create(o.ia, 4, cno, SOFTWARE, &mut evd), OK);
-        assert_eq!(dat_cno_free(cno), state_err(Sub::DAT_INVALID_STATE_CNO_IN_USE));
+        assert_eq!(
+            dat_cno_free(cno),
+            state_err(Sub::DAT_INVALID_STATE_CNO_IN_USE)
+        );
         let mut which: DAT_EVD_HANDLE = 0x99 as DAT_HANDLE;
         assert_eq!(dat_cno_trigger(cno, &mut which), OK);
         assert!(which.is_null());
         // The man page: a timeout is DAT_QUEUE_EMPTY, with the EVD handle set to NULL.
         which = 0x99 as DAT_HANDLE;
-        assert_eq!(dat_cno_wait(cno, 1000, &mut which), DatError::bare(Type::DAT_QUEUE_EMPTY).code());
+        assert_eq!(
+            dat_cno_wait(cno, 1000, &mut which),
+            DatError::bare(Type::DAT_QUEUE_EMPTY).code()
+        );
         assert!(which.is_null());
         assert_eq!(dat_evd_post_se(evd, &software_event(1)), OK);
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         assert_eq!(libc::poll(&mut pfd, 1, 0), 1);
         assert_eq!(dat_cno_wait(cno, DAT_TIMEOUT_INFINITE, &mut which), OK);
         assert_eq!(which, evd);
         let mut p: DAT_CNO_PARAM = std::mem::zeroed();
-        assert_eq!(dat_cno_query(cno, dat_cno_param_mask::DAT_CNO_FIELD_ALL as u32, &mut p), OK);
+        assert_eq!(
+            dat_cno_query(cno, dat_cno_param_mask::DAT_CNO_FIELD_ALL as u32, &mut p),
+            OK
+        );
         assert_eq!(p.ia_handle, o.ia);
-        assert_eq!(p.proxy_type, dat_proxy_type::DAT_PROXY_TYPE_FD as DAT_PROXY_TYPE);
+        assert_eq!(
+            p.proxy_type,
+            dat_proxy_type::DAT_PROXY_TYPE_FD as DAT_PROXY_TYPE
+        );
         assert_eq!(dat_cno_query(cno, 0x100, &mut p), arg_err(2));
         assert_eq!(dat_cno_wait(cno, 0, null_mut()), arg_err(3));
         assert_eq!(dat_evd_modify_cno(evd, null_mut()), OK);
@@ -509,8 +754,14 @@ fn cno_functions_refuse_bad_handles() {
             assert_eq!(dat_cno_modify_agent(h, agent), bad);
             let mut cno = null_mut();
             let mut fd = 0;
-            assert_eq!(dat_cno_create(h, agent, &mut cno), handle_err(Sub::DAT_INVALID_HANDLE_IA));
-            assert_eq!(dat_cno_fd_create(h, &mut fd, &mut cno), handle_err(Sub::DAT_INVALID_HANDLE_IA));
+            assert_eq!(
+                dat_cno_create(h, agent, &mut cno),
+                handle_err(Sub::DAT_INVALID_HANDLE_IA)
+            );
+            assert_eq!(
+                dat_cno_fd_create(h, &mut fd, &mut cno),
+                handle_err(Sub::DAT_INVALID_HANDLE_IA)
+            );
         }
     }
 }
@@ -522,7 +773,10 @@ fn consumer_context_and_handle_type() {
     unsafe {
         assert_eq!(dat_get_consumer_context(o.ia, &mut ctx), OK);
         assert_eq!(ctx.as_64, 0);
-        assert_eq!(dat_set_consumer_context(o.ia, DAT_CONTEXT { as_64: 0xfeed }), OK);
+        assert_eq!(
+            dat_set_consumer_context(o.ia, DAT_CONTEXT { as_64: 0xfeed }),
+            OK
+        );
         assert_eq!(dat_get_consumer_context(o.ia, &mut ctx), OK);
         assert_eq!(ctx.as_64, 0xfeed);
         assert_eq!(dat_get_consumer_context(o.ia, null_mut()), arg_err(2));
@@ -543,22 +797,41 @@ fn list_providers_includes_the_builtin_loopback_ia() {
     let mut count = -1;
     unsafe {
         // With max 0: the count, and DAT_INVALID_PARAMETER as the man page says.
-        assert_eq!(dat_registry_list_providers(0, &mut count, null_mut()), arg_err(1));
+        assert_eq!(
+            dat_registry_list_providers(0, &mut count, null_mut()),
+            arg_err(1)
+        );
         assert!(count >= 1);
         let mut infos: Vec<DAT_PROVIDER_INFO> = vec![std::mem::zeroed(); count as usize];
         let mut ptrs: Vec<*mut DAT_PROVIDER_INFO> = infos.iter_mut().map(|i| i as *mut _).collect();
         let mut returned = -1;
-        assert_eq!(dat_registry_list_providers(count, &mut returned, ptrs.as_mut_ptr()), OK);
+        assert_eq!(
+            dat_registry_list_providers(count, &mut returned, ptrs.as_mut_ptr()),
+            OK
+        );
         assert_eq!(returned, count);
         let names: Vec<String> = infos
             .iter()
-            .map(|i| std::ffi::CStr::from_ptr(i.ia_name.as_ptr()).to_string_lossy().into_owned())
+            .map(|i| {
+                std::ffi::CStr::from_ptr(i.ia_name.as_ptr())
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         assert!(names.iter().any(|n| n == "tcp-lo"), "{names:?}");
         assert_eq!(infos[0].dapl_version_major, 2);
-        assert_eq!(dat_registry_list_providers(1, null_mut(), ptrs.as_mut_ptr()), arg_err(2));
-        assert_eq!(dat_registry_list_providers(1, &mut returned, null_mut()), arg_err(3));
-        assert_eq!(dat_registry_list_providers(-1, &mut returned, ptrs.as_mut_ptr()), arg_err(1));
+        assert_eq!(
+            dat_registry_list_providers(1, null_mut(), ptrs.as_mut_ptr()),
+            arg_err(2)
+        );
+        assert_eq!(
+            dat_registry_list_providers(1, &mut returned, null_mut()),
+            arg_err(3)
+        );
+        assert_eq!(
+            dat_registry_list_providers(-1, &mut returned, ptrs.as_mut_ptr()),
+            arg_err(1)
+        );
     }
 }
 
@@ -578,7 +851,10 @@ fn runtime_providers_are_added_listed_and_removed() {
             dat_registry_add_provider(&provider, &info),
             DatError::bare(Type::DAT_PROVIDER_ALREADY_REGISTERED).code()
         );
-        assert_eq!(open("runtime-test").err(), Some(DatError::not_implemented().code()));
+        assert_eq!(
+            open("runtime-test").err(),
+            Some(DatError::not_implemented().code())
+        );
         assert_eq!(dat_registry_remove_provider(&provider, &info), OK);
         // The man page: "DAT_INVALID_PARAMETER: The Provider was not found."
         assert_eq!(dat_registry_remove_provider(&provider, &info), arg_err(2));
@@ -593,7 +869,12 @@ fn code_of_ep() -> DAT_RETURN {
 fn strerror_names_every_type_and_subtype() {
     let mut major: *const c_char = std::ptr::null();
     let mut minor: *const c_char = std::ptr::null();
-    let s = |p: *const c_char| unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap().to_owned();
+    let s = |p: *const c_char| {
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
     unsafe {
         let code = DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP).code();
         assert_eq!(dat_strerror(code, &mut major, &mut minor), OK);
@@ -604,14 +885,25 @@ fn strerror_names_every_type_and_subtype() {
         assert_eq!(s(minor), "DAT_NO_SUBTYPE");
         for t in 0..=0x17u32 {
             let code = DAT_CLASS_ERROR | (t << 16);
-            assert_eq!(dat_strerror(code, &mut major, &mut minor), OK, "type {t:#x}");
+            assert_eq!(
+                dat_strerror(code, &mut major, &mut minor),
+                OK,
+                "type {t:#x}"
+            );
         }
         let last = Sub::DAT_THREAD_SAFETY_NOT_FOUND as u32;
         for sub in 0..=last {
-            assert_eq!(dat_strerror(DAT_CLASS_ERROR | 0x0006_0000 | sub, &mut major, &mut minor), OK, "sub {sub}");
+            assert_eq!(
+                dat_strerror(DAT_CLASS_ERROR | 0x0006_0000 | sub, &mut major, &mut minor),
+                OK,
+                "sub {sub}"
+            );
             assert!(!s(minor).is_empty());
         }
-        assert_eq!(dat_strerror(0x0fff_0000, &mut major, &mut minor), arg_err(1));
+        assert_eq!(
+            dat_strerror(0x0fff_0000, &mut major, &mut minor),
+            arg_err(1)
+        );
         assert_eq!(dat_strerror(0, null_mut(), &mut minor), arg_err(2));
         // The minor message is optional.
         assert_eq!(dat_strerror(code_of_ep(), &mut major, null_mut()), OK);

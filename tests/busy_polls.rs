@@ -30,7 +30,10 @@ fn switches() -> i64 {
     // SAFETY: getrusage writes one rusage, which is plain data.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `usage` is a valid rusage to fill.
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) }, 0);
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) },
+        0
+    );
     usage.ru_nvcsw + usage.ru_nivcsw
 }
 
@@ -67,6 +70,9 @@ fn empty_polls_never_give_up_the_cpu_beside_two_busy_loops_per_core() {
     for (name, elapsed, switched) in took {
         eprintln!("busy_polls: {POLLS} empty polls of the {name} EVD beside {spinning} busy loops: {elapsed:?}, {switched} context switches");
         assert!(switched < SWITCHES, "{POLLS} empty polls of the {name} EVD gave up the CPU {switched} times beside {spinning} busy loops");
-        assert!(elapsed < BOUND, "{POLLS} empty polls of the {name} EVD took {elapsed:?} beside {spinning} busy loops");
+        assert!(
+            elapsed < BOUND,
+            "{POLLS} empty polls of the {name} EVD took {elapsed:?} beside {spinning} busy loops"
+        );
     }
 }

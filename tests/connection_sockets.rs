@@ -33,13 +33,23 @@ fn a_connection_that_ends_closes_its_sockets_while_its_evds_live_on() {
     assert!(open_files() > before, "the connection has sockets");
     let graceful = dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS;
     assert_eq!(unsafe { dat_ep_disconnect(a.ep, graceful) }, OK);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
     // The connection finishes on its own time (a closing side reads the peer's last frames for
     // up to a second): wait for the sockets to close, boundedly.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while open_files() > before {
-        assert!(std::time::Instant::now() < deadline, "{} sockets open, {before} before the connection", open_files());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} sockets open, {before} before the connection",
+            open_files()
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     // The EVDs are alive and usable.

@@ -19,14 +19,21 @@ fn datinfo(conf: Option<&str>, args: &[&str]) -> (String, String) {
     }
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "datinfo failed: {out:?}");
-    (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
 }
 
 #[test]
 fn without_a_dat_conf_the_builtin_entries_are_listed() {
     let (out, err) = datinfo(None, &[]);
     assert!(out.contains("absent: built-in entries only"), "{out}");
-    assert!(out.lines().any(|l| l.trim_start().starts_with("tcp-lo ") && l.contains("built-in")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("tcp-lo ") && l.contains("built-in")),
+        "{out}"
+    );
     assert!(err.is_empty(), "{err}");
 }
 
@@ -44,8 +51,18 @@ fn dat_conf_lines_override_builtins_and_bad_lines_warn_with_file_and_line() {
                 this line is broken\n\
                 ofa-v2-ib0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 \"ib0 0\" \"\"\n";
     let (out, err) = datinfo(Some(conf), &[]);
-    assert!(err.contains("dat1.conf:3") || err.contains(".conf:3"), "{err}");
-    let lo = out.lines().find(|l| l.trim_start().starts_with("tcp-lo ")).unwrap();
+    assert!(
+        err.contains("dat1.conf:3") || err.contains(".conf:3"),
+        "{err}"
+    );
+    let lo = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("tcp-lo "))
+        .unwrap();
     assert!(lo.contains(".conf:2"), "{lo}");
-    assert!(out.lines().any(|l| l.trim_start().starts_with("ofa-v2-ib0 ") && l.contains("rdma")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("ofa-v2-ib0 ") && l.contains("rdma")),
+        "{out}"
+    );
 }

@@ -16,7 +16,8 @@ use dat::api::{ep::*, lmr::*, pz::*};
 mod common;
 use common::*;
 
-const DEFAULT: DAT_COMPLETION_FLAGS = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+const DEFAULT: DAT_COMPLETION_FLAGS =
+    dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
 
 fn pattern(i: usize) -> u8 {
     (i.wrapping_mul(7) + 3) as u8
@@ -40,17 +41,46 @@ fn stopped_peer_child() {
     let p = Side::with_buffer(ALL_PRIV, 1 << 20);
     let (_psp, port) = p.listen();
     // The message its parent sends while it is stopped, then the one after.
-    p.post_recv(&[p.iov(MESSAGE_AT, 1), p.iov(MESSAGE_AT + 1, (MESSAGE - 1) as u32)], 1);
+    p.post_recv(
+        &[
+            p.iov(MESSAGE_AT, 1),
+            p.iov(MESSAGE_AT + 1, (MESSAGE - 1) as u32),
+        ],
+        1,
+    );
     p.post_recv(&[p.iov(0, 16)], 2);
     p.tell_parent_and_accept(&format!("PEER {port} {} {}", p.addr(0), p.rmr_ctx));
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     // The parent stops us here, writes and reads our memory, sends, continues us, and sends
     // again.
-    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, MESSAGE as u32, dat_dtos::DAT_DTO_RECEIVE));
-    assert_eq!(dto(p.recv_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, 4, dat_dtos::DAT_DTO_RECEIVE));
-    let intact = (0..LEN).all(|i| p.buf[16 + AT + i] == pattern(i)) && (0..MESSAGE).all(|i| p.buf[MESSAGE_AT + i] == pattern(i + 1));
+    assert_eq!(
+        dto(p.recv_evd),
+        (
+            1,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            MESSAGE as u32,
+            dat_dtos::DAT_DTO_RECEIVE
+        )
+    );
+    assert_eq!(
+        dto(p.recv_evd),
+        (
+            2,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            4,
+            dat_dtos::DAT_DTO_RECEIVE
+        )
+    );
+    let intact = (0..LEN).all(|i| p.buf[16 + AT + i] == pattern(i))
+        && (0..MESSAGE).all(|i| p.buf[MESSAGE_AT + i] == pattern(i + 1));
     // The parent disconnects once its message completed.
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
     std::process::exit(if intact { 0 } else { 3 });
 }
 
@@ -69,12 +99,24 @@ fn writes_and_reads_land_in_a_peer_process_that_is_stopped() {
     if on_rdma() {
         return; // the TCP transport's alone
     }
-    let mut child = Child(test_child("stopped_peer_child").env("LIBDAT_TEST_STOPPED_CHILD", "1").spawn().unwrap());
-    let said: Vec<u64> = child_says(&mut child.0, "PEER ").split_whitespace().map(|v| v.parse().unwrap()).collect();
-    let (port, addr, rkey): (DAT_CONN_QUAL, DAT_VADDR, DAT_RMR_CONTEXT) = (said[0], said[1], said[2] as DAT_RMR_CONTEXT);
+    let mut child = Child(
+        test_child("stopped_peer_child")
+            .env("LIBDAT_TEST_STOPPED_CHILD", "1")
+            .spawn()
+            .unwrap(),
+    );
+    let said: Vec<u64> = child_says(&mut child.0, "PEER ")
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let (port, addr, rkey): (DAT_CONN_QUAL, DAT_VADDR, DAT_RMR_CONTEXT) =
+        (said[0], said[1], said[2] as DAT_RMR_CONTEXT);
     let mut a = Side::with_buffer(ALL_PRIV, 1 << 20);
     assert_eq!(a.connect(port, b"", WAIT_US), OK);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
 
     // The peer process stops: none of its threads runs until it is continued.
     let pid = child.0.id() as libc::pid_t;
@@ -89,26 +131,107 @@ fn writes_and_reads_land_in_a_peer_process_that_is_stopped() {
         a.buf[i] = pattern(i);
     }
     // Three segments of odd lengths, written at an odd offset of the peer's region.
-    let local = [a.iov(0, 1), a.iov(1, 65_535), a.iov(65_536, (LEN - 65_536) as u32)];
-    let remote = DAT_RMR_TRIPLET { rmr_context: rkey, virtual_address: addr + (16 + AT) as u64, segment_length: LEN as u32 };
-    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 3, local.as_ptr() as *mut _, cookie(1), &remote, DEFAULT) }, OK);
-    assert_eq!(dto(a.req_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, LEN as u32, dat_dtos::DAT_DTO_RDMA_WRITE));
+    let local = [
+        a.iov(0, 1),
+        a.iov(1, 65_535),
+        a.iov(65_536, (LEN - 65_536) as u32),
+    ];
+    let remote = DAT_RMR_TRIPLET {
+        rmr_context: rkey,
+        virtual_address: addr + (16 + AT) as u64,
+        segment_length: LEN as u32,
+    };
+    assert_eq!(
+        unsafe {
+            dat_ep_post_rdma_write(
+                a.ep,
+                3,
+                local.as_ptr() as *mut _,
+                cookie(1),
+                &remote,
+                DEFAULT,
+            )
+        },
+        OK
+    );
+    assert_eq!(
+        dto(a.req_evd),
+        (
+            1,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            LEN as u32,
+            dat_dtos::DAT_DTO_RDMA_WRITE
+        )
+    );
     // And back, still stopped, into another part of our region.
     let into = [a.iov(300_000, LEN as u32)];
-    assert_eq!(unsafe { dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(2), &remote, DEFAULT) }, OK);
-    assert_eq!(dto(a.req_evd), (2, dat_dto_completion_status::DAT_DTO_SUCCESS, LEN as u32, dat_dtos::DAT_DTO_RDMA_READ));
-    assert!((0..LEN).all(|i| a.buf[300_000 + i] == pattern(i)), "the read brought back what the write put there");
+    assert_eq!(
+        unsafe {
+            dat_ep_post_rdma_read(
+                a.ep,
+                1,
+                into.as_ptr() as *mut _,
+                cookie(2),
+                &remote,
+                DEFAULT,
+            )
+        },
+        OK
+    );
+    assert_eq!(
+        dto(a.req_evd),
+        (
+            2,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            LEN as u32,
+            dat_dtos::DAT_DTO_RDMA_READ
+        )
+    );
+    assert!(
+        (0..LEN).all(|i| a.buf[300_000 + i] == pattern(i)),
+        "the read brought back what the write put there"
+    );
     // A message, still stopped: it completes once it is in the child's receive.
-    assert_eq!(unsafe { dat_ep_post_send(a.ep, 1, [a.iov(1, MESSAGE as u32)].as_ptr() as *mut _, cookie(4), DEFAULT) }, OK);
-    assert_eq!(dto(a.req_evd), (4, dat_dto_completion_status::DAT_DTO_SUCCESS, MESSAGE as u32, dat_dtos::DAT_DTO_SEND));
+    assert_eq!(
+        unsafe {
+            dat_ep_post_send(
+                a.ep,
+                1,
+                [a.iov(1, MESSAGE as u32)].as_ptr() as *mut _,
+                cookie(4),
+                DEFAULT,
+            )
+        },
+        OK
+    );
+    assert_eq!(
+        dto(a.req_evd),
+        (
+            4,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            MESSAGE as u32,
+            dat_dtos::DAT_DTO_SEND
+        )
+    );
 
     // Continued, the child finds its receive complete and the bytes in its memory when our
     // second message tells it to look.
     unsafe { assert_eq!(libc::kill(pid, libc::SIGCONT), 0) };
     assert_eq!(a.post_send(&[a.iov(0, 4)], 3), OK);
     assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
-    assert_eq!(unsafe { dat_ep_disconnect(a.ep, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS) }, OK);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(
+        unsafe {
+            dat_ep_disconnect(
+                a.ep,
+                dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS,
+            )
+        },
+        OK
+    );
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
     let exit = child.0.wait().unwrap();
     assert_eq!(exit.code(), Some(0), "the child found every byte written");
     a.buf[0] = 0;
@@ -125,21 +248,70 @@ fn a_region_in_another_zone_of_the_peer_is_refused_and_untouched() {
     assert_eq!(unsafe { dat_pz_create(p.ia, &mut pz2) }, OK);
     let mut other = vec![0u8; 4096];
     let (mut lmr, mut lmr_ctx, mut rmr_ctx) = (null_mut(), 0, 0);
-    let region = DAT_REGION_DESCRIPTION { for_va: other.as_mut_ptr() as DAT_PVOID };
-    let rc = unsafe { dat_lmr_create(p.ia, 0, region, 4096, pz2, ALL_PRIV, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut()) };
+    let region = DAT_REGION_DESCRIPTION {
+        for_va: other.as_mut_ptr() as DAT_PVOID,
+    };
+    let rc = unsafe {
+        dat_lmr_create(
+            p.ia,
+            0,
+            region,
+            4096,
+            pz2,
+            ALL_PRIV,
+            0,
+            &mut lmr,
+            &mut lmr_ctx,
+            &mut rmr_ctx,
+            null_mut(),
+            null_mut(),
+        )
+    };
     assert_eq!(rc, OK);
     // The same EP reaches its own zone's region (the connection is usable)...
     a.buf[..8].fill(0xEE);
     let local = [a.iov(0, 8)];
     let mine = p.rmr(0, 8);
-    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(1), &mine, DEFAULT) }, OK);
+    assert_eq!(
+        unsafe {
+            dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(1), &mine, DEFAULT)
+        },
+        OK
+    );
     assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
     assert_eq!(&p.buf[..8], &[0xEE; 8]);
     // ...and not the other zone's.
-    let theirs = DAT_RMR_TRIPLET { rmr_context: rmr_ctx, virtual_address: other.as_ptr() as DAT_VADDR, segment_length: 8 };
-    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(2), &theirs, DEFAULT) }, OK);
-    assert_eq!(dto(a.req_evd), (2, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS, 0, dat_dtos::DAT_DTO_RDMA_WRITE));
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    let theirs = DAT_RMR_TRIPLET {
+        rmr_context: rmr_ctx,
+        virtual_address: other.as_ptr() as DAT_VADDR,
+        segment_length: 8,
+    };
+    assert_eq!(
+        unsafe {
+            dat_ep_post_rdma_write(
+                a.ep,
+                1,
+                local.as_ptr() as *mut _,
+                cookie(2),
+                &theirs,
+                DEFAULT,
+            )
+        },
+        OK
+    );
+    assert_eq!(
+        dto(a.req_evd),
+        (
+            2,
+            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
+            0,
+            dat_dtos::DAT_DTO_RDMA_WRITE
+        )
+    );
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_BROKEN
+    );
     assert!(other.iter().all(|&b| b == 0), "nothing was written");
     assert_eq!(unsafe { dat_lmr_free(lmr) }, OK);
     assert_eq!(unsafe { dat_pz_free(pz2) }, OK);
@@ -164,7 +336,12 @@ fn a_region_freed_while_its_peer_writes_to_it_is_never_written_after_the_free_re
         a.buf.fill(0xAB);
         let written = Arc::new(AtomicU64::new(0));
         let freed = Arc::new(AtomicBool::new(false));
-        let (ep, evd, local, remote) = (Handle(a.ep as usize), Handle(a.req_evd as usize), a.iov(0, REGION as u32), p.rmr(0, REGION as u32));
+        let (ep, evd, local, remote) = (
+            Handle(a.ep as usize),
+            Handle(a.req_evd as usize),
+            a.iov(0, REGION as u32),
+            p.rmr(0, REGION as u32),
+        );
         let (counter, after_free) = (written.clone(), freed.clone());
         // Writes, each waited for, until one fails (or, were the free not to stop them, a
         // thousand after it).
@@ -179,7 +356,17 @@ fn a_region_freed_while_its_peer_writes_to_it_is_never_written_after_the_free_re
                     }
                 }
                 let iov = [local];
-                if unsafe { dat_ep_post_rdma_write(ep, 1, iov.as_ptr() as *mut _, cookie(i), &remote, DEFAULT) } != OK {
+                if unsafe {
+                    dat_ep_post_rdma_write(
+                        ep,
+                        1,
+                        iov.as_ptr() as *mut _,
+                        cookie(i),
+                        &remote,
+                        DEFAULT,
+                    )
+                } != OK
+                {
                     return None;
                 }
                 let (_, status, _, _) = dto(evd);
@@ -200,8 +387,15 @@ fn a_region_freed_while_its_peer_writes_to_it_is_never_written_after_the_free_re
         p.buf.fill(0x5A);
         freed.store(true, Ordering::Release);
         let ended = writer.join().unwrap();
-        assert_eq!(ended, Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS), "a write after the free is refused");
-        assert!(p.buf.iter().all(|&b| b == 0x5A), "a write landed in a freed region");
+        assert_eq!(
+            ended,
+            Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS),
+            "a write after the free is refused"
+        );
+        assert!(
+            p.buf.iter().all(|&b| b == 0x5A),
+            "a write landed in a freed region"
+        );
         a.buf[0] = 0;
     }
 }
@@ -244,8 +438,19 @@ fn messages_keep_their_order_whether_they_come_directly_or_by_the_socket() {
     }
     for i in 0..N {
         let (c, status, len, _) = dto(p.recv_evd);
-        assert_eq!((c, status, len as usize), (i as u64, dat_dto_completion_status::DAT_DTO_SUCCESS, 1 + i % 59), "receive {i}");
-        assert!((0..len as usize).all(|k| p.buf[i * SLOT + k] == (i * 31 + k) as u8), "message {i}'s bytes");
+        assert_eq!(
+            (c, status, len as usize),
+            (
+                i as u64,
+                dat_dto_completion_status::DAT_DTO_SUCCESS,
+                1 + i % 59
+            ),
+            "receive {i}"
+        );
+        assert!(
+            (0..len as usize).all(|k| p.buf[i * SLOT + k] == (i * 31 + k) as u8),
+            "message {i}'s bytes"
+        );
     }
     for _ in 0..N {
         assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
@@ -269,13 +474,40 @@ fn messages_that_landed_directly_complete_before_the_rest_flush() {
     assert_eq!(a.post_send(&[a.iov(16, 16)], 11), OK);
     assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
     assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
-    assert_eq!(unsafe { dat_ep_disconnect(a.ep, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) }, OK);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(
+        unsafe {
+            dat_ep_disconnect(
+                a.ep,
+                dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+            )
+        },
+        OK
+    );
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
     for i in 0..2 {
-        assert_eq!(dto(p.recv_evd), (i, dat_dto_completion_status::DAT_DTO_SUCCESS, 16, dat_dtos::DAT_DTO_RECEIVE));
+        assert_eq!(
+            dto(p.recv_evd),
+            (
+                i,
+                dat_dto_completion_status::DAT_DTO_SUCCESS,
+                16,
+                dat_dtos::DAT_DTO_RECEIVE
+            )
+        );
     }
     for i in 2..4 {
-        assert_eq!(dto(p.recv_evd), (i, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0, dat_dtos::DAT_DTO_RECEIVE));
+        assert_eq!(
+            dto(p.recv_evd),
+            (
+                i,
+                dat_dto_completion_status::DAT_DTO_ERR_FLUSHED,
+                0,
+                dat_dtos::DAT_DTO_RECEIVE
+            )
+        );
     }
     assert_eq!(&p.buf[..32], &[7u8; 32]);
     a.buf[0] = 0;
@@ -294,17 +526,40 @@ fn other_user_child() {
     let (_psp, port) = p.listen();
     p.post_recv(&[p.iov(0, 64)], 1);
     p.tell_parent_and_accept(&format!("PORT {port}"));
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
-    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 64, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
+    assert_eq!(
+        dto(p.recv_evd),
+        (
+            1,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            64,
+            dat_dtos::DAT_DTO_RECEIVE
+        )
+    );
     let word = |i: usize| u64::from_le_bytes(p.buf[i * 8..i * 8 + 8].try_into().unwrap());
-    let remote = DAT_RMR_TRIPLET { rmr_context: word(0) as u32, virtual_address: word(1), segment_length: 64 };
+    let remote = DAT_RMR_TRIPLET {
+        rmr_context: word(0) as u32,
+        virtual_address: word(1),
+        segment_length: 64,
+    };
     let iov = [p.iov(0, 64)];
-    assert_eq!(unsafe { dat_ep_post_rdma_write(p.ep, 1, iov.as_ptr() as *mut _, cookie(2), &remote, DEFAULT) }, OK);
+    assert_eq!(
+        unsafe {
+            dat_ep_post_rdma_write(p.ep, 1, iov.as_ptr() as *mut _, cookie(2), &remote, DEFAULT)
+        },
+        OK
+    );
     assert_eq!(dto(p.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
     p.buf[64..72].copy_from_slice(b"answered");
     assert_eq!(p.post_send(&[p.iov(64, 8)], 3), OK);
     assert_eq!(dto(p.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
     std::process::exit(0);
 }
 
@@ -317,12 +572,22 @@ fn a_peer_that_may_not_reach_us_falls_back_to_the_socket() {
         eprintln!("skipped: needs root, to run its peer as another user");
         return;
     }
-    let mut child = Child(test_child("other_user_child").env("LIBDAT_TEST_OTHER_USER_CHILD", "1").uid(65534).gid(65534).spawn().unwrap());
+    let mut child = Child(
+        test_child("other_user_child")
+            .env("LIBDAT_TEST_OTHER_USER_CHILD", "1")
+            .uid(65534)
+            .gid(65534)
+            .spawn()
+            .unwrap(),
+    );
     let port: DAT_CONN_QUAL = child_says(&mut child.0, "PORT ").parse().unwrap();
     let mut a = Side::new(ALL_PRIV);
     a.post_recv(&[a.iov(1024, 8)], 1);
     assert_eq!(a.connect(port, b"", WAIT_US), OK);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     // Our region's key and address, and the rest of the message: what the child writes back.
     let (key, at) = (u64::from(a.rmr_ctx), a.addr(512));
     a.buf[..8].copy_from_slice(&key.to_le_bytes());
@@ -332,10 +597,33 @@ fn a_peer_that_may_not_reach_us_falls_back_to_the_socket() {
     }
     assert_eq!(a.post_send(&[a.iov(0, 64)], 2), OK);
     assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
-    assert_eq!(dto(a.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, 8, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(
+        dto(a.recv_evd),
+        (
+            1,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            8,
+            dat_dtos::DAT_DTO_RECEIVE
+        )
+    );
     assert_eq!(&a.buf[1024..1032], b"answered");
-    assert_eq!(&a.buf[512..576], &a.buf[..64].to_vec()[..], "the child's write landed before its answer");
-    assert_eq!(unsafe { dat_ep_disconnect(a.ep, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS) }, OK);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(
+        &a.buf[512..576],
+        &a.buf[..64].to_vec()[..],
+        "the child's write landed before its answer"
+    );
+    assert_eq!(
+        unsafe {
+            dat_ep_disconnect(
+                a.ep,
+                dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS,
+            )
+        },
+        OK
+    );
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
     assert_eq!(child.0.wait().unwrap().code(), Some(0));
 }

@@ -63,7 +63,13 @@ struct Frame {
 
 impl Frame {
     fn new(op: u8) -> Frame {
-        Frame { op, len: 0, rkey: 0, addr: 0, id: 0 }
+        Frame {
+            op,
+            len: 0,
+            rkey: 0,
+            addr: 0,
+            id: 0,
+        }
     }
 
     fn encode(&self) -> [u8; HEADER] {
@@ -80,10 +86,20 @@ impl Frame {
 
     /// A header the library sent (it sends only well-formed ones).
     fn parse(b: &[u8]) -> Frame {
-        assert_eq!((u16::from_le_bytes([b[0], b[1]]), b[2]), (MAGIC, VERSION), "a frame of ours from the library");
+        assert_eq!(
+            (u16::from_le_bytes([b[0], b[1]]), b[2]),
+            (MAGIC, VERSION),
+            "a frame of ours from the library"
+        );
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
-        Frame { op: b[3], len: u32_at(8), rkey: u32_at(12), addr: u64_at(16), id: u64_at(24) }
+        Frame {
+            op: b[3],
+            len: u32_at(8),
+            rkey: u32_at(12),
+            addr: u64_at(16),
+            id: u64_at(24),
+        }
     }
 
     /// The frame followed by its payload.
@@ -115,28 +131,43 @@ fn raw_connected(side: &Side) -> TcpStream {
     cr.addr = PEER_READS;
     s.write_all(&cr.encode()).unwrap();
     let (cr_handle, _) = side.request();
-    assert_eq!(unsafe { dat_cr_accept(cr_handle, side.ep, 0, null_mut()) }, OK);
+    assert_eq!(
+        unsafe { dat_cr_accept(cr_handle, side.ep, 0, null_mut()) },
+        OK
+    );
     let mut b = [0u8; HEADER];
     s.read_exact(&mut b).unwrap();
     assert_eq!(Frame::parse(&b).op, ACCEPT);
     s.write_all(&Frame::new(READY).encode()).unwrap();
     s.read_exact(&mut b).unwrap();
     assert_eq!(Frame::parse(&b).op, READY);
-    assert_eq!(side.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        side.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     assert_eq!(unsafe { dat_psp_free(psp) }, OK);
     s
 }
 
 /// Reads the library's frames from `s` (their payloads skipped) until one that `wanted` holds
 /// of, the end of the stream, or `deadline`.
-fn find_frame(s: &mut TcpStream, deadline: Instant, wanted: impl Fn(&Frame) -> bool) -> Option<Frame> {
+fn find_frame(
+    s: &mut TcpStream,
+    deadline: Instant,
+    wanted: impl Fn(&Frame) -> bool,
+) -> Option<Frame> {
     s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 1 << 16];
     loop {
         while buf.len() >= HEADER {
             let f = Frame::parse(&buf[..HEADER]);
-            let whole = HEADER + if f.op == READ_REQUEST { 0 } else { f.len as usize };
+            let whole = HEADER
+                + if f.op == READ_REQUEST {
+                    0
+                } else {
+                    f.len as usize
+                };
             if buf.len() < whole {
                 break;
             }
@@ -151,7 +182,11 @@ fn find_frame(s: &mut TcpStream, deadline: Instant, wanted: impl Fn(&Frame) -> b
         match s.read(&mut chunk) {
             Ok(0) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => return None,
         }
     }
@@ -166,7 +201,11 @@ fn stream_ends(s: &mut TcpStream, deadline: Instant) -> bool {
         match s.read(&mut chunk) {
             Ok(0) => return true,
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => return true,
         }
     }
@@ -217,7 +256,11 @@ fn cpu_of(tids: &[libc::pid_t]) -> Duration {
         // scheduler clock: the complemented tid, shifted, with the per-thread and SCHED bits).
         let clock = ((!tid) << 3) | 6;
         let mut ts: libc::timespec = zero();
-        assert_eq!(unsafe { libc::clock_gettime(clock, &mut ts) }, 0, "the CPU clock of thread {tid}");
+        assert_eq!(
+            unsafe { libc::clock_gettime(clock, &mut ts) },
+            0,
+            "the CPU clock of thread {tid}"
+        );
         total += Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32);
     }
     total
@@ -233,7 +276,10 @@ fn beside_a_spinner<T>(f: impl FnOnce() -> T) -> (T, Duration) {
             std::hint::spin_loop();
         }
         let mut ts: libc::timespec = zero();
-        assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) }, 0);
+        assert_eq!(
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) },
+            0
+        );
         Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
     });
     let result = f();
@@ -250,7 +296,8 @@ fn progress_cpu() -> Duration {
 fn event_within(evd: DAT_EVD_HANDLE, bound: Duration) -> Option<DAT_EVENT> {
     let mut e: DAT_EVENT = zero();
     let mut more = 0;
-    (unsafe { dat_evd_wait(evd, bound.as_micros() as DAT_TIMEOUT, 1, &mut e, &mut more) } == OK).then_some(e)
+    (unsafe { dat_evd_wait(evd, bound.as_micros() as DAT_TIMEOUT, 1, &mut e, &mut more) } == OK)
+        .then_some(e)
 }
 
 /// The number of the next connection event of `side` within `bound`, if one comes.
@@ -259,11 +306,20 @@ fn conn_event_within(side: &Side, bound: Duration) -> Option<dat_event_number> {
 }
 
 /// The next DTO completion on `evd` within `bound`: (cookie, status).
-fn completion_within(evd: DAT_EVD_HANDLE, bound: Duration) -> Option<(u64, dat_dto_completion_status)> {
+fn completion_within(
+    evd: DAT_EVD_HANDLE,
+    bound: Duration,
+) -> Option<(u64, dat_dto_completion_status)> {
     let e = event_within(evd, bound)?;
-    assert_eq!(e.event_number, dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER);
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER
+    );
     let d = unsafe { e.event_data.dto_completion_event_data };
-    Some((unsafe { d.user_cookie.as_64 }, dat_dto_completion_status::try_from(d.status).unwrap()))
+    Some((
+        unsafe { d.user_cookie.as_64 },
+        dat_dto_completion_status::try_from(d.status).unwrap(),
+    ))
 }
 
 /// Waits until `done` holds, at most `bound`: whether it did.
@@ -329,7 +385,18 @@ fn with_request_queue(side: &mut Side, requests: DAT_COUNT) {
     let mut ep = null_mut();
     unsafe {
         assert_eq!(dat_ep_free(side.ep), OK);
-        assert_eq!(dat_ep_create(side.ia, side.pz, side.recv_evd, side.req_evd, side.conn_evd, &attr, &mut ep), OK);
+        assert_eq!(
+            dat_ep_create(
+                side.ia,
+                side.pz,
+                side.recv_evd,
+                side.req_evd,
+                side.conn_evd,
+                &attr,
+                &mut ep
+            ),
+            OK
+        );
     }
     side.ep = ep;
 }
@@ -358,7 +425,8 @@ fn hostile_child() {
 /// unless it passes within `bound`.
 fn in_child(scenario: &str, env: &[(&str, &str)], bound: Duration) {
     let mut c = test_child("hostile_child");
-    c.env("LIBDAT_TEST_HOSTILE", scenario).stderr(std::process::Stdio::piped());
+    c.env("LIBDAT_TEST_HOSTILE", scenario)
+        .stderr(std::process::Stdio::piped());
     for (k, v) in env {
         c.env(k, v);
     }
@@ -367,7 +435,9 @@ fn in_child(scenario: &str, env: &[(&str, &str)], bound: Duration) {
     let waited = Bounded::start(move || child.wait_with_output().unwrap());
     let output = waited.within(bound).unwrap_or_else(|| {
         unsafe { libc::kill(pid, libc::SIGKILL) };
-        let out = waited.within(Duration::from_secs(10)).expect("the killed child's output");
+        let out = waited
+            .within(Duration::from_secs(10))
+            .expect("the killed child's output");
         panic!(
             "{scenario}: the child did not finish within {bound:?}:\n{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -378,7 +448,11 @@ fn in_child(scenario: &str, env: &[(&str, &str)], bound: Duration) {
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         // (libtest's "test hostile_child ... " may begin the child's first line)
         let line = line.strip_prefix("test hostile_child ... ").unwrap_or(line);
-        if !line.is_empty() && !line.starts_with("running ") && !line.starts_with("test ") && line != "ok" {
+        if !line.is_empty()
+            && !line.starts_with("running ")
+            && !line.starts_with("test ")
+            && line != "ok"
+        {
             println!("{line}");
         }
     }
@@ -404,7 +478,8 @@ fn a_peer_that_asks_for_reads_and_reads_no_answer_breaks_its_connection_and_hold
     const MAX_ASKED: u64 = 2 << 20; // 64 MiB of requests
     let p = Side::with_buffer(ALL_PRIV, LEN as usize);
     let mut raw = raw_connected(&p);
-    raw.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+    raw.set_write_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let before = resident();
     let deadline = Instant::now() + Duration::from_secs(8);
     let mut asked = 0u64;
@@ -436,16 +511,24 @@ fn a_peer_that_asks_for_reads_and_reads_no_answer_breaks_its_connection_and_hold
     // The peer reads now: its stream ends (the answer the socket took in part is cut short,
     // so nothing follows it, the refusal neither).
     let ended = stream_ends(&mut raw, Instant::now() + Duration::from_secs(3));
-    println!("reads: {asked} asked, {:.1} MiB more resident, {event:?}", grown as f64 / MIB as f64);
+    println!(
+        "reads: {asked} asked, {:.1} MiB more resident, {event:?}",
+        grown as f64 / MIB as f64
+    );
     let mut wrong = Vec::new();
     // Each request waiting costs 15-30 bytes (measured when they are all kept): at the rate a
     // debug build on a busy machine reads them, 3-20 MiB in the 8 s the peer goes on for.
     // Broken at once, the connection holds nothing (0.1 MiB measured).
     if grown >= 2 * MIB {
-        wrong.push(format!("{} MiB more resident after {asked} read requests whose answers were not read", grown / MIB));
+        wrong.push(format!(
+            "{} MiB more resident after {asked} read requests whose answers were not read",
+            grown / MIB
+        ));
     }
     if event != Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN) {
-        wrong.push(format!("the EP's event after {asked} read requests: {event:?}, not BROKEN"));
+        wrong.push(format!(
+            "the EP's event after {asked} read requests: {event:?}, not BROKEN"
+        ));
     }
     if !ended {
         wrong.push("the peer's stream did not end".into());
@@ -482,9 +565,20 @@ fn a_read_beyond_max_rdma_read_in_is_refused_and_breaks_the_connection() {
         }
         f.op == ACCESS_ERROR
     });
-    assert_eq!(event, Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN), "the EP's event after 6 reads held back");
+    assert_eq!(
+        event,
+        Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN),
+        "the EP's event after 6 reads held back"
+    );
     let refusal = refusal.expect("a RemoteAccessError frame for the read beyond the limit");
-    assert_eq!((refusal.id, refusal.addr), (6, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64), "the refusal: its request, its status");
+    assert_eq!(
+        (refusal.id, refusal.addr),
+        (
+            6,
+            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64
+        ),
+        "the refusal: its request, its status"
+    );
     assert_eq!(answered.into_inner(), [2, 3, 4, 5], "the reads answered");
 }
 
@@ -501,9 +595,16 @@ fn an_immediate_with_no_write_before_it_ends_the_connection_at_once() {
     f.id = 1;
     f.rkey = 0xFEED; // its data
     raw.write_all(&f.encode()).unwrap();
-    assert_eq!(conn_event_within(&p, Duration::from_secs(3)), Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN), "a stray immediate");
+    assert_eq!(
+        conn_event_within(&p, Duration::from_secs(3)),
+        Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN),
+        "a stray immediate"
+    );
     // The receive is flushed: the immediate landed nowhere.
-    assert_eq!(completion_within(p.recv_evd, Duration::from_secs(3)), Some((1, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED)));
+    assert_eq!(
+        completion_within(p.recv_evd, Duration::from_secs(3)),
+        Some((1, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED))
+    );
 }
 
 #[test]
@@ -532,7 +633,10 @@ fn zero_length_sends_with_no_receive_are_bounded_in_number_and_each_costs_the_sa
         bytes.extend(Frame::write(p.rmr_ctx, p.addr(b as usize), id, &[mark]));
         let cpu = progress_cpu();
         raw.write_all(&bytes).unwrap();
-        assert!(until(Duration::from_secs(30), || byte(&p, b as usize) == mark), "batch {b} was not handled within 30 s");
+        assert!(
+            until(Duration::from_secs(30), || byte(&p, b as usize) == mark),
+            "batch {b} was not handled within 30 s"
+        );
         costs.push(progress_cpu() - cpu);
     }
     let mut f = Frame::new(SEND);
@@ -540,9 +644,14 @@ fn zero_length_sends_with_no_receive_are_bounded_in_number_and_each_costs_the_sa
     f.id = id;
     let _ = raw.write_all(&f.encode());
     let event = conn_event_within(&p, Duration::from_secs(3));
-    let refusal = find_frame(&mut raw, Instant::now() + Duration::from_secs(3), |f| f.op == ACCESS_ERROR);
+    let refusal = find_frame(&mut raw, Instant::now() + Duration::from_secs(3), |f| {
+        f.op == ACCESS_ERROR
+    });
     let ms: Vec<f64> = costs.iter().map(|c| c.as_secs_f64() * 1e3).collect();
-    println!("progress thread CPU per batch of {} kept messages: {ms:.1?} ms", KEPT / BATCHES);
+    println!(
+        "progress thread CPU per batch of {} kept messages: {ms:.1?} ms",
+        KEPT / BATCHES
+    );
     // The last batch is handled with 12288 messages kept before it, the first with none: on
     // a library whose frames each walk what is kept it costs several times the first (6.5x
     // measured); a fixed cost per frame leaves it about level (the first pays for the queues'
@@ -551,11 +660,19 @@ fn zero_length_sends_with_no_receive_are_bounded_in_number_and_each_costs_the_sa
         costs[3] < costs[0] * 3,
         "handling a batch of messages cost {ms:.1?} ms of CPU as more were kept: the cost of a frame grows with them"
     );
-    assert_eq!(event, Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN), "the EP's event after {} kept messages and one more", KEPT);
+    assert_eq!(
+        event,
+        Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN),
+        "the EP's event after {} kept messages and one more",
+        KEPT
+    );
     let refusal = refusal.expect("a RemoteAccessError frame for the message beyond the bound");
     assert_eq!(
         (refusal.id, refusal.addr),
-        (id, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY as u64),
+        (
+            id,
+            dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY as u64
+        ),
         "the refusal of the message beyond the bound, and its status"
     );
 }
@@ -575,7 +692,10 @@ fn no_byte_of_a_message_lands_in_its_receive_after_the_region_is_freed() {
     f.len = LEN as u32;
     f.id = 1;
     raw.write_all(&f.with(&[0xAA; FIRST])).unwrap();
-    assert!(until(Duration::from_secs(10), || byte(&p, FIRST - 1) == 0xAA), "the first piece of the message never landed");
+    assert!(
+        until(Duration::from_secs(10), || byte(&p, FIRST - 1) == 0xAA),
+        "the first piece of the message never landed"
+    );
     assert_eq!(unsafe { dat_lmr_free(p.lmr) }, OK);
     // The memory is the consumer's again: it writes its own bytes there.
     for i in 0..LEN {
@@ -586,10 +706,17 @@ fn no_byte_of_a_message_lands_in_its_receive_after_the_region_is_freed() {
     let _ = raw.write_all(&[0xBB; LEN - FIRST]);
     let completion = completion_within(p.recv_evd, Duration::from_secs(5));
     let landed = (0..LEN).filter(|&i| byte(&p, i) != 0x5A).count();
-    assert_eq!(landed, 0, "{landed} bytes of the message landed after dat_lmr_free returned");
+    assert_eq!(
+        landed, 0,
+        "{landed} bytes of the message landed after dat_lmr_free returned"
+    );
     let (cookie, status) = completion.expect("the receive completed");
     assert_eq!(cookie, 1);
-    assert_ne!(status, dat_dto_completion_status::DAT_DTO_SUCCESS, "a receive whose region was freed under it");
+    assert_ne!(
+        status,
+        dat_dto_completion_status::DAT_DTO_SUCCESS,
+        "a receive whose region was freed under it"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -609,7 +736,11 @@ fn posts_to_a_peer_that_reads_nothing_return_and_the_connection_still_ends_at_on
     // The peer's socket is held, never read, and closed at the end: what the library blocks
     // on, if anything, fails then.
     let raw = raw_connected(&p);
-    let (ep, evd, conn_evd) = (Handle::of(p.ep), Handle::of(p.req_evd), Handle::of(p.conn_evd));
+    let (ep, evd, conn_evd) = (
+        Handle::of(p.ep),
+        Handle::of(p.req_evd),
+        Handle::of(p.conn_evd),
+    );
     let send = |segment: DAT_LMR_TRIPLET, c: u64| {
         Bounded::start(move || {
             let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
@@ -621,7 +752,10 @@ fn posts_to_a_peer_that_reads_nothing_return_and_the_connection_still_ends_at_on
     let start = Instant::now();
     let big_post = send(p.iov(0, BIG as u32), 0);
     let big = big_post.within(Duration::from_secs(5));
-    println!("a 64 MiB send to a peer that reads nothing returned after {:?}", start.elapsed());
+    println!(
+        "a 64 MiB send to a peer that reads nothing returned after {:?}",
+        start.elapsed()
+    );
     let mut small = Vec::new();
     let mut beyond = None;
     if big == Some(OK) {
@@ -632,10 +766,13 @@ fn posts_to_a_peer_that_reads_nothing_return_and_the_connection_still_ends_at_on
     }
     // The consumer gives up on the peer: an abrupt disconnect ends the connection now.
     let abrupt = dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS;
-    let disconnect = Bounded::start(move || unsafe { dat_ep_disconnect(ep.get(), abrupt) }).within(Duration::from_secs(3));
-    let event = Bounded::start(move || event_within(conn_evd.get(), Duration::from_secs(3)).map(|e| e.event_number))
-        .within(Duration::from_secs(4))
-        .flatten();
+    let disconnect = Bounded::start(move || unsafe { dat_ep_disconnect(ep.get(), abrupt) })
+        .within(Duration::from_secs(3));
+    let event = Bounded::start(move || {
+        event_within(conn_evd.get(), Duration::from_secs(3)).map(|e| e.event_number)
+    })
+    .within(Duration::from_secs(4))
+    .flatten();
     let flushed = Bounded::start(move || {
         let mut n = 0;
         while let Some(e) = event_within(evd.get(), Duration::from_millis(500)) {
@@ -645,9 +782,14 @@ fn posts_to_a_peer_that_reads_nothing_return_and_the_connection_still_ends_at_on
         n
     })
     .within(Duration::from_secs(5));
-    let freed = Bounded::start(move || unsafe { dat_ep_free(ep.get()) }).within(Duration::from_secs(3));
+    let freed =
+        Bounded::start(move || unsafe { dat_ep_free(ep.get()) }).within(Duration::from_secs(3));
     // A post still blocked is released by neither, if at all.
-    let released = if big.is_none() { big_post.within(Duration::from_secs(1)) } else { big };
+    let released = if big.is_none() {
+        big_post.within(Duration::from_secs(1))
+    } else {
+        big
+    };
     drop(raw);
 
     let no_room = dat::error::DatError::resources(dat::error::Sub::DAT_RESOURCE_TEP).code();
@@ -664,10 +806,14 @@ fn posts_to_a_peer_that_reads_nothing_return_and_the_connection_still_ends_at_on
         wrong.push(format!("a send beyond max_request_dtos ({REQUESTS}): {beyond:?}, not DAT_INSUFFICIENT_RESOURCES"));
     }
     if disconnect != Some(OK) {
-        wrong.push(format!("dat_ep_disconnect (abrupt): {disconnect:?} within 3 s"));
+        wrong.push(format!(
+            "dat_ep_disconnect (abrupt): {disconnect:?} within 3 s"
+        ));
     }
     if event != Some(dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as DAT_EVENT_NUMBER) {
-        wrong.push(format!("the connection event within 3 s: {event:?}, not DISCONNECTED"));
+        wrong.push(format!(
+            "the connection event within 3 s: {event:?}, not DISCONNECTED"
+        ));
     }
     if flushed != Some(REQUESTS as usize) && big == Some(OK) {
         wrong.push(format!("sends flushed: {flushed:?} of {REQUESTS}"));
@@ -709,7 +855,10 @@ fn backlog(table: &mut std::fs::File, port: u16) -> usize {
     table.read_to_string(&mut text).unwrap();
     for line in text.lines().skip(1) {
         let f: Vec<&str> = line.split_whitespace().collect();
-        let local_port = f[1].rsplit(':').next().map(|p| u16::from_str_radix(p, 16).unwrap());
+        let local_port = f[1]
+            .rsplit(':')
+            .next()
+            .map(|p| u16::from_str_radix(p, 16).unwrap());
         if local_port == Some(port) && f[3] == "0A" {
             return usize::from_str_radix(f[4].rsplit(':').next().unwrap(), 16).unwrap();
         }
@@ -732,7 +881,9 @@ fn handshakes_in_progress_are_bounded() {
     let port = port as u16;
     let mut table = tcp_table();
     let base = open_descriptors();
-    let mut clients: Vec<TcpStream> = (0..CONNECTIONS).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let mut clients: Vec<TcpStream> = (0..CONNECTIONS)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
     // Every connection is either the library's (a descriptor of this process beyond ours) or
     // in the backlog: wait until the library took what it takes.
     let taken = || open_descriptors() - base - CONNECTIONS;
@@ -740,14 +891,22 @@ fn handshakes_in_progress_are_bounded() {
         let (t, b) = (taken(), backlog(&mut table, port));
         t + b == CONNECTIONS && (b == 0 || t >= MAX_HANDSHAKES)
     });
-    assert!(settled, "the connections were neither taken nor waiting: {} taken, {} in the backlog", taken(), backlog(&mut table, port));
+    assert!(
+        settled,
+        "the connections were neither taken nor waiting: {} taken, {} in the backlog",
+        taken(),
+        backlog(&mut table, port)
+    );
     // And it takes no more while they are all in progress (a moment's watch).
     let mut most = 0;
     until(Duration::from_millis(300), || {
         most = most.max(taken());
         false
     });
-    assert!(most <= MAX_HANDSHAKES, "the listener took {most} connections whose requests had not come");
+    assert!(
+        most <= MAX_HANDSHAKES,
+        "the listener took {most} connections whose requests had not come"
+    );
     // The last connection, in the backlog, asks; the first ones give up: the listener takes
     // the rest, and the request arrives.
     let mut cr = Frame::new(CONNECT_REQUEST);
@@ -755,8 +914,12 @@ fn handshakes_in_progress_are_bounded() {
     cr.addr = PEER_READS;
     clients[CONNECTIONS - 1].write_all(&cr.encode()).unwrap();
     clients.drain(..CONNECTIONS - MAX_HANDSHAKES + 1);
-    let e = event_within(p.cr_evd, Duration::from_secs(10)).expect("the request behind the bound never arrived");
-    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
+    let e = event_within(p.cr_evd, Duration::from_secs(10))
+        .expect("the request behind the bound never arrived");
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
+    );
     println!("handshakes: {most} taken at most of {CONNECTIONS} connections");
 }
 
@@ -774,7 +937,10 @@ fn a_listener_out_of_descriptors_rests() {
     let progress = progress_threads();
     // A low limit, and every descriptor under it taken.
     let mut limit: libc::rlimit = zero();
-    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+        0
+    );
     limit.rlim_cur = limit.rlim_cur.min(open_descriptors() as u64 + 32);
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
     let mut fillers = Vec::new();
@@ -792,7 +958,11 @@ fn a_listener_out_of_descriptors_rests() {
     assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
     // The connection is there (in the backlog), the library cannot take it: a second's watch
     // of the progress thread.
-    assert!(until(Duration::from_secs(5), || backlog(&mut table, port as u16) == 1), "the connection never reached the backlog");
+    assert!(
+        until(Duration::from_secs(5), || backlog(&mut table, port as u16)
+            == 1),
+        "the connection never reached the backlog"
+    );
     // No request can come while the connection is not taken: a second's wait for one, in
     // which the progress thread is watched, beside a thread of ours that spins.
     let cpu = cpu_of(&progress);
@@ -806,7 +976,10 @@ fn a_listener_out_of_descriptors_rests() {
         used * 100.0,
         spinner * 100.0
     );
-    assert!(early.is_none(), "an event while the connection could not be taken");
+    assert!(
+        early.is_none(),
+        "an event while the connection could not be taken"
+    );
     // Spinning on the listener, it would get what the machine leaves a spinning thread: 20-65%
     // of the time measured with other work on the two cores, once 3%, as much as the spinner
     // beside it gets. Resting, it wakes ten times a second, each time for a failed accept
@@ -824,9 +997,16 @@ fn a_listener_out_of_descriptors_rests() {
     cr.id = port;
     cr.addr = PEER_READS;
     let b = cr.encode();
-    assert_eq!(unsafe { libc::write(client, b.as_ptr().cast(), b.len()) }, b.len() as isize);
-    let e = event_within(p.cr_evd, Duration::from_secs(5)).expect("the connection was not taken once descriptors were free");
-    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
+    assert_eq!(
+        unsafe { libc::write(client, b.as_ptr().cast(), b.len()) },
+        b.len() as isize
+    );
+    let e = event_within(p.cr_evd, Duration::from_secs(5))
+        .expect("the connection was not taken once descriptors were free");
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
+    );
     unsafe { libc::close(client) };
 }
 
@@ -849,9 +1029,13 @@ impl Chatty {
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
         let mut reader = raw.try_clone().unwrap();
-        reader.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        reader
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
         let mut writer = raw;
-        writer.set_write_timeout(Some(Duration::from_millis(50))).unwrap();
+        writer
+            .set_write_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
         let (stop_r, stop_w, sent_w) = (stop.clone(), stop.clone(), sent.clone());
         let read = std::thread::spawn(move || {
             let mut junk = vec![0u8; 1 << 16];
@@ -859,7 +1043,11 @@ impl Chatty {
                 match reader.read(&mut junk) {
                     Ok(0) => break,
                     Ok(_) => {}
-                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                        ) => {}
                     Err(_) => break,
                 }
             }
@@ -884,19 +1072,33 @@ impl Chatty {
                             rest = &rest[n..];
                             sent_w.fetch_add(n as u64, Ordering::Relaxed);
                         }
-                        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                ErrorKind::WouldBlock
+                                    | ErrorKind::TimedOut
+                                    | ErrorKind::Interrupted
+                            ) => {}
                         Err(_) => return, // the library closed
                     }
                 }
             }
             let _ = writer.shutdown(Shutdown::Both);
         });
-        Chatty { stop, threads: vec![read, write], sent }
+        Chatty {
+            stop,
+            threads: vec![read, write],
+            sent,
+        }
     }
 
     /// Waits until it has written `bytes` (at most 5 s).
     fn wait_sent(&self, bytes: u64) {
-        assert!(until(Duration::from_secs(5), || self.sent.load(Ordering::Relaxed) >= bytes), "the peer could not send");
+        assert!(
+            until(Duration::from_secs(5), || self.sent.load(Ordering::Relaxed)
+                >= bytes),
+            "the peer could not send"
+        );
     }
 }
 
@@ -916,18 +1118,34 @@ fn an_abrupt_disconnect_ends_the_connection_at_once_whatever_the_peer_sends() {
     let peer = Chatty::start(raw_connected(&p), ACK);
     peer.wait_sent(1 << 20);
     let start = Instant::now();
-    assert_eq!(unsafe { dat_ep_disconnect(p.ep, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) }, OK);
+    assert_eq!(
+        unsafe {
+            dat_ep_disconnect(
+                p.ep,
+                dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+            )
+        },
+        OK
+    );
     let event = conn_event_within(&p, Duration::from_secs(3));
     let took = start.elapsed();
     drop(peer);
-    assert_eq!(event, Some(dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED), "within 3 s of an abrupt disconnect while the peer sends");
+    assert_eq!(
+        event,
+        Some(dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED),
+        "within 3 s of an abrupt disconnect while the peer sends"
+    );
     println!("abrupt disconnect: DISCONNECTED after {took:?}");
 }
 
 #[test]
 fn a_graceful_disconnect_ends_within_the_peer_timeout_whatever_the_peer_sends() {
     let _one = serial();
-    in_child("graceful", &[("LIBDAT_PEER_TIMEOUT", "1")], Duration::from_secs(30));
+    in_child(
+        "graceful",
+        &[("LIBDAT_PEER_TIMEOUT", "1")],
+        Duration::from_secs(30),
+    );
 }
 
 /// In a child whose peer timeout is 1 s: the peer keeps sending and never answers our
@@ -937,7 +1155,15 @@ fn a_graceful_close_ends_within_the_peer_timeout_while_the_peer_sends() {
     let peer = Chatty::start(raw_connected(&p), ACK);
     peer.wait_sent(1 << 20);
     let start = Instant::now();
-    assert_eq!(unsafe { dat_ep_disconnect(p.ep, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS) }, OK);
+    assert_eq!(
+        unsafe {
+            dat_ep_disconnect(
+                p.ep,
+                dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS,
+            )
+        },
+        OK
+    );
     let event = conn_event_within(&p, Duration::from_secs(5));
     let took = start.elapsed();
     let still_sending = peer.sent.load(Ordering::Relaxed);
@@ -956,7 +1182,13 @@ fn a_graceful_close_ends_within_the_peer_timeout_while_the_peer_sends() {
 /// `n` RDMA reads of 8 bytes of `side`'s region by the raw peer `raw`, one at a time, answered
 /// by the library with no thread of the test's in it (the progress thread): each one's round
 /// trip, or None when one took longer than `bound`.
-fn read_round_trips(raw: &mut TcpStream, side: &Side, first_id: u64, n: u64, bound: Duration) -> Option<Vec<Duration>> {
+fn read_round_trips(
+    raw: &mut TcpStream,
+    side: &Side,
+    first_id: u64,
+    n: u64,
+    bound: Duration,
+) -> Option<Vec<Duration>> {
     let mut times = Vec::new();
     for id in first_id..first_id + n {
         let mut f = Frame::new(READ_REQUEST);
@@ -984,7 +1216,8 @@ fn a_flooding_peer_leaves_the_other_connections_their_turn() {
     let other = Side::new(ALL_PRIV);
     let flood = raw_connected(&flooded);
     let mut pinger = raw_connected(&other);
-    let quiet = read_round_trips(&mut pinger, &other, 1, 20, Duration::from_secs(5)).expect("round trips on a quiet machine");
+    let quiet = read_round_trips(&mut pinger, &other, 1, 20, Duration::from_secs(5))
+        .expect("round trips on a quiet machine");
     let quiet = median(quiet);
     // The flood: writes of no bytes, the cheapest frames a peer can make us handle, as fast as
     // the socket takes them.
@@ -998,14 +1231,20 @@ fn a_flooding_peer_leaves_the_other_connections_their_turn() {
     let Some(flooded_rtts) = flooded_rtts else {
         panic!("a round trip of another connection took more than 2 s while a peer flooded its own ({flood_sent} bytes sent)");
     };
-    let (m, worst) = (median(flooded_rtts.clone()), *flooded_rtts.iter().max().unwrap());
+    let (m, worst) = (
+        median(flooded_rtts.clone()),
+        *flooded_rtts.iter().max().unwrap(),
+    );
     println!("round trip (8-byte RDMA read): quiet {quiet:?}; during a flood on another connection median {m:?}, worst {worst:?}");
     // One look at the flooded connection handles 256 frames at most: a fraction of a
     // millisecond, where a time slice of another process on a loaded machine is several.
     // Measured (debug build, two cores): median 0.4-0.6 ms, and 1.5-5 ms with a busy loop on
     // each core; a library whose look drains the flood answers none before it stops. The bound
     // is ten times the worst median seen, and still far below that.
-    assert!(m < Duration::from_millis(50), "the median round trip of another connection was {m:?} during the flood (quiet: {quiet:?})");
+    assert!(
+        m < Duration::from_millis(50),
+        "the median round trip of another connection was {m:?} during the flood (quiet: {quiet:?})"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1014,7 +1253,11 @@ fn a_flooding_peer_leaves_the_other_connections_their_turn() {
 #[test]
 fn messages_kept_for_receives_stay_within_one_budget_for_the_process() {
     let _one = serial();
-    in_child("budget", &[("LIBDAT_PEER_MEMORY", "16")], Duration::from_secs(60));
+    in_child(
+        "budget",
+        &[("LIBDAT_PEER_MEMORY", "16")],
+        Duration::from_secs(60),
+    );
 }
 
 /// In a child whose peer memory is 16 MiB: 8 connections whose peers each send two 4 MiB
@@ -1051,26 +1294,49 @@ fn kept_messages_stay_within_one_budget_for_the_process() {
                 break;
             }
             if let Some(e) = conn_event_within(side, Duration::from_millis(1)) {
-                assert_eq!(e, dat_event_number::DAT_CONNECTION_EVENT_BROKEN, "connection {i}");
+                assert_eq!(
+                    e,
+                    dat_event_number::DAT_CONNECTION_EVENT_BROKEN,
+                    "connection {i}"
+                );
                 broken.push(i);
                 break;
             }
-            assert!(Instant::now() < deadline, "connection {i}: its messages were neither kept nor refused within 10 s");
+            assert!(
+                Instant::now() < deadline,
+                "connection {i}: its messages were neither kept nor refused within 10 s"
+            );
         }
     }
     let grown = resident().saturating_sub(before);
-    println!("budget: {} MiB more resident, connections broken: {broken:?}", grown / MIB);
+    println!(
+        "budget: {} MiB more resident, connections broken: {broken:?}",
+        grown / MIB
+    );
     assert!(
         grown < 2 * BUDGET,
         "{} MiB more resident for messages kept for receives, with a budget of {} MiB",
         grown / MIB,
         BUDGET / MIB
     );
-    assert!(broken.len() >= CONNECTIONS - 4, "connections broken: {broken:?}: more were kept than the budget holds");
+    assert!(
+        broken.len() >= CONNECTIONS - 4,
+        "connections broken: {broken:?}: more were kept than the budget holds"
+    );
     for &i in &broken {
-        let refusal = find_frame(&mut peers[i], Instant::now() + Duration::from_secs(3), |f| f.op == ACCESS_ERROR);
-        let refusal = refusal.unwrap_or_else(|| panic!("connection {i} broke with no RemoteAccessError frame to its peer"));
-        assert_eq!(refusal.addr, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY as u64, "connection {i}: the refusal's status");
+        let refusal = find_frame(
+            &mut peers[i],
+            Instant::now() + Duration::from_secs(3),
+            |f| f.op == ACCESS_ERROR,
+        );
+        let refusal = refusal.unwrap_or_else(|| {
+            panic!("connection {i} broke with no RemoteAccessError frame to its peer")
+        });
+        assert_eq!(
+            refusal.addr,
+            dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY as u64,
+            "connection {i}: the refusal's status"
+        );
     }
 }
 
@@ -1081,11 +1347,31 @@ fn kept_messages_stay_within_one_budget_for_the_process() {
 const DIRECT_LEN: usize = 64 << 10;
 
 /// `len` bytes at `address` registered in `side`'s zone: the LMR and its context.
-fn register(side: &Side, address: u64, len: usize, privileges: u32) -> (DAT_LMR_HANDLE, DAT_LMR_CONTEXT) {
+fn register(
+    side: &Side,
+    address: u64,
+    len: usize,
+    privileges: u32,
+) -> (DAT_LMR_HANDLE, DAT_LMR_CONTEXT) {
     let (mut lmr, mut lmr_ctx, mut rmr_ctx) = (null_mut(), 0, 0);
-    let region = DAT_REGION_DESCRIPTION { for_va: address as DAT_PVOID };
+    let region = DAT_REGION_DESCRIPTION {
+        for_va: address as DAT_PVOID,
+    };
     let rc = unsafe {
-        dat_lmr_create(side.ia, 0, region, len as u64, side.pz, privileges, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut())
+        dat_lmr_create(
+            side.ia,
+            0,
+            region,
+            len as u64,
+            side.pz,
+            privileges,
+            0,
+            &mut lmr,
+            &mut lmr_ctx,
+            &mut rmr_ctx,
+            null_mut(),
+            null_mut(),
+        )
     };
     assert_eq!(rc, OK, "dat_lmr_create");
     (lmr, lmr_ctx)
@@ -1123,10 +1409,22 @@ mod userfault {
         if fd < 0 {
             return None;
         }
-        let mut api = Api { api: API, features: 0, ioctls: 0 };
-        let mut reg = Register { start, len, mode: MODE_MISSING, ioctls: 0 };
+        let mut api = Api {
+            api: API,
+            features: 0,
+            ioctls: 0,
+        };
+        let mut reg = Register {
+            start,
+            len,
+            mode: MODE_MISSING,
+            ioctls: 0,
+        };
         // SAFETY: our descriptor, and the structures these two requests take.
-        let ok = unsafe { libc::ioctl(fd, IOCTL_API, &mut api) == 0 && libc::ioctl(fd, IOCTL_REGISTER, &mut reg) == 0 };
+        let ok = unsafe {
+            libc::ioctl(fd, IOCTL_API, &mut api) == 0
+                && libc::ioctl(fd, IOCTL_REGISTER, &mut reg) == 0
+        };
         ok.then_some(fd)
     }
 }
@@ -1140,13 +1438,28 @@ fn direct_accessor() {
     let var = |name: &str| -> u64 { std::env::var(name).unwrap().parse().unwrap() };
     let a = Side::new(ALL_PRIV);
     assert_eq!(a.connect(var("LIBDAT_TEST_PORT"), b"", WAIT_US), OK);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-    let src = unsafe { libc::mmap(null_mut(), DIRECT_LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    let src = unsafe {
+        libc::mmap(
+            null_mut(),
+            DIRECT_LEN,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
     assert_ne!(src, libc::MAP_FAILED);
     let (_lmr, lmr_ctx) = register(&a, src as u64, DIRECT_LEN, LOCAL_PRIV);
     // SAFETY: our mapping: its pages are dropped (missing again), whatever registering did.
-    assert_eq!(unsafe { libc::madvise(src, DIRECT_LEN, libc::MADV_DONTNEED) }, 0);
+    assert_eq!(
+        unsafe { libc::madvise(src, DIRECT_LEN, libc::MADV_DONTNEED) },
+        0
+    );
     let Some(uffd) = userfault::missing_pages(src as u64, DIRECT_LEN as u64) else {
         println!("NO-USERFAULTFD");
         return;
@@ -1163,10 +1476,23 @@ fn direct_accessor() {
         // SAFETY: our descriptor; closing it lets the held fault through.
         unsafe { libc::close(uffd) };
     });
-    let local = [DAT_LMR_TRIPLET { lmr_context: lmr_ctx, virtual_address: src as u64, segment_length: DIRECT_LEN as u32 }];
-    let remote = DAT_RMR_TRIPLET { rmr_context: var("LIBDAT_TEST_RKEY") as u32, virtual_address: var("LIBDAT_TEST_AT"), segment_length: DIRECT_LEN as u32 };
+    let local = [DAT_LMR_TRIPLET {
+        lmr_context: lmr_ctx,
+        virtual_address: src as u64,
+        segment_length: DIRECT_LEN as u32,
+    }];
+    let remote = DAT_RMR_TRIPLET {
+        rmr_context: var("LIBDAT_TEST_RKEY") as u32,
+        virtual_address: var("LIBDAT_TEST_AT"),
+        segment_length: DIRECT_LEN as u32,
+    };
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-    assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(1), &remote, flags) }, OK);
+    assert_eq!(
+        unsafe {
+            dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(1), &remote, flags)
+        },
+        OK
+    );
     assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
     println!("COPIED");
 }
@@ -1185,7 +1511,10 @@ fn blocked_accessor(side: &Side) -> Option<std::process::Child> {
         .unwrap();
     let (cr, _) = side.request();
     assert_eq!(unsafe { dat_cr_accept(cr, side.ep, 0, null_mut()) }, OK);
-    assert_eq!(side.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        side.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     assert_eq!(unsafe { dat_psp_free(psp) }, OK);
     let said = {
         use std::io::BufRead;
@@ -1193,7 +1522,11 @@ fn blocked_accessor(side: &Side) -> Option<std::process::Child> {
         let mut line = String::new();
         loop {
             line.clear();
-            assert_ne!(out.read_line(&mut line).unwrap(), 0, "the accessor ended before its copy began");
+            assert_ne!(
+                out.read_line(&mut line).unwrap(),
+                0,
+                "the accessor ended before its copy began"
+            );
             if line.contains("BLOCKED") || line.contains("NO-USERFAULTFD") {
                 child.stdout = Some(out.into_inner()); // open for what it says next
                 break line.clone();
@@ -1227,8 +1560,15 @@ fn a_region_being_freed_waits_for_a_live_peer_process_copying_into_it_and_not_fo
     let _ = writeln!(child.stdin.as_mut().unwrap(), "GO"); // the copy goes on
     let after = free.within(Duration::from_secs(5));
     let exit = child.wait().unwrap();
-    assert!(early.is_none(), "dat_lmr_free returned while a live peer process was copying into the region");
-    assert_eq!(after, Some(OK), "dat_lmr_free once the peer's copy finished");
+    assert!(
+        early.is_none(),
+        "dat_lmr_free returned while a live peer process was copying into the region"
+    );
+    assert_eq!(
+        after,
+        Some(OK),
+        "dat_lmr_free once the peer's copy finished"
+    );
     assert!(exit.success(), "the accessor's write completed");
 
     // A peer that dies in the middle of its copy: the free waits no more, nor any after it.
@@ -1250,6 +1590,9 @@ fn a_region_being_freed_waits_for_a_live_peer_process_copying_into_it_and_not_fo
     // Each returns at once; the bound is generous for a loaded machine, and under the 1 s each
     // once waited for the dead peer.
     println!("direct: frees after the peer died mid-copy took {took:?}");
-    assert!(took.iter().all(|t| *t < Duration::from_millis(300)), "frees after a peer died mid-copy took {took:?}");
+    assert!(
+        took.iter().all(|t| *t < Duration::from_millis(300)),
+        "frees after a peer died mid-copy took {took:?}"
+    );
     spare[0] = 0;
 }

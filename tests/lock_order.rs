@@ -45,12 +45,21 @@ use common::{cookie, create_evd, loopback, open_ia_and_pz, zero, OK};
 
 /// How many times longer than the default each scenario runs (`LOCK_ORDER_SCALE`).
 fn scale() -> u64 {
-    std::env::var("LOCK_ORDER_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
+    std::env::var("LOCK_ORDER_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// How long one DAT call may take before the watchdog calls it stuck (`LOCK_ORDER_STALL_S`).
 fn stall() -> Duration {
-    Duration::from_secs_f64(std::env::var("LOCK_ORDER_STALL_S").ok().and_then(|v| v.parse().ok()).unwrap_or(10.0))
+    Duration::from_secs_f64(
+        std::env::var("LOCK_ORDER_STALL_S")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10.0),
+    )
 }
 
 /// Scenarios share the machine's two cores and the watchdog ends the process: one at a time.
@@ -103,7 +112,11 @@ impl Scenario {
 
     /// Starts a thread of the scenario; an error it returns, or a panic, is the scenario's
     /// failure.
-    fn spawn(self: &Arc<Self>, name: &str, body: impl FnOnce(&Arc<Scenario>, &Track) -> Result<(), String> + Send + 'static) {
+    fn spawn(
+        self: &Arc<Self>,
+        name: &str,
+        body: impl FnOnce(&Arc<Scenario>, &Track) -> Result<(), String> + Send + 'static,
+    ) {
         let t = self.track(name);
         let s = self.clone();
         let h = std::thread::Builder::new()
@@ -113,8 +126,15 @@ impl Scenario {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => s.fail(format!("{}: {e}", t.name)),
                     Err(e) => {
-                        let msg = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
-                        s.fail(format!("thread {} panicked: {}", t.name, msg.unwrap_or_default()));
+                        let msg = e
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
+                        s.fail(format!(
+                            "thread {} panicked: {}",
+                            t.name,
+                            msg.unwrap_or_default()
+                        ));
                     }
                 }
                 t.finished.store(true, SeqCst);
@@ -162,7 +182,10 @@ fn scenario(name: &'static str, bound: Duration, body: impl FnOnce(&Arc<Scenario
     let bound = bound * scale() as u32;
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watched = s.clone();
-    let watchdog = std::thread::Builder::new().name("watchdog".into()).spawn(move || watch(&watched, bound, done_rx)).unwrap();
+    let watchdog = std::thread::Builder::new()
+        .name("watchdog".into())
+        .spawn(move || watch(&watched, bound, done_rx))
+        .unwrap();
     let started = Instant::now();
     body(&s);
     let threads = std::mem::take(&mut *s.threads.lock().unwrap());
@@ -171,8 +194,18 @@ fn scenario(name: &'static str, bound: Duration, body: impl FnOnce(&Arc<Scenario
     }
     drop(done_tx);
     let _ = watchdog.join();
-    let calls: u64 = s.tracks.lock().unwrap().iter().map(|t| t.calls.load(SeqCst)).sum();
-    println!("lock_order: {name}: {calls} DAT calls in {:.1} s; {}", started.elapsed().as_secs_f64(), s.progress.lock().unwrap());
+    let calls: u64 = s
+        .tracks
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|t| t.calls.load(SeqCst))
+        .sum();
+    println!(
+        "lock_order: {name}: {calls} DAT calls in {:.1} s; {}",
+        started.elapsed().as_secs_f64(),
+        s.progress.lock().unwrap()
+    );
     let failure = s.failure.lock().unwrap().take();
     if let Some(f) = failure {
         panic!("{name}: {f}");
@@ -190,10 +223,22 @@ fn watch(s: &Scenario, bound: Duration, done: mpsc::Receiver<()>) {
             _ => return,
         }
         let now = Instant::now();
-        let stuck = s.tracks.lock().unwrap().iter().any(|t| t.call.lock().unwrap().2.is_some_and(|at| now - at > limit));
+        let stuck = s
+            .tracks
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|t| t.call.lock().unwrap().2.is_some_and(|at| now - at > limit));
         let late = now - start > bound + limit;
         if stuck || late {
-            report_and_exit(s, if stuck { format!("a DAT call has not returned within {limit:?}") } else { format!("not done within {bound:?}") });
+            report_and_exit(
+                s,
+                if stuck {
+                    format!("a DAT call has not returned within {limit:?}")
+                } else {
+                    format!("not done within {bound:?}")
+                },
+            );
         }
     }
 }
@@ -208,8 +253,15 @@ fn report_and_exit(s: &Scenario, why: String) -> ! {
         let calls = t.calls.load(SeqCst);
         let line = match (since, t.finished.load(SeqCst)) {
             (_, true) => format!("  {:<12} finished ({calls} calls)\n", t.name),
-            (Some(at), _) => format!("  {:<12} IN {what}({detail}) for {:.1} s, after {calls} calls\n", t.name, (now - at).as_secs_f64()),
-            (None, _) => format!("  {:<12} running test code, last call {what}({detail}), after {calls} calls\n", t.name),
+            (Some(at), _) => format!(
+                "  {:<12} IN {what}({detail}) for {:.1} s, after {calls} calls\n",
+                t.name,
+                (now - at).as_secs_f64()
+            ),
+            (None, _) => format!(
+                "  {:<12} running test code, last call {what}({detail}), after {calls} calls\n",
+                t.name
+            ),
         };
         out.push_str(&line);
     }
@@ -235,9 +287,21 @@ fn stacks() -> String {
     // Into a file, not a pipe: gdb stops every thread of ours, this one too, so nobody would
     // drain a pipe it filled.
     let path = std::env::temp_dir().join(format!("lock_order-stacks-{pid}.txt"));
-    let Ok(file) = std::fs::File::create(&path) else { return String::new() };
+    let Ok(file) = std::fs::File::create(&path) else {
+        return String::new();
+    };
     let ran = std::process::Command::new("timeout")
-        .args(["-s", "KILL", "60", "gdb", "-p", &pid, "-batch", "-ex", "thread apply all bt"])
+        .args([
+            "-s",
+            "KILL",
+            "60",
+            "gdb",
+            "-p",
+            &pid,
+            "-batch",
+            "-ex",
+            "thread apply all bt",
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(file)
         .stderr(std::process::Stdio::null())
@@ -253,8 +317,19 @@ fn stacks() -> String {
         if line.starts_with("Thread ") {
             kept.push_str(&format!("  {line}\n"));
             frames = 0;
-        } else if line.starts_with('#') && frames < 14 && (line.contains("dat::") || line.contains("lock_order::") || line.contains("parking_lot")) {
-            let short: String = line.split(" (").next().unwrap_or(line).chars().take(160).collect();
+        } else if line.starts_with('#')
+            && frames < 14
+            && (line.contains("dat::")
+                || line.contains("lock_order::")
+                || line.contains("parking_lot"))
+        {
+            let short: String = line
+                .split(" (")
+                .next()
+                .unwrap_or(line)
+                .chars()
+                .take(160)
+                .collect();
             kept.push_str(&format!("      {short}\n"));
             frames += 1;
         }
@@ -269,7 +344,8 @@ const DTO: dat_evd_flags = dat_evd_flags::DAT_EVD_DTO_FLAG;
 const CONNECTION: dat_evd_flags = dat_evd_flags::DAT_EVD_CONNECTION_FLAG;
 const CR: dat_evd_flags = dat_evd_flags::DAT_EVD_CR_FLAG;
 const ALL_PRIV: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
-const DEFAULT: DAT_COMPLETION_FLAGS = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+const DEFAULT: DAT_COMPLETION_FLAGS =
+    dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
 const ABRUPT: DAT_CLOSE_FLAGS = dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS;
 const GRACEFUL: DAT_CLOSE_FLAGS = dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG as DAT_CLOSE_FLAGS;
 const SUCCESS: u32 = dat_dto_completion_status::DAT_DTO_SUCCESS as u32;
@@ -304,7 +380,13 @@ fn dto_of(e: &DAT_EVENT) -> Option<Dto> {
     // SAFETY: a DTO completion event carries DTO completion data.
     let d = unsafe { e.event_data.dto_completion_event_data };
     // SAFETY: every member of the cookie union is 64 bits of plain data.
-    Some(Dto { ep: d.ep_handle as usize, cookie: unsafe { d.user_cookie.as_64 }, status: d.status, len: d.transfered_length, op: d.operation })
+    Some(Dto {
+        ep: d.ep_handle as usize,
+        cookie: unsafe { d.user_cookie.as_64 },
+        status: d.status,
+        len: d.transfered_length,
+        op: d.operation,
+    })
 }
 
 /// The EP a connection event is about.
@@ -335,7 +417,8 @@ fn dequeue(evd: usize) -> Result<DAT_EVENT, DAT_RETURN> {
 
 /// The next connection event of `evd` within 10 s.
 fn conn_event(t: &Track, evd: usize, about: u64) -> Result<DAT_EVENT, String> {
-    t.call("dat_evd_wait", about, || wait_us(evd, 10_000_000)).map_err(|rc| format!("no connection event for {about} within 10 s ({rc:#x})"))
+    t.call("dat_evd_wait", about, || wait_us(evd, 10_000_000))
+        .map_err(|rc| format!("no connection event for {about} within 10 s ({rc:#x})"))
 }
 
 fn new_evd(ia: usize, qlen: i32, flags: dat_evd_flags) -> usize {
@@ -379,12 +462,18 @@ impl Mem {
     }
     fn iov(&self, off: usize, len: usize) -> DAT_LMR_TRIPLET {
         assert!(off + len <= self.len);
-        DAT_LMR_TRIPLET { lmr_context: self.lmr_ctx, virtual_address: (self.base + off) as DAT_VADDR, segment_length: len as u32 }
+        DAT_LMR_TRIPLET {
+            lmr_context: self.lmr_ctx,
+            virtual_address: (self.base + off) as DAT_VADDR,
+            segment_length: len as u32,
+        }
     }
     fn read(&self, off: usize, len: usize) -> Vec<u8> {
         assert!(off + len <= self.len);
         // SAFETY: inside the leaked buffer; volatile, as the library writes it from its threads.
-        (0..len).map(|j| unsafe { std::ptr::read_volatile((self.base + off + j) as *const u8) }).collect()
+        (0..len)
+            .map(|j| unsafe { std::ptr::read_volatile((self.base + off + j) as *const u8) })
+            .collect()
     }
     fn write(&self, off: usize, bytes: &[u8]) {
         assert!(off + bytes.len() <= self.len);
@@ -396,12 +485,34 @@ impl Mem {
 }
 
 /// Registers `len` bytes at `base` with every privilege: (LMR, lmr_context, rmr_context).
-fn register(ia: usize, pz: usize, base: usize, len: usize) -> Result<(usize, u32, u32), DAT_RETURN> {
+fn register(
+    ia: usize,
+    pz: usize,
+    base: usize,
+    len: usize,
+) -> Result<(usize, u32, u32), DAT_RETURN> {
     let mut lmr = null_mut();
     let (mut lmr_ctx, mut rmr_ctx) = (0, 0);
-    let region = DAT_REGION_DESCRIPTION { for_va: base as DAT_PVOID };
+    let region = DAT_REGION_DESCRIPTION {
+        for_va: base as DAT_PVOID,
+    };
     // SAFETY: out-pointers to live locals; the region is the caller's (leaked) memory.
-    let rc = unsafe { dat_lmr_create(ia as _, 0, region, len as u64, pz as _, ALL_PRIV, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut()) };
+    let rc = unsafe {
+        dat_lmr_create(
+            ia as _,
+            0,
+            region,
+            len as u64,
+            pz as _,
+            ALL_PRIV,
+            0,
+            &mut lmr,
+            &mut lmr_ctx,
+            &mut rmr_ctx,
+            null_mut(),
+            null_mut(),
+        )
+    };
     if rc == OK {
         Ok((lmr as usize, lmr_ctx, rmr_ctx))
     } else {
@@ -421,24 +532,56 @@ fn host(mem_len: usize) -> Host {
     let (ia, pz) = open_ia_and_pz();
     let (ia, pz) = (ia as usize, pz as usize);
     let cr_evd = new_evd(ia, 1024, CR);
-    Host { ia, pz, cr_evd, mem: Mem::new(ia, pz, mem_len) }
+    Host {
+        ia,
+        pz,
+        cr_evd,
+        mem: Mem::new(ia, pz, mem_len),
+    }
 }
 
 impl Host {
     fn ep(&self, recv: usize, req: usize, conn: usize) -> Result<usize, DAT_RETURN> {
         let mut ep = null_mut();
         // SAFETY: live handles (or dead ones, refused) and an out-pointer to a live local.
-        match unsafe { dat_ep_create(self.ia as _, self.pz as _, recv as _, req as _, conn as _, std::ptr::null(), &mut ep) } {
+        match unsafe {
+            dat_ep_create(
+                self.ia as _,
+                self.pz as _,
+                recv as _,
+                req as _,
+                conn as _,
+                std::ptr::null(),
+                &mut ep,
+            )
+        } {
             OK => Ok(ep as usize),
             rc => Err(rc),
         }
     }
 
-    fn srq_ep(&self, recv: usize, req: usize, conn: usize, srq: usize) -> Result<usize, DAT_RETURN> {
+    fn srq_ep(
+        &self,
+        recv: usize,
+        req: usize,
+        conn: usize,
+        srq: usize,
+    ) -> Result<usize, DAT_RETURN> {
         let mut ep = null_mut();
         let attr = dat::objects::ep::default_attr();
         // SAFETY: as in `ep`.
-        match unsafe { dat_ep_create_with_srq(self.ia as _, self.pz as _, recv as _, req as _, conn as _, srq as _, &attr, &mut ep) } {
+        match unsafe {
+            dat_ep_create_with_srq(
+                self.ia as _,
+                self.pz as _,
+                recv as _,
+                req as _,
+                conn as _,
+                srq as _,
+                &attr,
+                &mut ep,
+            )
+        } {
             OK => Ok(ep as usize),
             rc => Err(rc),
         }
@@ -450,7 +593,12 @@ impl Host {
         let mut port = 0;
         let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
         // SAFETY: live handles and out-pointers to live locals.
-        assert_eq!(unsafe { dat_psp_create_any(self.ia as _, &mut port, self.cr_evd as _, flags, &mut psp) }, OK);
+        assert_eq!(
+            unsafe {
+                dat_psp_create_any(self.ia as _, &mut port, self.cr_evd as _, flags, &mut psp)
+            },
+            OK
+        );
         (psp as usize, port)
     }
 
@@ -458,7 +606,10 @@ impl Host {
     fn async_evd(&self) -> usize {
         let mut evd = null_mut();
         // SAFETY: a live IA and an out-pointer to a live local; no attributes asked for.
-        assert_eq!(unsafe { dat_ia_query(self.ia as _, &mut evd, 0, null_mut(), 0, null_mut()) }, OK);
+        assert_eq!(
+            unsafe { dat_ia_query(self.ia as _, &mut evd, 0, null_mut(), 0, null_mut()) },
+            OK
+        );
         evd as usize
     }
 }
@@ -499,23 +650,51 @@ fn cr_of(e: &DAT_EVENT) -> Option<(usize, Vec<u8>)> {
         return Some((cr, Vec::new()));
     }
     // SAFETY: the CR's private data, valid while the CR lives.
-    let pd = unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }.to_vec();
+    let pd = unsafe {
+        std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize)
+    }
+    .to_vec();
     Some((cr, pd))
 }
 
 fn post_recv(ep: usize, iov: &[DAT_LMR_TRIPLET], c: u64) -> DAT_RETURN {
     // SAFETY: `iov` lives through the call; the memory it names is leaked.
-    unsafe { dat_ep_post_recv(ep as _, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), DEFAULT) }
+    unsafe {
+        dat_ep_post_recv(
+            ep as _,
+            iov.len() as DAT_COUNT,
+            iov.as_ptr() as *mut _,
+            cookie(c),
+            DEFAULT,
+        )
+    }
 }
 
 fn post_send(ep: usize, iov: &[DAT_LMR_TRIPLET], c: u64) -> DAT_RETURN {
     // SAFETY: as above.
-    unsafe { dat_ep_post_send(ep as _, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), DEFAULT) }
+    unsafe {
+        dat_ep_post_send(
+            ep as _,
+            iov.len() as DAT_COUNT,
+            iov.as_ptr() as *mut _,
+            cookie(c),
+            DEFAULT,
+        )
+    }
 }
 
 fn post_write(ep: usize, iov: &[DAT_LMR_TRIPLET], remote: DAT_RMR_TRIPLET, c: u64) -> DAT_RETURN {
     // SAFETY: as above; the remote triplet lives through the call.
-    unsafe { dat_ep_post_rdma_write(ep as _, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), &remote, DEFAULT) }
+    unsafe {
+        dat_ep_post_rdma_write(
+            ep as _,
+            iov.len() as DAT_COUNT,
+            iov.as_ptr() as *mut _,
+            cookie(c),
+            &remote,
+            DEFAULT,
+        )
+    }
 }
 
 /// A 16-byte message: its number, and a check word derived from it.
@@ -536,14 +715,42 @@ fn message_number(bytes: &[u8]) -> Option<u64> {
 /// `n` as private data), the request (on `cr_evd`) is accepted onto the passive EP, and both
 /// see ESTABLISHED on their connect EVDs within 10 s.
 #[allow(clippy::too_many_arguments)]
-fn connect_pair(t: &Track, n: u64, a_ep: usize, a_conn: usize, cr_evd: usize, p_ep: usize, p_conn: usize, port: u64) -> Result<(), String> {
-    let rc = t.call("dat_ep_connect", n, || connect(a_ep, port, &n.to_le_bytes(), 10_000_000));
+fn connect_pair(
+    t: &Track,
+    n: u64,
+    a_ep: usize,
+    a_conn: usize,
+    cr_evd: usize,
+    p_ep: usize,
+    p_conn: usize,
+    port: u64,
+) -> Result<(), String> {
+    let rc = t.call("dat_ep_connect", n, || {
+        connect(a_ep, port, &n.to_le_bytes(), 10_000_000)
+    });
     ok(rc, || format!("connection {n}: dat_ep_connect"))?;
-    let e = t.call("dat_evd_wait", n, || wait_us(cr_evd, 10_000_000)).map_err(|rc| format!("connection {n}: no request within 10 s ({rc:#x})"))?;
-    let (cr, _) = cr_of(&e).ok_or(format!("connection {n}: event {:#x} on the CR EVD", e.event_number))?;
-    ok(t.call("dat_cr_accept", n, || accept(cr, p_ep)), || format!("connection {n}: dat_cr_accept"))?;
-    expect_conn(&conn_event(t, p_conn, n)?, &[ESTABLISHED], p_ep, &format!("passive side of connection {n}"))?;
-    expect_conn(&conn_event(t, a_conn, n)?, &[ESTABLISHED], a_ep, &format!("active side of connection {n}"))
+    let e = t
+        .call("dat_evd_wait", n, || wait_us(cr_evd, 10_000_000))
+        .map_err(|rc| format!("connection {n}: no request within 10 s ({rc:#x})"))?;
+    let (cr, _) = cr_of(&e).ok_or(format!(
+        "connection {n}: event {:#x} on the CR EVD",
+        e.event_number
+    ))?;
+    ok(t.call("dat_cr_accept", n, || accept(cr, p_ep)), || {
+        format!("connection {n}: dat_cr_accept")
+    })?;
+    expect_conn(
+        &conn_event(t, p_conn, n)?,
+        &[ESTABLISHED],
+        p_ep,
+        &format!("passive side of connection {n}"),
+    )?;
+    expect_conn(
+        &conn_event(t, a_conn, n)?,
+        &[ESTABLISHED],
+        a_ep,
+        &format!("active side of connection {n}"),
+    )
 }
 
 /// Waits, up to `within`, for `done`; false when the scenario stopped or time ran out.
@@ -591,12 +798,23 @@ fn ok(rc: DAT_RETURN, what: impl FnOnce() -> String) -> Result<(), String> {
 }
 
 /// Checks a connection event: `want`, about `ep`.
-fn expect_conn(e: &DAT_EVENT, want: &[dat_event_number], ep: usize, what: &str) -> Result<(), String> {
+fn expect_conn(
+    e: &DAT_EVENT,
+    want: &[dat_event_number],
+    ep: usize,
+    what: &str,
+) -> Result<(), String> {
     if !want.iter().any(|n| event_is(e, *n)) {
-        return Err(format!("{what}: event {:#x}, expected one of {want:?}", e.event_number));
+        return Err(format!(
+            "{what}: event {:#x}, expected one of {want:?}",
+            e.event_number
+        ));
     }
     if conn_ep(e) != ep {
-        return Err(format!("{what}: a connection event for EP {:#x}, not {ep:#x}", conn_ep(e)));
+        return Err(format!(
+            "{what}: a connection event for EP {:#x}, not {ep:#x}",
+            conn_ep(e)
+        ));
     }
     Ok(())
 }
@@ -611,7 +829,9 @@ const KEPT: usize = 4;
 
 /// Waits for the completion of the one request `ep` has in flight, on its own EVD `evd`.
 fn request_done(t: &Track, evd: usize, c: u64) -> Result<Dto, String> {
-    let e = t.call("dat_evd_wait", c, || wait_us(evd, 10_000_000)).map_err(|rc| format!("request {c}: no completion within 10 s ({rc:#x})"))?;
+    let e = t
+        .call("dat_evd_wait", c, || wait_us(evd, 10_000_000))
+        .map_err(|rc| format!("request {c}: no completion within 10 s ({rc:#x})"))?;
     let d = dto_of(&e).ok_or(format!("request {c}: event {:#x}", e.event_number))?;
     if d.cookie != c || d.status != SUCCESS {
         return Err(format!("request {c}: completion {d:?}"));
@@ -636,162 +856,222 @@ fn accepting_while_the_passive_eps_shared_evd_is_polled() {
     const LANES: u64 = 1;
     const OPEN: usize = 16;
     const POLLERS: usize = 3;
-    scenario("accept while polling a shared EVD", Duration::from_secs(60), |s| {
-        let per_lane = 300 * scale();
-        let n = LANES * per_lane;
-        let a = Arc::new(host(16 * LANES as usize));
-        let p = Arc::new(host(16 * n as usize));
-        let shared = new_evd(p.ia, 4096, DTO);
-        // Which connections' messages the poll found: a passive EP is freed only after.
-        let arrived: Arc<Vec<AtomicBool>> = Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
-        let mut psps = Vec::new();
-        for lane in 0..LANES {
-            // Each lane's requests come to an EVD of its own: one waiter each.
-            let cr_evd = new_evd(p.ia, 64, CR);
-            let (mut psp, mut port) = (null_mut(), 0);
-            let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-            // SAFETY: live handles and out-pointers to live locals.
-            assert_eq!(unsafe { dat_psp_create_any(p.ia as _, &mut port, cr_evd as _, flags, &mut psp) }, OK);
-            psps.push(psp as usize);
+    scenario(
+        "accept while polling a shared EVD",
+        Duration::from_secs(60),
+        |s| {
+            let per_lane = 300 * scale();
+            let n = LANES * per_lane;
+            let a = Arc::new(host(16 * LANES as usize));
+            let p = Arc::new(host(16 * n as usize));
+            let shared = new_evd(p.ia, 4096, DTO);
+            // Which connections' messages the poll found: a passive EP is freed only after.
+            let arrived: Arc<Vec<AtomicBool>> =
+                Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
+            let mut psps = Vec::new();
+            for lane in 0..LANES {
+                // Each lane's requests come to an EVD of its own: one waiter each.
+                let cr_evd = new_evd(p.ia, 64, CR);
+                let (mut psp, mut port) = (null_mut(), 0);
+                let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+                // SAFETY: live handles and out-pointers to live locals.
+                assert_eq!(
+                    unsafe {
+                        dat_psp_create_any(p.ia as _, &mut port, cr_evd as _, flags, &mut psp)
+                    },
+                    OK
+                );
+                psps.push(psp as usize);
 
-            // The active side: one thread connects and sends, another frees each EP once its
-            // passive side ended the connection.
-            let (to_free_a, freeing_a) = mpsc::channel::<(usize, usize, usize, u64)>();
-            let a2 = a.clone();
-            s.spawn(&format!("connect {lane}"), move |s, t| {
-                let a = a2;
-                let slot = 16 * lane as usize;
-                for i in (lane * per_lane)..((lane + 1) * per_lane) {
-                    if s.stopped() {
-                        break;
+                // The active side: one thread connects and sends, another frees each EP once its
+                // passive side ended the connection.
+                let (to_free_a, freeing_a) = mpsc::channel::<(usize, usize, usize, u64)>();
+                let a2 = a.clone();
+                s.spawn(&format!("connect {lane}"), move |s, t| {
+                    let a = a2;
+                    let slot = 16 * lane as usize;
+                    for i in (lane * per_lane)..((lane + 1) * per_lane) {
+                        if s.stopped() {
+                            break;
+                        }
+                        let (conn, dto) = (new_evd(a.ia, 8, CONNECTION), new_evd(a.ia, 8, DTO));
+                        let ep = a
+                            .ep(dto, dto, conn)
+                            .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                        ok(
+                            t.call("dat_ep_connect", i, || {
+                                connect(ep, port, &i.to_le_bytes(), 10_000_000)
+                            }),
+                            || format!("connect {i}"),
+                        )?;
+                        expect_conn(
+                            &conn_event(t, conn, i)?,
+                            &[ESTABLISHED],
+                            ep,
+                            &format!("active side of connection {i}"),
+                        )?;
+                        a.mem.write(slot, &message(i));
+                        ok(
+                            t.call("dat_ep_post_send", i, || {
+                                post_send(ep, &[a.mem.iov(slot, 16)], i)
+                            }),
+                            || format!("send {i}"),
+                        )?;
+                        request_done(t, dto, i)?;
+                        let _ = to_free_a.send((ep, conn, dto, i));
                     }
-                    let (conn, dto) = (new_evd(a.ia, 8, CONNECTION), new_evd(a.ia, 8, DTO));
-                    let ep = a.ep(dto, dto, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                    ok(t.call("dat_ep_connect", i, || connect(ep, port, &i.to_le_bytes(), 10_000_000)), || format!("connect {i}"))?;
-                    expect_conn(&conn_event(t, conn, i)?, &[ESTABLISHED], ep, &format!("active side of connection {i}"))?;
-                    a.mem.write(slot, &message(i));
-                    ok(t.call("dat_ep_post_send", i, || post_send(ep, &[a.mem.iov(slot, 16)], i)), || format!("send {i}"))?;
-                    request_done(t, dto, i)?;
-                    let _ = to_free_a.send((ep, conn, dto, i));
-                }
-                Ok(())
-            });
-            s.spawn(&format!("end-a {lane}"), move |s, t| {
-                while !s.stopped() {
-                    let (ep, conn, dto, j) = match freeing_a.recv_timeout(Duration::from_millis(100)) {
-                        Ok(c) => c,
-                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                    };
-                    expect_conn(&conn_event(t, conn, j)?, &[DISCONNECTED, BROKEN], ep, &format!("active end of connection {j}"))?;
-                    ok(t.call("dat_ep_free", j, || free_ep(ep)), || format!("free active EP {j}"))?;
-                    ok(free_evd(conn) | free_evd(dto), || format!("free the EVDs of active EP {j}"))?;
-                }
-                Ok(())
-            });
+                    Ok(())
+                });
+                s.spawn(&format!("end-a {lane}"), move |s, t| {
+                    while !s.stopped() {
+                        let (ep, conn, dto, j) =
+                            match freeing_a.recv_timeout(Duration::from_millis(100)) {
+                                Ok(c) => c,
+                                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                            };
+                        expect_conn(
+                            &conn_event(t, conn, j)?,
+                            &[DISCONNECTED, BROKEN],
+                            ep,
+                            &format!("active end of connection {j}"),
+                        )?;
+                        ok(t.call("dat_ep_free", j, || free_ep(ep)), || {
+                            format!("free active EP {j}")
+                        })?;
+                        ok(free_evd(conn) | free_evd(dto), || {
+                            format!("free the EVDs of active EP {j}")
+                        })?;
+                    }
+                    Ok(())
+                });
 
-            // The passive side: one thread accepts, another frees the EPs beyond the `OPEN`
-            // newest, connected (which ends their connections), meanwhile: each free takes
-            // the link out of the shared EVD's sources.
-            let (to_free_p, freeing_p) = mpsc::channel::<(usize, usize, u64)>();
-            let p2 = p.clone();
-            s.spawn(&format!("accept {lane}"), move |s, t| {
-                let p = p2;
-                for i in (lane * per_lane)..((lane + 1) * per_lane) {
-                    if s.stopped() {
-                        break;
+                // The passive side: one thread accepts, another frees the EPs beyond the `OPEN`
+                // newest, connected (which ends their connections), meanwhile: each free takes
+                // the link out of the shared EVD's sources.
+                let (to_free_p, freeing_p) = mpsc::channel::<(usize, usize, u64)>();
+                let p2 = p.clone();
+                s.spawn(&format!("accept {lane}"), move |s, t| {
+                    let p = p2;
+                    for i in (lane * per_lane)..((lane + 1) * per_lane) {
+                        if s.stopped() {
+                            break;
+                        }
+                        let e = t
+                            .call("dat_evd_wait", i, || wait_us(cr_evd, 10_000_000))
+                            .map_err(|rc| format!("no request {i} within 10 s: {rc:#x}"))?;
+                        let (cr, pd) = cr_of(&e)
+                            .ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
+                        if pd != i.to_le_bytes() {
+                            return Err(format!("request {i} carries {pd:?}"));
+                        }
+                        let conn = new_evd(p.ia, 8, CONNECTION);
+                        let ep = p
+                            .ep(shared, shared, conn)
+                            .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                        ok(
+                            t.call("dat_ep_post_recv", i, || {
+                                post_recv(ep, &[p.mem.iov(16 * i as usize, 16)], i)
+                            }),
+                            || format!("receive {i}"),
+                        )?;
+                        ok(t.call("dat_cr_accept", i, || accept(cr, ep)), || {
+                            format!("accept {i}")
+                        })?;
+                        expect_conn(
+                            &conn_event(t, conn, i)?,
+                            &[ESTABLISHED],
+                            ep,
+                            &format!("passive side of connection {i}"),
+                        )?;
+                        let _ = to_free_p.send((ep, conn, i));
                     }
-                    let e = t.call("dat_evd_wait", i, || wait_us(cr_evd, 10_000_000)).map_err(|rc| format!("no request {i} within 10 s: {rc:#x}"))?;
-                    let (cr, pd) = cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
-                    if pd != i.to_le_bytes() {
-                        return Err(format!("request {i} carries {pd:?}"));
-                    }
-                    let conn = new_evd(p.ia, 8, CONNECTION);
-                    let ep = p.ep(shared, shared, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                    ok(t.call("dat_ep_post_recv", i, || post_recv(ep, &[p.mem.iov(16 * i as usize, 16)], i)), || format!("receive {i}"))?;
-                    ok(t.call("dat_cr_accept", i, || accept(cr, ep)), || format!("accept {i}"))?;
-                    expect_conn(&conn_event(t, conn, i)?, &[ESTABLISHED], ep, &format!("passive side of connection {i}"))?;
-                    let _ = to_free_p.send((ep, conn, i));
-                }
-                Ok(())
-            });
-            let arrived = arrived.clone();
-            s.spawn(&format!("end-p {lane}"), move |s, t| {
-                let mut open = std::collections::VecDeque::new();
-                let mut last = false;
-                while !last && !s.stopped() {
-                    match freeing_p.recv_timeout(Duration::from_millis(100)) {
-                        Ok(c) => open.push_back(c),
-                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                        Err(mpsc::RecvTimeoutError::Disconnected) => last = true,
-                    }
-                    while open.len() > if last { 0 } else { OPEN } {
-                        let (ep, conn, j) = open.pop_front().unwrap();
-                        let deadline = Instant::now() + Duration::from_secs(10);
-                        while !arrived[j as usize].load(SeqCst) {
-                            if s.stopped() || Instant::now() > deadline {
-                                return Err(format!("message {j} did not arrive within 10 s"));
+                    Ok(())
+                });
+                let arrived = arrived.clone();
+                s.spawn(&format!("end-p {lane}"), move |s, t| {
+                    let mut open = std::collections::VecDeque::new();
+                    let mut last = false;
+                    while !last && !s.stopped() {
+                        match freeing_p.recv_timeout(Duration::from_millis(100)) {
+                            Ok(c) => open.push_back(c),
+                            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => last = true,
+                        }
+                        while open.len() > if last { 0 } else { OPEN } {
+                            let (ep, conn, j) = open.pop_front().unwrap();
+                            let deadline = Instant::now() + Duration::from_secs(10);
+                            while !arrived[j as usize].load(SeqCst) {
+                                if s.stopped() || Instant::now() > deadline {
+                                    return Err(format!("message {j} did not arrive within 10 s"));
+                                }
+                                std::thread::yield_now();
                             }
-                            std::thread::yield_now();
+                            ok(t.call("dat_ep_free", j, || free_ep(ep)), || {
+                                format!("free passive EP {j}")
+                            })?;
+                            ok(free_evd(conn), || {
+                                format!("free the connect EVD of passive EP {j}")
+                            })?;
                         }
-                        ok(t.call("dat_ep_free", j, || free_ep(ep)), || format!("free passive EP {j}"))?;
-                        ok(free_evd(conn), || format!("free the connect EVD of passive EP {j}"))?;
+                    }
+                    Ok(())
+                });
+            }
+
+            // The pollers: the main thread and `POLLERS - 1` more, each dequeuing from the shared
+            // EVD until every message arrived.
+            let received = Arc::new(AtomicU64::new(0));
+            let (p2, arrived) = (p.clone(), arrived.clone());
+            let poll = move |s: &Arc<Scenario>, t: &Track| -> Result<(), String> {
+                let p = &p2;
+                let deadline = Instant::now() + Duration::from_secs(50) * scale() as u32;
+                while received.load(SeqCst) < n && !s.stopped() {
+                    if Instant::now() > deadline {
+                        return Err(format!("{} of {n} messages arrived", received.load(SeqCst)));
+                    }
+                    match t.call("dat_evd_dequeue", received.load(SeqCst), || dequeue(shared)) {
+                        Ok(e) => {
+                            let d = dto_of(&e)
+                                .ok_or(format!("event {:#x} on the shared EVD", e.event_number))?;
+                            let good = d.op == dat_dtos::DAT_DTO_RECEIVE as u32
+                                && d.status == SUCCESS
+                                && d.len == 16
+                                && d.cookie < n
+                                && message_number(&p.mem.read(16 * d.cookie as usize, 16))
+                                    == Some(d.cookie)
+                                && !arrived[d.cookie as usize].swap(true, SeqCst);
+                            if !good {
+                                return Err(format!("on the shared EVD: {d:?}"));
+                            }
+                            let r = received.fetch_add(1, SeqCst) + 1;
+                            s.note(format!("{r} of {n} connections' messages arrived"));
+                        }
+                        Err(rc) if is(rc, Type::DAT_QUEUE_EMPTY) => {}
+                        Err(rc) => return Err(format!("dat_evd_dequeue: {rc:#x}")),
                     }
                 }
                 Ok(())
-            });
-        }
-
-        // The pollers: the main thread and `POLLERS - 1` more, each dequeuing from the shared
-        // EVD until every message arrived.
-        let received = Arc::new(AtomicU64::new(0));
-        let (p2, arrived) = (p.clone(), arrived.clone());
-        let poll = move |s: &Arc<Scenario>, t: &Track| -> Result<(), String> {
-            let p = &p2;
-            let deadline = Instant::now() + Duration::from_secs(50) * scale() as u32;
-            while received.load(SeqCst) < n && !s.stopped() {
-                if Instant::now() > deadline {
-                    return Err(format!("{} of {n} messages arrived", received.load(SeqCst)));
-                }
-                match t.call("dat_evd_dequeue", received.load(SeqCst), || dequeue(shared)) {
-                    Ok(e) => {
-                        let d = dto_of(&e).ok_or(format!("event {:#x} on the shared EVD", e.event_number))?;
-                        let good = d.op == dat_dtos::DAT_DTO_RECEIVE as u32
-                            && d.status == SUCCESS
-                            && d.len == 16
-                            && d.cookie < n
-                            && message_number(&p.mem.read(16 * d.cookie as usize, 16)) == Some(d.cookie)
-                            && !arrived[d.cookie as usize].swap(true, SeqCst);
-                        if !good {
-                            return Err(format!("on the shared EVD: {d:?}"));
-                        }
-                        let r = received.fetch_add(1, SeqCst) + 1;
-                        s.note(format!("{r} of {n} connections' messages arrived"));
-                    }
-                    Err(rc) if is(rc, Type::DAT_QUEUE_EMPTY) => {}
-                    Err(rc) => return Err(format!("dat_evd_dequeue: {rc:#x}")),
-                }
+            };
+            for k in 1..POLLERS {
+                let poll = poll.clone();
+                s.spawn(&format!("poll {k}"), move |s, t| poll(s, t));
             }
-            Ok(())
-        };
-        for k in 1..POLLERS {
-            let poll = poll.clone();
-            s.spawn(&format!("poll {k}"), move |s, t| poll(s, t));
-        }
-        let t = s.track("poll (main)");
-        if let Err(e) = poll(s, &t) {
-            s.fail(format!("poll (main): {e}"));
-        }
-        for psp in psps {
-            // SAFETY: a live PSP.
-            let _ = unsafe { dat_psp_free(psp as _) };
-        }
-        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
-            let _ = t.join();
-        }
-        assert_eq!(close_ia(p.ia), OK);
-        assert_eq!(close_ia(a.ia), OK);
-    });
+            let t = s.track("poll (main)");
+            if let Err(e) = poll(s, &t) {
+                s.fail(format!("poll (main): {e}"));
+            }
+            for psp in psps {
+                // SAFETY: a live PSP.
+                let _ = unsafe { dat_psp_free(psp as _) };
+            }
+            for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                let _ = t.join();
+            }
+            assert_eq!(close_ia(p.ia), OK);
+            assert_eq!(close_ia(a.ia), OK);
+        },
+    );
 }
 
 /// Reaps a shared EVD from several threads, one by `dat_evd_wait` (`waits`), the others by
@@ -799,10 +1079,20 @@ fn accepting_while_the_passive_eps_shared_evd_is_polled() {
 /// that times out and a dequeue that finds nothing are all retried. Returns the event, or
 /// None after `within`.
 fn reap(t: &Track, evd: usize, waits: bool, about: u64) -> Result<Option<DAT_EVENT>, DAT_RETURN> {
-    let rc = if waits { t.call("dat_evd_wait", about, || wait_us(evd, 1_000)) } else { t.call("dat_evd_dequeue", about, || dequeue(evd)) };
+    let rc = if waits {
+        t.call("dat_evd_wait", about, || wait_us(evd, 1_000))
+    } else {
+        t.call("dat_evd_dequeue", about, || dequeue(evd))
+    };
     match rc {
         Ok(e) => Ok(Some(e)),
-        Err(rc) if is(rc, Type::DAT_QUEUE_EMPTY) || is(rc, Type::DAT_TIMEOUT_EXPIRED) || is(rc, Type::DAT_INVALID_STATE) => Ok(None),
+        Err(rc)
+            if is(rc, Type::DAT_QUEUE_EMPTY)
+                || is(rc, Type::DAT_TIMEOUT_EXPIRED)
+                || is(rc, Type::DAT_INVALID_STATE) =>
+        {
+            Ok(None)
+        }
         Err(rc) => Err(rc),
     }
 }
@@ -816,169 +1106,265 @@ fn reap(t: &Track, evd: usize, waits: bool, about: u64) -> Result<Option<DAT_EVE
 /// and the active side's requests and receives complete on the shared EVD.
 #[test]
 fn connecting_while_the_active_eps_shared_evd_is_polled_and_waited_on() {
-    scenario("connect while polling and waiting on a shared EVD", Duration::from_secs(60), |s| {
-        let n = 150 * scale();
-        let a = Arc::new(host(16 * n as usize));
-        let p = Arc::new(host(32 * n as usize));
-        let shared = new_evd(a.ia, 8192, DTO);
-        let (psp, port) = p.listen();
-        const GREETING: u64 = 1 << 32;
-        // Per connection: its greeting arrived, its message's send completed.
-        let greeted = Arc::new(Seen::default());
-        let sent = Arc::new(Seen::default());
+    scenario(
+        "connect while polling and waiting on a shared EVD",
+        Duration::from_secs(60),
+        |s| {
+            let n = 150 * scale();
+            let a = Arc::new(host(16 * n as usize));
+            let p = Arc::new(host(32 * n as usize));
+            let shared = new_evd(a.ia, 8192, DTO);
+            let (psp, port) = p.listen();
+            const GREETING: u64 = 1 << 32;
+            // Per connection: its greeting arrived, its message's send completed.
+            let greeted = Arc::new(Seen::default());
+            let sent = Arc::new(Seen::default());
 
-        let (to_end, ending) = mpsc::channel::<(usize, usize, u64)>();
-        let a2 = a.clone();
-        s.spawn("connect", move |s, t| {
-            let a = a2;
-            for i in 0..n {
-                if s.stopped() {
-                    break;
-                }
-                let conn = new_evd(a.ia, 8, CONNECTION);
-                let ep = a.ep(shared, shared, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                // The greeting's receive, posted before the connect.
-                ok(t.call("dat_ep_post_recv", i, || post_recv(ep, &[a.mem.iov(16 * i as usize, 16)], GREETING | i)), || format!("receive {i}"))?;
-                ok(t.call("dat_ep_connect", i, || connect(ep, port, &i.to_le_bytes(), 10_000_000)), || format!("connect {i}"))?;
-                expect_conn(&conn_event(t, conn, i)?, &[ESTABLISHED], ep, &format!("active side of connection {i}"))?;
-                let _ = to_end.send((ep, conn, i));
-            }
-            Ok(())
-        });
-
-        // The passive side: accepts, greets, takes the active side's message, and frees the
-        // EP once the active side ended the connection (gracefully).
-        let (to_free, freeing) = mpsc::channel::<(usize, usize, usize, u64)>();
-        let p2 = p.clone();
-        s.spawn("accept", move |s, t| {
-            let p = p2;
-            for i in 0..n {
-                if s.stopped() {
-                    break;
-                }
-                let e = t.call("dat_evd_wait", i, || wait_us(p.cr_evd, 10_000_000)).map_err(|rc| format!("no request {i} within 10 s: {rc:#x}"))?;
-                let (cr, _) = cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
-                let (conn, dto) = (new_evd(p.ia, 8, CONNECTION), new_evd(p.ia, 8, DTO));
-                let ep = p.ep(dto, dto, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                ok(t.call("dat_ep_post_recv", i, || post_recv(ep, &[p.mem.iov(32 * i as usize, 16)], i)), || format!("receive {i}"))?;
-                ok(t.call("dat_cr_accept", i, || accept(cr, ep)), || format!("accept {i}"))?;
-                expect_conn(&conn_event(t, conn, i)?, &[ESTABLISHED], ep, &format!("passive side of connection {i}"))?;
-                p.mem.write(32 * i as usize + 16, &message(GREETING | i));
-                ok(t.call("dat_ep_post_send", i, || post_send(ep, &[p.mem.iov(32 * i as usize + 16, 16)], GREETING | i)), || format!("greeting {i}"))?;
-                let _ = to_free.send((ep, conn, dto, i));
-            }
-            Ok(())
-        });
-        let p2 = p.clone();
-        s.spawn("end-p", move |s, t| {
-            let p = p2;
-            while !s.stopped() {
-                let (ep, conn, dto, j) = match freeing.recv_timeout(Duration::from_millis(100)) {
-                    Ok(c) => c,
-                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                };
-                // Its greeting's send, then the active side's message, in either order.
-                let mut got = (false, false);
-                while got != (true, true) {
-                    let e = t.call("dat_evd_wait", j, || wait_us(dto, 10_000_000)).map_err(|rc| format!("connection {j}: a DTO missing after 10 s ({rc:#x}), {got:?}"))?;
-                    let d = dto_of(&e).ok_or(format!("connection {j}: event {:#x}", e.event_number))?;
-                    if d.status != SUCCESS {
-                        return Err(format!("connection {j}: {d:?}"));
+            let (to_end, ending) = mpsc::channel::<(usize, usize, u64)>();
+            let a2 = a.clone();
+            s.spawn("connect", move |s, t| {
+                let a = a2;
+                for i in 0..n {
+                    if s.stopped() {
+                        break;
                     }
-                    if d.cookie == GREETING | j {
-                        got.0 = true;
-                    } else if d.cookie == j && d.len == 16 && message_number(&p.mem.read(32 * j as usize, 16)) == Some(j) {
-                        got.1 = true;
-                    } else {
-                        return Err(format!("connection {j}: {d:?}"));
-                    }
-                }
-                expect_conn(&conn_event(t, conn, j)?, &[DISCONNECTED], ep, &format!("passive end of connection {j}"))?;
-                ok(t.call("dat_ep_free", j, || free_ep(ep)), || format!("free passive EP {j}"))?;
-                ok(free_evd(conn) | free_evd(dto), || format!("free the EVDs of passive EP {j}"))?;
-            }
-            Ok(())
-        });
-
-        // The active side's end: once a connection's greeting arrived, its message goes back;
-        // connections beyond the `KEPT` newest end gracefully once their message was sent.
-        let (a2, greeted2, sent2) = (a.clone(), greeted.clone(), sent.clone());
-        s.spawn("end-a", move |s, t| {
-            let (a, greeted, sent) = (a2, greeted2, sent2);
-            let mut open = std::collections::VecDeque::new();
-            let mut last = false;
-            while !last && !s.stopped() {
-                match ending.recv_timeout(Duration::from_millis(100)) {
-                    Ok(c) => open.push_back(c),
-                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => last = true,
-                }
-                if let Some(&(ep, _, i)) = open.back().filter(|_| !last) {
-                    if !until(s, Duration::from_secs(10), || greeted.has(i)) {
-                        return Err(format!("connection {i}: no greeting within 10 s"));
-                    }
-                    a.mem.write(16 * i as usize, &message(i));
-                    ok(t.call("dat_ep_post_send", i, || post_send(ep, &[a.mem.iov(16 * i as usize, 16)], i)), || format!("send {i}"))?;
-                }
-                while open.len() > if last { 0 } else { KEPT } {
-                    let (ep, conn, j) = open.pop_front().unwrap();
-                    if !until(s, Duration::from_secs(10), || sent.has(j)) {
-                        return Err(format!("connection {j}: its send did not complete within 10 s"));
-                    }
-                    ok(t.call("dat_ep_disconnect", j, || disconnect(ep, GRACEFUL)), || format!("disconnect {j}"))?;
-                    expect_conn(&conn_event(t, conn, j)?, &[DISCONNECTED], ep, &format!("active end of connection {j}"))?;
-                    ok(t.call("dat_ep_free", j, || free_ep(ep)), || format!("free active EP {j}"))?;
-                    ok(free_evd(conn), || format!("free the connect EVD of active EP {j}"))?;
-                }
-            }
-            Ok(())
-        });
-
-        // The shared EVD's reapers: one waits, two dequeue (the main thread one of them).
-        let a2 = a.clone();
-        let reaper = move |waits: bool| {
-            let (a, greeted, sent) = (a2.clone(), greeted.clone(), sent.clone());
-            move |s: &Arc<Scenario>, t: &Track| -> Result<(), String> {
-                let deadline = Instant::now() + Duration::from_secs(50) * scale() as u32;
-                while (greeted.len() as u64) < n || (sent.len() as u64) < n {
-                    if s.stopped() || Instant::now() > deadline {
-                        return Err(format!("{} greetings arrived and {} sends completed of {n}", greeted.len(), sent.len()));
-                    }
-                    let Some(e) = reap(t, shared, waits, greeted.len() as u64).map_err(|rc| format!("reaping the shared EVD: {rc:#x}"))? else { continue };
-                    let d = dto_of(&e).ok_or(format!("event {:#x} on the shared EVD", e.event_number))?;
-                    let i = d.cookie & (GREETING - 1);
-                    let good = d.status == SUCCESS
-                        && i < n
-                        && if d.cookie & GREETING != 0 {
-                            d.op == dat_dtos::DAT_DTO_RECEIVE as u32
-                                && message_number(&a.mem.read(16 * i as usize, 16)) == Some(GREETING | i)
-                                && greeted.insert(i)
-                        } else {
-                            d.op == dat_dtos::DAT_DTO_SEND as u32 && sent.insert(i)
-                        };
-                    if !good {
-                        return Err(format!("on the shared EVD: {d:?}"));
-                    }
-                    s.note(format!("{} of {n} greetings arrived, {} sends completed", greeted.len(), sent.len()));
+                    let conn = new_evd(a.ia, 8, CONNECTION);
+                    let ep = a
+                        .ep(shared, shared, conn)
+                        .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    // The greeting's receive, posted before the connect.
+                    ok(
+                        t.call("dat_ep_post_recv", i, || {
+                            post_recv(ep, &[a.mem.iov(16 * i as usize, 16)], GREETING | i)
+                        }),
+                        || format!("receive {i}"),
+                    )?;
+                    ok(
+                        t.call("dat_ep_connect", i, || {
+                            connect(ep, port, &i.to_le_bytes(), 10_000_000)
+                        }),
+                        || format!("connect {i}"),
+                    )?;
+                    expect_conn(
+                        &conn_event(t, conn, i)?,
+                        &[ESTABLISHED],
+                        ep,
+                        &format!("active side of connection {i}"),
+                    )?;
+                    let _ = to_end.send((ep, conn, i));
                 }
                 Ok(())
+            });
+
+            // The passive side: accepts, greets, takes the active side's message, and frees the
+            // EP once the active side ended the connection (gracefully).
+            let (to_free, freeing) = mpsc::channel::<(usize, usize, usize, u64)>();
+            let p2 = p.clone();
+            s.spawn("accept", move |s, t| {
+                let p = p2;
+                for i in 0..n {
+                    if s.stopped() {
+                        break;
+                    }
+                    let e = t
+                        .call("dat_evd_wait", i, || wait_us(p.cr_evd, 10_000_000))
+                        .map_err(|rc| format!("no request {i} within 10 s: {rc:#x}"))?;
+                    let (cr, _) =
+                        cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
+                    let (conn, dto) = (new_evd(p.ia, 8, CONNECTION), new_evd(p.ia, 8, DTO));
+                    let ep = p
+                        .ep(dto, dto, conn)
+                        .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    ok(
+                        t.call("dat_ep_post_recv", i, || {
+                            post_recv(ep, &[p.mem.iov(32 * i as usize, 16)], i)
+                        }),
+                        || format!("receive {i}"),
+                    )?;
+                    ok(t.call("dat_cr_accept", i, || accept(cr, ep)), || {
+                        format!("accept {i}")
+                    })?;
+                    expect_conn(
+                        &conn_event(t, conn, i)?,
+                        &[ESTABLISHED],
+                        ep,
+                        &format!("passive side of connection {i}"),
+                    )?;
+                    p.mem.write(32 * i as usize + 16, &message(GREETING | i));
+                    ok(
+                        t.call("dat_ep_post_send", i, || {
+                            post_send(ep, &[p.mem.iov(32 * i as usize + 16, 16)], GREETING | i)
+                        }),
+                        || format!("greeting {i}"),
+                    )?;
+                    let _ = to_free.send((ep, conn, dto, i));
+                }
+                Ok(())
+            });
+            let p2 = p.clone();
+            s.spawn("end-p", move |s, t| {
+                let p = p2;
+                while !s.stopped() {
+                    let (ep, conn, dto, j) = match freeing.recv_timeout(Duration::from_millis(100))
+                    {
+                        Ok(c) => c,
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    };
+                    // Its greeting's send, then the active side's message, in either order.
+                    let mut got = (false, false);
+                    while got != (true, true) {
+                        let e = t
+                            .call("dat_evd_wait", j, || wait_us(dto, 10_000_000))
+                            .map_err(|rc| {
+                                format!(
+                                    "connection {j}: a DTO missing after 10 s ({rc:#x}), {got:?}"
+                                )
+                            })?;
+                        let d = dto_of(&e)
+                            .ok_or(format!("connection {j}: event {:#x}", e.event_number))?;
+                        if d.status != SUCCESS {
+                            return Err(format!("connection {j}: {d:?}"));
+                        }
+                        if d.cookie == GREETING | j {
+                            got.0 = true;
+                        } else if d.cookie == j
+                            && d.len == 16
+                            && message_number(&p.mem.read(32 * j as usize, 16)) == Some(j)
+                        {
+                            got.1 = true;
+                        } else {
+                            return Err(format!("connection {j}: {d:?}"));
+                        }
+                    }
+                    expect_conn(
+                        &conn_event(t, conn, j)?,
+                        &[DISCONNECTED],
+                        ep,
+                        &format!("passive end of connection {j}"),
+                    )?;
+                    ok(t.call("dat_ep_free", j, || free_ep(ep)), || {
+                        format!("free passive EP {j}")
+                    })?;
+                    ok(free_evd(conn) | free_evd(dto), || {
+                        format!("free the EVDs of passive EP {j}")
+                    })?;
+                }
+                Ok(())
+            });
+
+            // The active side's end: once a connection's greeting arrived, its message goes back;
+            // connections beyond the `KEPT` newest end gracefully once their message was sent.
+            let (a2, greeted2, sent2) = (a.clone(), greeted.clone(), sent.clone());
+            s.spawn("end-a", move |s, t| {
+                let (a, greeted, sent) = (a2, greeted2, sent2);
+                let mut open = std::collections::VecDeque::new();
+                let mut last = false;
+                while !last && !s.stopped() {
+                    match ending.recv_timeout(Duration::from_millis(100)) {
+                        Ok(c) => open.push_back(c),
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => last = true,
+                    }
+                    if let Some(&(ep, _, i)) = open.back().filter(|_| !last) {
+                        if !until(s, Duration::from_secs(10), || greeted.has(i)) {
+                            return Err(format!("connection {i}: no greeting within 10 s"));
+                        }
+                        a.mem.write(16 * i as usize, &message(i));
+                        ok(
+                            t.call("dat_ep_post_send", i, || {
+                                post_send(ep, &[a.mem.iov(16 * i as usize, 16)], i)
+                            }),
+                            || format!("send {i}"),
+                        )?;
+                    }
+                    while open.len() > if last { 0 } else { KEPT } {
+                        let (ep, conn, j) = open.pop_front().unwrap();
+                        if !until(s, Duration::from_secs(10), || sent.has(j)) {
+                            return Err(format!(
+                                "connection {j}: its send did not complete within 10 s"
+                            ));
+                        }
+                        ok(
+                            t.call("dat_ep_disconnect", j, || disconnect(ep, GRACEFUL)),
+                            || format!("disconnect {j}"),
+                        )?;
+                        expect_conn(
+                            &conn_event(t, conn, j)?,
+                            &[DISCONNECTED],
+                            ep,
+                            &format!("active end of connection {j}"),
+                        )?;
+                        ok(t.call("dat_ep_free", j, || free_ep(ep)), || {
+                            format!("free active EP {j}")
+                        })?;
+                        ok(free_evd(conn), || {
+                            format!("free the connect EVD of active EP {j}")
+                        })?;
+                    }
+                }
+                Ok(())
+            });
+
+            // The shared EVD's reapers: one waits, two dequeue (the main thread one of them).
+            let a2 = a.clone();
+            let reaper = move |waits: bool| {
+                let (a, greeted, sent) = (a2.clone(), greeted.clone(), sent.clone());
+                move |s: &Arc<Scenario>, t: &Track| -> Result<(), String> {
+                    let deadline = Instant::now() + Duration::from_secs(50) * scale() as u32;
+                    while (greeted.len() as u64) < n || (sent.len() as u64) < n {
+                        if s.stopped() || Instant::now() > deadline {
+                            return Err(format!(
+                                "{} greetings arrived and {} sends completed of {n}",
+                                greeted.len(),
+                                sent.len()
+                            ));
+                        }
+                        let Some(e) = reap(t, shared, waits, greeted.len() as u64)
+                            .map_err(|rc| format!("reaping the shared EVD: {rc:#x}"))?
+                        else {
+                            continue;
+                        };
+                        let d = dto_of(&e)
+                            .ok_or(format!("event {:#x} on the shared EVD", e.event_number))?;
+                        let i = d.cookie & (GREETING - 1);
+                        let good = d.status == SUCCESS
+                            && i < n
+                            && if d.cookie & GREETING != 0 {
+                                d.op == dat_dtos::DAT_DTO_RECEIVE as u32
+                                    && message_number(&a.mem.read(16 * i as usize, 16))
+                                        == Some(GREETING | i)
+                                    && greeted.insert(i)
+                            } else {
+                                d.op == dat_dtos::DAT_DTO_SEND as u32 && sent.insert(i)
+                            };
+                        if !good {
+                            return Err(format!("on the shared EVD: {d:?}"));
+                        }
+                        s.note(format!(
+                            "{} of {n} greetings arrived, {} sends completed",
+                            greeted.len(),
+                            sent.len()
+                        ));
+                    }
+                    Ok(())
+                }
+            };
+            s.spawn("wait", reaper(true));
+            s.spawn("dequeue", reaper(false));
+            let t = s.track("dequeue (main)");
+            if let Err(e) = reaper(false)(s, &t) {
+                s.fail(format!("dequeue (main): {e}"));
             }
-        };
-        s.spawn("wait", reaper(true));
-        s.spawn("dequeue", reaper(false));
-        let t = s.track("dequeue (main)");
-        if let Err(e) = reaper(false)(s, &t) {
-            s.fail(format!("dequeue (main): {e}"));
-        }
-        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
-            let _ = t.join();
-        }
-        // SAFETY: a live PSP.
-        let _ = unsafe { dat_psp_free(psp as _) };
-        assert_eq!(close_ia(p.ia), OK);
-        assert_eq!(close_ia(a.ia), OK);
-    });
+            for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                let _ = t.join();
+            }
+            // SAFETY: a live PSP.
+            let _ = unsafe { dat_psp_free(psp as _) };
+            assert_eq!(close_ia(p.ia), OK);
+            assert_eq!(close_ia(a.ia), OK);
+        },
+    );
 }
 
 /// EVDs freed while threads poll and wait on them: round after round, a new EVD takes the
@@ -991,105 +1377,178 @@ fn connecting_while_the_active_eps_shared_evd_is_polled_and_waited_on() {
 #[test]
 fn evds_freed_while_threads_poll_and_wait_on_them() {
     const PER_ROUND: u64 = 3;
-    scenario("EVDs freed while polled and waited on", Duration::from_secs(60), |s| {
-        let rounds = 40 * scale();
-        let n = rounds * PER_ROUND;
-        let a = host(16);
-        let p = Arc::new(host(16 * n as usize));
-        let (psp, port) = p.listen();
-        let current = Arc::new(AtomicUsize::new(0));
-        let got = Arc::new(Seen::default());
-        let freed_seen = Arc::new(AtomicU64::new(0));
+    scenario(
+        "EVDs freed while polled and waited on",
+        Duration::from_secs(60),
+        |s| {
+            let rounds = 40 * scale();
+            let n = rounds * PER_ROUND;
+            let a = host(16);
+            let p = Arc::new(host(16 * n as usize));
+            let (psp, port) = p.listen();
+            let current = Arc::new(AtomicUsize::new(0));
+            let got = Arc::new(Seen::default());
+            let freed_seen = Arc::new(AtomicU64::new(0));
 
-        for waits in [true, false] {
-            let (p, current, got, freed_seen) = (p.clone(), current.clone(), got.clone(), freed_seen.clone());
-            s.spawn(if waits { "wait" } else { "dequeue" }, move |s, t| {
-                while (got.len() as u64) < n && !s.stopped() {
-                    let evd = current.load(SeqCst);
-                    if evd == 0 {
-                        std::thread::yield_now();
-                        continue;
-                    }
-                    let e = match reap(t, evd, waits, got.len() as u64) {
-                        Ok(Some(e)) => e,
-                        Ok(None) => continue,
-                        // Freed before the call, or while the wait slept (DAT_ABORT).
-                        Err(rc) if is(rc, Type::DAT_INVALID_HANDLE) || is(rc, Type::DAT_ABORT) => {
-                            freed_seen.fetch_add(1, SeqCst);
+            for waits in [true, false] {
+                let (p, current, got, freed_seen) =
+                    (p.clone(), current.clone(), got.clone(), freed_seen.clone());
+                s.spawn(if waits { "wait" } else { "dequeue" }, move |s, t| {
+                    while (got.len() as u64) < n && !s.stopped() {
+                        let evd = current.load(SeqCst);
+                        if evd == 0 {
+                            std::thread::yield_now();
                             continue;
                         }
-                        Err(rc) => return Err(format!("reaping: {rc:#x}")),
-                    };
-                    let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
-                    let good = d.op == dat_dtos::DAT_DTO_RECEIVE as u32
-                        && d.status == SUCCESS
-                        && d.cookie < n
-                        && message_number(&p.mem.read(16 * d.cookie as usize, 16)) == Some(d.cookie)
-                        && got.insert(d.cookie);
-                    if !good {
-                        return Err(format!("reaped {d:?}"));
+                        let e = match reap(t, evd, waits, got.len() as u64) {
+                            Ok(Some(e)) => e,
+                            Ok(None) => continue,
+                            // Freed before the call, or while the wait slept (DAT_ABORT).
+                            Err(rc)
+                                if is(rc, Type::DAT_INVALID_HANDLE) || is(rc, Type::DAT_ABORT) =>
+                            {
+                                freed_seen.fetch_add(1, SeqCst);
+                                continue;
+                            }
+                            Err(rc) => return Err(format!("reaping: {rc:#x}")),
+                        };
+                        let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
+                        let good = d.op == dat_dtos::DAT_DTO_RECEIVE as u32
+                            && d.status == SUCCESS
+                            && d.cookie < n
+                            && message_number(&p.mem.read(16 * d.cookie as usize, 16))
+                                == Some(d.cookie)
+                            && got.insert(d.cookie);
+                        if !good {
+                            return Err(format!("reaped {d:?}"));
+                        }
                     }
-                }
-                Ok(())
-            });
-        }
+                    Ok(())
+                });
+            }
 
-        let t = s.track("rounds (main)");
-        let round = |r: u64| -> Result<(), String> {
-            let evd = new_evd(p.ia, 64, DTO);
-            let (a_dto, a_conns) = (new_evd(a.ia, 64, DTO), (0..PER_ROUND).map(|_| new_evd(a.ia, 8, CONNECTION)).collect::<Vec<_>>());
-            current.store(evd, SeqCst);
-            let mut pairs = Vec::new();
-            for c in 0..PER_ROUND {
-                let i = r * PER_ROUND + c;
-                let p_conn = new_evd(p.ia, 8, CONNECTION);
-                let a_ep = a.ep(a_dto, a_dto, a_conns[c as usize]).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                let p_ep = p.ep(evd, evd, p_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                ok(t.call("dat_ep_post_recv", i, || post_recv(p_ep, &[p.mem.iov(16 * i as usize, 16)], i)), || format!("receive {i}"))?;
-                connect_pair(&t, i, a_ep, a_conns[c as usize], p.cr_evd, p_ep, p_conn, port)?;
-                a.mem.write(0, &message(i));
-                ok(t.call("dat_ep_post_send", i, || post_send(a_ep, &[a.mem.iov(0, 16)], i)), || format!("send {i}"))?;
-                request_done(&t, a_dto, i)?;
-                pairs.push((a_ep, a_conns[c as usize], p_ep, p_conn, i));
-            }
-            if !until(s, Duration::from_secs(10), || (r * PER_ROUND..(r + 1) * PER_ROUND).all(|i| got.has(i))) {
-                return Err(format!("round {r}: its messages did not all arrive within 10 s"));
-            }
-            for (a_ep, a_conn, p_ep, p_conn, i) in pairs {
-                if r.is_multiple_of(2) {
-                    ok(t.call("dat_ep_free", i, || free_ep(p_ep)), || format!("free passive EP {i}"))?;
-                    expect_conn(&conn_event(&t, a_conn, i)?, &[DISCONNECTED, BROKEN], a_ep, &format!("active end of connection {i}"))?;
-                } else {
-                    ok(t.call("dat_ep_disconnect", i, || disconnect(a_ep, ABRUPT)), || format!("disconnect {i}"))?;
-                    expect_conn(&conn_event(&t, p_conn, i)?, &[DISCONNECTED, BROKEN], p_ep, &format!("passive end of connection {i}"))?;
-                    ok(t.call("dat_ep_free", i, || free_ep(p_ep)), || format!("free passive EP {i}"))?;
+            let t = s.track("rounds (main)");
+            let round = |r: u64| -> Result<(), String> {
+                let evd = new_evd(p.ia, 64, DTO);
+                let (a_dto, a_conns) = (
+                    new_evd(a.ia, 64, DTO),
+                    (0..PER_ROUND)
+                        .map(|_| new_evd(a.ia, 8, CONNECTION))
+                        .collect::<Vec<_>>(),
+                );
+                current.store(evd, SeqCst);
+                let mut pairs = Vec::new();
+                for c in 0..PER_ROUND {
+                    let i = r * PER_ROUND + c;
+                    let p_conn = new_evd(p.ia, 8, CONNECTION);
+                    let a_ep = a
+                        .ep(a_dto, a_dto, a_conns[c as usize])
+                        .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    let p_ep = p
+                        .ep(evd, evd, p_conn)
+                        .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    ok(
+                        t.call("dat_ep_post_recv", i, || {
+                            post_recv(p_ep, &[p.mem.iov(16 * i as usize, 16)], i)
+                        }),
+                        || format!("receive {i}"),
+                    )?;
+                    connect_pair(
+                        &t,
+                        i,
+                        a_ep,
+                        a_conns[c as usize],
+                        p.cr_evd,
+                        p_ep,
+                        p_conn,
+                        port,
+                    )?;
+                    a.mem.write(0, &message(i));
+                    ok(
+                        t.call("dat_ep_post_send", i, || {
+                            post_send(a_ep, &[a.mem.iov(0, 16)], i)
+                        }),
+                        || format!("send {i}"),
+                    )?;
+                    request_done(&t, a_dto, i)?;
+                    pairs.push((a_ep, a_conns[c as usize], p_ep, p_conn, i));
                 }
-                ok(t.call("dat_ep_free", i, || free_ep(a_ep)), || format!("free active EP {i}"))?;
-                ok(free_evd(a_conn) | free_evd(p_conn), || format!("free the connect EVDs of connection {i}"))?;
+                if !until(s, Duration::from_secs(10), || {
+                    (r * PER_ROUND..(r + 1) * PER_ROUND).all(|i| got.has(i))
+                }) {
+                    return Err(format!(
+                        "round {r}: its messages did not all arrive within 10 s"
+                    ));
+                }
+                for (a_ep, a_conn, p_ep, p_conn, i) in pairs {
+                    if r.is_multiple_of(2) {
+                        ok(t.call("dat_ep_free", i, || free_ep(p_ep)), || {
+                            format!("free passive EP {i}")
+                        })?;
+                        expect_conn(
+                            &conn_event(&t, a_conn, i)?,
+                            &[DISCONNECTED, BROKEN],
+                            a_ep,
+                            &format!("active end of connection {i}"),
+                        )?;
+                    } else {
+                        ok(
+                            t.call("dat_ep_disconnect", i, || disconnect(a_ep, ABRUPT)),
+                            || format!("disconnect {i}"),
+                        )?;
+                        expect_conn(
+                            &conn_event(&t, p_conn, i)?,
+                            &[DISCONNECTED, BROKEN],
+                            p_ep,
+                            &format!("passive end of connection {i}"),
+                        )?;
+                        ok(t.call("dat_ep_free", i, || free_ep(p_ep)), || {
+                            format!("free passive EP {i}")
+                        })?;
+                    }
+                    ok(t.call("dat_ep_free", i, || free_ep(a_ep)), || {
+                        format!("free active EP {i}")
+                    })?;
+                    ok(free_evd(a_conn) | free_evd(p_conn), || {
+                        format!("free the connect EVDs of connection {i}")
+                    })?;
+                }
+                // No EP uses it now: it goes while the reapers poll and wait on it.
+                ok(t.call("dat_evd_free", r, || free_evd(evd)), || {
+                    format!("free the EVD of round {r}")
+                })?;
+                ok(free_evd(a_dto), || {
+                    format!("free the active EVD of round {r}")
+                })?;
+                s.note(format!(
+                    "{} rounds of {rounds}, {} messages arrived",
+                    r + 1,
+                    got.len()
+                ));
+                Ok(())
+            };
+            for r in 0..rounds {
+                if s.stopped() {
+                    break;
+                }
+                if let Err(e) = round(r) {
+                    s.fail(e);
+                }
             }
-            // No EP uses it now: it goes while the reapers poll and wait on it.
-            ok(t.call("dat_evd_free", r, || free_evd(evd)), || format!("free the EVD of round {r}"))?;
-            ok(free_evd(a_dto), || format!("free the active EVD of round {r}"))?;
-            s.note(format!("{} rounds of {rounds}, {} messages arrived", r + 1, got.len()));
-            Ok(())
-        };
-        for r in 0..rounds {
-            if s.stopped() {
-                break;
+            for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                let _ = t.join();
             }
-            if let Err(e) = round(r) {
-                s.fail(e);
-            }
-        }
-        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
-            let _ = t.join();
-        }
-        s.note(format!("{} messages arrived; the reapers found a freed EVD {} times", got.len(), freed_seen.load(SeqCst)));
-        // SAFETY: a live PSP.
-        let _ = unsafe { dat_psp_free(psp as _) };
-        assert_eq!(close_ia(p.ia), OK);
-        assert_eq!(close_ia(a.ia), OK);
-    });
+            s.note(format!(
+                "{} messages arrived; the reapers found a freed EVD {} times",
+                got.len(),
+                freed_seen.load(SeqCst)
+            ));
+            // SAFETY: a live PSP.
+            let _ = unsafe { dat_psp_free(psp as _) };
+            assert_eq!(close_ia(p.ia), OK);
+            assert_eq!(close_ia(a.ia), OK);
+        },
+    );
 }
 
 /// What a lane of a streaming scenario holds: its connection's two EPs (0: none now).
@@ -1118,106 +1577,157 @@ fn eps_disconnected_and_freed_while_their_evds_are_polled() {
     const RECVS: usize = 16;
     // Receive slots: a slot is reused only once the completion of its last receive was read.
     const SLOTS: usize = 1024;
-    scenario("EPs ended and freed while their EVDs are polled", Duration::from_secs(60), |s| {
-        let a = Arc::new(host(16 * 1024));
-        let p = Arc::new(host(16 * SLOTS));
-        let free_slots = Arc::new(Mutex::new((0..SLOTS).collect::<Vec<usize>>()));
-        let (a_evd, p_evd) = (new_evd(a.ia, 1 << 16, DTO), new_evd(p.ia, 1 << 16, DTO));
-        let (psp, port) = p.listen();
-        let lanes: Arc<Vec<Lane>> = Arc::new((0..LANES).map(|_| Lane::default()).collect());
-        // Sends posted and completed (by cookie), receives posted and completed (by cookie),
-        // messages received (by number).
-        let (posted, completed, sent_ok) = (Arc::new(Seen::default()), Arc::new(Seen::default()), Arc::new(Seen::default()));
-        let (recvs_posted, recvs_done, received) = (Arc::new(Seen::default()), Arc::new(Seen::default()), Arc::new(Seen::default()));
-        let next_recv = Arc::new(AtomicU64::new(0));
-        let sending = Arc::new(AtomicBool::new(true));
-        // A receive's cookie: its number, its lane, and the slot it fills.
-        let recv_cookie = |n: u64, lane: usize, slot: usize| (n << 16) | (lane << 12) as u64 | slot as u64;
-        // Posts a receive on `ep` of lane `lane` into a free slot.
-        let post_slot = {
-            let (p, recvs_posted, next_recv, free_slots) = (p.clone(), recvs_posted.clone(), next_recv.clone(), free_slots.clone());
-            move |t: &Track, ep: usize, lane: usize| -> DAT_RETURN {
-                let Some(slot) = free_slots.lock().unwrap().pop() else { return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN };
-                let c = recv_cookie(next_recv.fetch_add(1, SeqCst), lane, slot);
-                // Counted before the call: it may complete before the call returns.
-                recvs_posted.insert(c);
-                let rc = t.call("dat_ep_post_recv", c, || post_recv(ep, &[p.mem.iov(16 * slot, 16)], c));
-                if rc != OK {
-                    recvs_posted.remove(c);
-                    free_slots.lock().unwrap().push(slot);
-                }
-                rc
-            }
-        };
-
-        // Connects lane `l` anew (both EPs, on the shared EVDs) and posts its receives.
-        let (a2, p2, lanes2, post_slot2, s2) = (a.clone(), p.clone(), lanes.clone(), post_slot.clone(), s.clone());
-        let connect_lane = move |t: &Track, l: usize, n: u64| -> Result<(usize, usize, usize, usize), String> {
-            let s2 = &s2;
-            let (a_conn, p_conn) = (new_evd(a2.ia, 8, CONNECTION), new_evd(p2.ia, 8, CONNECTION));
-            let a_ep = a2.ep(a_evd, a_evd, a_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-            let p_ep = p2.ep(p_evd, p_evd, p_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-            for k in 0..RECVS {
-                // A slot comes free as the reapers read the completions of the lane's last EP.
-                let mut rc = OK;
-                if !until(s2, Duration::from_secs(10), || {
-                    rc = post_slot2(t, p_ep, l);
-                    !is(rc, Type::DAT_INSUFFICIENT_RESOURCES)
-                }) {
-                    return Err(format!("lane {l}: no receive slot free within 10 s"));
-                }
-                ok(rc, || format!("lane {l}: receive {k}"))?;
-            }
-            connect_pair(t, n, a_ep, a_conn, p2.cr_evd, p_ep, p_conn, port)?;
-            lanes2[l].active.store(a_ep, SeqCst);
-            lanes2[l].passive.store(p_ep, SeqCst);
-            Ok((a_ep, a_conn, p_ep, p_conn))
-        };
-        let t0 = s.track("setup (main)");
-        let mut conns = Vec::new();
-        for l in 0..LANES {
-            conns.push(connect_lane(&t0, l, l as u64).expect("the lanes connect"));
-        }
-
-        // The sender: message after message, on each lane in turn, from its own slot (a send
-        // reads its slot until it completes: 1024 slots, reused after 1024 sends).
-        let (a2, lanes2, posted2, completed2, sending2) = (a.clone(), lanes.clone(), posted.clone(), completed.clone(), sending.clone());
-        s.spawn("send", move |s, t| {
-            let (mut n, mut lane) = (0u64, 0usize);
-            while sending2.load(SeqCst) && !s.stopped() {
-                // The lanes in turn, past those being connected again.
-                lane += 1;
-                let _in_use = lanes2[lane % LANES].guard.read().unwrap();
-                let ep = lanes2[lane % LANES].active.load(SeqCst);
-                if ep == 0 {
-                    continue;
-                }
-                // The slot of send n - 1024 is free once that send completed (or never went).
-                if n >= 1024 && posted2.has(n - 1024) && !completed2.has(n - 1024) {
-                    std::thread::yield_now();
-                    continue;
-                }
-                let slot = 16 * (n % 1024) as usize;
-                a2.mem.write(slot, &message(n));
-                // Counted as posted before the call: its message may arrive before it returns.
-                posted2.insert(n);
-                let rc = t.call("dat_ep_post_send", n, || post_send(ep, &[a2.mem.iov(slot, 16)], n));
-                if rc != OK {
-                    posted2.remove(n);
-                    if !(is(rc, Type::DAT_INVALID_HANDLE) || is(rc, Type::DAT_INVALID_STATE) || is(rc, Type::DAT_INSUFFICIENT_RESOURCES)) {
-                        return Err(format!("send {n}: {rc:#x}"));
+    scenario(
+        "EPs ended and freed while their EVDs are polled",
+        Duration::from_secs(60),
+        |s| {
+            let a = Arc::new(host(16 * 1024));
+            let p = Arc::new(host(16 * SLOTS));
+            let free_slots = Arc::new(Mutex::new((0..SLOTS).collect::<Vec<usize>>()));
+            let (a_evd, p_evd) = (new_evd(a.ia, 1 << 16, DTO), new_evd(p.ia, 1 << 16, DTO));
+            let (psp, port) = p.listen();
+            let lanes: Arc<Vec<Lane>> = Arc::new((0..LANES).map(|_| Lane::default()).collect());
+            // Sends posted and completed (by cookie), receives posted and completed (by cookie),
+            // messages received (by number).
+            let (posted, completed, sent_ok) = (
+                Arc::new(Seen::default()),
+                Arc::new(Seen::default()),
+                Arc::new(Seen::default()),
+            );
+            let (recvs_posted, recvs_done, received) = (
+                Arc::new(Seen::default()),
+                Arc::new(Seen::default()),
+                Arc::new(Seen::default()),
+            );
+            let next_recv = Arc::new(AtomicU64::new(0));
+            let sending = Arc::new(AtomicBool::new(true));
+            // A receive's cookie: its number, its lane, and the slot it fills.
+            let recv_cookie =
+                |n: u64, lane: usize, slot: usize| (n << 16) | (lane << 12) as u64 | slot as u64;
+            // Posts a receive on `ep` of lane `lane` into a free slot.
+            let post_slot = {
+                let (p, recvs_posted, next_recv, free_slots) = (
+                    p.clone(),
+                    recvs_posted.clone(),
+                    next_recv.clone(),
+                    free_slots.clone(),
+                );
+                move |t: &Track, ep: usize, lane: usize| -> DAT_RETURN {
+                    let Some(slot) = free_slots.lock().unwrap().pop() else {
+                        return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN;
+                    };
+                    let c = recv_cookie(next_recv.fetch_add(1, SeqCst), lane, slot);
+                    // Counted before the call: it may complete before the call returns.
+                    recvs_posted.insert(c);
+                    let rc = t.call("dat_ep_post_recv", c, || {
+                        post_recv(ep, &[p.mem.iov(16 * slot, 16)], c)
+                    });
+                    if rc != OK {
+                        recvs_posted.remove(c);
+                        free_slots.lock().unwrap().push(slot);
                     }
+                    rc
                 }
-                n += 1;
-            }
-            Ok(())
-        });
+            };
 
-        // The active side's reaper (it waits: one thread spinning on each core would leave the
-        // sender, which yields after a send to a peer on this host, a time slice per send): every
-        // send completes once.
-        let (posted2, completed2, sent_ok2, sending2) = (posted.clone(), completed.clone(), sent_ok.clone(), sending.clone());
-        s.spawn("reap-a", move |s, t| {
+            // Connects lane `l` anew (both EPs, on the shared EVDs) and posts its receives.
+            let (a2, p2, lanes2, post_slot2, s2) = (
+                a.clone(),
+                p.clone(),
+                lanes.clone(),
+                post_slot.clone(),
+                s.clone(),
+            );
+            let connect_lane = move |t: &Track,
+                                     l: usize,
+                                     n: u64|
+                  -> Result<(usize, usize, usize, usize), String> {
+                let s2 = &s2;
+                let (a_conn, p_conn) =
+                    (new_evd(a2.ia, 8, CONNECTION), new_evd(p2.ia, 8, CONNECTION));
+                let a_ep = a2
+                    .ep(a_evd, a_evd, a_conn)
+                    .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                let p_ep = p2
+                    .ep(p_evd, p_evd, p_conn)
+                    .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                for k in 0..RECVS {
+                    // A slot comes free as the reapers read the completions of the lane's last EP.
+                    let mut rc = OK;
+                    if !until(s2, Duration::from_secs(10), || {
+                        rc = post_slot2(t, p_ep, l);
+                        !is(rc, Type::DAT_INSUFFICIENT_RESOURCES)
+                    }) {
+                        return Err(format!("lane {l}: no receive slot free within 10 s"));
+                    }
+                    ok(rc, || format!("lane {l}: receive {k}"))?;
+                }
+                connect_pair(t, n, a_ep, a_conn, p2.cr_evd, p_ep, p_conn, port)?;
+                lanes2[l].active.store(a_ep, SeqCst);
+                lanes2[l].passive.store(p_ep, SeqCst);
+                Ok((a_ep, a_conn, p_ep, p_conn))
+            };
+            let t0 = s.track("setup (main)");
+            let mut conns = Vec::new();
+            for l in 0..LANES {
+                conns.push(connect_lane(&t0, l, l as u64).expect("the lanes connect"));
+            }
+
+            // The sender: message after message, on each lane in turn, from its own slot (a send
+            // reads its slot until it completes: 1024 slots, reused after 1024 sends).
+            let (a2, lanes2, posted2, completed2, sending2) = (
+                a.clone(),
+                lanes.clone(),
+                posted.clone(),
+                completed.clone(),
+                sending.clone(),
+            );
+            s.spawn("send", move |s, t| {
+                let (mut n, mut lane) = (0u64, 0usize);
+                while sending2.load(SeqCst) && !s.stopped() {
+                    // The lanes in turn, past those being connected again.
+                    lane += 1;
+                    let _in_use = lanes2[lane % LANES].guard.read().unwrap();
+                    let ep = lanes2[lane % LANES].active.load(SeqCst);
+                    if ep == 0 {
+                        continue;
+                    }
+                    // The slot of send n - 1024 is free once that send completed (or never went).
+                    if n >= 1024 && posted2.has(n - 1024) && !completed2.has(n - 1024) {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    let slot = 16 * (n % 1024) as usize;
+                    a2.mem.write(slot, &message(n));
+                    // Counted as posted before the call: its message may arrive before it returns.
+                    posted2.insert(n);
+                    let rc = t.call("dat_ep_post_send", n, || {
+                        post_send(ep, &[a2.mem.iov(slot, 16)], n)
+                    });
+                    if rc != OK {
+                        posted2.remove(n);
+                        if !(is(rc, Type::DAT_INVALID_HANDLE)
+                            || is(rc, Type::DAT_INVALID_STATE)
+                            || is(rc, Type::DAT_INSUFFICIENT_RESOURCES))
+                        {
+                            return Err(format!("send {n}: {rc:#x}"));
+                        }
+                    }
+                    n += 1;
+                }
+                Ok(())
+            });
+
+            // The active side's reaper (it waits: one thread spinning on each core would leave the
+            // sender, which yields after a send to a peer on this host, a time slice per send): every
+            // send completes once.
+            let (posted2, completed2, sent_ok2, sending2) = (
+                posted.clone(),
+                completed.clone(),
+                sent_ok.clone(),
+                sending.clone(),
+            );
+            s.spawn("reap-a", move |s, t| {
             let mut last_seen = (0, Instant::now());
             while !s.stopped() && (sending2.load(SeqCst) || completed2.len() < posted2.len()) {
                 if completed2.len() != last_seen.0 {
@@ -1238,12 +1748,31 @@ fn eps_disconnected_and_freed_while_their_evds_are_polled() {
             Ok(())
         });
 
-        // The passive side's reapers (one waits, one dequeues): every receive completes once;
-        // a message is one that was sent, received once; its receive is posted again.
-        for waits in [true, false] {
-            let (p, posted, recvs_posted, recvs_done, received, sending, post_slot, free_slots, lanes) =
-                (p.clone(), posted.clone(), recvs_posted.clone(), recvs_done.clone(), received.clone(), sending.clone(), post_slot.clone(), free_slots.clone(), lanes.clone());
-            s.spawn(if waits { "reap-p wait" } else { "reap-p dequeue" }, move |s, t| {
+            // The passive side's reapers (one waits, one dequeues): every receive completes once;
+            // a message is one that was sent, received once; its receive is posted again.
+            for waits in [true, false] {
+                let (
+                    p,
+                    posted,
+                    recvs_posted,
+                    recvs_done,
+                    received,
+                    sending,
+                    post_slot,
+                    free_slots,
+                    lanes,
+                ) = (
+                    p.clone(),
+                    posted.clone(),
+                    recvs_posted.clone(),
+                    recvs_done.clone(),
+                    received.clone(),
+                    sending.clone(),
+                    post_slot.clone(),
+                    free_slots.clone(),
+                    lanes.clone(),
+                );
+                s.spawn(if waits { "reap-p wait" } else { "reap-p dequeue" }, move |s, t| {
                 let mut last_seen = (0, Instant::now());
                 while !s.stopped() && (sending.load(SeqCst) || recvs_done.len() < recvs_posted.len()) {
                     if recvs_done.len() != last_seen.0 {
@@ -1279,87 +1808,152 @@ fn eps_disconnected_and_freed_while_their_evds_are_polled() {
                 }
                 Ok(())
             });
-        }
-
-        // The closer: ends lane after lane, each way in turn, and connects it again.
-        let (lanes2, ends) = (lanes.clone(), Arc::new(AtomicU64::new(0)));
-        let ends2 = ends.clone();
-        let run_for = Duration::from_millis(1500) * scale() as u32;
-        s.spawn("end", move |s, t| {
-            let started = Instant::now();
-            let mut k = 0u64;
-            let mut conns = conns;
-            while started.elapsed() < run_for && !s.stopped() {
-                let l = k as usize % LANES;
-                let (a_ep, a_conn, p_ep, p_conn) = conns[l];
-                {
-                    let _out_of_use = lanes2[l].guard.write().unwrap();
-                    lanes2[l].active.store(0, SeqCst);
-                    lanes2[l].passive.store(0, SeqCst);
-                }
-                let what = |how: &str| format!("lane {l}, end {k} ({how})");
-                let ended = [DISCONNECTED, BROKEN];
-                match k % 5 {
-                    0 | 1 => {
-                        let how = if k.is_multiple_of(5) { GRACEFUL } else { ABRUPT };
-                        ok(t.call("dat_ep_disconnect", k, || disconnect(a_ep, how)), || what("active disconnect"))?;
-                        expect_conn(&conn_event(t, a_conn, k)?, &ended, a_ep, &what("active side"))?;
-                        expect_conn(&conn_event(t, p_conn, k)?, &ended, p_ep, &what("passive side"))?;
-                    }
-                    2 => {
-                        ok(t.call("dat_ep_disconnect", k, || disconnect(p_ep, ABRUPT)), || what("passive disconnect"))?;
-                        expect_conn(&conn_event(t, p_conn, k)?, &ended, p_ep, &what("passive side"))?;
-                        expect_conn(&conn_event(t, a_conn, k)?, &ended, a_ep, &what("active side"))?;
-                    }
-                    3 => {
-                        ok(t.call("dat_ep_free", k, || free_ep(a_ep)), || what("active free"))?;
-                        expect_conn(&conn_event(t, p_conn, k)?, &ended, p_ep, &what("passive side"))?;
-                    }
-                    _ => {
-                        ok(t.call("dat_ep_free", k, || free_ep(p_ep)), || what("passive free"))?;
-                        expect_conn(&conn_event(t, a_conn, k)?, &ended, a_ep, &what("active side"))?;
-                    }
-                }
-                for ep in [a_ep, p_ep] {
-                    let rc = t.call("dat_ep_free", k, || free_ep(ep));
-                    if rc != OK && !is(rc, Type::DAT_INVALID_HANDLE) {
-                        return Err(format!("{}: {rc:#x}", what("free")));
-                    }
-                }
-                ok(free_evd(a_conn) | free_evd(p_conn), || what("free the connect EVDs"))?;
-                conns[l] = connect_lane(t, l, 1000 + k)?;
-                k += 1;
-                ends2.store(k, SeqCst);
             }
-            Ok(())
-        });
 
-        let t = s.track("main");
-        let threads = std::mem::take(&mut *s.threads.lock().unwrap());
-        let (closer, others): (Vec<_>, Vec<_>) = threads.into_iter().partition(|h| h.thread().name() == Some("end"));
-        for h in closer {
-            let _ = h.join();
-        }
-        sending.store(false, SeqCst);
-        // Every EP goes: what they had posted flushes, and the reapers take it all.
-        for l in lanes.iter() {
-            let _out_of_use = l.guard.write().unwrap();
-            for ep in [l.active.swap(0, SeqCst), l.passive.swap(0, SeqCst)] {
-                if ep != 0 {
-                    s.check(t.call("dat_ep_free", 0, || free_ep(ep)) == OK, || "freeing the last EPs".into());
+            // The closer: ends lane after lane, each way in turn, and connects it again.
+            let (lanes2, ends) = (lanes.clone(), Arc::new(AtomicU64::new(0)));
+            let ends2 = ends.clone();
+            let run_for = Duration::from_millis(1500) * scale() as u32;
+            s.spawn("end", move |s, t| {
+                let started = Instant::now();
+                let mut k = 0u64;
+                let mut conns = conns;
+                while started.elapsed() < run_for && !s.stopped() {
+                    let l = k as usize % LANES;
+                    let (a_ep, a_conn, p_ep, p_conn) = conns[l];
+                    {
+                        let _out_of_use = lanes2[l].guard.write().unwrap();
+                        lanes2[l].active.store(0, SeqCst);
+                        lanes2[l].passive.store(0, SeqCst);
+                    }
+                    let what = |how: &str| format!("lane {l}, end {k} ({how})");
+                    let ended = [DISCONNECTED, BROKEN];
+                    match k % 5 {
+                        0 | 1 => {
+                            let how = if k.is_multiple_of(5) {
+                                GRACEFUL
+                            } else {
+                                ABRUPT
+                            };
+                            ok(
+                                t.call("dat_ep_disconnect", k, || disconnect(a_ep, how)),
+                                || what("active disconnect"),
+                            )?;
+                            expect_conn(
+                                &conn_event(t, a_conn, k)?,
+                                &ended,
+                                a_ep,
+                                &what("active side"),
+                            )?;
+                            expect_conn(
+                                &conn_event(t, p_conn, k)?,
+                                &ended,
+                                p_ep,
+                                &what("passive side"),
+                            )?;
+                        }
+                        2 => {
+                            ok(
+                                t.call("dat_ep_disconnect", k, || disconnect(p_ep, ABRUPT)),
+                                || what("passive disconnect"),
+                            )?;
+                            expect_conn(
+                                &conn_event(t, p_conn, k)?,
+                                &ended,
+                                p_ep,
+                                &what("passive side"),
+                            )?;
+                            expect_conn(
+                                &conn_event(t, a_conn, k)?,
+                                &ended,
+                                a_ep,
+                                &what("active side"),
+                            )?;
+                        }
+                        3 => {
+                            ok(t.call("dat_ep_free", k, || free_ep(a_ep)), || {
+                                what("active free")
+                            })?;
+                            expect_conn(
+                                &conn_event(t, p_conn, k)?,
+                                &ended,
+                                p_ep,
+                                &what("passive side"),
+                            )?;
+                        }
+                        _ => {
+                            ok(t.call("dat_ep_free", k, || free_ep(p_ep)), || {
+                                what("passive free")
+                            })?;
+                            expect_conn(
+                                &conn_event(t, a_conn, k)?,
+                                &ended,
+                                a_ep,
+                                &what("active side"),
+                            )?;
+                        }
+                    }
+                    for ep in [a_ep, p_ep] {
+                        let rc = t.call("dat_ep_free", k, || free_ep(ep));
+                        if rc != OK && !is(rc, Type::DAT_INVALID_HANDLE) {
+                            return Err(format!("{}: {rc:#x}", what("free")));
+                        }
+                    }
+                    ok(free_evd(a_conn) | free_evd(p_conn), || {
+                        what("free the connect EVDs")
+                    })?;
+                    conns[l] = connect_lane(t, l, 1000 + k)?;
+                    k += 1;
+                    ends2.store(k, SeqCst);
+                }
+                Ok(())
+            });
+
+            let t = s.track("main");
+            let threads = std::mem::take(&mut *s.threads.lock().unwrap());
+            let (closer, others): (Vec<_>, Vec<_>) = threads
+                .into_iter()
+                .partition(|h| h.thread().name() == Some("end"));
+            for h in closer {
+                let _ = h.join();
+            }
+            sending.store(false, SeqCst);
+            // Every EP goes: what they had posted flushes, and the reapers take it all.
+            for l in lanes.iter() {
+                let _out_of_use = l.guard.write().unwrap();
+                for ep in [l.active.swap(0, SeqCst), l.passive.swap(0, SeqCst)] {
+                    if ep != 0 {
+                        s.check(t.call("dat_ep_free", 0, || free_ep(ep)) == OK, || {
+                            "freeing the last EPs".into()
+                        });
+                    }
                 }
             }
-        }
-        for h in others {
-            let _ = h.join();
-        }
-        if !s.stopped() {
-            let (posted, completed, sent_ok, received) = (posted.all(), completed.all(), sent_ok.all(), received.all());
-            s.check(posted == completed, || format!("{} sends posted, {} completed", posted.len(), completed.len()));
-            s.check(recvs_posted.all() == recvs_done.all(), || format!("{} receives posted, {} completed", recvs_posted.len(), recvs_done.len()));
-            let lost: Vec<_> = sent_ok.difference(&received).take(5).collect();
-            s.check(lost.is_empty(), || format!("sends completed successfully but never received: {lost:?}"));
-            s.note(format!(
+            for h in others {
+                let _ = h.join();
+            }
+            if !s.stopped() {
+                let (posted, completed, sent_ok, received) =
+                    (posted.all(), completed.all(), sent_ok.all(), received.all());
+                s.check(posted == completed, || {
+                    format!(
+                        "{} sends posted, {} completed",
+                        posted.len(),
+                        completed.len()
+                    )
+                });
+                s.check(recvs_posted.all() == recvs_done.all(), || {
+                    format!(
+                        "{} receives posted, {} completed",
+                        recvs_posted.len(),
+                        recvs_done.len()
+                    )
+                });
+                let lost: Vec<_> = sent_ok.difference(&received).take(5).collect();
+                s.check(lost.is_empty(), || {
+                    format!("sends completed successfully but never received: {lost:?}")
+                });
+                s.note(format!(
                 "{} connections ended and made again; {} sends ({} successful), {} messages received, {} receives",
                 ends.load(SeqCst),
                 posted.len(),
@@ -1367,12 +1961,13 @@ fn eps_disconnected_and_freed_while_their_evds_are_polled() {
                 received.len(),
                 recvs_done.len()
             ));
-        }
-        // SAFETY: a live PSP.
-        let _ = unsafe { dat_psp_free(psp as _) };
-        assert_eq!(close_ia(p.ia), OK);
-        assert_eq!(close_ia(a.ia), OK);
-    });
+            }
+            // SAFETY: a live PSP.
+            let _ = unsafe { dat_psp_free(psp as _) };
+            assert_eq!(close_ia(p.ia), OK);
+            assert_eq!(close_ia(a.ia), OK);
+        },
+    );
 }
 
 /// Receive slots shared by the threads that post and reap receives: a slot is reused only
@@ -1383,13 +1978,19 @@ struct Slots {
 
 impl Slots {
     fn new(n: usize) -> Slots {
-        Slots { free: Mutex::new((0..n).collect()) }
+        Slots {
+            free: Mutex::new((0..n).collect()),
+        }
     }
     /// Posts a receive on `ep` into a free slot (its cookie: the slot); INSUFFICIENT_RESOURCES
     /// when none is free.
     fn post(&self, t: &Track, mem: &Mem, ep: usize) -> DAT_RETURN {
-        let Some(slot) = self.free.lock().unwrap().pop() else { return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN };
-        let rc = t.call("dat_ep_post_recv", slot as u64, || post_recv(ep, &[mem.iov(16 * slot, 16)], slot as u64));
+        let Some(slot) = self.free.lock().unwrap().pop() else {
+            return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN;
+        };
+        let rc = t.call("dat_ep_post_recv", slot as u64, || {
+            post_recv(ep, &[mem.iov(16 * slot, 16)], slot as u64)
+        });
         if rc != OK {
             self.free.lock().unwrap().push(slot);
         }
@@ -1397,10 +1998,14 @@ impl Slots {
     }
     /// Posts a receive to `srq` into a free slot, as `post` does.
     fn post_srq(&self, t: &Track, mem: &Mem, srq: usize) -> DAT_RETURN {
-        let Some(slot) = self.free.lock().unwrap().pop() else { return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN };
+        let Some(slot) = self.free.lock().unwrap().pop() else {
+            return Type::DAT_INSUFFICIENT_RESOURCES as DAT_RETURN;
+        };
         let iov = [mem.iov(16 * slot, 16)];
         // SAFETY: `iov` lives through the call; the memory it names is leaked.
-        let rc = t.call("dat_srq_post_recv", slot as u64, || unsafe { dat_srq_post_recv(srq as _, 1, iov.as_ptr() as *mut _, cookie(slot as u64)) });
+        let rc = t.call("dat_srq_post_recv", slot as u64, || unsafe {
+            dat_srq_post_recv(srq as _, 1, iov.as_ptr() as *mut _, cookie(slot as u64))
+        });
         if rc != OK {
             self.free.lock().unwrap().push(slot);
         }
@@ -1433,70 +2038,89 @@ unsafe extern "C" fn count_agent_call(_instance: DAT_PVOID, _evd: DAT_EVD_HANDLE
 fn cnos_attached_and_detached_while_their_evds_fill() {
     const LANES: usize = 2;
     const WINDOW: u64 = 32;
-    scenario("CNOs attached and detached while their EVDs fill", Duration::from_secs(60), |s| {
-        let n = 8000 * scale();
-        let a = Arc::new(host(16 * 1024));
-        let p = Arc::new(host(16 * 512));
-        let slots = Arc::new(Slots::new(512));
-        let (psp, port) = p.listen();
-        let (a_evd, r_evd) = (new_evd(a.ia, 4096, DTO), new_evd(p.ia, 4096, DTO));
-        let t = s.track("main");
-        let mut a_eps = Vec::new();
-        for l in 0..LANES {
-            let (a_conn, p_conn) = (new_evd(a.ia, 8, CONNECTION), new_evd(p.ia, 8, CONNECTION));
-            let a_ep = a.ep(a_evd, a_evd, a_conn).unwrap();
-            let p_ep = p.ep(r_evd, r_evd, p_conn).unwrap();
-            for _ in 0..64 {
-                assert_eq!(slots.post(&t, &p.mem, p_ep), OK);
-            }
-            connect_pair(&t, l as u64, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
-            a_eps.push(a_ep);
-        }
-        let received = Arc::new(Seen::default());
-        let cno = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicBool::new(false));
-
-        // The sender: message after message, at most `WINDOW` in flight, reaping its own EVD.
-        let a2 = a.clone();
-        s.spawn("send", move |s, t| {
-            let (mut posted, mut completed) = (0u64, 0u64);
-            let mut next_done: Vec<u64> = (0..LANES as u64).collect();
-            while completed < n && !s.stopped() {
-                if posted < n && posted - completed < WINDOW {
-                    let slot = 16 * (posted % 1024) as usize;
-                    a2.mem.write(slot, &message(posted));
-                    let ep = a_eps[posted as usize % LANES];
-                    ok(t.call("dat_ep_post_send", posted, || post_send(ep, &[a2.mem.iov(slot, 16)], posted)), || format!("send {posted}"))?;
-                    posted += 1;
-                    continue;
+    scenario(
+        "CNOs attached and detached while their EVDs fill",
+        Duration::from_secs(60),
+        |s| {
+            let n = 8000 * scale();
+            let a = Arc::new(host(16 * 1024));
+            let p = Arc::new(host(16 * 512));
+            let slots = Arc::new(Slots::new(512));
+            let (psp, port) = p.listen();
+            let (a_evd, r_evd) = (new_evd(a.ia, 4096, DTO), new_evd(p.ia, 4096, DTO));
+            let t = s.track("main");
+            let mut a_eps = Vec::new();
+            for l in 0..LANES {
+                let (a_conn, p_conn) = (new_evd(a.ia, 8, CONNECTION), new_evd(p.ia, 8, CONNECTION));
+                let a_ep = a.ep(a_evd, a_evd, a_conn).unwrap();
+                let p_ep = p.ep(r_evd, r_evd, p_conn).unwrap();
+                for _ in 0..64 {
+                    assert_eq!(slots.post(&t, &p.mem, p_ep), OK);
                 }
-                let Some(e) = reap(t, a_evd, false, completed).map_err(|rc| format!("{rc:#x}"))? else { continue };
-                let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
-                // Each EP's requests complete in order; the two EPs' interleave.
-                let lane = d.cookie as usize % LANES;
-                if d.status != SUCCESS || d.cookie != next_done[lane] {
-                    return Err(format!("send completion {d:?}, expected {}", next_done[lane]));
+                connect_pair(&t, l as u64, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
+                a_eps.push(a_ep);
+            }
+            let received = Arc::new(Seen::default());
+            let cno = Arc::new(AtomicUsize::new(0));
+            let done = Arc::new(AtomicBool::new(false));
+
+            // The sender: message after message, at most `WINDOW` in flight, reaping its own EVD.
+            let a2 = a.clone();
+            s.spawn("send", move |s, t| {
+                let (mut posted, mut completed) = (0u64, 0u64);
+                let mut next_done: Vec<u64> = (0..LANES as u64).collect();
+                while completed < n && !s.stopped() {
+                    if posted < n && posted - completed < WINDOW {
+                        let slot = 16 * (posted % 1024) as usize;
+                        a2.mem.write(slot, &message(posted));
+                        let ep = a_eps[posted as usize % LANES];
+                        ok(
+                            t.call("dat_ep_post_send", posted, || {
+                                post_send(ep, &[a2.mem.iov(slot, 16)], posted)
+                            }),
+                            || format!("send {posted}"),
+                        )?;
+                        posted += 1;
+                        continue;
+                    }
+                    let Some(e) =
+                        reap(t, a_evd, false, completed).map_err(|rc| format!("{rc:#x}"))?
+                    else {
+                        continue;
+                    };
+                    let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
+                    // Each EP's requests complete in order; the two EPs' interleave.
+                    let lane = d.cookie as usize % LANES;
+                    if d.status != SUCCESS || d.cookie != next_done[lane] {
+                        return Err(format!(
+                            "send completion {d:?}, expected {}",
+                            next_done[lane]
+                        ));
+                    }
+                    next_done[lane] += LANES as u64;
+                    completed += 1;
                 }
-                next_done[lane] += LANES as u64;
-                completed += 1;
-            }
-            Ok(())
-        });
+                Ok(())
+            });
 
-        // Takes one receive completion of the EVD: a message received once; its receive goes
-        // again on its EP.
-        let (p2, slots2, received2) = (p.clone(), slots.clone(), received.clone());
-        let take = move |t: &Track, e: &DAT_EVENT| -> Result<(), String> {
-            let d = dto_of(e).ok_or(format!("event {:#x} on the receive EVD", e.event_number))?;
-            let m = slots2.take(&p2.mem, &d);
-            if d.status != SUCCESS || !m.is_some_and(|m| m < n && received2.insert(m)) {
-                return Err(format!("receive {d:?} holds {m:?}"));
-            }
-            ok(slots2.post(t, &p2.mem, d.ep), || "posting a receive again".into())
-        };
+            // Takes one receive completion of the EVD: a message received once; its receive goes
+            // again on its EP.
+            let (p2, slots2, received2) = (p.clone(), slots.clone(), received.clone());
+            let take = move |t: &Track, e: &DAT_EVENT| -> Result<(), String> {
+                let d =
+                    dto_of(e).ok_or(format!("event {:#x} on the receive EVD", e.event_number))?;
+                let m = slots2.take(&p2.mem, &d);
+                if d.status != SUCCESS || !m.is_some_and(|m| m < n && received2.insert(m)) {
+                    return Err(format!("receive {d:?} holds {m:?}"));
+                }
+                ok(slots2.post(t, &p2.mem, d.ep), || {
+                    "posting a receive again".into()
+                })
+            };
 
-        let (cno2, done2, received2, p_ia) = (cno.clone(), done.clone(), received.clone(), p.ia);
-        s.spawn("modify", move |s, t| {
+            let (cno2, done2, received2, p_ia) =
+                (cno.clone(), done.clone(), received.clone(), p.ia);
+            s.spawn("modify", move |s, t| {
             let mut round = 0u64;
             let mut current = 0usize;
             while (received2.len() as u64) < n && !s.stopped() {
@@ -1545,54 +2169,67 @@ fn cnos_attached_and_detached_while_their_evds_fill() {
             Ok(())
         });
 
-        let (cno2, done2, take2) = (cno.clone(), done.clone(), take.clone());
-        s.spawn("cno-wait", move |s, t| {
-            let mut k = 0u64;
-            while !done2.load(SeqCst) && !s.stopped() {
-                let c = cno2.load(SeqCst);
-                let mut evd = null_mut();
-                k += 1;
-                let rc = if k.is_multiple_of(4) {
-                    // SAFETY: a handle, live or dead, and an out-pointer to a live local.
-                    t.call("dat_cno_trigger", k, || unsafe { dat_cno_trigger(c as _, &mut evd) })
-                } else {
-                    // SAFETY: as above.
-                    t.call("dat_cno_wait", k, || unsafe { dat_cno_wait(c as _, 2_000, &mut evd) })
-                };
-                match rc {
-                    OK if evd.is_null() => {} // dat_cno_trigger: none triggered
-                    OK if evd as usize != r_evd => return Err(format!("the CNO named EVD {evd:p}")),
-                    OK => {
-                        while let Some(e) = reap(t, r_evd, false, k).map_err(|rc| format!("{rc:#x}"))? {
-                            take2(t, &e)?;
+            let (cno2, done2, take2) = (cno.clone(), done.clone(), take.clone());
+            s.spawn("cno-wait", move |s, t| {
+                let mut k = 0u64;
+                while !done2.load(SeqCst) && !s.stopped() {
+                    let c = cno2.load(SeqCst);
+                    let mut evd = null_mut();
+                    k += 1;
+                    let rc = if k.is_multiple_of(4) {
+                        // SAFETY: a handle, live or dead, and an out-pointer to a live local.
+                        t.call("dat_cno_trigger", k, || unsafe {
+                            dat_cno_trigger(c as _, &mut evd)
+                        })
+                    } else {
+                        // SAFETY: as above.
+                        t.call("dat_cno_wait", k, || unsafe {
+                            dat_cno_wait(c as _, 2_000, &mut evd)
+                        })
+                    };
+                    match rc {
+                        OK if evd.is_null() => {} // dat_cno_trigger: none triggered
+                        OK if evd as usize != r_evd => {
+                            return Err(format!("the CNO named EVD {evd:p}"))
                         }
+                        OK => {
+                            while let Some(e) =
+                                reap(t, r_evd, false, k).map_err(|rc| format!("{rc:#x}"))?
+                            {
+                                take2(t, &e)?;
+                            }
+                        }
+                        // Timed out, freed before the call, or freed or busy during it.
+                        rc if is(rc, Type::DAT_QUEUE_EMPTY)
+                            || is(rc, Type::DAT_INVALID_HANDLE)
+                            || is(rc, Type::DAT_INVALID_STATE) => {}
+                        rc => return Err(format!("waiting on the CNO: {rc:#x}")),
                     }
-                    // Timed out, freed before the call, or freed or busy during it.
-                    rc if is(rc, Type::DAT_QUEUE_EMPTY) || is(rc, Type::DAT_INVALID_HANDLE) || is(rc, Type::DAT_INVALID_STATE) => {}
-                    rc => return Err(format!("waiting on the CNO: {rc:#x}")),
                 }
-            }
-            Ok(())
-        });
+                Ok(())
+            });
 
-        let (done2, received2) = (done.clone(), received.clone());
-        s.spawn("dequeue", move |s, t| {
-            while !done2.load(SeqCst) && !s.stopped() {
-                if let Some(e) = reap(t, r_evd, false, received2.len() as u64).map_err(|rc| format!("{rc:#x}"))? {
-                    take(t, &e)?;
+            let (done2, received2) = (done.clone(), received.clone());
+            s.spawn("dequeue", move |s, t| {
+                while !done2.load(SeqCst) && !s.stopped() {
+                    if let Some(e) = reap(t, r_evd, false, received2.len() as u64)
+                        .map_err(|rc| format!("{rc:#x}"))?
+                    {
+                        take(t, &e)?;
+                    }
                 }
-            }
-            Ok(())
-        });
+                Ok(())
+            });
 
-        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
-            let _ = t.join();
-        }
-        // SAFETY: a live PSP.
-        let _ = unsafe { dat_psp_free(psp as _) };
-        assert_eq!(close_ia(p.ia), OK);
-        assert_eq!(close_ia(a.ia), OK);
-    });
+            for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                let _ = t.join();
+            }
+            // SAFETY: a live PSP.
+            let _ = unsafe { dat_psp_free(psp as _) };
+            assert_eq!(close_ia(p.ia), OK);
+            assert_eq!(close_ia(a.ia), OK);
+        },
+    );
 }
 
 /// An SRQ's receives posted while its EPs connect and end: `LANES` threads each make
@@ -1607,139 +2244,232 @@ fn cnos_attached_and_detached_while_their_evds_fill() {
 fn srq_receives_posted_while_its_eps_connect_and_end() {
     const LANES: u64 = 2;
     const MESSAGES: u64 = 16;
-    scenario("SRQ receives posted while its EPs connect and end", Duration::from_secs(60), |s| {
-        let per_lane = 40 * scale();
-        let n = LANES * per_lane * MESSAGES;
-        let a = Arc::new(host(16 * LANES as usize * MESSAGES as usize));
-        let p = Arc::new(host(16 * 256));
-        let slots = Arc::new(Slots::new(256));
-        let attr = DAT_SRQ_ATTR { max_recv_dtos: 64, max_recv_iov: 1, low_watermark: 0 };
-        let mut srq = null_mut();
-        // SAFETY: live handles, attributes and an out-pointer that live through the call.
-        assert_eq!(unsafe { dat_srq_create(p.ia as _, p.pz as _, &attr as *const _ as *mut _, &mut srq) }, OK);
-        let srq = srq as usize;
-        let r_evd = new_evd(p.ia, 4096, DTO);
-        let async_evd = p.async_evd();
-        let (received, sent) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
-        let lanes_done = Arc::new(AtomicU64::new(0));
+    scenario(
+        "SRQ receives posted while its EPs connect and end",
+        Duration::from_secs(60),
+        |s| {
+            let per_lane = 40 * scale();
+            let n = LANES * per_lane * MESSAGES;
+            let a = Arc::new(host(16 * LANES as usize * MESSAGES as usize));
+            let p = Arc::new(host(16 * 256));
+            let slots = Arc::new(Slots::new(256));
+            let attr = DAT_SRQ_ATTR {
+                max_recv_dtos: 64,
+                max_recv_iov: 1,
+                low_watermark: 0,
+            };
+            let mut srq = null_mut();
+            // SAFETY: live handles, attributes and an out-pointer that live through the call.
+            assert_eq!(
+                unsafe {
+                    dat_srq_create(p.ia as _, p.pz as _, &attr as *const _ as *mut _, &mut srq)
+                },
+                OK
+            );
+            let srq = srq as usize;
+            let r_evd = new_evd(p.ia, 4096, DTO);
+            let async_evd = p.async_evd();
+            let (received, sent) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
+            let lanes_done = Arc::new(AtomicU64::new(0));
 
-        for lane in 0..LANES {
-            let (a, p, sent, lanes_done) = (a.clone(), p.clone(), sent.clone(), lanes_done.clone());
-            let cr_evd = new_evd(p.ia, 8, CR);
-            let (mut psp, mut port) = (null_mut(), 0);
-            let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-            // SAFETY: live handles and out-pointers to live locals.
-            assert_eq!(unsafe { dat_psp_create_any(p.ia as _, &mut port, cr_evd as _, flags, &mut psp) }, OK);
-            let psp = psp as usize;
-            s.spawn(&format!("lane {lane}"), move |s, t| {
-                for c in 0..per_lane {
-                    if s.stopped() {
-                        break;
-                    }
-                    let id = lane * per_lane + c;
-                    let (a_conn, a_dto, p_conn) = (new_evd(a.ia, 8, CONNECTION), new_evd(a.ia, 64, DTO), new_evd(p.ia, 8, CONNECTION));
-                    let a_ep = a.ep(a_dto, a_dto, a_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                    let p_ep = p.srq_ep(r_evd, r_evd, p_conn, srq).map_err(|rc| format!("dat_ep_create_with_srq: {rc:#x}"))?;
-                    connect_pair(t, id, a_ep, a_conn, cr_evd, p_ep, p_conn, port)?;
-                    for k in 0..MESSAGES {
-                        let m = id * MESSAGES + k;
-                        let slot = 16 * (lane * MESSAGES + k) as usize;
-                        a.mem.write(slot, &message(m));
-                        ok(t.call("dat_ep_post_send", m, || post_send(a_ep, &[a.mem.iov(slot, 16)], m)), || format!("send {m}"))?;
-                    }
-                    // Each completes once its message is in a receive: some wait for one.
-                    for k in 0..MESSAGES {
-                        let e = t.call("dat_evd_wait", id, || wait_us(a_dto, 10_000_000)).map_err(|rc| format!("connection {id}: send {k} not done within 10 s ({rc:#x})"))?;
-                        let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
-                        if d.status != SUCCESS || d.cookie != id * MESSAGES + k {
-                            return Err(format!("connection {id}: send completion {d:?}"));
+            for lane in 0..LANES {
+                let (a, p, sent, lanes_done) =
+                    (a.clone(), p.clone(), sent.clone(), lanes_done.clone());
+                let cr_evd = new_evd(p.ia, 8, CR);
+                let (mut psp, mut port) = (null_mut(), 0);
+                let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+                // SAFETY: live handles and out-pointers to live locals.
+                assert_eq!(
+                    unsafe {
+                        dat_psp_create_any(p.ia as _, &mut port, cr_evd as _, flags, &mut psp)
+                    },
+                    OK
+                );
+                let psp = psp as usize;
+                s.spawn(&format!("lane {lane}"), move |s, t| {
+                    for c in 0..per_lane {
+                        if s.stopped() {
+                            break;
                         }
-                        sent.insert(d.cookie);
-                    }
-                    let ended = [DISCONNECTED, BROKEN];
-                    match id % 3 {
-                        0 => {
-                            ok(t.call("dat_ep_disconnect", id, || disconnect(a_ep, ABRUPT)), || format!("disconnect {id}"))?;
-                            expect_conn(&conn_event(t, p_conn, id)?, &ended, p_ep, &format!("passive end of {id}"))?;
+                        let id = lane * per_lane + c;
+                        let (a_conn, a_dto, p_conn) = (
+                            new_evd(a.ia, 8, CONNECTION),
+                            new_evd(a.ia, 64, DTO),
+                            new_evd(p.ia, 8, CONNECTION),
+                        );
+                        let a_ep = a
+                            .ep(a_dto, a_dto, a_conn)
+                            .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                        let p_ep = p
+                            .srq_ep(r_evd, r_evd, p_conn, srq)
+                            .map_err(|rc| format!("dat_ep_create_with_srq: {rc:#x}"))?;
+                        connect_pair(t, id, a_ep, a_conn, cr_evd, p_ep, p_conn, port)?;
+                        for k in 0..MESSAGES {
+                            let m = id * MESSAGES + k;
+                            let slot = 16 * (lane * MESSAGES + k) as usize;
+                            a.mem.write(slot, &message(m));
+                            ok(
+                                t.call("dat_ep_post_send", m, || {
+                                    post_send(a_ep, &[a.mem.iov(slot, 16)], m)
+                                }),
+                                || format!("send {m}"),
+                            )?;
                         }
-                        1 => {
-                            ok(t.call("dat_ep_disconnect", id, || disconnect(p_ep, GRACEFUL)), || format!("disconnect {id}"))?;
-                            expect_conn(&conn_event(t, p_conn, id)?, &ended, p_ep, &format!("passive end of {id}"))?;
+                        // Each completes once its message is in a receive: some wait for one.
+                        for k in 0..MESSAGES {
+                            let e = t
+                                .call("dat_evd_wait", id, || wait_us(a_dto, 10_000_000))
+                                .map_err(|rc| {
+                                    format!(
+                                        "connection {id}: send {k} not done within 10 s ({rc:#x})"
+                                    )
+                                })?;
+                            let d = dto_of(&e).ok_or(format!("event {:#x}", e.event_number))?;
+                            if d.status != SUCCESS || d.cookie != id * MESSAGES + k {
+                                return Err(format!("connection {id}: send completion {d:?}"));
+                            }
+                            sent.insert(d.cookie);
                         }
-                        _ => {}
+                        let ended = [DISCONNECTED, BROKEN];
+                        match id % 3 {
+                            0 => {
+                                ok(
+                                    t.call("dat_ep_disconnect", id, || disconnect(a_ep, ABRUPT)),
+                                    || format!("disconnect {id}"),
+                                )?;
+                                expect_conn(
+                                    &conn_event(t, p_conn, id)?,
+                                    &ended,
+                                    p_ep,
+                                    &format!("passive end of {id}"),
+                                )?;
+                            }
+                            1 => {
+                                ok(
+                                    t.call("dat_ep_disconnect", id, || disconnect(p_ep, GRACEFUL)),
+                                    || format!("disconnect {id}"),
+                                )?;
+                                expect_conn(
+                                    &conn_event(t, p_conn, id)?,
+                                    &ended,
+                                    p_ep,
+                                    &format!("passive end of {id}"),
+                                )?;
+                            }
+                            _ => {}
+                        }
+                        ok(t.call("dat_ep_free", id, || free_ep(p_ep)), || {
+                            format!("free passive EP {id}")
+                        })?;
+                        expect_conn(
+                            &conn_event(t, a_conn, id)?,
+                            &ended,
+                            a_ep,
+                            &format!("active end of {id}"),
+                        )?;
+                        ok(t.call("dat_ep_free", id, || free_ep(a_ep)), || {
+                            format!("free active EP {id}")
+                        })?;
+                        ok(
+                            free_evd(a_conn) | free_evd(a_dto) | free_evd(p_conn),
+                            || format!("free the EVDs of {id}"),
+                        )?;
                     }
-                    ok(t.call("dat_ep_free", id, || free_ep(p_ep)), || format!("free passive EP {id}"))?;
-                    expect_conn(&conn_event(t, a_conn, id)?, &ended, a_ep, &format!("active end of {id}"))?;
-                    ok(t.call("dat_ep_free", id, || free_ep(a_ep)), || format!("free active EP {id}"))?;
-                    ok(free_evd(a_conn) | free_evd(a_dto) | free_evd(p_conn), || format!("free the EVDs of {id}"))?;
+                    lanes_done.fetch_add(1, SeqCst);
+                    // SAFETY: a live PSP.
+                    let _ = unsafe { dat_psp_free(psp as _) };
+                    Ok(())
+                });
+            }
+
+            // The SRQ's receives, a few at a time: posted only while fewer than 4 wait.
+            let (p2, slots2, received2) = (p.clone(), slots.clone(), received.clone());
+            s.spawn("srq-post", move |s, t| {
+                while (received2.len() as u64) < n && !s.stopped() {
+                    let mut q: DAT_SRQ_PARAM = zero();
+                    // SAFETY: a live SRQ and an out-pointer to a live local.
+                    let rc = t.call("dat_srq_query", 0, || unsafe {
+                        dat_srq_query(
+                            srq as _,
+                            dat_srq_param_mask::DAT_SRQ_FIELD_ALL as u32,
+                            &mut q,
+                        )
+                    });
+                    ok(rc, || "dat_srq_query".into())?;
+                    if q.available_dto_count >= 4 {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    let rc = slots2.post_srq(t, &p2.mem, srq);
+                    if rc != OK && !is(rc, Type::DAT_INSUFFICIENT_RESOURCES) {
+                        return Err(format!("dat_srq_post_recv: {rc:#x}"));
+                    }
                 }
-                lanes_done.fetch_add(1, SeqCst);
-                // SAFETY: a live PSP.
-                let _ = unsafe { dat_psp_free(psp as _) };
                 Ok(())
             });
-        }
 
-        // The SRQ's receives, a few at a time: posted only while fewer than 4 wait.
-        let (p2, slots2, received2) = (p.clone(), slots.clone(), received.clone());
-        s.spawn("srq-post", move |s, t| {
-            while (received2.len() as u64) < n && !s.stopped() {
-                let mut q: DAT_SRQ_PARAM = zero();
-                // SAFETY: a live SRQ and an out-pointer to a live local.
-                let rc = t.call("dat_srq_query", 0, || unsafe { dat_srq_query(srq as _, dat_srq_param_mask::DAT_SRQ_FIELD_ALL as u32, &mut q) });
-                ok(rc, || "dat_srq_query".into())?;
-                if q.available_dto_count >= 4 {
-                    std::thread::yield_now();
-                    continue;
-                }
-                let rc = slots2.post_srq(t, &p2.mem, srq);
-                if rc != OK && !is(rc, Type::DAT_INSUFFICIENT_RESOURCES) {
-                    return Err(format!("dat_srq_post_recv: {rc:#x}"));
-                }
+            for waits in [true, false] {
+                let (p, slots, received) = (p.clone(), slots.clone(), received.clone());
+                s.spawn(
+                    if waits { "reap wait" } else { "reap dequeue" },
+                    move |s, t| {
+                        while (received.len() as u64) < n && !s.stopped() {
+                            let Some(e) = reap(t, r_evd, waits, received.len() as u64)
+                                .map_err(|rc| format!("{rc:#x}"))?
+                            else {
+                                continue;
+                            };
+                            let d = dto_of(&e)
+                                .ok_or(format!("event {:#x} on the receive EVD", e.event_number))?;
+                            let m = slots.take(&p.mem, &d);
+                            if d.status != SUCCESS
+                                || d.op != dat_dtos::DAT_DTO_RECEIVE as u32
+                                || !m.is_some_and(|m| m < n && received.insert(m))
+                            {
+                                return Err(format!("receive {d:?} holds {m:?}"));
+                            }
+                            s.note(format!("{} of {n} messages received", received.len()));
+                        }
+                        Ok(())
+                    },
+                );
             }
-            Ok(())
-        });
 
-        for waits in [true, false] {
-            let (p, slots, received) = (p.clone(), slots.clone(), received.clone());
-            s.spawn(if waits { "reap wait" } else { "reap dequeue" }, move |s, t| {
-                while (received.len() as u64) < n && !s.stopped() {
-                    let Some(e) = reap(t, r_evd, waits, received.len() as u64).map_err(|rc| format!("{rc:#x}"))? else { continue };
-                    let d = dto_of(&e).ok_or(format!("event {:#x} on the receive EVD", e.event_number))?;
-                    let m = slots.take(&p.mem, &d);
-                    if d.status != SUCCESS || d.op != dat_dtos::DAT_DTO_RECEIVE as u32 || !m.is_some_and(|m| m < n && received.insert(m)) {
-                        return Err(format!("receive {d:?} holds {m:?}"));
+            let lanes_done2 = lanes_done.clone();
+            s.spawn("async", move |s, t| {
+                let mut broken = 0u64;
+                while lanes_done2.load(SeqCst) < LANES && !s.stopped() {
+                    let Some(e) =
+                        reap(t, async_evd, true, broken).map_err(|rc| format!("{rc:#x}"))?
+                    else {
+                        continue;
+                    };
+                    if !event_is(&e, dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN) {
+                        return Err(format!("event {:#x} on the async EVD", e.event_number));
                     }
-                    s.note(format!("{} of {n} messages received", received.len()));
+                    broken += 1;
                 }
                 Ok(())
             });
-        }
 
-        let lanes_done2 = lanes_done.clone();
-        s.spawn("async", move |s, t| {
-            let mut broken = 0u64;
-            while lanes_done2.load(SeqCst) < LANES && !s.stopped() {
-                let Some(e) = reap(t, async_evd, true, broken).map_err(|rc| format!("{rc:#x}"))? else { continue };
-                if !event_is(&e, dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN) {
-                    return Err(format!("event {:#x} on the async EVD", e.event_number));
-                }
-                broken += 1;
+            for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                let _ = t.join();
             }
-            Ok(())
-        });
-
-        for t in std::mem::take(&mut *s.threads.lock().unwrap()) {
-            let _ = t.join();
-        }
-        if !s.stopped() {
-            s.check(sent.all() == received.all(), || format!("{} sends completed, {} messages received", sent.len(), received.len()));
-        }
-        // SAFETY: a live SRQ, used by no EP now.
-        assert_eq!(unsafe { dat_srq_free(srq as _) }, OK);
-        assert_eq!(close_ia(p.ia), OK);
-        assert_eq!(close_ia(a.ia), OK);
-    });
+            if !s.stopped() {
+                s.check(sent.all() == received.all(), || {
+                    format!(
+                        "{} sends completed, {} messages received",
+                        sent.len(),
+                        received.len()
+                    )
+                });
+            }
+            // SAFETY: a live SRQ, used by no EP now.
+            assert_eq!(unsafe { dat_srq_free(srq as _) }, OK);
+            assert_eq!(close_ia(p.ia), OK);
+            assert_eq!(close_ia(a.ia), OK);
+        },
+    );
 }
 
 /// One lane of the memory scenario: a connection whose active side writes into a buffer of
@@ -1771,7 +2501,12 @@ const ARMED: u64 = 3;
 fn pattern(g: u64, k: u64) -> [u8; 64] {
     let mut p = [0u8; 64];
     for (j, b) in p.iter_mut().enumerate() {
-        *b = (g.wrapping_mul(31).wrapping_add(k.wrapping_mul(7)).wrapping_add(j as u64) % 251) as u8 | 1;
+        *b = (g
+            .wrapping_mul(31)
+            .wrapping_add(k.wrapping_mul(7))
+            .wrapping_add(j as u64)
+            % 251) as u8
+            | 1;
     }
     p
 }
@@ -1791,9 +2526,16 @@ fn pattern(g: u64, k: u64) -> [u8; 64] {
 /// `lmrs_freed_while_writes_land_directly`).
 #[test]
 fn lmrs_and_rmrs_freed_while_writes_land() {
-    in_child("lmrs_and_rmrs_freed_while_writes_land", &[("LIBDAT_DIRECT", "0")], || {
-        writes_under_frees("LMRs and RMRs freed while RDMA writes land (socket path)", Duration::from_millis(1500))
-    });
+    in_child(
+        "lmrs_and_rmrs_freed_while_writes_land",
+        &[("LIBDAT_DIRECT", "0")],
+        || {
+            writes_under_frees(
+                "LMRs and RMRs freed while RDMA writes land (socket path)",
+                Duration::from_millis(1500),
+            )
+        },
+    );
 }
 
 /// `dat_lmr_free` waits for the direct accesses through every connection slot of the process's
@@ -1804,7 +2546,10 @@ fn lmrs_and_rmrs_freed_while_writes_land() {
 /// 6 runs of 6 hung within 8 s). The counts only grow now.
 #[test]
 fn lmrs_freed_while_writes_land_directly() {
-    writes_under_frees("LMRs and RMRs freed while RDMA writes land (direct path)", Duration::from_secs(8));
+    writes_under_frees(
+        "LMRs and RMRs freed while RDMA writes land (direct path)",
+        Duration::from_secs(8),
+    );
 }
 
 /// Runs `body` in a child process, this test binary run again for test `name` alone with
@@ -1818,17 +2563,28 @@ fn in_child(name: &str, env: &[(&str, &str)], body: impl FnOnce()) {
     let mut child = common::test_child(name);
     // An ignored test run on purpose runs in the child too. Its stderr (the watchdog's report)
     // is ours; its stdout is shown as ours would be.
-    child.arg("--include-ignored").env("LOCK_ORDER_IN_CHILD", "1").stderr(std::process::Stdio::inherit());
+    child
+        .arg("--include-ignored")
+        .env("LOCK_ORDER_IN_CHILD", "1")
+        .stderr(std::process::Stdio::inherit());
     for (k, v) in env {
         child.env(k, v);
     }
     // The child's own watchdog bounds it.
     let out = child.output().expect("the test binary runs again");
     let said = String::from_utf8_lossy(&out.stdout);
-    for summary in said.lines().filter_map(|l| l.split_once("lock_order:")).map(|(_, rest)| rest) {
+    for summary in said
+        .lines()
+        .filter_map(|l| l.split_once("lock_order:"))
+        .map(|(_, rest)| rest)
+    {
         println!("lock_order:{summary}");
     }
-    assert!(out.status.success(), "{name} in a child process: {}\n{said}", out.status);
+    assert!(
+        out.status.success(),
+        "{name} in a child process: {}\n{said}",
+        out.status
+    );
 }
 
 /// The scenario of `lmrs_and_rmrs_freed_while_writes_land`, for `run_for` (times
@@ -1840,15 +2596,27 @@ fn writes_under_frees(name: &'static str, run_for: Duration) {
         let p = Arc::new(host(16));
         let (psp, port) = p.listen();
         let p_evd = new_evd(p.ia, 4096, DTO);
-        let lanes: Arc<Vec<WriteLane>> = Arc::new((0..LANES).map(|_| WriteLane::default()).collect());
+        let lanes: Arc<Vec<WriteLane>> =
+            Arc::new((0..LANES).map(|_| WriteLane::default()).collect());
         // Each lane's buffer, with an LMR of it that lives throughout (the RMRs' window).
-        let buffers: Vec<usize> = (0..LANES).map(|_| Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize).collect();
-        let bases: Vec<(usize, u32)> = buffers.iter().map(|b| register(p.ia, p.pz, *b, 64).map(|(l, c, _)| (l, c)).unwrap()).collect();
+        let buffers: Vec<usize> = (0..LANES)
+            .map(|_| Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize)
+            .collect();
+        let bases: Vec<(usize, u32)> = buffers
+            .iter()
+            .map(|b| {
+                register(p.ia, p.pz, *b, 64)
+                    .map(|(l, c, _)| (l, c))
+                    .unwrap()
+            })
+            .collect();
         let run_for = run_for * scale() as u32;
         let stop = Arc::new(AtomicBool::new(false));
         let read_buffer = |b: usize| -> Vec<u8> {
             // SAFETY: the lane's leaked 64-byte buffer; volatile, as the library writes it.
-            (0..64).map(|j| unsafe { std::ptr::read_volatile((b + j) as *const u8) }).collect()
+            (0..64)
+                .map(|j| unsafe { std::ptr::read_volatile((b + j) as *const u8) })
+                .collect()
         };
 
         // Accepts each lane's connections, and frees the EP each replaces.
@@ -1860,15 +2628,31 @@ fn writes_under_frees(name: &'static str, run_for: Duration) {
                     Err(rc) if is(rc, Type::DAT_TIMEOUT_EXPIRED) => continue,
                     Err(rc) => return Err(format!("the CR EVD: {rc:#x}")),
                 };
-                let (cr, pd) = cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
-                let (l, c) = (pd[0] as usize, u64::from_le_bytes(pd[1..9].try_into().unwrap()));
+                let (cr, pd) =
+                    cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
+                let (l, c) = (
+                    pd[0] as usize,
+                    u64::from_le_bytes(pd[1..9].try_into().unwrap()),
+                );
                 let conn = new_evd(p2.ia, 8, CONNECTION);
-                let ep = p2.ep(p_evd, p_evd, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                ok(t.call("dat_cr_accept", c, || accept(cr, ep)), || format!("lane {l}: accept {c}"))?;
-                expect_conn(&conn_event(t, conn, c)?, &[ESTABLISHED], ep, &format!("lane {l}: passive side of {c}"))?;
-                let (old, old_conn, _) = std::mem::replace(&mut *lanes2[l].passive.lock().unwrap(), (ep, conn, c));
+                let ep = p2
+                    .ep(p_evd, p_evd, conn)
+                    .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                ok(t.call("dat_cr_accept", c, || accept(cr, ep)), || {
+                    format!("lane {l}: accept {c}")
+                })?;
+                expect_conn(
+                    &conn_event(t, conn, c)?,
+                    &[ESTABLISHED],
+                    ep,
+                    &format!("lane {l}: passive side of {c}"),
+                )?;
+                let (old, old_conn, _) =
+                    std::mem::replace(&mut *lanes2[l].passive.lock().unwrap(), (ep, conn, c));
                 if old != 0 {
-                    ok(t.call("dat_ep_free", c, || free_ep(old)), || format!("lane {l}: free the passive EP before {c}"))?;
+                    ok(t.call("dat_ep_free", c, || free_ep(old)), || {
+                        format!("lane {l}: free the passive EP before {c}")
+                    })?;
                     ok(free_evd(old_conn), || "free a connect EVD".into())?;
                 }
             }
@@ -1960,19 +2744,30 @@ fn writes_under_frees(name: &'static str, run_for: Duration) {
         let mut g = 1u64;
         let cycle = |l: usize, g: u64| -> Result<(), String> {
             let lane = &lanes[l];
-            let publish = |phase: u64, key: u32| lane.target.store((g << 34) | (phase << 32) | u64::from(key), SeqCst);
+            let publish = |phase: u64, key: u32| {
+                lane.target
+                    .store((g << 34) | (phase << 32) | u64::from(key), SeqCst)
+            };
             let freed: Box<dyn Fn() -> DAT_RETURN>;
             let key;
             let t2 = t.clone();
             if g.is_multiple_of(2) {
-                let (lmr, _, rmr_ctx) = register(p.ia, p.pz, buffers[l], 64).map_err(|rc| format!("dat_lmr_create: {rc:#x}"))?;
+                let (lmr, _, rmr_ctx) = register(p.ia, p.pz, buffers[l], 64)
+                    .map_err(|rc| format!("dat_lmr_create: {rc:#x}"))?;
                 key = rmr_ctx;
                 // SAFETY: a live LMR, freed once.
-                freed = Box::new(move || t2.call("dat_lmr_free", g, || unsafe { dat_lmr_free(lmr as _) }));
+                freed = Box::new(move || {
+                    t2.call("dat_lmr_free", g, || unsafe { dat_lmr_free(lmr as _) })
+                });
             } else {
                 let mut rmr = null_mut();
                 // SAFETY: a live PZ and an out-pointer to a live local.
-                ok(t.call("dat_rmr_create", g, || unsafe { dat_rmr_create(p.pz as _, &mut rmr) }), || "dat_rmr_create".into())?;
+                ok(
+                    t.call("dat_rmr_create", g, || unsafe {
+                        dat_rmr_create(p.pz as _, &mut rmr)
+                    }),
+                    || "dat_rmr_create".into(),
+                )?;
                 let rmr = rmr as usize;
                 // Bound through the lane's passive EP, once the writer's connection is up.
                 let mut bound = 0;
@@ -1981,11 +2776,25 @@ fn writes_under_frees(name: &'static str, run_for: Duration) {
                     if lane.up.load(SeqCst) != c + 1 {
                         return false;
                     }
-                    let triplet = DAT_LMR_TRIPLET { lmr_context: bases[l].1, virtual_address: buffers[l] as DAT_VADDR, segment_length: 64 };
+                    let triplet = DAT_LMR_TRIPLET {
+                        lmr_context: bases[l].1,
+                        virtual_address: buffers[l] as DAT_VADDR,
+                        segment_length: 64,
+                    };
                     let privs = dat_mem_priv_flags::DAT_MEM_PRIV_REMOTE_WRITE_FLAG as u32;
                     // SAFETY: live handles, a triplet and an out-pointer that live through the call.
                     let rc = t.call("dat_rmr_bind", g, || unsafe {
-                        dat_rmr_bind(rmr as _, bases[l].0 as _, &triplet, privs, dat_va_type::DAT_VA_TYPE_VA as DAT_VA_TYPE, ep as _, DAT_RMR_COOKIE { as_64: g }, DEFAULT, &mut bound)
+                        dat_rmr_bind(
+                            rmr as _,
+                            bases[l].0 as _,
+                            &triplet,
+                            privs,
+                            dat_va_type::DAT_VA_TYPE_VA as DAT_VA_TYPE,
+                            ep as _,
+                            DAT_RMR_COOKIE { as_64: g },
+                            DEFAULT,
+                            &mut bound,
+                        )
                     });
                     rc == OK
                 }) {
@@ -1993,19 +2802,27 @@ fn writes_under_frees(name: &'static str, run_for: Duration) {
                 }
                 key = bound;
                 // SAFETY: a live RMR, freed once.
-                freed = Box::new(move || t2.call("dat_rmr_free", g, || unsafe { dat_rmr_free(rmr as _) }));
+                freed = Box::new(move || {
+                    t2.call("dat_rmr_free", g, || unsafe { dat_rmr_free(rmr as _) })
+                });
             }
             publish(LIVE, key);
             // Freed once a write went through it: the writes after it race with the free.
             if !until(s, Duration::from_secs(10), || lane.wrote.load(SeqCst) > g) {
-                return Err(format!("lane {l}: no write succeeded in generation {g} within 10 s"));
+                return Err(format!(
+                    "lane {l}: no write succeeded in generation {g} within 10 s"
+                ));
             }
             // Published first: the free may refuse writes before it returns.
             publish(FREEING, key);
             ok(freed(), || format!("lane {l}: free generation {g}"))?;
             publish(FREED, key);
-            if !until(s, Duration::from_secs(10), || lane.seen.load(SeqCst) >= (g << 2) | FREED) {
-                return Err(format!("lane {l}: no write after the free of generation {g} within 10 s"));
+            if !until(s, Duration::from_secs(10), || {
+                lane.seen.load(SeqCst) >= (g << 2) | FREED
+            }) {
+                return Err(format!(
+                    "lane {l}: no write after the free of generation {g} within 10 s"
+                ));
             }
             let canary = [0xC5u8; 64];
             for (j, b) in canary.iter().enumerate() {
@@ -2013,12 +2830,18 @@ fn writes_under_frees(name: &'static str, run_for: Duration) {
                 unsafe { std::ptr::write_volatile((buffers[l] + j) as *mut u8, *b) };
             }
             publish(ARMED, key);
-            if !until(s, Duration::from_secs(10), || lane.seen.load(SeqCst) >= (g << 2) | ARMED) {
-                return Err(format!("lane {l}: no write after the canary of generation {g} within 10 s"));
+            if !until(s, Duration::from_secs(10), || {
+                lane.seen.load(SeqCst) >= (g << 2) | ARMED
+            }) {
+                return Err(format!(
+                    "lane {l}: no write after the canary of generation {g} within 10 s"
+                ));
             }
             let got = read_buffer(buffers[l]);
             if got[..] != canary[..] {
-                return Err(format!("lane {l}: generation {g}'s key, freed, let a write land: {got:?}"));
+                return Err(format!(
+                    "lane {l}: generation {g}'s key, freed, let a write land: {got:?}"
+                ));
             }
             // The writer rests until the next key (a write with this one would break the
             // connection the next RMR binds on).
@@ -2031,7 +2854,9 @@ fn writes_under_frees(name: &'static str, run_for: Duration) {
                     s.fail(e);
                 }
             }
-            s.note(format!("{g} generations of keys freed under writes on each of {LANES} lanes"));
+            s.note(format!(
+                "{g} generations of keys freed under writes on each of {LANES} lanes"
+            ));
             g += 1;
         }
         stop.store(true, SeqCst);
@@ -2060,14 +2885,21 @@ fn connect_outcome(e: &DAT_EVENT) -> Option<Outcome> {
     match dat_event_number::try_from(e.event_number).ok()? {
         E::DAT_CONNECTION_EVENT_ESTABLISHED => Some(Outcome::Established),
         E::DAT_CONNECTION_EVENT_PEER_REJECTED => Some(Outcome::Rejected),
-        E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED | E::DAT_CONNECTION_EVENT_UNREACHABLE | E::DAT_CONNECTION_EVENT_TIMED_OUT => Some(Outcome::Failed),
+        E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED
+        | E::DAT_CONNECTION_EVENT_UNREACHABLE
+        | E::DAT_CONNECTION_EVENT_TIMED_OUT => Some(Outcome::Failed),
         _ => None,
     }
 }
 
 /// Makes a service point with `f`, retried while its port is still taken (a listener just
 /// freed may hold it for a moment).
-fn create_sp(s: &Scenario, t: &Track, what: &'static str, f: &mut dyn FnMut() -> DAT_RETURN) -> Result<(), String> {
+fn create_sp(
+    s: &Scenario,
+    t: &Track,
+    what: &'static str,
+    f: &mut dyn FnMut() -> DAT_RETURN,
+) -> Result<(), String> {
     let mut rc = OK;
     if !until(s, Duration::from_secs(5), || {
         rc = t.call(what, 0, &mut *f);
@@ -2087,216 +2919,321 @@ fn create_sp(s: &Scenario, t: &Track, what: &'static str, f: &mut dyn FnMut() ->
 /// the passive side, one rejected was rejected (by us, or for want of a service point).
 #[test]
 fn psps_and_rsps_freed_while_connections_arrive() {
-    scenario("PSPs and RSPs freed while connections arrive", Duration::from_secs(60), |s| {
-        let run_for = Duration::from_millis(1500) * scale() as u32;
-        let a = Arc::new(host(16));
-        let p = Arc::new(host(16));
-        let rsp_cr_evd = new_evd(p.ia, 1024, CR);
-        // Two ports of our own: taken by a PSP each, then let go.
-        let ports: Vec<u64> = (0..2)
-            .map(|_| {
-                let (psp, port) = p.listen();
-                // SAFETY: a live PSP.
-                assert_eq!(unsafe { dat_psp_free(psp as _) }, OK);
-                port
-            })
-            .collect();
-        // The connectors stop first; the service points and accepts go on until their last
-        // attempts ended.
-        let (stop, stop_connecting) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        // Per attempt (by number): the active side's outcome, the passive side's.
-        let active_out: Arc<Mutex<std::collections::HashMap<u64, Outcome>>> = Default::default();
-        let passive_out: Arc<Mutex<std::collections::HashMap<u64, Outcome>>> = Default::default();
-        let handled = Arc::new(AtomicU64::new(0));
+    scenario(
+        "PSPs and RSPs freed while connections arrive",
+        Duration::from_secs(60),
+        |s| {
+            let run_for = Duration::from_millis(1500) * scale() as u32;
+            let a = Arc::new(host(16));
+            let p = Arc::new(host(16));
+            let rsp_cr_evd = new_evd(p.ia, 1024, CR);
+            // Two ports of our own: taken by a PSP each, then let go.
+            let ports: Vec<u64> = (0..2)
+                .map(|_| {
+                    let (psp, port) = p.listen();
+                    // SAFETY: a live PSP.
+                    assert_eq!(unsafe { dat_psp_free(psp as _) }, OK);
+                    port
+                })
+                .collect();
+            // The connectors stop first; the service points and accepts go on until their last
+            // attempts ended.
+            let (stop, stop_connecting) = (
+                Arc::new(AtomicBool::new(false)),
+                Arc::new(AtomicBool::new(false)),
+            );
+            // Per attempt (by number): the active side's outcome, the passive side's.
+            let active_out: Arc<Mutex<std::collections::HashMap<u64, Outcome>>> =
+                Default::default();
+            let passive_out: Arc<Mutex<std::collections::HashMap<u64, Outcome>>> =
+                Default::default();
+            let handled = Arc::new(AtomicU64::new(0));
 
-        let (p2, stop2, handled2) = (p.clone(), stop.clone(), handled.clone());
-        let port = ports[0];
-        s.spawn("psp", move |s, t| {
-            let mut rounds = 0;
-            while !stop2.load(SeqCst) && !s.stopped() {
-                let mut psp = null_mut();
-                let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-                // SAFETY: live handles and an out-pointer to a live local.
-                create_sp(s, t, "dat_psp_create", &mut || unsafe { dat_psp_create(p2.ia as _, port, p2.cr_evd as _, flags, &mut psp) })?;
-                // Freed once a request came through it (or soon anyway).
-                let before = handled2.load(SeqCst);
-                until(s, Duration::from_millis(20), || handled2.load(SeqCst) > before);
-                // SAFETY: a live PSP.
-                ok(t.call("dat_psp_free", rounds, || unsafe { dat_psp_free(psp) }), || "dat_psp_free".into())?;
-                rounds += 1;
-            }
-            Ok(())
-        });
-
-        // The RSP's EP, reserved, accepted onto, freed: one EP per round.
-        let reserved = Arc::new(AtomicUsize::new(0));
-        let (p2, stop2, handled2, reserved2) = (p.clone(), stop.clone(), handled.clone(), reserved.clone());
-        let port2 = ports[1];
-        s.spawn("rsp", move |s, t| {
-            let mut round = 0u64;
-            while !stop2.load(SeqCst) && !s.stopped() {
-                let conn = new_evd(p2.ia, 8, CONNECTION);
-                let ep = p2.ep(0, 0, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                let mut rsp = null_mut();
-                // SAFETY: live handles and an out-pointer to a live local.
-                create_sp(s, t, "dat_rsp_create", &mut || unsafe { dat_rsp_create(p2.ia as _, port2, ep as _, rsp_cr_evd as _, &mut rsp) })?;
-                reserved2.store(ep, SeqCst);
-                let before = handled2.load(SeqCst);
-                until(s, Duration::from_millis(20), || handled2.load(SeqCst) > before);
-                // SAFETY: a live RSP.
-                ok(t.call("dat_rsp_free", round, || unsafe { dat_rsp_free(rsp) }), || "dat_rsp_free".into())?;
-                // Its EP goes once the accept thread is done with it (an accept in flight
-                // holds it: it frees it then).
-                if reserved2.swap(0, SeqCst) == ep {
-                    ok(t.call("dat_ep_free", round, || free_ep(ep)), || "free the reserved EP".into())?;
-                    ok(free_evd(conn), || "free its connect EVD".into())?;
-                }
-                round += 1;
-            }
-            Ok(())
-        });
-
-        // The requests: accepted and rejected in turn, a PSP's onto a new EP, an RSP's onto the
-        // reserved EP (if it is still to be had).
-        for (name, evd, on_rsp) in [("accept psp", p.cr_evd, false), ("accept rsp", rsp_cr_evd, true)] {
-            let (p2, stop2, handled2, passive_out2, reserved2) = (p.clone(), stop.clone(), handled.clone(), passive_out.clone(), reserved.clone());
-            s.spawn(name, move |s, t| {
-                let mut k = 0u64;
+            let (p2, stop2, handled2) = (p.clone(), stop.clone(), handled.clone());
+            let port = ports[0];
+            s.spawn("psp", move |s, t| {
+                let mut rounds = 0;
                 while !stop2.load(SeqCst) && !s.stopped() {
-                    let e = match t.call("dat_evd_wait", k, || wait_us(evd, 20_000)) {
-                        Ok(e) => e,
-                        Err(rc) if is(rc, Type::DAT_TIMEOUT_EXPIRED) => continue,
-                        Err(rc) => return Err(format!("the CR EVD: {rc:#x}")),
-                    };
-                    let (cr, pd) = cr_of(&e).ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
-                    let n = u64::from_le_bytes(pd[..8].try_into().map_err(|_| format!("a request with {pd:?}"))?);
-                    k += 1;
-                    handled2.fetch_add(1, SeqCst);
-                    let ep = if k.is_multiple_of(2) {
-                        0
-                    } else if on_rsp {
-                        // The EP the request's RSP reserved, ours to accept onto and free if
-                        // it is still the RSP thread's current one (an RSP freed meanwhile
-                        // gave its EP back, and it is freed).
-                        let mut q: DAT_CR_PARAM = zero();
-                        // SAFETY: a live CR and an out-pointer to a live local.
-                        ok(unsafe { dat_cr_query(cr as _, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut q) }, || "dat_cr_query".into())?;
-                        let want = q.local_ep_handle as usize;
-                        if reserved2.compare_exchange(want, 0, SeqCst, SeqCst).is_ok() { want } else { 0 }
-                    } else {
-                        let conn = new_evd(p2.ia, 8, CONNECTION);
-                        p2.ep(0, 0, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?
-                    };
-                    let reject = |t: &Track| {
-                        // SAFETY: a CR, live or consumed by a failed accept; no private data.
-                        let rc = t.call("dat_cr_reject", n, || unsafe { dat_cr_reject(cr as _, 0, null_mut()) });
-                        if rc == OK { Outcome::Rejected } else { Outcome::Failed }
-                    };
-                    if ep == 0 {
-                        passive_out2.lock().unwrap().insert(n, reject(t));
-                        continue;
+                    let mut psp = null_mut();
+                    let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+                    // SAFETY: live handles and an out-pointer to a live local.
+                    create_sp(s, t, "dat_psp_create", &mut || unsafe {
+                        dat_psp_create(p2.ia as _, port, p2.cr_evd as _, flags, &mut psp)
+                    })?;
+                    // Freed once a request came through it (or soon anyway).
+                    let before = handled2.load(SeqCst);
+                    until(s, Duration::from_millis(20), || {
+                        handled2.load(SeqCst) > before
+                    });
+                    // SAFETY: a live PSP.
+                    ok(
+                        t.call("dat_psp_free", rounds, || unsafe { dat_psp_free(psp) }),
+                        || "dat_psp_free".into(),
+                    )?;
+                    rounds += 1;
+                }
+                Ok(())
+            });
+
+            // The RSP's EP, reserved, accepted onto, freed: one EP per round.
+            let reserved = Arc::new(AtomicUsize::new(0));
+            let (p2, stop2, handled2, reserved2) =
+                (p.clone(), stop.clone(), handled.clone(), reserved.clone());
+            let port2 = ports[1];
+            s.spawn("rsp", move |s, t| {
+                let mut round = 0u64;
+                while !stop2.load(SeqCst) && !s.stopped() {
+                    let conn = new_evd(p2.ia, 8, CONNECTION);
+                    let ep = p2
+                        .ep(0, 0, conn)
+                        .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                    let mut rsp = null_mut();
+                    // SAFETY: live handles and an out-pointer to a live local.
+                    create_sp(s, t, "dat_rsp_create", &mut || unsafe {
+                        dat_rsp_create(p2.ia as _, port2, ep as _, rsp_cr_evd as _, &mut rsp)
+                    })?;
+                    reserved2.store(ep, SeqCst);
+                    let before = handled2.load(SeqCst);
+                    until(s, Duration::from_millis(20), || {
+                        handled2.load(SeqCst) > before
+                    });
+                    // SAFETY: a live RSP.
+                    ok(
+                        t.call("dat_rsp_free", round, || unsafe { dat_rsp_free(rsp) }),
+                        || "dat_rsp_free".into(),
+                    )?;
+                    // Its EP goes once the accept thread is done with it (an accept in flight
+                    // holds it: it frees it then).
+                    if reserved2.swap(0, SeqCst) == ep {
+                        ok(t.call("dat_ep_free", round, || free_ep(ep)), || {
+                            "free the reserved EP".into()
+                        })?;
+                        ok(free_evd(conn), || "free its connect EVD".into())?;
                     }
-                    let mut param: DAT_EP_PARAM = zero();
-                    // SAFETY: a live EP and an out-pointer to a live local.
-                    ok(unsafe { dat_ep_query(ep as _, DAT_EP_FIELD_ALL, &mut param) }, || "dat_ep_query".into())?;
-                    let conn = param.connect_evd_handle as usize;
-                    // An RSP's request names its EP (NULL: the reserved one).
-                    let target = if on_rsp { 0 } else { ep };
-                    let rc = t.call("dat_cr_accept", n, || accept(cr, target));
-                    let outcome = if rc != OK {
-                        // The request is still to be answered (unless the accept took it).
-                        reject(t)
-                    } else {
+                    round += 1;
+                }
+                Ok(())
+            });
+
+            // The requests: accepted and rejected in turn, a PSP's onto a new EP, an RSP's onto the
+            // reserved EP (if it is still to be had).
+            for (name, evd, on_rsp) in [
+                ("accept psp", p.cr_evd, false),
+                ("accept rsp", rsp_cr_evd, true),
+            ] {
+                let (p2, stop2, handled2, passive_out2, reserved2) = (
+                    p.clone(),
+                    stop.clone(),
+                    handled.clone(),
+                    passive_out.clone(),
+                    reserved.clone(),
+                );
+                s.spawn(name, move |s, t| {
+                    let mut k = 0u64;
+                    while !stop2.load(SeqCst) && !s.stopped() {
+                        let e = match t.call("dat_evd_wait", k, || wait_us(evd, 20_000)) {
+                            Ok(e) => e,
+                            Err(rc) if is(rc, Type::DAT_TIMEOUT_EXPIRED) => continue,
+                            Err(rc) => return Err(format!("the CR EVD: {rc:#x}")),
+                        };
+                        let (cr, pd) = cr_of(&e)
+                            .ok_or(format!("event {:#x} on the CR EVD", e.event_number))?;
+                        let n = u64::from_le_bytes(
+                            pd[..8]
+                                .try_into()
+                                .map_err(|_| format!("a request with {pd:?}"))?,
+                        );
+                        k += 1;
+                        handled2.fetch_add(1, SeqCst);
+                        let ep = if k.is_multiple_of(2) {
+                            0
+                        } else if on_rsp {
+                            // The EP the request's RSP reserved, ours to accept onto and free if
+                            // it is still the RSP thread's current one (an RSP freed meanwhile
+                            // gave its EP back, and it is freed).
+                            let mut q: DAT_CR_PARAM = zero();
+                            // SAFETY: a live CR and an out-pointer to a live local.
+                            ok(
+                                unsafe {
+                                    dat_cr_query(
+                                        cr as _,
+                                        dat_cr_param_mask::DAT_CR_FIELD_ALL as u32,
+                                        &mut q,
+                                    )
+                                },
+                                || "dat_cr_query".into(),
+                            )?;
+                            let want = q.local_ep_handle as usize;
+                            if reserved2.compare_exchange(want, 0, SeqCst, SeqCst).is_ok() {
+                                want
+                            } else {
+                                0
+                            }
+                        } else {
+                            let conn = new_evd(p2.ia, 8, CONNECTION);
+                            p2.ep(0, 0, conn)
+                                .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?
+                        };
+                        let reject = |t: &Track| {
+                            // SAFETY: a CR, live or consumed by a failed accept; no private data.
+                            let rc = t.call("dat_cr_reject", n, || unsafe {
+                                dat_cr_reject(cr as _, 0, null_mut())
+                            });
+                            if rc == OK {
+                                Outcome::Rejected
+                            } else {
+                                Outcome::Failed
+                            }
+                        };
+                        if ep == 0 {
+                            passive_out2.lock().unwrap().insert(n, reject(t));
+                            continue;
+                        }
+                        let mut param: DAT_EP_PARAM = zero();
+                        // SAFETY: a live EP and an out-pointer to a live local.
+                        ok(
+                            unsafe { dat_ep_query(ep as _, DAT_EP_FIELD_ALL, &mut param) },
+                            || "dat_ep_query".into(),
+                        )?;
+                        let conn = param.connect_evd_handle as usize;
+                        // An RSP's request names its EP (NULL: the reserved one).
+                        let target = if on_rsp { 0 } else { ep };
+                        let rc = t.call("dat_cr_accept", n, || accept(cr, target));
+                        let outcome = if rc != OK {
+                            // The request is still to be answered (unless the accept took it).
+                            reject(t)
+                        } else {
+                            let e = conn_event(t, conn, n)?;
+                            if conn_ep(&e) != ep {
+                                return Err(format!(
+                                    "attempt {n}: a connection event for another EP"
+                                ));
+                            }
+                            match connect_outcome(&e) {
+                                Some(Outcome::Established) => Outcome::Established,
+                                _ => Outcome::Failed,
+                            }
+                        };
+                        passive_out2.lock().unwrap().insert(n, outcome);
+                        if outcome == Outcome::Established {
+                            ok(
+                                t.call("dat_ep_disconnect", n, || disconnect(ep, ABRUPT)),
+                                || format!("disconnect {n}"),
+                            )?;
+                            let e = conn_event(t, conn, n)?;
+                            expect_conn(
+                                &e,
+                                &[DISCONNECTED, BROKEN],
+                                ep,
+                                &format!("passive end of {n}"),
+                            )?;
+                        }
+                        ok(t.call("dat_ep_free", n, || free_ep(ep)), || {
+                            format!("free passive EP {n}")
+                        })?;
+                        ok(free_evd(conn), || "free a connect EVD".into())?;
+                    }
+                    Ok(())
+                });
+            }
+
+            // A connector per port: each attempt ends in exactly one connection event.
+            for (c, port) in ports.iter().copied().enumerate() {
+                let (a2, stop2, active_out2) =
+                    (a.clone(), stop_connecting.clone(), active_out.clone());
+                s.spawn(&format!("connect {c}"), move |s, t| {
+                    let mut k = 0u64;
+                    while !stop2.load(SeqCst) && !s.stopped() {
+                        let n = (c as u64) << 32 | k;
+                        k += 1;
+                        let conn = new_evd(a2.ia, 8, CONNECTION);
+                        let ep = a2
+                            .ep(0, 0, conn)
+                            .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                        ok(
+                            t.call("dat_ep_connect", n, || {
+                                connect(ep, port, &n.to_le_bytes(), 5_000_000)
+                            }),
+                            || format!("connect {n}"),
+                        )?;
                         let e = conn_event(t, conn, n)?;
+                        let outcome = connect_outcome(&e)
+                            .ok_or(format!("attempt {n}: event {:#x}", e.event_number))?;
                         if conn_ep(&e) != ep {
                             return Err(format!("attempt {n}: a connection event for another EP"));
                         }
-                        match connect_outcome(&e) {
-                            Some(Outcome::Established) => Outcome::Established,
-                            _ => Outcome::Failed,
+                        active_out2.lock().unwrap().insert(n, outcome);
+                        if outcome == Outcome::Established {
+                            // Ended by the passive side.
+                            expect_conn(
+                                &conn_event(t, conn, n)?,
+                                &[DISCONNECTED, BROKEN],
+                                ep,
+                                &format!("active end of {n}"),
+                            )?;
                         }
-                    };
-                    passive_out2.lock().unwrap().insert(n, outcome);
-                    if outcome == Outcome::Established {
-                        ok(t.call("dat_ep_disconnect", n, || disconnect(ep, ABRUPT)), || format!("disconnect {n}"))?;
-                        let e = conn_event(t, conn, n)?;
-                        expect_conn(&e, &[DISCONNECTED, BROKEN], ep, &format!("passive end of {n}"))?;
+                        // One event per attempt: nothing more comes.
+                        if let Ok(e) = dequeue(conn) {
+                            return Err(format!(
+                                "attempt {n}: a second event {:#x}",
+                                e.event_number
+                            ));
+                        }
+                        ok(t.call("dat_ep_free", n, || free_ep(ep)), || {
+                            format!("free active EP {n}")
+                        })?;
+                        ok(free_evd(conn), || "free a connect EVD".into())?;
                     }
-                    ok(t.call("dat_ep_free", n, || free_ep(ep)), || format!("free passive EP {n}"))?;
-                    ok(free_evd(conn), || "free a connect EVD".into())?;
-                }
-                Ok(())
-            });
-        }
+                    Ok(())
+                });
+            }
 
-        // A connector per port: each attempt ends in exactly one connection event.
-        for (c, port) in ports.iter().copied().enumerate() {
-            let (a2, stop2, active_out2) = (a.clone(), stop_connecting.clone(), active_out.clone());
-            s.spawn(&format!("connect {c}"), move |s, t| {
-                let mut k = 0u64;
-                while !stop2.load(SeqCst) && !s.stopped() {
-                    let n = (c as u64) << 32 | k;
-                    k += 1;
-                    let conn = new_evd(a2.ia, 8, CONNECTION);
-                    let ep = a2.ep(0, 0, conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                    ok(t.call("dat_ep_connect", n, || connect(ep, port, &n.to_le_bytes(), 5_000_000)), || format!("connect {n}"))?;
-                    let e = conn_event(t, conn, n)?;
-                    let outcome = connect_outcome(&e).ok_or(format!("attempt {n}: event {:#x}", e.event_number))?;
-                    if conn_ep(&e) != ep {
-                        return Err(format!("attempt {n}: a connection event for another EP"));
-                    }
-                    active_out2.lock().unwrap().insert(n, outcome);
-                    if outcome == Outcome::Established {
-                        // Ended by the passive side.
-                        expect_conn(&conn_event(t, conn, n)?, &[DISCONNECTED, BROKEN], ep, &format!("active end of {n}"))?;
-                    }
-                    // One event per attempt: nothing more comes.
-                    if let Ok(e) = dequeue(conn) {
-                        return Err(format!("attempt {n}: a second event {:#x}", e.event_number));
-                    }
-                    ok(t.call("dat_ep_free", n, || free_ep(ep)), || format!("free active EP {n}"))?;
-                    ok(free_evd(conn), || "free a connect EVD".into())?;
-                }
-                Ok(())
-            });
-        }
-
-        let t = s.track("main");
-        let started = Instant::now();
-        until(s, run_for, || started.elapsed() >= run_for);
-        stop_connecting.store(true, SeqCst);
-        let threads = std::mem::take(&mut *s.threads.lock().unwrap());
-        let (connectors, others): (Vec<_>, Vec<_>) = threads.into_iter().partition(|h| h.thread().name().is_some_and(|n| n.starts_with("connect")));
-        for h in connectors {
-            let _ = h.join();
-        }
-        stop.store(true, SeqCst);
-        for h in others {
-            let _ = h.join();
-        }
-        let (active, passive) = (active_out.lock().unwrap().clone(), passive_out.lock().unwrap().clone());
-        for (n, a_out) in &active {
-            let p_out = passive.get(n);
-            let agree = match a_out {
-                Outcome::Established => p_out == Some(&Outcome::Established),
-                Outcome::Rejected => p_out.is_none_or(|o| *o == Outcome::Rejected),
-                Outcome::Failed => p_out != Some(&Outcome::Established),
+            let t = s.track("main");
+            let started = Instant::now();
+            until(s, run_for, || started.elapsed() >= run_for);
+            stop_connecting.store(true, SeqCst);
+            let threads = std::mem::take(&mut *s.threads.lock().unwrap());
+            let (connectors, others): (Vec<_>, Vec<_>) = threads
+                .into_iter()
+                .partition(|h| h.thread().name().is_some_and(|n| n.starts_with("connect")));
+            for h in connectors {
+                let _ = h.join();
+            }
+            stop.store(true, SeqCst);
+            for h in others {
+                let _ = h.join();
+            }
+            let (active, passive) = (
+                active_out.lock().unwrap().clone(),
+                passive_out.lock().unwrap().clone(),
+            );
+            for (n, a_out) in &active {
+                let p_out = passive.get(n);
+                let agree = match a_out {
+                    Outcome::Established => p_out == Some(&Outcome::Established),
+                    Outcome::Rejected => p_out.is_none_or(|o| *o == Outcome::Rejected),
+                    Outcome::Failed => p_out != Some(&Outcome::Established),
+                };
+                s.check(agree, || {
+                    format!("attempt {n}: the active side {a_out:?}, the passive side {p_out:?}")
+                });
+            }
+            let count = |m: &std::collections::HashMap<u64, Outcome>, o| {
+                m.values().filter(|v| **v == o).count()
             };
-            s.check(agree, || format!("attempt {n}: the active side {a_out:?}, the passive side {p_out:?}"));
-        }
-        let count = |m: &std::collections::HashMap<u64, Outcome>, o| m.values().filter(|v| **v == o).count();
-        s.note(format!(
-            "{} attempts: {} established, {} rejected, {} failed; {} requests handled",
-            active.len(),
-            count(&active, Outcome::Established),
-            count(&active, Outcome::Rejected),
-            count(&active, Outcome::Failed),
-            handled.load(SeqCst)
-        ));
-        let _ = t;
-        assert_eq!(close_ia(p.ia), OK);
-        assert_eq!(close_ia(a.ia), OK);
-    });
+            s.note(format!(
+                "{} attempts: {} established, {} rejected, {} failed; {} requests handled",
+                active.len(),
+                count(&active, Outcome::Established),
+                count(&active, Outcome::Rejected),
+                count(&active, Outcome::Failed),
+                handled.load(SeqCst)
+            ));
+            let _ = t;
+            assert_eq!(close_ia(p.ia), OK);
+            assert_eq!(close_ia(a.ia), OK);
+        },
+    );
 }
 
 /// `dat_ia_close` while everything runs: round after round, two IAs with `LANES` connections
@@ -2309,189 +3246,255 @@ fn psps_and_rsps_freed_while_connections_arrive() {
 #[test]
 fn ia_closed_while_everything_runs() {
     const LANES: usize = 2;
-    scenario("dat_ia_close while everything runs", Duration::from_secs(60), |s| {
-        let rounds = 10 * scale();
-        for round in 0..rounds {
-            if s.stopped() {
-                break;
-            }
-            let a = Arc::new(host(16 * 64));
-            let p = Arc::new(host(16 * 256));
-            let slots = Arc::new(Slots::new(256));
-            let (psp, port) = p.listen();
-            let r_evd = new_evd(p.ia, 4096, DTO);
-            let a_evd = new_evd(a.ia, 4096, DTO);
-            let mut cno = null_mut();
-            let none = DAT_OS_WAIT_PROXY_AGENT { instance_data: null_mut(), proxy_agent_func: None };
-            // SAFETY: a live IA and an out-pointer to a live local.
-            assert_eq!(unsafe { dat_cno_create(p.ia as _, none, &mut cno) }, OK);
-            let cno = cno as usize;
-            // SAFETY: live handles.
-            assert_eq!(unsafe { dat_evd_modify_cno(r_evd as _, cno as _) }, OK);
-            let t = s.track(&format!("main {round}"));
-            let mut a_eps = Vec::new();
-            for l in 0..LANES {
-                let (a_conn, p_conn) = (new_evd(a.ia, 8, CONNECTION), new_evd(p.ia, 8, CONNECTION));
-                let a_ep = a.ep(a_evd, a_evd, a_conn).unwrap();
-                let p_ep = p.ep(r_evd, r_evd, p_conn).unwrap();
-                for _ in 0..32 {
-                    assert_eq!(slots.post(&t, &p.mem, p_ep), OK);
+    scenario(
+        "dat_ia_close while everything runs",
+        Duration::from_secs(60),
+        |s| {
+            let rounds = 10 * scale();
+            for round in 0..rounds {
+                if s.stopped() {
+                    break;
                 }
-                connect_pair(&t, l as u64, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
-                a_eps.push(a_ep);
-            }
-            let (stop, closed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-            let received = Arc::new(AtomicU64::new(0));
-            // A bit per thread: it saw a call fail (or a DTO end in error) after the close.
-            let saw = Arc::new(AtomicU64::new(0));
-            const THREADS: u64 = 6;
-            let mark = |saw: &AtomicU64, closed: &AtomicBool, bit: u64| {
-                if closed.load(SeqCst) {
-                    saw.fetch_or(1 << bit, SeqCst);
+                let a = Arc::new(host(16 * 64));
+                let p = Arc::new(host(16 * 256));
+                let slots = Arc::new(Slots::new(256));
+                let (psp, port) = p.listen();
+                let r_evd = new_evd(p.ia, 4096, DTO);
+                let a_evd = new_evd(a.ia, 4096, DTO);
+                let mut cno = null_mut();
+                let none = DAT_OS_WAIT_PROXY_AGENT {
+                    instance_data: null_mut(),
+                    proxy_agent_func: None,
+                };
+                // SAFETY: a live IA and an out-pointer to a live local.
+                assert_eq!(unsafe { dat_cno_create(p.ia as _, none, &mut cno) }, OK);
+                let cno = cno as usize;
+                // SAFETY: live handles.
+                assert_eq!(unsafe { dat_evd_modify_cno(r_evd as _, cno as _) }, OK);
+                let t = s.track(&format!("main {round}"));
+                let mut a_eps = Vec::new();
+                for l in 0..LANES {
+                    let (a_conn, p_conn) =
+                        (new_evd(a.ia, 8, CONNECTION), new_evd(p.ia, 8, CONNECTION));
+                    let a_ep = a.ep(a_evd, a_evd, a_conn).unwrap();
+                    let p_ep = p.ep(r_evd, r_evd, p_conn).unwrap();
+                    for _ in 0..32 {
+                        assert_eq!(slots.post(&t, &p.mem, p_ep), OK);
+                    }
+                    connect_pair(&t, l as u64, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
+                    a_eps.push(a_ep);
                 }
-            };
-            // A call's failure: before the close, only the expected ones; after it, any.
-            let expected = |rc: DAT_RETURN, closed: &AtomicBool| -> bool {
-                closed.load(SeqCst)
-                    || is(rc, Type::DAT_QUEUE_EMPTY)
-                    || is(rc, Type::DAT_TIMEOUT_EXPIRED)
-                    || is(rc, Type::DAT_INVALID_STATE)
-                    || is(rc, Type::DAT_INSUFFICIENT_RESOURCES)
-            };
+                let (stop, closed) = (
+                    Arc::new(AtomicBool::new(false)),
+                    Arc::new(AtomicBool::new(false)),
+                );
+                let received = Arc::new(AtomicU64::new(0));
+                // A bit per thread: it saw a call fail (or a DTO end in error) after the close.
+                let saw = Arc::new(AtomicU64::new(0));
+                const THREADS: u64 = 6;
+                let mark = |saw: &AtomicU64, closed: &AtomicBool, bit: u64| {
+                    if closed.load(SeqCst) {
+                        saw.fetch_or(1 << bit, SeqCst);
+                    }
+                };
+                // A call's failure: before the close, only the expected ones; after it, any.
+                let expected = |rc: DAT_RETURN, closed: &AtomicBool| -> bool {
+                    closed.load(SeqCst)
+                        || is(rc, Type::DAT_QUEUE_EMPTY)
+                        || is(rc, Type::DAT_TIMEOUT_EXPIRED)
+                        || is(rc, Type::DAT_INVALID_STATE)
+                        || is(rc, Type::DAT_INSUFFICIENT_RESOURCES)
+                };
 
-            let (a2, stop2, closed2, saw2) = (a.clone(), stop.clone(), closed.clone(), saw.clone());
-            s.spawn(&format!("send {round}"), move |s, t| {
-                let mut n = 0u64;
-                while !stop2.load(SeqCst) && !s.stopped() {
-                    let ep = a_eps[n as usize % LANES];
-                    let slot = 16 * (n % 64) as usize;
-                    a2.mem.write(slot, &message(n));
-                    let rc = t.call("dat_ep_post_send", n, || post_send(ep, &[a2.mem.iov(slot, 16)], n));
-                    if rc != OK && !expected(rc, &closed2) {
-                        return Err(format!("send {n}: {rc:#x}"));
-                    }
-                    n += 1;
-                    // Its completion (or another's): reaped; after the close they fail.
-                    while let Some(e) = reap(t, a_evd, false, n).ok().flatten() {
-                        if dto_of(&e).is_some_and(|d| d.status != SUCCESS) {
-                            mark(&saw2, &closed2, 0);
-                        }
-                    }
-                }
-                Ok(())
-            });
-            let take_and_post = {
-                let (p2, slots2, received2, closed2) = (p.clone(), slots.clone(), received.clone(), closed.clone());
-                move |t: &Track, e: &DAT_EVENT| -> Result<(), String> {
-                    let Some(d) = dto_of(e) else { return Ok(()) };
-                    slots2.take(&p2.mem, &d);
-                    if d.status == SUCCESS {
-                        received2.fetch_add(1, SeqCst);
-                    }
-                    let rc = slots2.post(t, &p2.mem, d.ep);
-                    if rc != OK && !expected(rc, &closed2) && !is(rc, Type::DAT_INVALID_HANDLE) {
-                        return Err(format!("posting a receive again: {rc:#x}"));
-                    }
-                    Ok(())
-                }
-            };
-            for waits in [false, true] {
-                let (stop2, closed2, take, saw2) = (stop.clone(), closed.clone(), take_and_post.clone(), saw.clone());
-                s.spawn(&format!("{} {round}", if waits { "wait" } else { "poll" }), move |s, t| {
+                let (a2, stop2, closed2, saw2) =
+                    (a.clone(), stop.clone(), closed.clone(), saw.clone());
+                s.spawn(&format!("send {round}"), move |s, t| {
+                    let mut n = 0u64;
                     while !stop2.load(SeqCst) && !s.stopped() {
-                        match reap(t, r_evd, waits, 0) {
-                            Ok(Some(e)) => take(t, &e)?,
-                            Ok(None) => {}
-                            Err(rc) if expected(rc, &closed2) => mark(&saw2, &closed2, 1 + u64::from(waits)),
-                            Err(rc) => return Err(format!("reaping: {rc:#x}")),
+                        let ep = a_eps[n as usize % LANES];
+                        let slot = 16 * (n % 64) as usize;
+                        a2.mem.write(slot, &message(n));
+                        let rc = t.call("dat_ep_post_send", n, || {
+                            post_send(ep, &[a2.mem.iov(slot, 16)], n)
+                        });
+                        if rc != OK && !expected(rc, &closed2) {
+                            return Err(format!("send {n}: {rc:#x}"));
+                        }
+                        n += 1;
+                        // Its completion (or another's): reaped; after the close they fail.
+                        while let Some(e) = reap(t, a_evd, false, n).ok().flatten() {
+                            if dto_of(&e).is_some_and(|d| d.status != SUCCESS) {
+                                mark(&saw2, &closed2, 0);
+                            }
                         }
                     }
                     Ok(())
                 });
-            }
-            let (stop2, closed2, take, saw2) = (stop.clone(), closed.clone(), take_and_post.clone(), saw.clone());
-            s.spawn(&format!("cno {round}"), move |s, t| {
-                while !stop2.load(SeqCst) && !s.stopped() {
-                    let mut evd = null_mut();
-                    // SAFETY: a CNO, live or dead, and an out-pointer to a live local.
-                    let rc = t.call("dat_cno_wait", 0, || unsafe { dat_cno_wait(cno as _, 1_000, &mut evd) });
-                    if rc == OK {
-                        while let Ok(Some(e)) = reap(t, evd as usize, false, 0) {
-                            take(t, &e)?;
+                let take_and_post = {
+                    let (p2, slots2, received2, closed2) =
+                        (p.clone(), slots.clone(), received.clone(), closed.clone());
+                    move |t: &Track, e: &DAT_EVENT| -> Result<(), String> {
+                        let Some(d) = dto_of(e) else { return Ok(()) };
+                        slots2.take(&p2.mem, &d);
+                        if d.status == SUCCESS {
+                            received2.fetch_add(1, SeqCst);
                         }
-                    } else if !expected(rc, &closed2) {
-                        return Err(format!("dat_cno_wait: {rc:#x}"));
-                    } else if !is(rc, Type::DAT_QUEUE_EMPTY) {
-                        mark(&saw2, &closed2, 3);
+                        let rc = slots2.post(t, &p2.mem, d.ep);
+                        if rc != OK && !expected(rc, &closed2) && !is(rc, Type::DAT_INVALID_HANDLE)
+                        {
+                            return Err(format!("posting a receive again: {rc:#x}"));
+                        }
+                        Ok(())
                     }
+                };
+                for waits in [false, true] {
+                    let (stop2, closed2, take, saw2) = (
+                        stop.clone(),
+                        closed.clone(),
+                        take_and_post.clone(),
+                        saw.clone(),
+                    );
+                    s.spawn(
+                        &format!("{} {round}", if waits { "wait" } else { "poll" }),
+                        move |s, t| {
+                            while !stop2.load(SeqCst) && !s.stopped() {
+                                match reap(t, r_evd, waits, 0) {
+                                    Ok(Some(e)) => take(t, &e)?,
+                                    Ok(None) => {}
+                                    Err(rc) if expected(rc, &closed2) => {
+                                        mark(&saw2, &closed2, 1 + u64::from(waits))
+                                    }
+                                    Err(rc) => return Err(format!("reaping: {rc:#x}")),
+                                }
+                            }
+                            Ok(())
+                        },
+                    );
                 }
-                Ok(())
-            });
-            let (p2, stop2, closed2, saw2) = (p.clone(), stop.clone(), closed.clone(), saw.clone());
-            s.spawn(&format!("lmr {round}"), move |s, t| {
-                let buf = Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize;
-                while !stop2.load(SeqCst) && !s.stopped() {
-                    match t.call("dat_lmr_create", 0, || register(p2.ia, p2.pz, buf, 64)) {
-                        // SAFETY: a live LMR (or one the close freed: refused).
-                        Ok((lmr, _, _)) => {
-                            let rc = t.call("dat_lmr_free", 0, || unsafe { dat_lmr_free(lmr as _) });
-                            if rc != OK && !expected(rc, &closed2) {
-                                return Err(format!("dat_lmr_free: {rc:#x}"));
+                let (stop2, closed2, take, saw2) = (
+                    stop.clone(),
+                    closed.clone(),
+                    take_and_post.clone(),
+                    saw.clone(),
+                );
+                s.spawn(&format!("cno {round}"), move |s, t| {
+                    while !stop2.load(SeqCst) && !s.stopped() {
+                        let mut evd = null_mut();
+                        // SAFETY: a CNO, live or dead, and an out-pointer to a live local.
+                        let rc = t.call("dat_cno_wait", 0, || unsafe {
+                            dat_cno_wait(cno as _, 1_000, &mut evd)
+                        });
+                        if rc == OK {
+                            while let Ok(Some(e)) = reap(t, evd as usize, false, 0) {
+                                take(t, &e)?;
+                            }
+                        } else if !expected(rc, &closed2) {
+                            return Err(format!("dat_cno_wait: {rc:#x}"));
+                        } else if !is(rc, Type::DAT_QUEUE_EMPTY) {
+                            mark(&saw2, &closed2, 3);
+                        }
+                    }
+                    Ok(())
+                });
+                let (p2, stop2, closed2, saw2) =
+                    (p.clone(), stop.clone(), closed.clone(), saw.clone());
+                s.spawn(&format!("lmr {round}"), move |s, t| {
+                    let buf = Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize;
+                    while !stop2.load(SeqCst) && !s.stopped() {
+                        match t.call("dat_lmr_create", 0, || register(p2.ia, p2.pz, buf, 64)) {
+                            // SAFETY: a live LMR (or one the close freed: refused).
+                            Ok((lmr, _, _)) => {
+                                let rc =
+                                    t.call("dat_lmr_free", 0, || unsafe { dat_lmr_free(lmr as _) });
+                                if rc != OK && !expected(rc, &closed2) {
+                                    return Err(format!("dat_lmr_free: {rc:#x}"));
+                                }
+                            }
+                            Err(rc) if expected(rc, &closed2) => mark(&saw2, &closed2, 4),
+                            Err(rc) => return Err(format!("dat_lmr_create: {rc:#x}")),
+                        }
+                    }
+                    Ok(())
+                });
+                let (a2, p2, stop2, closed2, saw2) = (
+                    a.clone(),
+                    p.clone(),
+                    stop.clone(),
+                    closed.clone(),
+                    saw.clone(),
+                );
+                s.spawn(&format!("connect {round}"), move |s, t| {
+                    let mut k = 100u64;
+                    while !stop2.load(SeqCst) && !s.stopped() {
+                        k += 1;
+                        let (a_conn, p_conn) = (
+                            new_evd(a2.ia, 8, CONNECTION),
+                            create_evd_or_zero(p2.ia, CONNECTION),
+                        );
+                        let a_ep = a2
+                            .ep(0, 0, a_conn)
+                            .map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
+                        let p_ep = p2.ep(0, 0, p_conn).unwrap_or(0);
+                        let made = p_ep != 0
+                            && connect_pair(t, k, a_ep, a_conn, p2.cr_evd, p_ep, p_conn, port)
+                                .is_ok();
+                        if !made && !closed2.load(SeqCst) {
+                            return Err(format!("connection {k} failed before the close"));
+                        }
+                        if !made {
+                            mark(&saw2, &closed2, 5);
+                        }
+                        for ep in [p_ep, a_ep] {
+                            let rc = t.call("dat_ep_free", k, || free_ep(ep));
+                            if rc != OK
+                                && !expected(rc, &closed2)
+                                && !is(rc, Type::DAT_INVALID_HANDLE)
+                            {
+                                return Err(format!("dat_ep_free: {rc:#x}"));
                             }
                         }
-                        Err(rc) if expected(rc, &closed2) => mark(&saw2, &closed2, 4),
-                        Err(rc) => return Err(format!("dat_lmr_create: {rc:#x}")),
+                        let _ = (free_evd(a_conn), free_evd(p_conn));
                     }
-                }
-                Ok(())
-            });
-            let (a2, p2, stop2, closed2, saw2) = (a.clone(), p.clone(), stop.clone(), closed.clone(), saw.clone());
-            s.spawn(&format!("connect {round}"), move |s, t| {
-                let mut k = 100u64;
-                while !stop2.load(SeqCst) && !s.stopped() {
-                    k += 1;
-                    let (a_conn, p_conn) = (new_evd(a2.ia, 8, CONNECTION), create_evd_or_zero(p2.ia, CONNECTION));
-                    let a_ep = a2.ep(0, 0, a_conn).map_err(|rc| format!("dat_ep_create: {rc:#x}"))?;
-                    let p_ep = p2.ep(0, 0, p_conn).unwrap_or(0);
-                    let made = p_ep != 0 && connect_pair(t, k, a_ep, a_conn, p2.cr_evd, p_ep, p_conn, port).is_ok();
-                    if !made && !closed2.load(SeqCst) {
-                        return Err(format!("connection {k} failed before the close"));
-                    }
-                    if !made {
-                        mark(&saw2, &closed2, 5);
-                    }
-                    for ep in [p_ep, a_ep] {
-                        let rc = t.call("dat_ep_free", k, || free_ep(ep));
-                        if rc != OK && !expected(rc, &closed2) && !is(rc, Type::DAT_INVALID_HANDLE) {
-                            return Err(format!("dat_ep_free: {rc:#x}"));
-                        }
-                    }
-                    let _ = (free_evd(a_conn), free_evd(p_conn));
-                }
-                Ok(())
-            });
+                    Ok(())
+                });
 
-            // Some traffic first, then the close, in the middle of everything.
-            until(s, Duration::from_millis(300), || received.load(SeqCst) >= 200);
-            closed.store(true, SeqCst);
-            let rc = t.call("dat_ia_close", round, || close_ia(p.ia));
-            s.check(rc == OK, || format!("round {round}: dat_ia_close: {rc:#x}"));
-            // The threads go on against the dead IA until each saw its calls fail, then stop.
-            let after = received.load(SeqCst);
-            if !until(s, Duration::from_secs(10), || saw.load(SeqCst) == (1 << THREADS) - 1) {
-                s.fail(format!("round {round}: after the close, only threads {:#b} saw a call fail", saw.load(SeqCst)));
+                // Some traffic first, then the close, in the middle of everything.
+                until(s, Duration::from_millis(300), || {
+                    received.load(SeqCst) >= 200
+                });
+                closed.store(true, SeqCst);
+                let rc = t.call("dat_ia_close", round, || close_ia(p.ia));
+                s.check(rc == OK, || format!("round {round}: dat_ia_close: {rc:#x}"));
+                // The threads go on against the dead IA until each saw its calls fail, then stop.
+                let after = received.load(SeqCst);
+                if !until(s, Duration::from_secs(10), || {
+                    saw.load(SeqCst) == (1 << THREADS) - 1
+                }) {
+                    s.fail(format!(
+                        "round {round}: after the close, only threads {:#b} saw a call fail",
+                        saw.load(SeqCst)
+                    ));
+                }
+                s.check(
+                    is(dequeue(r_evd).err().unwrap_or(OK), Type::DAT_INVALID_HANDLE),
+                    || "the closed IA's EVD still answers".into(),
+                );
+                stop.store(true, SeqCst);
+                for h in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                    let _ = h.join();
+                }
+                // SAFETY: the closed IA's PSP: refused.
+                let _ = unsafe { dat_psp_free(psp as _) };
+                s.check(close_ia(a.ia) == OK, || {
+                    format!("round {round}: closing the active IA")
+                });
+                s.note(format!(
+                    "{} rounds; {after} messages received before the last close",
+                    round + 1
+                ));
             }
-            s.check(is(dequeue(r_evd).err().unwrap_or(OK), Type::DAT_INVALID_HANDLE), || "the closed IA's EVD still answers".into());
-            stop.store(true, SeqCst);
-            for h in std::mem::take(&mut *s.threads.lock().unwrap()) {
-                let _ = h.join();
-            }
-            // SAFETY: the closed IA's PSP: refused.
-            let _ = unsafe { dat_psp_free(psp as _) };
-            s.check(close_ia(a.ia) == OK, || format!("round {round}: closing the active IA"));
-            s.note(format!("{} rounds; {after} messages received before the last close", round + 1));
-        }
-    });
+        },
+    );
 }
 
 /// A connection EVD of `ia`, or 0 where the IA is gone.
@@ -2517,64 +3520,88 @@ fn create_evd_or_zero(ia: usize, flags: dat_evd_flags) -> usize {
 /// every receive posted successfully must come back flushed on the EVD.
 #[test]
 fn posts_racing_the_free_of_their_ep_complete() {
-    scenario("posts racing the free of their EP", Duration::from_secs(60), |s| {
-        let rounds = 1000 * scale();
-        let p = Arc::new(host(16));
-        let evd = new_evd(p.ia, 1 << 16, DTO);
-        let current = Arc::new(AtomicUsize::new(0));
-        let posted = Arc::new(Seen::default());
-        for poster in 0..3 {
-        let (p2, current2, posted2) = (p.clone(), current.clone(), posted.clone());
-        s.spawn(&format!("post {poster}"), move |s, t| {
-            let mut k = poster << 40;
-            while !s.stopped() {
-                let ep = current2.load(SeqCst);
-                if ep == usize::MAX {
-                    break;
-                }
-                if ep == 0 {
-                    std::thread::yield_now();
-                    continue;
-                }
-                k += 1;
-                posted2.insert(k);
-                let rc = t.call("dat_ep_post_recv", k, || post_recv(ep, &[p2.mem.iov(0, 16)], k));
-                if rc != OK {
-                    posted2.remove(k);
-                    if !is(rc, Type::DAT_INVALID_HANDLE) && !is(rc, Type::DAT_INSUFFICIENT_RESOURCES) && !is(rc, Type::DAT_INVALID_STATE) {
-                        return Err(format!("receive {k}: {rc:#x}"));
+    scenario(
+        "posts racing the free of their EP",
+        Duration::from_secs(60),
+        |s| {
+            let rounds = 1000 * scale();
+            let p = Arc::new(host(16));
+            let evd = new_evd(p.ia, 1 << 16, DTO);
+            let current = Arc::new(AtomicUsize::new(0));
+            let posted = Arc::new(Seen::default());
+            for poster in 0..3 {
+                let (p2, current2, posted2) = (p.clone(), current.clone(), posted.clone());
+                s.spawn(&format!("post {poster}"), move |s, t| {
+                    let mut k = poster << 40;
+                    while !s.stopped() {
+                        let ep = current2.load(SeqCst);
+                        if ep == usize::MAX {
+                            break;
+                        }
+                        if ep == 0 {
+                            std::thread::yield_now();
+                            continue;
+                        }
+                        k += 1;
+                        posted2.insert(k);
+                        let rc = t.call("dat_ep_post_recv", k, || {
+                            post_recv(ep, &[p2.mem.iov(0, 16)], k)
+                        });
+                        if rc != OK {
+                            posted2.remove(k);
+                            if !is(rc, Type::DAT_INVALID_HANDLE)
+                                && !is(rc, Type::DAT_INSUFFICIENT_RESOURCES)
+                                && !is(rc, Type::DAT_INVALID_STATE)
+                            {
+                                return Err(format!("receive {k}: {rc:#x}"));
+                            }
+                        }
                     }
+                    Ok(())
+                });
+            }
+            let t = s.track("free (main)");
+            let completed = Seen::default();
+            for round in 0..rounds {
+                let ep = p.ep(evd, 0, 0).expect("an EP");
+                let before = posted.len();
+                current.store(ep, SeqCst);
+                until(s, Duration::from_secs(5), || posted.len() >= before + 8);
+                s.check(t.call("dat_ep_free", round, || free_ep(ep)) == OK, || {
+                    format!("round {round}: dat_ep_free")
+                });
+                current.store(0, SeqCst);
+                while let Ok(e) = dequeue(evd) {
+                    let d = dto_of(&e).expect("a DTO completion");
+                    s.check(d.status == FLUSHED && completed.insert(d.cookie), || {
+                        format!("round {round}: {d:?}")
+                    });
                 }
             }
-            Ok(())
-        });
-        }
-        let t = s.track("free (main)");
-        let completed = Seen::default();
-        for round in 0..rounds {
-            let ep = p.ep(evd, 0, 0).expect("an EP");
-            let before = posted.len();
-            current.store(ep, SeqCst);
-            until(s, Duration::from_secs(5), || posted.len() >= before + 8);
-            s.check(t.call("dat_ep_free", round, || free_ep(ep)) == OK, || format!("round {round}: dat_ep_free"));
-            current.store(0, SeqCst);
-            while let Ok(e) = dequeue(evd) {
-                let d = dto_of(&e).expect("a DTO completion");
-                s.check(d.status == FLUSHED && completed.insert(d.cookie), || format!("round {round}: {d:?}"));
+            current.store(usize::MAX, SeqCst);
+            for h in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                let _ = h.join();
             }
-        }
-        current.store(usize::MAX, SeqCst);
-        for h in std::mem::take(&mut *s.threads.lock().unwrap()) {
-            let _ = h.join();
-        }
-        while let Ok(e) = dequeue(evd) {
-            completed.insert(dto_of(&e).expect("a DTO completion").cookie);
-        }
-        let lost: Vec<u64> = posted.all().difference(&completed.all()).copied().take(10).collect();
-        s.note(format!("{} receives posted, {} flushed; never completed: {lost:?}", posted.len(), completed.len()));
-        s.check(lost.is_empty(), || format!("receives accepted and never completed: {lost:?}"));
-        assert_eq!(close_ia(p.ia), OK);
-    });
+            while let Ok(e) = dequeue(evd) {
+                completed.insert(dto_of(&e).expect("a DTO completion").cookie);
+            }
+            let lost: Vec<u64> = posted
+                .all()
+                .difference(&completed.all())
+                .copied()
+                .take(10)
+                .collect();
+            s.note(format!(
+                "{} receives posted, {} flushed; never completed: {lost:?}",
+                posted.len(),
+                completed.len()
+            ));
+            s.check(lost.is_empty(), || {
+                format!("receives accepted and never completed: {lost:?}")
+            });
+            assert_eq!(close_ia(p.ia), OK);
+        },
+    );
 }
 
 /// Where the library keeps a region for the checks of the segments that land in it: in its
@@ -2613,7 +3640,14 @@ impl Placement {
     }
 
     /// Registers at `base` until the region lands where `in_table` says.
-    fn register_placed(&mut self, ia: usize, pz: usize, base: usize, len: usize, in_table: bool) -> (usize, u32) {
+    fn register_placed(
+        &mut self,
+        ia: usize,
+        pz: usize,
+        base: usize,
+        len: usize,
+        in_table: bool,
+    ) -> (usize, u32) {
         loop {
             let (lmr, ctx, placed) = self.register(ia, pz, base, len);
             if placed == in_table {
@@ -2655,114 +3689,162 @@ impl Placement {
 /// connection, which is made again. The watchdog names the landing thread and the free stuck.
 #[test]
 fn regions_freed_as_a_message_lands_in_two_of_their_segments() {
-    in_child("regions_freed_as_a_message_lands_in_two_of_their_segments", &[("LIBDAT_DIRECT", "0")], || {
-        scenario("regions freed as a message lands in two of their segments", Duration::from_secs(60), |s| {
-            let trials = 20_000 * scale();
-            let a = host(64);
-            let p = host(64);
-            let mut placement = Placement::default();
-            placement.registered(a.mem.lmr_ctx);
-            placement.registered(p.mem.lmr_ctx);
-            // Nearly every slot taken (a registration draws a few keys for a free slot), then
-            // one in four given back: a region registered later lands in the table or out of
-            // it, as each trial asks (`register_placed`).
-            let filler = Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize;
-            let fillers: Vec<(usize, u32, bool)> = (0..Placement::SLOTS).map(|_| placement.register(p.ia, p.pz, filler, 64)).collect();
-            for (lmr, ctx, _) in fillers.iter().step_by(4) {
-                // SAFETY: a live LMR.
-                assert_eq!(unsafe { dat_lmr_free(*lmr as _) }, OK);
-                placement.freed(*ctx);
-            }
-            let target = Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize;
-            let (psp, port) = p.listen();
-            let (a_dto, p_dto) = (new_evd(a.ia, 64, DTO), new_evd(p.ia, 64, DTO));
-            // The free, on a signal, after a delay spread over the time a message takes to land.
-            let (go_tx, go_rx) = mpsc::channel::<(usize, u32)>();
-            let (done_tx, done_rx) = mpsc::channel::<DAT_RETURN>();
-            s.spawn("free", move |_s, t| {
-                let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-                while let Ok((lmr, delay_ns)) = go_rx.recv() {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    let until = Instant::now() + Duration::from_nanos(u64::from(delay_ns) + seed % 60_000);
-                    while Instant::now() < until {
-                        std::hint::spin_loop();
+    in_child(
+        "regions_freed_as_a_message_lands_in_two_of_their_segments",
+        &[("LIBDAT_DIRECT", "0")],
+        || {
+            scenario(
+                "regions freed as a message lands in two of their segments",
+                Duration::from_secs(60),
+                |s| {
+                    let trials = 20_000 * scale();
+                    let a = host(64);
+                    let p = host(64);
+                    let mut placement = Placement::default();
+                    placement.registered(a.mem.lmr_ctx);
+                    placement.registered(p.mem.lmr_ctx);
+                    // Nearly every slot taken (a registration draws a few keys for a free slot), then
+                    // one in four given back: a region registered later lands in the table or out of
+                    // it, as each trial asks (`register_placed`).
+                    let filler = Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize;
+                    let fillers: Vec<(usize, u32, bool)> = (0..Placement::SLOTS)
+                        .map(|_| placement.register(p.ia, p.pz, filler, 64))
+                        .collect();
+                    for (lmr, ctx, _) in fillers.iter().step_by(4) {
+                        // SAFETY: a live LMR.
+                        assert_eq!(unsafe { dat_lmr_free(*lmr as _) }, OK);
+                        placement.freed(*ctx);
                     }
-                    // SAFETY: a live LMR.
-                    let _ = done_tx.send(t.call("dat_lmr_free", 0, || unsafe { dat_lmr_free(lmr as _) }));
-                }
-                Ok(())
-            });
-            let t = s.track("land (main)");
-            let mut pair: Option<(usize, usize, usize, usize)> = None;
-            let mut broken = 0;
-            for trial in 0..trials {
-                if s.stopped() {
-                    break;
-                }
-                let (a_ep, a_conn, p_ep, p_conn) = match pair {
-                    Some(c) => c,
-                    None => {
-                        let (a_conn, p_conn) = (new_evd(a.ia, 8, CONNECTION), new_evd(p.ia, 8, CONNECTION));
-                        let a_ep = a.ep(a_dto, a_dto, a_conn).unwrap();
-                        let p_ep = p.ep(p_dto, p_dto, p_conn).unwrap();
-                        if let Err(e) = connect_pair(&t, trial, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port) {
-                            s.fail(e);
+                    let target = Box::leak(vec![0u8; 64].into_boxed_slice()).as_mut_ptr() as usize;
+                    let (psp, port) = p.listen();
+                    let (a_dto, p_dto) = (new_evd(a.ia, 64, DTO), new_evd(p.ia, 64, DTO));
+                    // The free, on a signal, after a delay spread over the time a message takes to land.
+                    let (go_tx, go_rx) = mpsc::channel::<(usize, u32)>();
+                    let (done_tx, done_rx) = mpsc::channel::<DAT_RETURN>();
+                    s.spawn("free", move |_s, t| {
+                        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+                        while let Ok((lmr, delay_ns)) = go_rx.recv() {
+                            seed ^= seed << 13;
+                            seed ^= seed >> 7;
+                            seed ^= seed << 17;
+                            let until = Instant::now()
+                                + Duration::from_nanos(u64::from(delay_ns) + seed % 60_000);
+                            while Instant::now() < until {
+                                std::hint::spin_loop();
+                            }
+                            // SAFETY: a live LMR.
+                            let _ = done_tx.send(
+                                t.call("dat_lmr_free", 0, || unsafe { dat_lmr_free(lmr as _) }),
+                            );
+                        }
+                        Ok(())
+                    });
+                    let t = s.track("land (main)");
+                    let mut pair: Option<(usize, usize, usize, usize)> = None;
+                    let mut broken = 0;
+                    for trial in 0..trials {
+                        if s.stopped() {
                             break;
                         }
-                        *pair.insert((a_ep, a_conn, p_ep, p_conn))
+                        let (a_ep, a_conn, p_ep, p_conn) = match pair {
+                            Some(c) => c,
+                            None => {
+                                let (a_conn, p_conn) =
+                                    (new_evd(a.ia, 8, CONNECTION), new_evd(p.ia, 8, CONNECTION));
+                                let a_ep = a.ep(a_dto, a_dto, a_conn).unwrap();
+                                let p_ep = p.ep(p_dto, p_dto, p_conn).unwrap();
+                                if let Err(e) = connect_pair(
+                                    &t, trial, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port,
+                                ) {
+                                    s.fail(e);
+                                    break;
+                                }
+                                *pair.insert((a_ep, a_conn, p_ep, p_conn))
+                            }
+                        };
+                        // Even trials: two segments of one region out of the table, that region freed;
+                        // odd: the first in a region of the table (freed), the second out of it.
+                        let (freed, freed_ctx, segments) = if trial.is_multiple_of(2) {
+                            let (lmr, ctx) =
+                                placement.register_placed(p.ia, p.pz, target, 32, false);
+                            let seg = |off: usize| DAT_LMR_TRIPLET {
+                                lmr_context: ctx,
+                                virtual_address: (target + off) as DAT_VADDR,
+                                segment_length: 16,
+                            };
+                            (lmr, ctx, [seg(0), seg(16)])
+                        } else {
+                            let (lmr, ctx) =
+                                placement.register_placed(p.ia, p.pz, target, 16, true);
+                            let (_, other) =
+                                placement.register_placed(p.ia, p.pz, target + 16, 16, false);
+                            let first = DAT_LMR_TRIPLET {
+                                lmr_context: ctx,
+                                virtual_address: target as DAT_VADDR,
+                                segment_length: 16,
+                            };
+                            let second = DAT_LMR_TRIPLET {
+                                lmr_context: other,
+                                virtual_address: (target + 16) as DAT_VADDR,
+                                segment_length: 16,
+                            };
+                            (lmr, ctx, [first, second])
+                        };
+                        if !s.check(
+                            t.call("dat_ep_post_recv", trial, || {
+                                post_recv(p_ep, &segments, trial)
+                            }) == OK,
+                            || format!("trial {trial}: receive"),
+                        ) {
+                            break;
+                        }
+                        a.mem.write(0, &[0x5Au8; 32]);
+                        let _ = go_tx.send((freed, 0));
+                        if !s.check(
+                            t.call("dat_ep_post_send", trial, || {
+                                post_send(a_ep, &[a.mem.iov(0, 32)], trial)
+                            }) == OK,
+                            || format!("trial {trial}: send"),
+                        ) {
+                            break;
+                        }
+                        let landed = matches!(t.call("dat_evd_wait", trial, || wait_us(p_dto, 10_000_000)), Ok(e) if dto_of(&e).is_some_and(|d| d.status == SUCCESS));
+                        let sent = matches!(t.call("dat_evd_wait", trial, || wait_us(a_dto, 10_000_000)), Ok(e) if dto_of(&e).is_some_and(|d| d.status == SUCCESS));
+                        let freed_rc = done_rx
+                            .recv_timeout(Duration::from_secs(10))
+                            .unwrap_or(u32::MAX);
+                        placement.freed(freed_ctx);
+                        s.check(freed_rc == OK, || {
+                            format!("trial {trial}: dat_lmr_free: {freed_rc:#x}")
+                        });
+                        if !(landed && sent) {
+                            // The free came first: the connection broke. Made again.
+                            broken += 1;
+                            for (ep, conn) in [(a_ep, a_conn), (p_ep, p_conn)] {
+                                let _ = conn_event(&t, conn, trial);
+                                let _ = free_ep(ep);
+                                let _ = free_evd(conn);
+                            }
+                            while dequeue(a_dto).is_ok() || dequeue(p_dto).is_ok() {}
+                            pair = None;
+                        }
+                        s.note(format!(
+                            "{} trials, {broken} of them broke the connection",
+                            trial + 1
+                        ));
                     }
-                };
-                // Even trials: two segments of one region out of the table, that region freed;
-                // odd: the first in a region of the table (freed), the second out of it.
-                let (freed, freed_ctx, segments) = if trial.is_multiple_of(2) {
-                    let (lmr, ctx) = placement.register_placed(p.ia, p.pz, target, 32, false);
-                    let seg = |off: usize| DAT_LMR_TRIPLET { lmr_context: ctx, virtual_address: (target + off) as DAT_VADDR, segment_length: 16 };
-                    (lmr, ctx, [seg(0), seg(16)])
-                } else {
-                    let (lmr, ctx) = placement.register_placed(p.ia, p.pz, target, 16, true);
-                    let (_, other) = placement.register_placed(p.ia, p.pz, target + 16, 16, false);
-                    let first = DAT_LMR_TRIPLET { lmr_context: ctx, virtual_address: target as DAT_VADDR, segment_length: 16 };
-                    let second = DAT_LMR_TRIPLET { lmr_context: other, virtual_address: (target + 16) as DAT_VADDR, segment_length: 16 };
-                    (lmr, ctx, [first, second])
-                };
-                if !s.check(t.call("dat_ep_post_recv", trial, || post_recv(p_ep, &segments, trial)) == OK, || format!("trial {trial}: receive")) {
-                    break;
-                }
-                a.mem.write(0, &[0x5Au8; 32]);
-                let _ = go_tx.send((freed, 0));
-                if !s.check(t.call("dat_ep_post_send", trial, || post_send(a_ep, &[a.mem.iov(0, 32)], trial)) == OK, || format!("trial {trial}: send")) {
-                    break;
-                }
-                let landed = matches!(t.call("dat_evd_wait", trial, || wait_us(p_dto, 10_000_000)), Ok(e) if dto_of(&e).is_some_and(|d| d.status == SUCCESS));
-                let sent = matches!(t.call("dat_evd_wait", trial, || wait_us(a_dto, 10_000_000)), Ok(e) if dto_of(&e).is_some_and(|d| d.status == SUCCESS));
-                let freed_rc = done_rx.recv_timeout(Duration::from_secs(10)).unwrap_or(u32::MAX);
-                placement.freed(freed_ctx);
-                s.check(freed_rc == OK, || format!("trial {trial}: dat_lmr_free: {freed_rc:#x}"));
-                if !(landed && sent) {
-                    // The free came first: the connection broke. Made again.
-                    broken += 1;
-                    for (ep, conn) in [(a_ep, a_conn), (p_ep, p_conn)] {
-                        let _ = conn_event(&t, conn, trial);
-                        let _ = free_ep(ep);
-                        let _ = free_evd(conn);
+                    drop(go_tx);
+                    for h in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                        let _ = h.join();
                     }
-                    while dequeue(a_dto).is_ok() || dequeue(p_dto).is_ok() {}
-                    pair = None;
-                }
-                s.note(format!("{} trials, {broken} of them broke the connection", trial + 1));
-            }
-            drop(go_tx);
-            for h in std::mem::take(&mut *s.threads.lock().unwrap()) {
-                let _ = h.join();
-            }
-            // SAFETY: a live PSP.
-            let _ = unsafe { dat_psp_free(psp as _) };
-            assert_eq!(close_ia(p.ia), OK);
-            assert_eq!(close_ia(a.ia), OK);
-        });
-    });
+                    // SAFETY: a live PSP.
+                    let _ = unsafe { dat_psp_free(psp as _) };
+                    assert_eq!(close_ia(p.ia), OK);
+                    assert_eq!(close_ia(a.ia), OK);
+                },
+            );
+        },
+    );
 }
 
 /// What the agent of `the_os_wait_proxy_agent_may_post_a_receive` does when it is called: it
@@ -2791,38 +3873,81 @@ unsafe extern "C" fn post_a_receive(instance: DAT_PVOID, _evd: DAT_EVD_HANDLE) {
 /// now, holding nothing.
 #[test]
 fn the_os_wait_proxy_agent_may_post_a_receive() {
-    scenario("an OS Wait Proxy Agent posting a receive", Duration::from_secs(30), |s| {
-        let a = host(16);
-        let p = host(32);
-        let (psp, port) = p.listen();
-        let t = s.track("main");
-        let (a_conn, a_dto, p_conn, p_dto) = (new_evd(a.ia, 8, CONNECTION), new_evd(a.ia, 8, DTO), new_evd(p.ia, 8, CONNECTION), new_evd(p.ia, 8, DTO));
-        let a_ep = a.ep(a_dto, a_dto, a_conn).unwrap();
-        let p_ep = p.ep(p_dto, p_dto, p_conn).unwrap();
-        connect_pair(&t, 0, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
-        let agent_state = Box::leak(Box::new(ReceiveAgain { ep: p_ep, iov: p.mem.iov(16, 16), called: AtomicBool::new(false), posted: AtomicU32::new(0) }));
-        let agent = DAT_OS_WAIT_PROXY_AGENT { instance_data: agent_state as *mut ReceiveAgain as DAT_PVOID, proxy_agent_func: Some(post_a_receive) };
-        let mut cno = null_mut();
-        // SAFETY: a live IA, an agent whose instance data lives through the test, an out-pointer.
-        assert_eq!(unsafe { dat_cno_create(p.ia as _, agent, &mut cno) }, OK);
-        // SAFETY: live handles.
-        assert_eq!(unsafe { dat_evd_modify_cno(p_dto as _, cno) }, OK);
-        assert_eq!(post_recv(p_ep, &[p.mem.iov(0, 16)], 1), OK);
-        a.mem.write(0, &message(1));
-        assert_eq!(t.call("dat_ep_post_send", 1, || post_send(a_ep, &[a.mem.iov(0, 16)], 1)), OK);
-        // Nobody waits on the EVD: its CNO hears of the receive, and calls the agent, which
-        // posts the next receive.
-        s.check(until(s, Duration::from_secs(10), || agent_state.called.load(SeqCst)), || "the agent was not called".into());
-        if s.check(until(s, Duration::from_secs(5), || agent_state.posted.load(SeqCst) != 0), || "the agent's post of a receive did not return".into()) {
-            s.check(agent_state.posted.load(SeqCst) == 1, || "the agent's receive was refused".into());
-            let e = t.call("dat_evd_dequeue", 1, || dequeue(p_dto));
-            s.check(e.is_ok_and(|e| dto_of(&e).is_some_and(|d| d.status == SUCCESS && d.cookie == 1)), || "the receive's completion".into());
-        }
-        // With the agent stuck under the EP's lock, the close waits for it: the watchdog then
-        // shows where.
-        // SAFETY: a live PSP.
-        let _ = unsafe { dat_psp_free(psp as _) };
-        s.check(t.call("dat_ia_close", 0, || close_ia(p.ia)) == OK, || "closing the passive IA".into());
-        s.check(close_ia(a.ia) == OK, || "closing the active IA".into());
-    });
+    scenario(
+        "an OS Wait Proxy Agent posting a receive",
+        Duration::from_secs(30),
+        |s| {
+            let a = host(16);
+            let p = host(32);
+            let (psp, port) = p.listen();
+            let t = s.track("main");
+            let (a_conn, a_dto, p_conn, p_dto) = (
+                new_evd(a.ia, 8, CONNECTION),
+                new_evd(a.ia, 8, DTO),
+                new_evd(p.ia, 8, CONNECTION),
+                new_evd(p.ia, 8, DTO),
+            );
+            let a_ep = a.ep(a_dto, a_dto, a_conn).unwrap();
+            let p_ep = p.ep(p_dto, p_dto, p_conn).unwrap();
+            connect_pair(&t, 0, a_ep, a_conn, p.cr_evd, p_ep, p_conn, port).unwrap();
+            let agent_state = Box::leak(Box::new(ReceiveAgain {
+                ep: p_ep,
+                iov: p.mem.iov(16, 16),
+                called: AtomicBool::new(false),
+                posted: AtomicU32::new(0),
+            }));
+            let agent = DAT_OS_WAIT_PROXY_AGENT {
+                instance_data: agent_state as *mut ReceiveAgain as DAT_PVOID,
+                proxy_agent_func: Some(post_a_receive),
+            };
+            let mut cno = null_mut();
+            // SAFETY: a live IA, an agent whose instance data lives through the test, an out-pointer.
+            assert_eq!(unsafe { dat_cno_create(p.ia as _, agent, &mut cno) }, OK);
+            // SAFETY: live handles.
+            assert_eq!(unsafe { dat_evd_modify_cno(p_dto as _, cno) }, OK);
+            assert_eq!(post_recv(p_ep, &[p.mem.iov(0, 16)], 1), OK);
+            a.mem.write(0, &message(1));
+            assert_eq!(
+                t.call("dat_ep_post_send", 1, || post_send(
+                    a_ep,
+                    &[a.mem.iov(0, 16)],
+                    1
+                )),
+                OK
+            );
+            // Nobody waits on the EVD: its CNO hears of the receive, and calls the agent, which
+            // posts the next receive.
+            s.check(
+                until(s, Duration::from_secs(10), || {
+                    agent_state.called.load(SeqCst)
+                }),
+                || "the agent was not called".into(),
+            );
+            if s.check(
+                until(s, Duration::from_secs(5), || {
+                    agent_state.posted.load(SeqCst) != 0
+                }),
+                || "the agent's post of a receive did not return".into(),
+            ) {
+                s.check(agent_state.posted.load(SeqCst) == 1, || {
+                    "the agent's receive was refused".into()
+                });
+                let e = t.call("dat_evd_dequeue", 1, || dequeue(p_dto));
+                s.check(
+                    e.is_ok_and(|e| {
+                        dto_of(&e).is_some_and(|d| d.status == SUCCESS && d.cookie == 1)
+                    }),
+                    || "the receive's completion".into(),
+                );
+            }
+            // With the agent stuck under the EP's lock, the close waits for it: the watchdog then
+            // shows where.
+            // SAFETY: a live PSP.
+            let _ = unsafe { dat_psp_free(psp as _) };
+            s.check(t.call("dat_ia_close", 0, || close_ia(p.ia)) == OK, || {
+                "closing the passive IA".into()
+            });
+            s.check(close_ia(a.ia) == OK, || "closing the active IA".into());
+        },
+    );
 }

@@ -33,28 +33,74 @@ impl End {
         unsafe {
             let (ia, pz) = open_ia_and_pz();
             let evd = |flags| create_evd(ia, (PAIRS * 4) as DAT_COUNT, flags);
-            let (recv_evd, req_evd) = (evd(dat_evd_flags::DAT_EVD_DTO_FLAG), evd(dat_evd_flags::DAT_EVD_DTO_FLAG));
-            let (conn_evd, cr_evd) = (evd(dat_evd_flags::DAT_EVD_CONNECTION_FLAG), evd(dat_evd_flags::DAT_EVD_CR_FLAG));
+            let (recv_evd, req_evd) = (
+                evd(dat_evd_flags::DAT_EVD_DTO_FLAG),
+                evd(dat_evd_flags::DAT_EVD_DTO_FLAG),
+            );
+            let (conn_evd, cr_evd) = (
+                evd(dat_evd_flags::DAT_EVD_CONNECTION_FLAG),
+                evd(dat_evd_flags::DAT_EVD_CR_FLAG),
+            );
             let mut eps = Vec::new();
             for _ in 0..PAIRS {
                 let mut ep = null_mut();
-                assert_eq!(dat_ep_create(ia, pz, recv_evd, req_evd, conn_evd, std::ptr::null(), &mut ep), OK);
+                assert_eq!(
+                    dat_ep_create(
+                        ia,
+                        pz,
+                        recv_evd,
+                        req_evd,
+                        conn_evd,
+                        std::ptr::null(),
+                        &mut ep
+                    ),
+                    OK
+                );
                 eps.push(ep);
             }
             let mut buf = vec![0u8; PAIRS * SLOT * 2];
             let (mut lmr, mut lmr_ctx, mut rmr_ctx) = (null_mut(), 0, 0);
-            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr() as DAT_PVOID };
+            let region = DAT_REGION_DESCRIPTION {
+                for_va: buf.as_mut_ptr() as DAT_PVOID,
+            };
             let privileges = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
-            let rc = dat_lmr_create(ia, 0, region, buf.len() as u64, pz, privileges, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut());
+            let rc = dat_lmr_create(
+                ia,
+                0,
+                region,
+                buf.len() as u64,
+                pz,
+                privileges,
+                0,
+                &mut lmr,
+                &mut lmr_ctx,
+                &mut rmr_ctx,
+                null_mut(),
+                null_mut(),
+            );
             assert_eq!(rc, OK);
-            End { ia, pz, recv_evd, req_evd, conn_evd, cr_evd, eps, buf, lmr_ctx }
+            End {
+                ia,
+                pz,
+                recv_evd,
+                req_evd,
+                conn_evd,
+                cr_evd,
+                eps,
+                buf,
+                lmr_ctx,
+            }
         }
     }
 
     /// Slot `i` for receiving (even) or sending (odd).
     fn iov(&self, i: usize, sending: bool) -> DAT_LMR_TRIPLET {
         let at = (2 * i + usize::from(sending)) * SLOT;
-        DAT_LMR_TRIPLET { lmr_context: self.lmr_ctx, virtual_address: self.buf.as_ptr() as u64 + at as u64, segment_length: SLOT as DAT_SEG_LENGTH }
+        DAT_LMR_TRIPLET {
+            lmr_context: self.lmr_ctx,
+            virtual_address: self.buf.as_ptr() as u64 + at as u64,
+            segment_length: SLOT as DAT_SEG_LENGTH,
+        }
     }
 
     fn slot(&self, i: usize) -> &[u8] {
@@ -65,7 +111,12 @@ impl End {
 impl Drop for End {
     fn drop(&mut self) {
         let _ = self.pz;
-        unsafe { dat_ia_close(self.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+        unsafe {
+            dat_ia_close(
+                self.ia,
+                dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+            )
+        };
     }
 }
 
@@ -73,7 +124,11 @@ impl Drop for End {
 fn next(evd: DAT_EVD_HANDLE) -> DAT_EVENT {
     let mut e: DAT_EVENT = zero();
     let mut more = 0;
-    assert_eq!(unsafe { dat_evd_wait(evd, WAIT_US, 1, &mut e, &mut more) }, OK, "no event within 10 s");
+    assert_eq!(
+        unsafe { dat_evd_wait(evd, WAIT_US, 1, &mut e, &mut more) },
+        OK,
+        "no event within 10 s"
+    );
     e
 }
 
@@ -89,7 +144,11 @@ fn library_threads() -> usize {
 /// The resident set, in bytes.
 fn resident() -> usize {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
-    let pages: usize = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("resident pages");
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .expect("resident pages");
     // SAFETY: sysconf takes an integer and returns one.
     pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
 }
@@ -111,7 +170,10 @@ fn a_thousand_connected_eps_run_on_a_handful_of_library_threads() {
     let mut port = 0;
     unsafe {
         let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-        assert_eq!(dat_psp_create_any(p.ia, &mut port, p.cr_evd, flags, &mut psp), OK);
+        assert_eq!(
+            dat_psp_create_any(p.ia, &mut port, p.cr_evd, flags, &mut psp),
+            OK
+        );
         let mut sin = loopback();
         for (i, ep) in a.eps.iter().enumerate() {
             let pd = (i as u32).to_le_bytes();
@@ -131,30 +193,52 @@ fn a_thousand_connected_eps_run_on_a_handful_of_library_threads() {
         // same index, so the pairs are known.
         for _ in 0..PAIRS {
             let e = next(p.cr_evd);
-            assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
+            assert_eq!(
+                e.event_number,
+                dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
+            );
             let cr = e.event_data.cr_arrival_event_data.cr_handle;
             let mut param: DAT_CR_PARAM = zero();
-            assert_eq!(dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut param), OK);
-            let i = u32::from_le_bytes(std::slice::from_raw_parts(param.private_data as *const u8, 4).try_into().unwrap()) as usize;
+            assert_eq!(
+                dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut param),
+                OK
+            );
+            let i = u32::from_le_bytes(
+                std::slice::from_raw_parts(param.private_data as *const u8, 4)
+                    .try_into()
+                    .unwrap(),
+            ) as usize;
             assert_eq!(dat_cr_accept(cr, p.eps[i], 0, null_mut()), OK);
         }
         for end in [&p, &a] {
             for _ in 0..PAIRS {
                 let e = next(end.conn_evd);
-                assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER);
+                assert_eq!(
+                    e.event_number,
+                    dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER
+                );
             }
         }
         assert_eq!(dat_psp_free(psp), OK);
     }
     let threads = library_threads();
-    assert!(threads <= 8, "{threads} library threads for {} connected EPs", 2 * PAIRS);
+    assert!(
+        threads <= 8,
+        "{threads} library threads for {} connected EPs",
+        2 * PAIRS
+    );
 
     // A message both ways on every EP.
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
     for (end, from_active) in [(&mut a, false), (&mut p, true)] {
         for i in 0..PAIRS {
             let r = [end.iov(i, false)];
-            assert_eq!(unsafe { dat_ep_post_recv(end.eps[i], 1, r.as_ptr() as *mut _, cookie(i as u64), flags) }, OK);
+            assert_eq!(
+                unsafe {
+                    dat_ep_post_recv(end.eps[i], 1, r.as_ptr() as *mut _, cookie(i as u64), flags)
+                },
+                OK
+            );
         }
         let _ = from_active;
     }
@@ -163,7 +247,12 @@ fn a_thousand_connected_eps_run_on_a_handful_of_library_threads() {
             let at = (2 * i + 1) * SLOT;
             end.buf[at..at + SLOT].copy_from_slice(&payload(i, from_active));
             let s = [end.iov(i, true)];
-            assert_eq!(unsafe { dat_ep_post_send(end.eps[i], 1, s.as_ptr() as *mut _, cookie(i as u64), flags) }, OK);
+            assert_eq!(
+                unsafe {
+                    dat_ep_post_send(end.eps[i], 1, s.as_ptr() as *mut _, cookie(i as u64), flags)
+                },
+                OK
+            );
         }
     }
     for (end, from_active) in [(&a, false), (&p, true)] {
@@ -171,17 +260,27 @@ fn a_thousand_connected_eps_run_on_a_handful_of_library_threads() {
         for _ in 0..PAIRS {
             let e = next(end.recv_evd);
             let d = unsafe { e.event_data.dto_completion_event_data };
-            assert_eq!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as DAT_DTO_COMPLETION_STATUS);
+            assert_eq!(
+                d.status,
+                dat_dto_completion_status::DAT_DTO_SUCCESS as DAT_DTO_COMPLETION_STATUS
+            );
             let i = unsafe { d.user_cookie.as_64 } as usize;
             assert!(!got[i], "EP {i} received twice");
             got[i] = true;
-            assert_eq!(end.slot(i), &payload(i, from_active)[..], "EP {i}'s message");
+            assert_eq!(
+                end.slot(i),
+                &payload(i, from_active)[..],
+                "EP {i}'s message"
+            );
         }
         let mut sent = vec![false; PAIRS];
         for _ in 0..PAIRS {
             let e = next(end.req_evd);
             let d = unsafe { e.event_data.dto_completion_event_data };
-            assert_eq!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as DAT_DTO_COMPLETION_STATUS);
+            assert_eq!(
+                d.status,
+                dat_dto_completion_status::DAT_DTO_SUCCESS as DAT_DTO_COMPLETION_STATUS
+            );
             let i = unsafe { d.user_cookie.as_64 } as usize;
             assert!(!sent[i], "EP {i}'s send completed twice");
             sent[i] = true;

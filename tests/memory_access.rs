@@ -45,7 +45,16 @@ impl Mapping {
         let len = pages * page();
         let rw = libc::PROT_READ | libc::PROT_WRITE;
         // SAFETY: a fresh anonymous mapping.
-        let base = unsafe { libc::mmap(null_mut(), len, rw, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let base = unsafe {
+            libc::mmap(
+                null_mut(),
+                len,
+                rw,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
         assert_ne!(base, libc::MAP_FAILED);
         let base = base as *mut u8;
         for i in 0..len {
@@ -61,13 +70,19 @@ impl Mapping {
     }
     fn protect(&self, first: usize, pages: usize, prot: i32) {
         // SAFETY: pages of our own mapping.
-        assert_eq!(unsafe { libc::mprotect(self.at(first) as *mut libc::c_void, pages * page(), prot) }, 0);
+        assert_eq!(
+            unsafe { libc::mprotect(self.at(first) as *mut libc::c_void, pages * page(), prot) },
+            0
+        );
     }
     /// Unmaps pages of the mapping: a hole nothing else maps (in all likelihood: the process
     /// may map memory meanwhile, and the kernel may put it there).
     fn unmap(&self, first: usize, pages: usize) {
         // SAFETY: pages of our own mapping, which nothing else uses.
-        assert_eq!(unsafe { libc::munmap(self.at(first) as *mut libc::c_void, pages * page()) }, 0);
+        assert_eq!(
+            unsafe { libc::munmap(self.at(first) as *mut libc::c_void, pages * page()) },
+            0
+        );
     }
     /// The byte at `offset` (in a readable page).
     fn byte(&self, offset: usize) -> u8 {
@@ -92,16 +107,49 @@ struct Made {
     rmr_context: DAT_RMR_CONTEXT,
 }
 
-fn register(ia: DAT_IA_HANDLE, pz: DAT_PZ_HANDLE, address: u64, length: usize, privileges: u32) -> Made {
-    let region = DAT_REGION_DESCRIPTION { for_va: address as DAT_PVOID };
+fn register(
+    ia: DAT_IA_HANDLE,
+    pz: DAT_PZ_HANDLE,
+    address: u64,
+    length: usize,
+    privileges: u32,
+) -> Made {
+    let region = DAT_REGION_DESCRIPTION {
+        for_va: address as DAT_PVOID,
+    };
     register_as(ia, pz, VIRTUAL, region, length as u64, privileges)
 }
 
-fn register_as(ia: DAT_IA_HANDLE, pz: DAT_PZ_HANDLE, kind: DAT_MEM_TYPE, region: DAT_REGION_DESCRIPTION, length: u64, privileges: u32) -> Made {
-    let mut made = Made { rc: 0, lmr: null_mut(), context: 0, rmr_context: 0 };
+fn register_as(
+    ia: DAT_IA_HANDLE,
+    pz: DAT_PZ_HANDLE,
+    kind: DAT_MEM_TYPE,
+    region: DAT_REGION_DESCRIPTION,
+    length: u64,
+    privileges: u32,
+) -> Made {
+    let mut made = Made {
+        rc: 0,
+        lmr: null_mut(),
+        context: 0,
+        rmr_context: 0,
+    };
     // SAFETY: live handles and valid out-pointers.
     made.rc = unsafe {
-        dat_lmr_create(ia, kind, region, length, pz, privileges, VA, &mut made.lmr, &mut made.context, &mut made.rmr_context, null_mut(), null_mut())
+        dat_lmr_create(
+            ia,
+            kind,
+            region,
+            length,
+            pz,
+            privileges,
+            VA,
+            &mut made.lmr,
+            &mut made.context,
+            &mut made.rmr_context,
+            null_mut(),
+            null_mut(),
+        )
     };
     made
 }
@@ -130,28 +178,49 @@ fn read_only_memory_is_registered_only_with_privileges_that_write_nothing() {
         ALL_PRIV | PRIV_REMOTE_ATOMIC,
     ] {
         let made = register(ia, pz, m.at(0), 2 * page(), privileges);
-        assert_eq!(made.rc, refused(6), "read-only memory registered with privileges {privileges:#x}");
+        assert_eq!(
+            made.rc,
+            refused(6),
+            "read-only memory registered with privileges {privileges:#x}"
+        );
         // Any part of it, too.
-        assert_eq!(register(ia, pz, m.at(1) + 100, 10, privileges).rc, refused(6));
+        assert_eq!(
+            register(ia, pz, m.at(1) + 100, 10, privileges).rc,
+            refused(6)
+        );
     }
     for privileges in [0, PRIV_LOCAL_READ, PRIV_REMOTE_READ, READ_ONLY_PRIV] {
         let made = register(ia, pz, m.at(0), 2 * page(), privileges);
-        assert_eq!(made.rc, OK, "read-only memory registered with privileges {privileges:#x}");
+        assert_eq!(
+            made.rc, OK,
+            "read-only memory registered with privileges {privileges:#x}"
+        );
         free(made.lmr);
     }
     // Writable memory with one read-only page among it: refused for writing, as a whole.
     let mixed = Mapping::new(3, libc::PROT_READ | libc::PROT_WRITE);
     mixed.protect(1, 1, libc::PROT_READ);
-    assert_eq!(register(ia, pz, mixed.at(0), 3 * page(), ALL_PRIV).rc, refused(6));
+    assert_eq!(
+        register(ia, pz, mixed.at(0), 3 * page(), ALL_PRIV).rc,
+        refused(6)
+    );
     let made = register(ia, pz, mixed.at(2), page(), ALL_PRIV);
     assert_eq!(made.rc, OK, "the writable page alone");
     free(made.lmr);
     // Memory no one may read is registered for nothing: every region may be read locally.
     let none = Mapping::new(1, libc::PROT_NONE);
     for privileges in [0, PRIV_LOCAL_READ, ALL_PRIV] {
-        assert_eq!(register(ia, pz, none.at(0), page(), privileges).rc, refused(6));
+        assert_eq!(
+            register(ia, pz, none.at(0), page(), privileges).rc,
+            refused(6)
+        );
     }
-    unsafe { dat_ia_close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+    unsafe {
+        dat_ia_close(
+            ia,
+            dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+        )
+    };
 }
 
 #[test]
@@ -164,14 +233,22 @@ fn a_range_not_wholly_mapped_is_refused() {
         assert_eq!(register(ia, pz, m.at(2), page(), privileges).rc, refused(3));
         assert_eq!(register(ia, pz, m.at(3) + 8, 8, privileges).rc, refused(3));
         // Running off the end of the mapping into the hole: too long.
-        assert_eq!(register(ia, pz, m.at(1), 2 * page(), privileges).rc, refused(4));
+        assert_eq!(
+            register(ia, pz, m.at(1), 2 * page(), privileges).rc,
+            refused(4)
+        );
         assert_eq!(register(ia, pz, m.at(2) - 1, 2, privileges).rc, refused(4));
     }
     // The mapped part is registered.
     let made = register(ia, pz, m.at(0), 2 * page(), ALL_PRIV);
     assert_eq!(made.rc, OK);
     free(made.lmr);
-    unsafe { dat_ia_close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+    unsafe {
+        dat_ia_close(
+            ia,
+            dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+        )
+    };
 }
 
 /// A region made from another (DAT_MEM_TYPE_LMR) names the same memory, which its own
@@ -182,14 +259,27 @@ fn a_region_made_from_another_is_checked_for_its_own_privileges() {
     let m = Mapping::new(1, libc::PROT_READ);
     let parent = register(ia, pz, m.at(0), page(), READ_ONLY_PRIV);
     assert_eq!(parent.rc, OK);
-    let from = DAT_REGION_DESCRIPTION { for_lmr_handle: parent.lmr };
-    assert_eq!(register_as(ia, pz, FROM_LMR, from, 0, ALL_PRIV).rc, refused(6));
-    assert_eq!(register_as(ia, pz, FROM_LMR, from, 0, PRIV_REMOTE_WRITE).rc, refused(6));
+    let from = DAT_REGION_DESCRIPTION {
+        for_lmr_handle: parent.lmr,
+    };
+    assert_eq!(
+        register_as(ia, pz, FROM_LMR, from, 0, ALL_PRIV).rc,
+        refused(6)
+    );
+    assert_eq!(
+        register_as(ia, pz, FROM_LMR, from, 0, PRIV_REMOTE_WRITE).rc,
+        refused(6)
+    );
     let child = register_as(ia, pz, FROM_LMR, from, 0, PRIV_REMOTE_READ);
     assert_eq!(child.rc, OK);
     free(child.lmr);
     free(parent.lmr);
-    unsafe { dat_ia_close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+    unsafe {
+        dat_ia_close(
+            ia,
+            dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+        )
+    };
 }
 
 /// What the child of `a_peer_reaches_read_only_or_unmapped_memory_never` saw, one line each.
@@ -203,11 +293,32 @@ fn say(what: String) {
 
 /// A 1-byte RDMA write from `a` to `rmr_context` at `address`: its completion status, after
 /// which the connection is broken unless it succeeded.
-fn write_one_byte(a: &Side, rmr_context: DAT_RMR_CONTEXT, address: u64, c: u64) -> dat_dto_completion_status {
+fn write_one_byte(
+    a: &Side,
+    rmr_context: DAT_RMR_CONTEXT,
+    address: u64,
+    c: u64,
+) -> dat_dto_completion_status {
     let local = [a.iov(0, 1)];
-    let remote = DAT_RMR_TRIPLET { rmr_context, virtual_address: address, segment_length: 1 };
+    let remote = DAT_RMR_TRIPLET {
+        rmr_context,
+        virtual_address: address,
+        segment_length: 1,
+    };
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-    assert_eq!(unsafe { dat::api::ep::dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(c), &remote, flags) }, OK);
+    assert_eq!(
+        unsafe {
+            dat::api::ep::dat_ep_post_rdma_write(
+                a.ep,
+                1,
+                local.as_ptr() as *mut _,
+                cookie(c),
+                &remote,
+                flags,
+            )
+        },
+        OK
+    );
     let (got, status, _, _) = dto(a.req_evd);
     assert_eq!(got, c);
     status
@@ -224,7 +335,9 @@ fn try_to_expose(name: &str, address: u64, length: usize, target: u64) {
         return;
     }
     let status = write_one_byte(&a, made.rmr_context, target, 1);
-    say(format!("{name}: registered, the peer's write completed with {status:?}"));
+    say(format!(
+        "{name}: registered, the peer's write completed with {status:?}"
+    ));
 }
 
 /// Runs as the child of `a_peer_reaches_read_only_or_unmapped_memory_never`.
@@ -234,7 +347,12 @@ fn memory_access_child() {
         return; // only the child does anything
     }
     let read_only = Mapping::new(2, libc::PROT_READ);
-    try_to_expose("read-only", read_only.at(0), 2 * page(), read_only.at(1) + 7);
+    try_to_expose(
+        "read-only",
+        read_only.at(0),
+        2 * page(),
+        read_only.at(1) + 7,
+    );
     let hole = Mapping::new(3, libc::PROT_READ | libc::PROT_WRITE);
     hole.unmap(1, 2);
     try_to_expose("unmapped", hole.at(1), page(), hole.at(1) + 7);
@@ -245,14 +363,32 @@ fn memory_access_child() {
     let made = register(p.ia, p.pz, read_only.at(0), 2 * page(), READ_ONLY_PRIV);
     assert_eq!(made.rc, OK);
     let into = [a.iov(100, 16)];
-    let from = DAT_RMR_TRIPLET { rmr_context: made.rmr_context, virtual_address: read_only.at(1) + 32, segment_length: 16 };
+    let from = DAT_RMR_TRIPLET {
+        rmr_context: made.rmr_context,
+        virtual_address: read_only.at(1) + 32,
+        segment_length: 16,
+    };
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-    assert_eq!(unsafe { dat::api::ep::dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(2), &from, flags) }, OK);
+    assert_eq!(
+        unsafe {
+            dat::api::ep::dat_ep_post_rdma_read(
+                a.ep,
+                1,
+                into.as_ptr() as *mut _,
+                cookie(2),
+                &from,
+                flags,
+            )
+        },
+        OK
+    );
     let (_, status, length, _) = dto(a.req_evd);
     let same = (0..16).all(|i| a.buf[100 + i] == read_only.byte(page() + 32 + i));
     say(format!("read-only for reading: the peer's read completed with {status:?}, {length} bytes, same bytes {same}"));
     let status = write_one_byte(&a, made.rmr_context, read_only.at(1) + 7, 3);
-    say(format!("read-only for reading: the peer's write completed with {status:?}"));
+    say(format!(
+        "read-only for reading: the peer's write completed with {status:?}"
+    ));
     drop((a, p));
 
     // An RMR cannot lend the peer's atomics (which write) a region that writes nothing.
@@ -261,20 +397,58 @@ fn memory_access_child() {
     assert_eq!(made.rc, OK);
     let mut rmr = null_mut();
     assert_eq!(unsafe { dat_rmr_create(p.pz, &mut rmr) }, OK);
-    let word = DAT_LMR_TRIPLET { lmr_context: made.context, virtual_address: read_only.at(1), segment_length: 8 };
+    let word = DAT_LMR_TRIPLET {
+        lmr_context: made.context,
+        virtual_address: read_only.at(1),
+        segment_length: 8,
+    };
     let mut context = 0;
-    let rc = unsafe { dat_rmr_bind(rmr, made.lmr, &word, PRIV_REMOTE_ATOMIC | PRIV_REMOTE_READ, VA, p.ep, cookie(4), flags, &mut context) };
+    let rc = unsafe {
+        dat_rmr_bind(
+            rmr,
+            made.lmr,
+            &word,
+            PRIV_REMOTE_ATOMIC | PRIV_REMOTE_READ,
+            VA,
+            p.ep,
+            cookie(4),
+            flags,
+            &mut context,
+        )
+    };
     if rc != OK {
         say(format!("atomics through a window: refused {rc:#x}"));
     } else {
         let e = wait(p.req_evd);
-        assert_eq!(e.event_number, dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as u32);
+        assert_eq!(
+            e.event_number,
+            dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as u32
+        );
         let result = a.iov(200, 8);
-        let target = DAT_RMR_TRIPLET { rmr_context: context, virtual_address: read_only.at(1), segment_length: 8 };
-        let args = [1, &result as *const _ as u64, 5, &target as *const _ as u64, flags as u64];
-        let mut ext = dat::api::ext::ExtArgs { count: args.len() as i32, v: [0; 8] };
+        let target = DAT_RMR_TRIPLET {
+            rmr_context: context,
+            virtual_address: read_only.at(1),
+            segment_length: 8,
+        };
+        let args = [
+            1,
+            &result as *const _ as u64,
+            5,
+            &target as *const _ as u64,
+            flags as u64,
+        ];
+        let mut ext = dat::api::ext::ExtArgs {
+            count: args.len() as i32,
+            v: [0; 8],
+        };
         ext.v[..args.len()].copy_from_slice(&args);
-        let rc = unsafe { dat::api::ext::libdat_extension_op(a.ep, dat_ib_op::DAT_IB_FETCH_AND_ADD_OP as i32, &ext) };
+        let rc = unsafe {
+            dat::api::ext::libdat_extension_op(
+                a.ep,
+                dat_ib_op::DAT_IB_FETCH_AND_ADD_OP as i32,
+                &ext,
+            )
+        };
         assert_eq!(rc, OK);
         let e = wait(a.req_evd);
         let status = unsafe { e.event_data.dto_completion_event_data.status };
@@ -291,8 +465,15 @@ fn a_peer_reaches_read_only_or_unmapped_memory_never() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let said: Vec<&str> = stdout.lines().filter_map(|l| l.split(CHILD_MARK).nth(1)).collect();
-    let report = format!("the child ({}) said {said:#?}\nstderr: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let said: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split(CHILD_MARK).nth(1))
+        .collect();
+    let report = format!(
+        "the child ({}) said {said:#?}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "{report}");
     let expected = [
         format!("read-only: refused {:#x}", refused(6)),
@@ -318,27 +499,71 @@ fn a_window_onto_read_only_memory_lends_reads_only() {
     let mut rmr = null_mut();
     assert_eq!(unsafe { dat_rmr_create(p.pz, &mut rmr) }, OK);
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-    let part = DAT_LMR_TRIPLET { lmr_context: made.context, virtual_address: m.at(0) + 64, segment_length: 64 };
-    let bind = |privileges, context: &mut DAT_RMR_CONTEXT| unsafe { dat_rmr_bind(rmr, made.lmr, &part, privileges, VA, p.ep, cookie(1), flags, context) };
+    let part = DAT_LMR_TRIPLET {
+        lmr_context: made.context,
+        virtual_address: m.at(0) + 64,
+        segment_length: 64,
+    };
+    let bind = |privileges, context: &mut DAT_RMR_CONTEXT| unsafe {
+        dat_rmr_bind(
+            rmr,
+            made.lmr,
+            &part,
+            privileges,
+            VA,
+            p.ep,
+            cookie(1),
+            flags,
+            context,
+        )
+    };
     let mut window = 0;
     let no_write = DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_WRITE).code();
     assert_eq!(bind(PRIV_REMOTE_WRITE, &mut window), no_write);
-    assert_eq!(bind(PRIV_REMOTE_READ | PRIV_REMOTE_ATOMIC, &mut window), no_write);
+    assert_eq!(
+        bind(PRIV_REMOTE_READ | PRIV_REMOTE_ATOMIC, &mut window),
+        no_write
+    );
     let context = if on_rdma() {
-        assert_eq!(bind(PRIV_REMOTE_READ, &mut window), DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code());
+        assert_eq!(
+            bind(PRIV_REMOTE_READ, &mut window),
+            DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED).code()
+        );
         made.rmr_context // the region itself, still reachable
     } else {
         assert_eq!(bind(PRIV_REMOTE_READ, &mut window), OK);
-        assert_eq!(wait(p.req_evd).event_number, dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as u32);
+        assert_eq!(
+            wait(p.req_evd).event_number,
+            dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as u32
+        );
         window
     };
     let offset = 100;
     let into = [a.iov(0, 16)];
-    let from = DAT_RMR_TRIPLET { rmr_context: context, virtual_address: m.at(0) + offset as u64, segment_length: 16 };
-    assert_eq!(unsafe { dat::api::ep::dat_ep_post_rdma_read(a.ep, 1, into.as_ptr() as *mut _, cookie(2), &from, flags) }, OK);
+    let from = DAT_RMR_TRIPLET {
+        rmr_context: context,
+        virtual_address: m.at(0) + offset as u64,
+        segment_length: 16,
+    };
+    assert_eq!(
+        unsafe {
+            dat::api::ep::dat_ep_post_rdma_read(
+                a.ep,
+                1,
+                into.as_ptr() as *mut _,
+                cookie(2),
+                &from,
+                flags,
+            )
+        },
+        OK
+    );
     assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
     assert!((0..16).all(|i| a.buf[i] == m.byte(offset + i)));
-    assert_eq!(write_one_byte(&a, context, m.at(0) + offset as u64, 3), dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+    assert_eq!(
+        write_one_byte(&a, context, m.at(0) + offset as u64, 3),
+        dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS
+    );
 }
 
 /// The multiplier of an earlier key scheme, `key = n * M ^ seed` for a counter `n`: the
@@ -358,7 +583,9 @@ fn derivable(keys: &[u32]) -> bool {
     assert_eq!(M.wrapping_mul(inverse), 1);
     (0..BELOW).any(|n| {
         let seed = keys[0] ^ n.wrapping_mul(M);
-        keys[1..].iter().all(|k| (k ^ seed).wrapping_mul(inverse) < BELOW)
+        keys[1..]
+            .iter()
+            .all(|k| (k ^ seed).wrapping_mul(inverse) < BELOW)
     })
 }
 
@@ -367,7 +594,9 @@ fn the_attack_finds_keys_of_the_earlier_scheme() {
     // What the earlier scheme handed out: a seed, and counters in registration order (with
     // gaps where other threads registered meanwhile).
     let seed = 0x5bd1_e995u32;
-    let keys: Vec<u32> = (0..64u32).map(|i| (1000 + 3 * i).wrapping_mul(M) ^ seed).collect();
+    let keys: Vec<u32> = (0..64u32)
+        .map(|i| (1000 + 3 * i).wrapping_mul(M) ^ seed)
+        .collect();
     assert!(derivable(&keys));
 }
 
@@ -390,7 +619,10 @@ fn region_keys_are_unrelated_and_unique_among_live_regions() {
         assert_eq!(made.rc, OK);
         assert_ne!(made.context, 0);
         if privileges & PRIV_REMOTE_READ != 0 {
-            assert_eq!(made.rmr_context, made.context, "over TCP a region's keys are one");
+            assert_eq!(
+                made.rmr_context, made.context,
+                "over TCP a region's keys are one"
+            );
         } else {
             assert_eq!(made.rmr_context, 0, "no remote privilege, no rmr_context");
         }
@@ -399,7 +631,10 @@ fn region_keys_are_unrelated_and_unique_among_live_regions() {
     }
     let distinct: HashSet<u32> = keys.iter().copied().collect();
     assert_eq!(distinct.len(), REGIONS, "a key repeated among live regions");
-    assert!(!derivable(&keys[..64]), "the keys are of the earlier scheme");
+    assert!(
+        !derivable(&keys[..64]),
+        "the keys are of the earlier scheme"
+    );
     // Consecutive keys differ by no constant, under xor or subtraction.
     let xors: HashSet<u32> = keys.windows(2).map(|w| w[0] ^ w[1]).collect();
     let differences: HashSet<u32> = keys.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
@@ -412,11 +647,19 @@ fn region_keys_are_unrelated_and_unique_among_live_regions() {
     for i in 0..REGIONS / 2 {
         let made = register(ia, pz, buf[i * 16..].as_mut_ptr() as u64, 16, ALL_PRIV);
         assert_eq!(made.rc, OK);
-        assert!(!live.contains(&made.context), "a new region has a live region's key");
+        assert!(
+            !live.contains(&made.context),
+            "a new region has a live region's key"
+        );
         keys[i] = made.context;
         lmrs.push(made.lmr);
     }
     let distinct: HashSet<u32> = keys.iter().copied().collect();
     assert_eq!(distinct.len(), REGIONS, "a key repeated among live regions");
-    unsafe { dat_ia_close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+    unsafe {
+        dat_ia_close(
+            ia,
+            dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+        )
+    };
 }

@@ -18,14 +18,18 @@ fn threads_named(name: &str) -> Vec<(i64, Option<u64>)> {
         }
         let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
         // After the name's closing parenthesis: state is field 3, nice field 19.
-        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split_whitespace().collect();
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+            .split_whitespace()
+            .collect();
         let nice = fields[16].parse().unwrap();
-        let slice = std::fs::read_to_string(dir.join("sched")).ok().and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("se.slice"))
-                .and_then(|l| l.split(':').nth(1))
-                .and_then(|v| v.trim().parse().ok())
-        });
+        let slice = std::fs::read_to_string(dir.join("sched"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("se.slice"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .and_then(|v| v.trim().parse().ok())
+            });
         found.push((nice, slice));
     }
     found
@@ -40,7 +44,10 @@ fn the_progress_thread_keeps_the_programs_nice_value() {
     let engines = threads_named("dat-progress");
     assert_eq!(engines.len(), 1, "one progress thread: {engines:?}");
     let (nice, slice) = engines[0];
-    assert_eq!(nice, 5, "the progress thread runs at the program's nice value");
+    assert_eq!(
+        nice, 5,
+        "the progress thread runs at the program's nice value"
+    );
     // Kernels that show the slice (those with EEVDF) grant the short one it asks for; older
     // ones ignore the request.
     if let Some(slice) = slice {

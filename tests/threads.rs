@@ -35,7 +35,12 @@ const TARGETS: usize = 64;
 const TARGET: usize = 64;
 /// The bound on the whole run (`THREADS_DEADLINE_S` changes it).
 fn bound() -> Duration {
-    Duration::from_secs(std::env::var("THREADS_DEADLINE_S").ok().and_then(|v| v.parse().ok()).unwrap_or(120))
+    Duration::from_secs(
+        std::env::var("THREADS_DEADLINE_S")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(120),
+    )
 }
 
 /// The length of message `seq` of EP `i`: 16 to 256 bytes.
@@ -45,7 +50,10 @@ fn msg_len(i: usize, seq: u64) -> usize {
 
 /// Byte `j` of message `seq` of EP `i` (after its 16-byte header: EP, sequence number, length).
 fn msg_byte(i: usize, seq: u64, j: usize) -> u8 {
-    (seq.wrapping_mul(31).wrapping_add(j as u64 * 7).wrapping_add(i as u64 * 101) % 251) as u8
+    (seq.wrapping_mul(31)
+        .wrapping_add(j as u64 * 7)
+        .wrapping_add(i as u64 * 101)
+        % 251) as u8
 }
 
 fn message(i: usize, seq: u64) -> Vec<u8> {
@@ -61,7 +69,12 @@ fn message(i: usize, seq: u64) -> Vec<u8> {
 }
 
 fn write_byte(i: usize, wseq: u64, j: usize) -> u8 {
-    (wseq.wrapping_mul(17).wrapping_add(j as u64).wrapping_add(i as u64 * 53) % 253) as u8 | 1
+    (wseq
+        .wrapping_mul(17)
+        .wrapping_add(j as u64)
+        .wrapping_add(i as u64 * 53)
+        % 253) as u8
+        | 1
 }
 
 /// A request's cookie: EP, whether it is a write, its index among the EP's requests.
@@ -83,21 +96,49 @@ impl Mem {
         let base = buf.as_mut_ptr() as usize;
         let mut lmr = null_mut();
         let (mut lmr_ctx, mut rmr_ctx) = (0, 0);
-        let region = DAT_REGION_DESCRIPTION { for_va: base as DAT_PVOID };
+        let region = DAT_REGION_DESCRIPTION {
+            for_va: base as DAT_PVOID,
+        };
         let privs = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
-        let rc = unsafe { dat_lmr_create(ia, 0, region, len as u64, pz, privs, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut()) };
+        let rc = unsafe {
+            dat_lmr_create(
+                ia,
+                0,
+                region,
+                len as u64,
+                pz,
+                privs,
+                0,
+                &mut lmr,
+                &mut lmr_ctx,
+                &mut rmr_ctx,
+                null_mut(),
+                null_mut(),
+            )
+        };
         assert_eq!(rc, OK);
-        Mem { base, len, lmr_ctx, rmr_ctx }
+        Mem {
+            base,
+            len,
+            lmr_ctx,
+            rmr_ctx,
+        }
     }
     fn at(&self, off: usize) -> *mut u8 {
         assert!(off < self.len);
         (self.base + off) as *mut u8
     }
     fn iov(&self, off: usize, len: usize) -> DAT_LMR_TRIPLET {
-        DAT_LMR_TRIPLET { lmr_context: self.lmr_ctx, virtual_address: (self.base + off) as DAT_VADDR, segment_length: len as u32 }
+        DAT_LMR_TRIPLET {
+            lmr_context: self.lmr_ctx,
+            virtual_address: (self.base + off) as DAT_VADDR,
+            segment_length: len as u32,
+        }
     }
     fn read(&self, off: usize, len: usize) -> Vec<u8> {
-        (0..len).map(|j| unsafe { std::ptr::read_volatile(self.at(off + j)) }).collect()
+        (0..len)
+            .map(|j| unsafe { std::ptr::read_volatile(self.at(off + j)) })
+            .collect()
     }
 }
 
@@ -124,18 +165,38 @@ fn side() -> Side {
         let mut eps = Vec::new();
         for _ in 0..EPS {
             let mut ep = null_mut();
-            let rc = dat_ep_create(ia, pz, recv_evd as _, req_evd as _, conn_evd as _, std::ptr::null(), &mut ep);
+            let rc = dat_ep_create(
+                ia,
+                pz,
+                recv_evd as _,
+                req_evd as _,
+                conn_evd as _,
+                std::ptr::null(),
+                &mut ep,
+            );
             assert_eq!(rc, OK);
             eps.push(ep as usize);
         }
-        Side { ia: ia as usize, pz: pz as usize, recv_evd, req_evd, conn_evd, cr_evd, eps }
+        Side {
+            ia: ia as usize,
+            pz: pz as usize,
+            recv_evd,
+            req_evd,
+            conn_evd,
+            cr_evd,
+            eps,
+        }
     }
 }
 
 fn wait_event(evd: usize) -> DAT_EVENT {
     let mut e: DAT_EVENT = zero();
     let mut more = 0;
-    assert_eq!(unsafe { dat_evd_wait(evd as _, 10_000_000, 1, &mut e, &mut more) }, OK, "no event within 10 s");
+    assert_eq!(
+        unsafe { dat_evd_wait(evd as _, 10_000_000, 1, &mut e, &mut more) },
+        OK,
+        "no event within 10 s"
+    );
     e
 }
 
@@ -144,7 +205,10 @@ fn connect_all(a: &Side, p: &Side) {
     let mut psp = null_mut();
     let mut port = 0;
     let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-    assert_eq!(unsafe { dat_psp_create_any(p.ia as _, &mut port, p.cr_evd as _, flags, &mut psp) }, OK);
+    assert_eq!(
+        unsafe { dat_psp_create_any(p.ia as _, &mut port, p.cr_evd as _, flags, &mut psp) },
+        OK
+    );
     for i in 0..EPS {
         let mut sin = loopback();
         let rc = unsafe {
@@ -161,12 +225,21 @@ fn connect_all(a: &Side, p: &Side) {
         };
         assert_eq!(rc, OK);
         let e = wait_event(p.cr_evd);
-        assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
+        assert_eq!(
+            e.event_number,
+            dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
+        );
         let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle };
-        assert_eq!(unsafe { dat_cr_accept(cr, p.eps[i] as _, 0, null_mut()) }, OK);
+        assert_eq!(
+            unsafe { dat_cr_accept(cr, p.eps[i] as _, 0, null_mut()) },
+            OK
+        );
         for s in [p, a] {
             let e = wait_event(s.conn_evd);
-            assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER);
+            assert_eq!(
+                e.event_number,
+                dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER
+            );
         }
     }
     assert_eq!(unsafe { dat_psp_free(psp) }, OK);
@@ -221,7 +294,14 @@ fn reap(evd: usize, wait: bool, shared: &Shared) -> Option<DAT_EVENT> {
             None
         }
         rc => {
-            shared.fail(format!("{} on the shared EVD: {rc:#x}", if wait { "dat_evd_wait" } else { "dat_evd_dequeue" }));
+            shared.fail(format!(
+                "{} on the shared EVD: {rc:#x}",
+                if wait {
+                    "dat_evd_wait"
+                } else {
+                    "dat_evd_dequeue"
+                }
+            ));
             None
         }
     }
@@ -236,10 +316,16 @@ fn request_done(e: &DAT_EVENT, a_eps: &[usize], shared: &Shared) {
     let c = unsafe { d.user_cookie.as_64 };
     let (i, write, k) = ((c >> 56) as usize, (c >> 48) & 1 == 1, c & ((1 << 48) - 1));
     if i >= EPS || a_eps[i] != d.ep_handle as usize {
-        return shared.fail(format!("a completion with cookie {c:#x} for EP {:p}", d.ep_handle));
+        return shared.fail(format!(
+            "a completion with cookie {c:#x} for EP {:p}",
+            d.ep_handle
+        ));
     }
     if d.status != dat_dto_completion_status::DAT_DTO_SUCCESS as u32 {
-        return shared.fail(format!("request {k} of EP {i} completed with status {}", d.status));
+        return shared.fail(format!(
+            "request {k} of EP {i} completed with status {}",
+            d.status
+        ));
     }
     let (op, len) = if write {
         (dat_dtos::DAT_DTO_RDMA_WRITE, TARGET)
@@ -247,14 +333,19 @@ fn request_done(e: &DAT_EVENT, a_eps: &[usize], shared: &Shared) {
         (dat_dtos::DAT_DTO_SEND, msg_len(i, send_seq(k)))
     };
     if d.operation != op as u32 || d.transfered_length as usize != len {
-        return shared.fail(format!("request {k} of EP {i}: operation {}, {} bytes", d.operation, d.transfered_length));
+        return shared.fail(format!(
+            "request {k} of EP {i}: operation {}, {} bytes",
+            d.operation, d.transfered_length
+        ));
     }
     match shared.req_done[i].get(k as usize) {
         Some(done) if !done.swap(true, Ordering::SeqCst) => {
             shared.completed[i].fetch_add(1, Ordering::SeqCst);
         }
         Some(_) => shared.fail(format!("request {k} of EP {i} completed twice")),
-        None => shared.fail(format!("a completion for request {k} of EP {i}, never posted")),
+        None => shared.fail(format!(
+            "a completion for request {k} of EP {i}, never posted"
+        )),
     }
 }
 
@@ -272,7 +363,10 @@ fn write_seq(k: u64) -> u64 {
 
 #[test]
 fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
-    let messages: u64 = std::env::var("THREADS_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let messages: u64 = std::env::var("THREADS_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
     let per_ep = messages / EPS as u64;
     // Requests per EP: the sends, and a write after every WRITE_EVERY - 1 of them; the last
     // one a send.
@@ -287,7 +381,15 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
     let post_recv = move |mem: &Mem, ep: usize, j: usize, s: usize| -> DAT_RETURN {
         let iov = [mem.iov((j * RECVS + s) * SLOT, SLOT)];
-        unsafe { dat_ep_post_recv(ep as _, 1, iov.as_ptr() as *mut _, cookie(((j as u64) << 32) | s as u64), flags) }
+        unsafe {
+            dat_ep_post_recv(
+                ep as _,
+                1,
+                iov.as_ptr() as *mut _,
+                cookie(((j as u64) << 32) | s as u64),
+                flags,
+            )
+        }
     };
     for j in 0..EPS {
         for s in 0..RECVS {
@@ -300,8 +402,12 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
         posted: Default::default(),
         completed: Default::default(),
         received: Default::default(),
-        req_done: (0..EPS).map(|_| (0..req_count).map(|_| AtomicBool::new(false)).collect()).collect(),
-        msg_seen: (0..EPS).map(|_| (0..per_ep).map(|_| AtomicBool::new(false)).collect()).collect(),
+        req_done: (0..EPS)
+            .map(|_| (0..req_count).map(|_| AtomicBool::new(false)).collect())
+            .collect(),
+        msg_seen: (0..EPS)
+            .map(|_| (0..per_ep).map(|_| AtomicBool::new(false)).collect())
+            .collect(),
         reaped: (0..EPS + 3).map(|_| AtomicUsize::new(0)).collect(),
         busy: AtomicUsize::new(0),
     });
@@ -312,7 +418,13 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
     // The senders: each posts on its own EP and, while its window is full, reaps the request
     // EVD all four share (threads 0 and 1 by dequeue, 2 and 3 by wait).
     for i in 0..EPS {
-        let (a, p, shared, send_mem, target_mem) = (a.clone(), p.clone(), shared.clone(), send_mem.clone(), target_mem.clone());
+        let (a, p, shared, send_mem, target_mem) = (
+            a.clone(),
+            p.clone(),
+            shared.clone(),
+            send_mem.clone(),
+            target_mem.clone(),
+        );
         threads.push(std::thread::spawn(move || {
             let wait = i >= 2;
             for k in 0..req_count {
@@ -335,15 +447,36 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
                     }
                     let local = [send_mem.iov(slot, TARGET)];
                     let t = (i * TARGETS + (w as usize % TARGETS)) * TARGET;
-                    let remote = DAT_RMR_TRIPLET { rmr_context: target_mem.rmr_ctx, virtual_address: (target_mem.base + t) as DAT_VADDR, segment_length: TARGET as u32 };
-                    unsafe { dat_ep_post_rdma_write(a.eps[i] as _, 1, local.as_ptr() as *mut _, cookie(req_cookie(i, true, k)), &remote, flags) }
+                    let remote = DAT_RMR_TRIPLET {
+                        rmr_context: target_mem.rmr_ctx,
+                        virtual_address: (target_mem.base + t) as DAT_VADDR,
+                        segment_length: TARGET as u32,
+                    };
+                    unsafe {
+                        dat_ep_post_rdma_write(
+                            a.eps[i] as _,
+                            1,
+                            local.as_ptr() as *mut _,
+                            cookie(req_cookie(i, true, k)),
+                            &remote,
+                            flags,
+                        )
+                    }
                 } else {
                     let m = message(i, send_seq(k));
                     for (j, b) in m.iter().enumerate() {
                         unsafe { *send_mem.at(slot + j) = *b };
                     }
                     let iov = [send_mem.iov(slot, m.len())];
-                    unsafe { dat_ep_post_send(a.eps[i] as _, 1, iov.as_ptr() as *mut _, cookie(req_cookie(i, false, k)), flags) }
+                    unsafe {
+                        dat_ep_post_send(
+                            a.eps[i] as _,
+                            1,
+                            iov.as_ptr() as *mut _,
+                            cookie(req_cookie(i, false, k)),
+                            flags,
+                        )
+                    }
                 };
                 if rc != OK {
                     return shared.fail(format!("EP {i}: posting request {k}: {rc:#x}"));
@@ -374,30 +507,48 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
                 if shared.stopped() || Instant::now() > deadline {
                     return;
                 }
-                let Some(e) = reap(p.recv_evd, wait, &shared) else { continue };
+                let Some(e) = reap(p.recv_evd, wait, &shared) else {
+                    continue;
+                };
                 shared.reaped[EPS + r].fetch_add(1, Ordering::Relaxed);
-                if e.event_number != dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER {
+                if e.event_number != dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER
+                {
                     return shared.fail(format!("event {:#x} on the receive EVD", e.event_number));
                 }
                 let d = unsafe { e.event_data.dto_completion_event_data };
                 let c = unsafe { d.user_cookie.as_64 };
                 let (j, s) = ((c >> 32) as usize, (c & 0xffff_ffff) as usize);
                 if j >= EPS || s >= RECVS || p.eps[j] != d.ep_handle as usize {
-                    return shared.fail(format!("a receive completion with cookie {c:#x} for EP {:p}", d.ep_handle));
+                    return shared.fail(format!(
+                        "a receive completion with cookie {c:#x} for EP {:p}",
+                        d.ep_handle
+                    ));
                 }
-                if d.status != dat_dto_completion_status::DAT_DTO_SUCCESS as u32 || d.operation != dat_dtos::DAT_DTO_RECEIVE as u32 {
-                    return shared.fail(format!("receive {s} of EP {j}: status {}, operation {}", d.status, d.operation));
+                if d.status != dat_dto_completion_status::DAT_DTO_SUCCESS as u32
+                    || d.operation != dat_dtos::DAT_DTO_RECEIVE as u32
+                {
+                    return shared.fail(format!(
+                        "receive {s} of EP {j}: status {}, operation {}",
+                        d.status, d.operation
+                    ));
                 }
                 let off = (j * RECVS + s) * SLOT;
                 let head = recv_mem.read(off, 16);
                 let i = u32::from_le_bytes(head[0..4].try_into().unwrap()) as usize;
                 let seq = u64::from_le_bytes(head[4..12].try_into().unwrap());
                 if i != j || seq >= per_ep {
-                    return shared.fail(format!("receive {s} of EP {j} holds a message of EP {i}, number {seq}"));
+                    return shared.fail(format!(
+                        "receive {s} of EP {j} holds a message of EP {i}, number {seq}"
+                    ));
                 }
                 let want = message(i, seq);
-                if d.transfered_length as usize != want.len() || recv_mem.read(off, want.len()) != want {
-                    return shared.fail(format!("message {seq} of EP {i} arrived wrong ({} bytes)", d.transfered_length));
+                if d.transfered_length as usize != want.len()
+                    || recv_mem.read(off, want.len()) != want
+                {
+                    return shared.fail(format!(
+                        "message {seq} of EP {i} arrived wrong ({} bytes)",
+                        d.transfered_length
+                    ));
                 }
                 if shared.msg_seen[i][seq as usize].swap(true, Ordering::SeqCst) {
                     return shared.fail(format!("message {seq} of EP {i} arrived twice"));
@@ -419,9 +570,20 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
                 shared.fail("a thread did not stop after the deadline".into());
                 break;
             }
-            if std::env::var_os("THREADS_VERBOSE").is_some() && last_report.elapsed() > Duration::from_secs(2) {
+            if std::env::var_os("THREADS_VERBOSE").is_some()
+                && last_report.elapsed() > Duration::from_secs(2)
+            {
                 last_report = Instant::now();
-                eprintln!("{:?}", (0..EPS).map(|i| (shared.posted[i].load(Ordering::SeqCst), shared.completed[i].load(Ordering::SeqCst), shared.received[i].load(Ordering::SeqCst))).collect::<Vec<_>>());
+                eprintln!(
+                    "{:?}",
+                    (0..EPS)
+                        .map(|i| (
+                            shared.posted[i].load(Ordering::SeqCst),
+                            shared.completed[i].load(Ordering::SeqCst),
+                            shared.received[i].load(Ordering::SeqCst)
+                        ))
+                        .collect::<Vec<_>>()
+                );
             }
         }
         if t.is_finished() {
@@ -441,7 +603,11 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
             )
         })
         .collect();
-    let reaped: Vec<usize> = shared.reaped.iter().map(|r| r.load(Ordering::Relaxed)).collect();
+    let reaped: Vec<usize> = shared
+        .reaped
+        .iter()
+        .map(|r| r.load(Ordering::Relaxed))
+        .collect();
     println!(
         "threads: {messages} messages and {} RDMA writes over {EPS} EP pairs in {:.1} s; completions reaped per thread {reaped:?} (senders, then receive reapers); {} calls found another waiter",
         EPS as u64 * (req_count - per_ep),
@@ -455,12 +621,25 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
         panic!("not done within {:?}:\n{}", bound(), counts.join("\n"));
     }
     for i in 0..EPS {
-        assert_eq!(shared.received[i].load(Ordering::SeqCst), per_ep, "{}", counts.join("\n"));
-        assert_eq!(shared.completed[i].load(Ordering::SeqCst), req_count, "{}", counts.join("\n"));
+        assert_eq!(
+            shared.received[i].load(Ordering::SeqCst),
+            per_ep,
+            "{}",
+            counts.join("\n")
+        );
+        assert_eq!(
+            shared.completed[i].load(Ordering::SeqCst),
+            req_count,
+            "{}",
+            counts.join("\n")
+        );
         assert!(shared.msg_seen[i].iter().all(|m| m.load(Ordering::SeqCst)));
         assert!(shared.req_done[i].iter().all(|m| m.load(Ordering::SeqCst)));
         // Each target slot holds the last write to it.
-        let writes = (0..req_count).filter(|k| is_write(*k)).map(write_seq).collect::<Vec<_>>();
+        let writes = (0..req_count)
+            .filter(|k| is_write(*k))
+            .map(write_seq)
+            .collect::<Vec<_>>();
         for t in 0..TARGETS {
             if let Some(&w) = writes.iter().rev().find(|w| **w as usize % TARGETS == t) {
                 let got = target_mem.read((i * TARGETS + t) * TARGET, TARGET);
@@ -473,9 +652,18 @@ fn four_threads_post_and_reap_on_shared_evds_nothing_lost_nothing_duplicated() {
     std::thread::sleep(Duration::from_millis(100));
     let mut e: DAT_EVENT = zero();
     for evd in [a.req_evd, a.recv_evd, p.req_evd, p.recv_evd] {
-        assert_eq!(unsafe { dat_evd_dequeue(evd as _, &mut e) }, QUEUE_EMPTY, "an event left over");
+        assert_eq!(
+            unsafe { dat_evd_dequeue(evd as _, &mut e) },
+            QUEUE_EMPTY,
+            "an event left over"
+        );
     }
     for s in [&a, &p] {
-        unsafe { dat_ia_close(s.ia as _, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+        unsafe {
+            dat_ia_close(
+                s.ia as _,
+                dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+            )
+        };
     }
 }

@@ -34,14 +34,22 @@ struct Link(String, &'static [&'static str]);
 
 impl Link {
     fn set(netdev: &str, setting: &[&str], undo: &'static [&'static str]) -> Link {
-        assert!(Command::new("ip").args(["link", "set", netdev]).args(setting).status().unwrap().success());
+        assert!(Command::new("ip")
+            .args(["link", "set", netdev])
+            .args(setting)
+            .status()
+            .unwrap()
+            .success());
         Link(netdev.into(), undo)
     }
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["link", "set", &self.0]).args(self.1).status();
+        let _ = Command::new("ip")
+            .args(["link", "set", &self.0])
+            .args(self.1)
+            .status();
     }
 }
 
@@ -56,7 +64,10 @@ fn an_address_nobody_answers_arp_for_is_unreachable() {
     let _arp = Link::set(&netdev(), &["arp", "on"], &["arp", "off"]);
     let a = Side::new(ALL_PRIV);
     assert_eq!(a.connect_at(nobody(), 4791, b"", WAIT_US), OK);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE
+    );
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
 }
 
@@ -66,7 +77,10 @@ fn a_host_that_never_answers_times_out() {
     let a = Side::new(ALL_PRIV);
     // The interface (NOARP) sends the request into nothing.
     assert_eq!(a.connect_at(nobody(), 4791, b"", 1_000_000), OK);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT
+    );
     assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_DISCONNECTED);
 }
 
@@ -76,11 +90,20 @@ fn a_port_that_goes_down_is_an_ia_catastrophic_error() {
     let a = Side::new(ALL_PRIV);
     let mut async_evd = null_mut();
     let mut attr: DAT_IA_ATTR = zero();
-    assert_eq!(unsafe { dat_ia_query(a.ia, &mut async_evd, 0, &mut attr, 0, null_mut()) }, OK);
+    assert_eq!(
+        unsafe { dat_ia_query(a.ia, &mut async_evd, 0, &mut attr, 0, null_mut()) },
+        OK
+    );
     let _down = Link::set(&netdev(), &["down"], &["up"]);
     let e = wait(async_evd);
-    assert_eq!(e.event_number, dat_event_number::DAT_ASYNC_ERROR_IA_CATASTROPHIC as DAT_EVENT_NUMBER);
-    assert_eq!(unsafe { e.event_data.asynch_error_event_data.dat_handle }, a.ia);
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_ASYNC_ERROR_IA_CATASTROPHIC as DAT_EVENT_NUMBER
+    );
+    assert_eq!(
+        unsafe { e.event_data.asynch_error_event_data.dat_handle },
+        a.ia
+    );
 }
 
 /// Takes CAP_IPC_LOCK out of this process's capabilities (root's registrations ignore
@@ -100,14 +123,23 @@ fn drop_ipc_lock() {
     }
     const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
     const CAP_IPC_LOCK: u32 = 14;
-    let mut header = Header { version: CAPABILITY_VERSION_3, pid: 0 };
+    let mut header = Header {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
     let mut data = [Data::default(); 2];
     // SAFETY: capget/capset with a version-3 header and its two data words.
     unsafe {
-        assert_eq!(libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()), 0);
+        assert_eq!(
+            libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()),
+            0
+        );
         data[0].effective &= !(1 << CAP_IPC_LOCK);
         data[0].permitted &= !(1 << CAP_IPC_LOCK);
-        assert_eq!(libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()), 0);
+        assert_eq!(
+            libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()),
+            0
+        );
     }
 }
 
@@ -115,12 +147,21 @@ fn drop_ipc_lock() {
 /// exit status and standard error.
 fn in_child(test: &str) -> (bool, String) {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            test,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("LIBDAT_TEST_CHILD", "1")
         .env("LIBDAT_DEBUG", "1")
         .output()
         .unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -130,17 +171,55 @@ fn memlock_child() {
         return;
     }
     drop_ipc_lock();
-    let limit = libc::rlimit { rlim_cur: 64 << 10, rlim_max: 64 << 10 };
+    let limit = libc::rlimit {
+        rlim_cur: 64 << 10,
+        rlim_max: 64 << 10,
+    };
     // SAFETY: a valid rlimit.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) }, 0);
     let (ia, pz) = open_ia_and_pz();
     let mut buf = vec![1u8; 4 << 20];
     let (mut lmr, mut lmr_ctx, mut rmr_ctx) = (null_mut(), 0, 0);
-    let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr() as DAT_PVOID };
-    let rc = unsafe { dat_lmr_create(ia, 0, region, buf.len() as u64, pz, ALL_PRIV, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut()) };
-    assert_eq!(rc, DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION).code());
+    let region = DAT_REGION_DESCRIPTION {
+        for_va: buf.as_mut_ptr() as DAT_PVOID,
+    };
+    let rc = unsafe {
+        dat_lmr_create(
+            ia,
+            0,
+            region,
+            buf.len() as u64,
+            pz,
+            ALL_PRIV,
+            0,
+            &mut lmr,
+            &mut lmr_ctx,
+            &mut rmr_ctx,
+            null_mut(),
+            null_mut(),
+        )
+    };
+    assert_eq!(
+        rc,
+        DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION).code()
+    );
     // What fits under the limit still registers.
-    let rc = unsafe { dat_lmr_create(ia, 0, region, 4096, pz, ALL_PRIV, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut()) };
+    let rc = unsafe {
+        dat_lmr_create(
+            ia,
+            0,
+            region,
+            4096,
+            pz,
+            ALL_PRIV,
+            0,
+            &mut lmr,
+            &mut lmr_ctx,
+            &mut rmr_ctx,
+            null_mut(),
+            null_mut(),
+        )
+    };
     assert_eq!(rc, OK);
     buf[0] = 0;
 }
@@ -150,7 +229,10 @@ fn memlock_child() {
 fn registration_beyond_the_memlock_limit_is_insufficient_resources() {
     let (ok, stderr) = in_child("memlock_child");
     assert!(ok, "the child failed:\n{stderr}");
-    assert!(stderr.contains("RLIMIT_MEMLOCK"), "no hint under LIBDAT_DEBUG:\n{stderr}");
+    assert!(
+        stderr.contains("RLIMIT_MEMLOCK"),
+        "no hint under LIBDAT_DEBUG:\n{stderr}"
+    );
 }
 
 #[test]
@@ -174,15 +256,41 @@ fn a_process_that_forks_after_registering_keeps_working() {
         a.buf[..64].fill(round + 1);
         p.post_recv(&[p.iov(1024, 64)], u64::from(round));
         assert_eq!(a.post_send(&[a.iov(0, 64)], 100 + u64::from(round)), OK);
-        assert_eq!(dto(p.recv_evd), (u64::from(round), dat_dto_completion_status::DAT_DTO_SUCCESS, 64, dat_dtos::DAT_DTO_RECEIVE));
+        assert_eq!(
+            dto(p.recv_evd),
+            (
+                u64::from(round),
+                dat_dto_completion_status::DAT_DTO_SUCCESS,
+                64,
+                dat_dtos::DAT_DTO_RECEIVE
+            )
+        );
         assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
-        assert!(p.buf[1024..1088].iter().all(|&b| b == round + 1), "round {round}: the message did not land in the parent's buffer");
+        assert!(
+            p.buf[1024..1088].iter().all(|&b| b == round + 1),
+            "round {round}: the message did not land in the parent's buffer"
+        );
         let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
         let local = [a.iov(0, 64)];
         let remote = p.rmr(2048, 64);
-        assert_eq!(unsafe { dat_ep_post_rdma_write(a.ep, 1, local.as_ptr() as *mut _, cookie(200), &remote, flags) }, OK);
+        assert_eq!(
+            unsafe {
+                dat_ep_post_rdma_write(
+                    a.ep,
+                    1,
+                    local.as_ptr() as *mut _,
+                    cookie(200),
+                    &remote,
+                    flags,
+                )
+            },
+            OK
+        );
         assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
-        assert!(p.buf[2048..2112].iter().all(|&b| b == round + 1), "round {round}: the write did not land in the parent's buffer");
+        assert!(
+            p.buf[2048..2112].iter().all(|&b| b == round + 1),
+            "round {round}: the write did not land in the parent's buffer"
+        );
         p.buf[1024] = 0;
     }
 }
@@ -199,19 +307,41 @@ fn peers_sharing_a_receive_evd(p: &Side, conns: usize, msgs: u64) -> (Vec<Side>,
             p.ep
         } else {
             let mut ep = null_mut();
-            assert_eq!(unsafe { dat_ep_create(p.ia, p.pz, p.recv_evd, p.req_evd, p.conn_evd, std::ptr::null(), &mut ep) }, OK);
+            assert_eq!(
+                unsafe {
+                    dat_ep_create(
+                        p.ia,
+                        p.pz,
+                        p.recv_evd,
+                        p.req_evd,
+                        p.conn_evd,
+                        std::ptr::null(),
+                        &mut ep,
+                    )
+                },
+                OK
+            );
             ep
         };
         for m in 0..msgs {
             let iov = [p.iov(0, 8)];
-            assert_eq!(unsafe { dat_ep_post_recv(ep, 1, iov.as_ptr() as *mut _, cookie(m), flags) }, OK);
+            assert_eq!(
+                unsafe { dat_ep_post_recv(ep, 1, iov.as_ptr() as *mut _, cookie(m), flags) },
+                OK
+            );
         }
         let a = Side::new(ALL_PRIV);
         assert_eq!(a.connect(port, b"", WAIT_US), OK);
         let (cr, _) = p.request();
         assert_eq!(unsafe { dat_cr_accept(cr, ep, 0, null_mut()) }, OK);
-        assert_eq!(wait(p.conn_evd).event_number, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER);
-        assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+        assert_eq!(
+            wait(p.conn_evd).event_number,
+            dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER
+        );
+        assert_eq!(
+            a.conn_event().0,
+            dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+        );
         actives.push(a);
     }
     (actives, psp)
@@ -226,7 +356,10 @@ fn an_evd_resized_takes_the_completions_of_all_its_eps() {
     const CONNS: usize = 4;
     const MSGS: u64 = 256; // each EP's default receive queue
     let p = Side::new(ALL_PRIV);
-    assert_eq!(unsafe { dat_evd_resize(p.recv_evd, (CONNS as u64 * MSGS) as DAT_COUNT) }, OK);
+    assert_eq!(
+        unsafe { dat_evd_resize(p.recv_evd, (CONNS as u64 * MSGS) as DAT_COUNT) },
+        OK
+    );
     let (actives, psp) = peers_sharing_a_receive_evd(&p, CONNS, MSGS);
     for a in &actives {
         for m in 0..MSGS {
@@ -235,7 +368,10 @@ fn an_evd_resized_takes_the_completions_of_all_its_eps() {
         }
     }
     for _ in 0..CONNS as u64 * MSGS {
-        assert_eq!(polled(p.recv_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+        assert_eq!(
+            polled(p.recv_evd).1,
+            dat_dto_completion_status::DAT_DTO_SUCCESS
+        );
     }
     assert!(empty(p.recv_evd));
     unsafe { dat_psp_free(psp) };
@@ -252,7 +388,10 @@ fn more_completions_than_an_evd_holds_are_its_overflow() {
     let p = Side::new(ALL_PRIV);
     let mut async_evd = null_mut();
     let mut attr: DAT_IA_ATTR = zero();
-    assert_eq!(unsafe { dat_ia_query(p.ia, &mut async_evd, 0, &mut attr, 0, null_mut()) }, OK);
+    assert_eq!(
+        unsafe { dat_ia_query(p.ia, &mut async_evd, 0, &mut attr, 0, null_mut()) },
+        OK
+    );
     let (actives, psp) = peers_sharing_a_receive_evd(&p, CONNS, MSGS);
     'sending: for a in &actives {
         for m in 0..MSGS {
@@ -262,14 +401,21 @@ fn more_completions_than_an_evd_holds_are_its_overflow() {
             let mut more = 0;
             if a.post_send(&[a.iov(0, 8)], m) != OK
                 || unsafe { dat_evd_wait(a.req_evd, WAIT_US, 1, &mut e, &mut more) } != OK
-                || unsafe { e.event_data.dto_completion_event_data.status } != dat_dto_completion_status::DAT_DTO_SUCCESS as u32
+                || unsafe { e.event_data.dto_completion_event_data.status }
+                    != dat_dto_completion_status::DAT_DTO_SUCCESS as u32
             {
                 break 'sending;
             }
         }
     }
     let e = wait(async_evd);
-    assert_eq!(e.event_number, dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW as DAT_EVENT_NUMBER);
-    assert_eq!(unsafe { e.event_data.asynch_error_event_data.dat_handle }, p.recv_evd);
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW as DAT_EVENT_NUMBER
+    );
+    assert_eq!(
+        unsafe { e.event_data.asynch_error_event_data.dat_handle },
+        p.recv_evd
+    );
     unsafe { dat_psp_free(psp) };
 }

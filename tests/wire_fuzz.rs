@@ -106,7 +106,10 @@ const KEPT_OVERHEAD: usize = 64;
 /// The most the process keeps for its peers: `LIBDAT_PEER_MEMORY` MiB, as the library reads it
 /// (256 MiB without it).
 fn peer_memory() -> usize {
-    let mib = std::env::var("LIBDAT_PEER_MEMORY").ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(256);
+    let mib = std::env::var("LIBDAT_PEER_MEMORY")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(256);
     mib.saturating_mul(1 << 20)
 }
 
@@ -133,7 +136,17 @@ struct Frame {
 
 impl Frame {
     fn new(op: u8) -> Frame {
-        Frame { magic: MAGIC, version: VERSION, op, flags: 0, reserved: 0, len: 0, rkey: 0, addr: 0, id: 0 }
+        Frame {
+            magic: MAGIC,
+            version: VERSION,
+            op,
+            flags: 0,
+            reserved: 0,
+            len: 0,
+            rkey: 0,
+            addr: 0,
+            id: 0,
+        }
     }
 
     fn encode(&self) -> [u8; HEADER] {
@@ -313,7 +326,13 @@ impl Arena {
             *b = canary(i);
         }
         let possible = (0..len).map(|i| set_of(canary(i))).collect::<Vec<_>>();
-        Arena { base: mem.as_mut_ptr(), len, ever: possible.clone(), possible, names: Vec::new() }
+        Arena {
+            base: mem.as_mut_ptr(),
+            len,
+            ever: possible.clone(),
+            possible,
+            names: Vec::new(),
+        }
     }
 
     fn addr(&self, off: usize) -> u64 {
@@ -403,8 +422,14 @@ impl Arena {
             let v = self.get(off);
             if !set_has(&self.possible[off], v) {
                 if bad.len() < 8 {
-                    let allowed: Vec<u8> = (0..=255u8).filter(|x| set_has(&self.possible[off], *x)).take(4).collect();
-                    bad.push(format!("{} holds {v:#04x}, allowed {allowed:02x?}", self.name(off)));
+                    let allowed: Vec<u8> = (0..=255u8)
+                        .filter(|x| set_has(&self.possible[off], *x))
+                        .take(4)
+                        .collect();
+                    bad.push(format!(
+                        "{} holds {v:#04x}, allowed {allowed:02x?}",
+                        self.name(off)
+                    ));
                 } else {
                     bad.push(String::new());
                 }
@@ -413,7 +438,11 @@ impl Arena {
         if bad.is_empty() {
             Ok(())
         } else {
-            Err(format!("{} bytes hold what no allowed write put there: {}", bad.len(), bad[..bad.len().min(8)].join("; ")))
+            Err(format!(
+                "{} bytes hold what no allowed write put there: {}",
+                bad.len(),
+                bad[..bad.len().min(8)].join("; ")
+            ))
         }
     }
 }
@@ -470,13 +499,23 @@ const PRIV_RA: u32 = dat_ib_mem_priv_flags::DAT_IB_MEM_PRIV_REMOTE_ATOMIC as u32
 /// The region an access names, if the protocol's rules allow it: a live region with a remote
 /// privilege under that key, in the EP's zone, the whole range inside it (no wrap), the
 /// privilege asked for. A zero-length access needs no region (Some(None)).
-fn allowed(regs: &[Reg], zone: usize, key: u32, addr: u64, len: u32, write: bool) -> Option<Option<&Reg>> {
+fn allowed(
+    regs: &[Reg],
+    zone: usize,
+    key: u32,
+    addr: u64,
+    len: u32,
+    write: bool,
+) -> Option<Option<&Reg>> {
     if len == 0 {
         return Some(None);
     }
     let r = regs.iter().find(|r| r.live && r.key == key && r.remote())?;
     let end = addr.checked_add(u64::from(len))?;
-    let ok = r.zone == zone && addr >= r.addr && end <= r.addr + r.len && if write { r.write } else { r.read };
+    let ok = r.zone == zone
+        && addr >= r.addr
+        && end <= r.addr + r.len
+        && if write { r.write } else { r.read };
     ok.then_some(Some(r))
 }
 
@@ -664,7 +703,13 @@ fn arena_off(r: &Reg, addr: u64) -> usize {
 }
 
 impl<'r> Model<'r> {
-    fn new(regs: &'r [Reg], zone: usize, limits: Limits, connected: bool, reads_in: i32) -> Model<'r> {
+    fn new(
+        regs: &'r [Reg],
+        zone: usize,
+        limits: Limits,
+        connected: bool,
+        reads_in: i32,
+    ) -> Model<'r> {
         Model {
             regs,
             zone,
@@ -736,19 +781,39 @@ impl<'r> Model<'r> {
         self.recvs.push_back(r);
         while !self.kept.is_empty() && !self.recvs.is_empty() {
             let r = self.recvs.pop_front().unwrap();
-            let Kept { id, len: m_len, data: m, immediate } = self.kept.pop_front().unwrap();
+            let Kept {
+                id,
+                len: m_len,
+                data: m,
+                immediate,
+            } = self.kept.pop_front().unwrap();
             self.kept_bytes -= m_len;
             // Its acknowledgement (or refusal) goes, and the answers it held with it.
             let held = self.held.pop_front();
-            assert_eq!(held.map(|h| h.0), Some(id), "the model holds answers behind each kept message");
+            assert_eq!(
+                held.map(|h| h.0),
+                Some(id),
+                "the model holds answers behind each kept message"
+            );
             if m_len > r.room() {
-                self.recv_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0));
-                self.refusal.push((id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64));
-                self.finish(Ending::Broken("a kept message longer than the receive posted for it"));
+                self.recv_out.insert(
+                    r.cookie,
+                    Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0),
+                );
+                self.refusal.push((
+                    id,
+                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64,
+                ));
+                self.finish(Ending::Broken(
+                    "a kept message longer than the receive posted for it",
+                ));
             } else {
                 Self::scatter(arena, &r.segs, &m, true);
                 let len = immediate.unwrap_or(m.len() as u32);
-                self.recv_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, len));
+                self.recv_out.insert(
+                    r.cookie,
+                    Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, len),
+                );
                 self.ackable.insert(id);
             }
         }
@@ -782,8 +847,17 @@ impl<'r> Model<'r> {
     fn keep(&mut self, id: u64, data: Vec<u8>, immediate: Option<u32>) {
         let len = data.len();
         self.kept_bytes += len;
-        let data = if len <= RECV_SLOTS * SLOT { data } else { Vec::new() };
-        self.kept.push_back(Kept { id, len, data, immediate });
+        let data = if len <= RECV_SLOTS * SLOT {
+            data
+        } else {
+            Vec::new()
+        };
+        self.kept.push_back(Kept {
+            id,
+            len,
+            data,
+            immediate,
+        });
         self.held.push_back((id, 0));
     }
 
@@ -803,7 +877,9 @@ impl<'r> Model<'r> {
             (false, None) => None,
             (true, None) => Some("an immediate no write announced"),
             (false, Some(_)) => Some("another frame where a write's immediate was due"),
-            (true, Some((id, len))) if f.id != id || f.addr != len => Some("an immediate that is not its write's"),
+            (true, Some((id, len))) if f.id != id || f.addr != len => {
+                Some("an immediate that is not its write's")
+            }
             (true, Some(_)) => None,
         }
     }
@@ -878,7 +954,14 @@ impl<'r> Model<'r> {
             let payload = self.pending[at + HEADER..at + n].to_vec();
             at += n;
             match f.op {
-                RDMA_WRITE | READ_REQUEST => match allowed(self.regs, self.zone, f.rkey, f.addr, f.len, f.op == RDMA_WRITE) {
+                RDMA_WRITE | READ_REQUEST => match allowed(
+                    self.regs,
+                    self.zone,
+                    f.rkey,
+                    f.addr,
+                    f.len,
+                    f.op == RDMA_WRITE,
+                ) {
                     Some(r) if f.op == RDMA_WRITE => {
                         if let Some(r) = r {
                             arena.maybe(arena_off(r, f.addr), &payload);
@@ -893,7 +976,8 @@ impl<'r> Model<'r> {
                 },
                 SEND => {
                     if f.flags & F_ACK != 0 {
-                        self.late_cookies.extend(self.outstanding.iter().map(|r| r.cookie));
+                        self.late_cookies
+                            .extend(self.outstanding.iter().map(|r| r.cookie));
                     }
                     if let Some(r) = recvs.next() {
                         Self::scatter(arena, &r.segs, &payload, false);
@@ -933,7 +1017,10 @@ impl<'r> Model<'r> {
             CONNECT_REQUEST | ACCEPT | REJECT => true,
             // Beyond what the EP answers at once: refused as it arrives.
             FETCH_ADD | COMPARE_SWAP => self.reads_waiting() >= self.reads_in,
-            READ_RESPONSE => !self.outstanding.front().is_some_and(|r| r.seq == f.id && r.kind == ReqKind::Read && r.len == f.len),
+            READ_RESPONSE => !self
+                .outstanding
+                .front()
+                .is_some_and(|r| r.seq == f.id && r.kind == ReqKind::Read && r.len == f.len),
             _ => false,
         }
     }
@@ -949,13 +1036,18 @@ impl<'r> Model<'r> {
                 return;
             }
             let r = self.outstanding.pop_front().unwrap();
-            self.req_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, r.len));
+            self.req_out.insert(
+                r.cookie,
+                Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, r.len),
+            );
         }
     }
 
     fn step(&mut self, arena: &mut Arena, f: &Frame, payload: &[u8]) {
         match f.op {
-            READY if !ready_well_formed(f) => self.finish(Ending::Broken("a Ready whose offer is malformed")),
+            READY if !ready_well_formed(f) => {
+                self.finish(Ending::Broken("a Ready whose offer is malformed"))
+            }
             READY => {
                 if self.connected {
                     self.finish(Ending::Broken("a Ready on a connected EP"));
@@ -971,20 +1063,39 @@ impl<'r> Model<'r> {
                         return;
                     }
                 }
-                let recv = if self.kept.is_empty() { self.recvs.pop_front() } else { None };
+                let recv = if self.kept.is_empty() {
+                    self.recvs.pop_front()
+                } else {
+                    None
+                };
                 match recv {
                     Some(r) if payload.len() > r.room() => {
-                        self.recv_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0));
-                        self.refusal.push((f.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64));
+                        self.recv_out.insert(
+                            r.cookie,
+                            Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0),
+                        );
+                        self.refusal.push((
+                            f.id,
+                            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64,
+                        ));
                         self.finish(Ending::Broken("a message longer than its receive"));
                     }
                     Some(r) => {
                         Self::scatter(arena, &r.segs, payload, true);
-                        self.recv_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, payload.len() as u32));
+                        self.recv_out.insert(
+                            r.cookie,
+                            Outcome::Status(
+                                dat_dto_completion_status::DAT_DTO_SUCCESS,
+                                payload.len() as u32,
+                            ),
+                        );
                         self.ackable.insert(f.id);
                     }
                     None if self.kept_full(payload.len()) => {
-                        self.refusal.push((f.id, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY as u64));
+                        self.refusal.push((
+                            f.id,
+                            dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY as u64,
+                        ));
                         self.finish(Ending::Broken("kept messages over their bound"));
                     }
                     None => self.keep(f.id, payload.to_vec(), None),
@@ -1003,19 +1114,30 @@ impl<'r> Model<'r> {
                     }
                 }
                 None => {
-                    self.refusal.push((f.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS as u64));
+                    self.refusal.push((
+                        f.id,
+                        dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS as u64,
+                    ));
                     self.finish(Ending::Broken("an RDMA write the rules refuse"));
                 }
             },
             // Beyond the reads and atomics the EP answers at once, whatever it asks.
             READ_REQUEST | FETCH_ADD | COMPARE_SWAP if self.reads_waiting() >= self.reads_in => {
-                self.refusal.push((f.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64));
-                self.finish(Ending::Broken("a read or atomic beyond what the EP answers at once"));
+                self.refusal.push((
+                    f.id,
+                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64,
+                ));
+                self.finish(Ending::Broken(
+                    "a read or atomic beyond what the EP answers at once",
+                ));
             }
             READ_REQUEST => match allowed(self.regs, self.zone, f.rkey, f.addr, f.len, false) {
                 Some(_) => self.owe_data(Due::Read(f.id, f.addr, f.len)),
                 None => {
-                    self.refusal.push((f.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS as u64));
+                    self.refusal.push((
+                        f.id,
+                        dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS as u64,
+                    ));
                     self.finish(Ending::Broken("an RDMA read the rules refuse"));
                 }
             },
@@ -1025,12 +1147,18 @@ impl<'r> Model<'r> {
                     return;
                 };
                 if r.seq != f.id || r.kind != ReqKind::Read || f.len != r.len {
-                    self.req_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0));
+                    self.req_out.insert(
+                        r.cookie,
+                        Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0),
+                    );
                     self.finish(Ending::Broken("a read response that answers no read"));
                     return;
                 }
                 Self::scatter(arena, &r.target, payload, true);
-                self.req_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, r.len));
+                self.req_out.insert(
+                    r.cookie,
+                    Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, r.len),
+                );
                 self.reads_landed += 1;
             }
             ACCESS_ERROR => {
@@ -1052,15 +1180,25 @@ impl<'r> Model<'r> {
                     self.finish(Ending::Broken("an immediate longer than any write"));
                     return;
                 };
-                let recv = if self.kept.is_empty() { self.recvs.pop_front() } else { None };
+                let recv = if self.kept.is_empty() {
+                    self.recvs.pop_front()
+                } else {
+                    None
+                };
                 match recv {
                     Some(r) => {
-                        self.recv_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, len));
+                        self.recv_out.insert(
+                            r.cookie,
+                            Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, len),
+                        );
                         self.ackable.insert(f.id);
                     }
                     // Kept as a message of no bytes, and counted as one.
                     None if self.kept_full(0) => {
-                        self.refusal.push((f.id, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY as u64));
+                        self.refusal.push((
+                            f.id,
+                            dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY as u64,
+                        ));
                         self.finish(Ending::Broken("kept messages over their bound"));
                     }
                     None => self.keep(f.id, Vec::new(), Some(len)),
@@ -1068,31 +1206,48 @@ impl<'r> Model<'r> {
             }
             // The word, 8 bytes inside a region of the EP's zone with remote atomic privilege,
             // aligned; its original value goes back as a read's data.
-            FETCH_ADD | COMPARE_SWAP if f.len == ATOMIC_OPERANDS => match atomic_target(self.regs, self.zone, f.rkey, f.addr) {
-                None => {
-                    self.refusal.push((f.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS as u64));
-                    self.finish(Ending::Broken("an atomic the rules refuse"));
-                }
-                Some((_, false)) => {
-                    self.refusal.push((f.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64));
-                    self.finish(Ending::Broken("an atomic on a word out of alignment"));
-                }
-                Some((r, true)) => {
-                    let off = arena_off(r, f.addr);
-                    let operand = |at: usize| u64::from_le_bytes(payload[at..at + 8].try_into().unwrap());
-                    let (first, second) = (operand(0), operand(8));
-                    let original = arena.word(off);
-                    match original {
-                        Some(o) => {
-                            let new = if f.op == FETCH_ADD { o.wrapping_add(first) } else if o == first { second } else { o };
-                            arena.exact(off, &new.to_le_bytes());
-                        }
-                        None => arena.anything(off, 8),
+            FETCH_ADD | COMPARE_SWAP if f.len == ATOMIC_OPERANDS => {
+                match atomic_target(self.regs, self.zone, f.rkey, f.addr) {
+                    None => {
+                        self.refusal.push((
+                            f.id,
+                            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS as u64,
+                        ));
+                        self.finish(Ending::Broken("an atomic the rules refuse"));
                     }
-                    self.owe_data(Due::Atomic(f.id, original, off));
+                    Some((_, false)) => {
+                        self.refusal.push((
+                            f.id,
+                            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER as u64,
+                        ));
+                        self.finish(Ending::Broken("an atomic on a word out of alignment"));
+                    }
+                    Some((r, true)) => {
+                        let off = arena_off(r, f.addr);
+                        let operand =
+                            |at: usize| u64::from_le_bytes(payload[at..at + 8].try_into().unwrap());
+                        let (first, second) = (operand(0), operand(8));
+                        let original = arena.word(off);
+                        match original {
+                            Some(o) => {
+                                let new = if f.op == FETCH_ADD {
+                                    o.wrapping_add(first)
+                                } else if o == first {
+                                    second
+                                } else {
+                                    o
+                                };
+                                arena.exact(off, &new.to_le_bytes());
+                            }
+                            None => arena.anything(off, 8),
+                        }
+                        self.owe_data(Due::Atomic(f.id, original, off));
+                    }
                 }
-            },
-            FETCH_ADD | COMPARE_SWAP => self.finish(Ending::Broken("an atomic without its two operands")),
+            }
+            FETCH_ADD | COMPARE_SWAP => {
+                self.finish(Ending::Broken("an atomic without its two operands"))
+            }
             DOORBELL => {}
             _ => self.finish(Ending::Broken("a handshake frame on a connection")),
         }
@@ -1117,7 +1272,11 @@ impl<'r> Model<'r> {
                         self.settle(f.addr);
                         covered = self.alive();
                     }
-                    let recv = if covered && self.kept.is_empty() { self.recvs.pop_front() } else { None };
+                    let recv = if covered && self.kept.is_empty() {
+                        self.recvs.pop_front()
+                    } else {
+                        None
+                    };
                     match recv {
                         Some(r) => {
                             if f.len as usize <= r.room() {
@@ -1143,7 +1302,13 @@ impl<'r> Model<'r> {
                 READ_RESPONSE => {
                     if let Some(r) = self.outstanding.pop_front() {
                         if r.seq != f.id || r.kind != ReqKind::Read || f.len != r.len {
-                            self.req_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0));
+                            self.req_out.insert(
+                                r.cookie,
+                                Outcome::Status(
+                                    dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE,
+                                    0,
+                                ),
+                            );
                         } else {
                             Self::scatter(arena, &r.target, got, false);
                             self.req_out.insert(r.cookie, Outcome::Failed);
@@ -1152,7 +1317,11 @@ impl<'r> Model<'r> {
                 }
                 _ => {}
             }
-            self.finish(if local { Ending::Local } else { Ending::Closed(" within a frame's payload") });
+            self.finish(if local {
+                Ending::Local
+            } else {
+                Ending::Closed(" within a frame's payload")
+            });
         } else if local {
             self.finish(Ending::Local);
         } else if !pending.is_empty() {
@@ -1165,10 +1334,16 @@ impl<'r> Model<'r> {
     /// Posted receives and requests that did not complete otherwise are flushed.
     fn flush(&mut self) {
         for r in self.recvs.drain(..) {
-            self.recv_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0));
+            self.recv_out.insert(
+                r.cookie,
+                Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0),
+            );
         }
         for r in self.outstanding.drain(..) {
-            self.req_out.insert(r.cookie, Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0));
+            self.req_out.insert(
+                r.cookie,
+                Outcome::Status(dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0),
+            );
         }
     }
 
@@ -1181,7 +1356,9 @@ impl<'r> Model<'r> {
             return dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
         }
         match self.end {
-            Some(Ending::Goodbye) | Some(Ending::Local) => dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED,
+            Some(Ending::Goodbye) | Some(Ending::Local) => {
+                dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+            }
             _ => dat_event_number::DAT_CONNECTION_EVENT_BROKEN,
         }
     }
@@ -1207,7 +1384,17 @@ struct Gen<'a> {
 impl<'a> Gen<'a> {
     fn new(rng: &'a mut Rng, regs: &'a [Reg], limits: Limits, zone: usize) -> Gen<'a> {
         let next_id = 1 + rng.below(1000);
-        Gen { rng, regs, limits, zone, out: Vec::new(), frames: 0, cut: false, whole: false, next_id }
+        Gen {
+            rng,
+            regs,
+            limits,
+            zone,
+            out: Vec::new(),
+            frames: 0,
+            cut: false,
+            whole: false,
+            next_id,
+        }
     }
 
     fn id(&mut self) -> u64 {
@@ -1224,12 +1411,13 @@ impl<'a> Gen<'a> {
         self.frames += 1;
         self.out.extend_from_slice(&f.encode());
         let declared = f.wire_payload();
-        let n = if declared == 0 || (declared <= FULL_MAX && (self.whole || !self.rng.chance(1, 40))) {
-            declared
-        } else {
-            self.cut = true;
-            self.rng.upto(declared.min(64))
-        };
+        let n =
+            if declared == 0 || (declared <= FULL_MAX && (self.whole || !self.rng.chance(1, 40))) {
+                declared
+            } else {
+                self.cut = true;
+                self.rng.upto(declared.min(64))
+            };
         let p = self.rng.bytes(n);
         self.out.extend_from_slice(&p);
     }
@@ -1277,7 +1465,9 @@ impl<'a> Gen<'a> {
             2 | 3 => room,
             4 => room + 1,
             5 => room - 1,
-            6 => self.rng.pick(&[u32::MAX as i128, msg as i128, msg as i128 + 1, 1 << 31]),
+            6 => self
+                .rng
+                .pick(&[u32::MAX as i128, msg as i128, msg as i128 + 1, 1 << 31]),
             7 => r.len as i128,
             _ => 1 + self.rng.upto(64) as i128,
         };
@@ -1293,13 +1483,22 @@ impl<'a> Gen<'a> {
     /// An access inside a region of the EP's zone that grants it.
     fn good_span(&mut self, write: bool) -> Option<(u32, u64, u32)> {
         let zone = self.zone;
-        let ok: Vec<Reg> = self.regs.iter().filter(|r| r.live && r.zone == zone && if write { r.write } else { r.read }).cloned().collect();
+        let ok: Vec<Reg> = self
+            .regs
+            .iter()
+            .filter(|r| r.live && r.zone == zone && if write { r.write } else { r.read })
+            .cloned()
+            .collect();
         if ok.is_empty() {
             return None;
         }
         let r = self.rng.pick(&ok);
         let off = self.rng.below(r.len);
-        let cap = if self.rng.chance(1, 4) { usize::MAX } else { 512 };
+        let cap = if self.rng.chance(1, 4) {
+            usize::MAX
+        } else {
+            512
+        };
         let len = self.rng.upto(((r.len - off) as usize).min(cap)) as u32;
         Some((r.key, r.addr + off, len))
     }
@@ -1308,16 +1507,21 @@ impl<'a> Gen<'a> {
     /// right, and so is its privilege half the time.
     fn edge_rdma(&mut self, op: u8) {
         let zone = self.zone;
-        let mine: Vec<Reg> = self.regs.iter().filter(|r| r.live && r.zone == zone && (r.read || r.write)).cloned().collect();
+        let mine: Vec<Reg> = self
+            .regs
+            .iter()
+            .filter(|r| r.live && r.zone == zone && (r.read || r.write))
+            .cloned()
+            .collect();
         let r = self.rng.pick(&mine);
         let k = 1 + self.rng.below(r.len.min(64));
         let (addr, len) = match self.rng.below(6) {
-            0 => (r.addr + r.len - k, k),         // up to the end
-            1 => (r.addr + r.len - k, k + 1),     // one past the end
-            2 => (r.addr, r.len),                 // all of it
-            3 => (r.addr - 1, k),                 // one before the start
-            4 => (r.addr + r.len, 1),             // just after the end
-            _ => (r.addr + r.len - k + 1, k),     // one past, by the start
+            0 => (r.addr + r.len - k, k),     // up to the end
+            1 => (r.addr + r.len - k, k + 1), // one past the end
+            2 => (r.addr, r.len),             // all of it
+            3 => (r.addr - 1, k),             // one before the start
+            4 => (r.addr + r.len, 1),         // just after the end
+            _ => (r.addr + r.len - k + 1, k), // one past, by the start
         };
         let mut f = Frame::new(op);
         f.rkey = r.key;
@@ -1331,7 +1535,12 @@ impl<'a> Gen<'a> {
     /// (the other zone of the IA, or the well-behaved pair's).
     fn foreign_rdma(&mut self, op: u8) {
         let (zone, write) = (self.zone, op == RDMA_WRITE);
-        let theirs: Vec<Reg> = self.regs.iter().filter(|r| r.live && r.zone != zone && if write { r.write } else { r.read }).cloned().collect();
+        let theirs: Vec<Reg> = self
+            .regs
+            .iter()
+            .filter(|r| r.live && r.zone != zone && if write { r.write } else { r.read })
+            .cloned()
+            .collect();
         let r = self.rng.pick(&theirs);
         let off = self.rng.below(r.len);
         let len = 1 + self.rng.upto(((r.len - off - 1) as usize).min(256));
@@ -1355,7 +1564,9 @@ impl<'a> Gen<'a> {
     }
 
     fn good_rdma(&mut self, op: u8) {
-        let Some((key, addr, len)) = self.good_span(op == RDMA_WRITE) else { return self.rdma(op) };
+        let Some((key, addr, len)) = self.good_span(op == RDMA_WRITE) else {
+            return self.rdma(op);
+        };
         let mut f = Frame::new(op);
         f.rkey = key;
         f.addr = addr;
@@ -1379,7 +1590,19 @@ impl<'a> Gen<'a> {
     }
 
     fn control(&mut self) {
-        let op = self.rng.pick(&[ACK, ACK, ACK, READ_RESPONSE, ACCESS_ERROR, DISCONNECT, READY, CONNECT_REQUEST, ACCEPT, REJECT, DOORBELL]);
+        let op = self.rng.pick(&[
+            ACK,
+            ACK,
+            ACK,
+            READ_RESPONSE,
+            ACCESS_ERROR,
+            DISCONNECT,
+            READY,
+            CONNECT_REQUEST,
+            ACCEPT,
+            REJECT,
+            DOORBELL,
+        ]);
         if op == READY && self.rng.chance(1, 2) {
             return self.ready();
         }
@@ -1388,7 +1611,9 @@ impl<'a> Gen<'a> {
         match op {
             READ_RESPONSE => f.len = self.rng.upto(64) as u32,
             ACCESS_ERROR => f.addr = self.rng.pick(&[0, 6, 7, 99, u64::MAX]),
-            CONNECT_REQUEST | ACCEPT | REJECT => f.len = self.rng.upto(self.limits.private_data as usize) as u32,
+            CONNECT_REQUEST | ACCEPT | REJECT => {
+                f.len = self.rng.upto(self.limits.private_data as usize) as u32
+            }
             _ => {}
         }
         self.emit(f);
@@ -1403,9 +1628,15 @@ impl<'a> Gen<'a> {
         }
         let mut f = Frame::new(READY);
         f.flags = F_DIRECT;
-        f.len = if self.rng.chance(1, 10) { self.rng.upto(OFFER_COOKIE as usize) as u32 } else { OFFER_COOKIE };
+        f.len = if self.rng.chance(1, 10) {
+            self.rng.upto(OFFER_COOKIE as usize) as u32
+        } else {
+            OFFER_COOKIE
+        };
         let (small, any) = (u64::from(self.rng.next() as u32), self.rng.next());
-        f.id = self.rng.pick(&[u64::from(std::process::id()), 1, small, any]);
+        f.id = self
+            .rng
+            .pick(&[u64::from(std::process::id()), 1, small, any]);
         f.rkey = self.rng.pick(&[0, 1, 4095, 4096, u32::MAX]);
         f.addr = (self.rng.upto(64) as u64) << 32 | self.rng.pick(&[0, 1, 2, u64::from(u32::MAX)]);
         self.emit(f);
@@ -1416,7 +1647,9 @@ impl<'a> Gen<'a> {
     fn one_fault(&mut self) {
         let op = self.rng.pick(&[RDMA_WRITE, READ_REQUEST, SEND, ACK]);
         let mut f = Frame::new(op);
-        if let (RDMA_WRITE | READ_REQUEST, Some((key, addr, len))) = (op, self.good_span(op == RDMA_WRITE)) {
+        if let (RDMA_WRITE | READ_REQUEST, Some((key, addr, len))) =
+            (op, self.good_span(op == RDMA_WRITE))
+        {
             f.rkey = key;
             f.addr = addr;
             f.len = len.max(1);
@@ -1425,12 +1658,21 @@ impl<'a> Gen<'a> {
         }
         f.id = self.id();
         match self.rng.below(6) {
-            0 => f.flags |= if op == SEND { 4 } else { F_ACK } << self.rng.below(if op == SEND { 14 } else { 15 }),
+            0 => {
+                f.flags |= if op == SEND { 4 } else { F_ACK }
+                    << self.rng.below(if op == SEND { 14 } else { 15 })
+            }
             1 => f.reserved = 1 << self.rng.below(16),
             2 => f.magic ^= 1 << self.rng.below(16),
             3 => f.version = self.rng.pick(&[0, 1, 3, 0x82]),
             4 => f.op = self.rng.pick(&[0, 16, 17, 0x80 | op]),
-            _ => f.len = if op == ACK { 1 } else { self.limits.message + 1 },
+            _ => {
+                f.len = if op == ACK {
+                    1
+                } else {
+                    self.limits.message + 1
+                }
+            }
         }
         self.emit(f);
     }
@@ -1451,7 +1693,21 @@ impl<'a> Gen<'a> {
         }
         let l = self.limits;
         let (any, small) = (self.rng.next() as u32, self.rng.upto(100) as u32);
-        f.len = self.rng.pick(&[0, 1, 31, 32, l.private_data, l.private_data + 1, 4096, l.message - 1, l.message, l.message + 1, u32::MAX, any, small]);
+        f.len = self.rng.pick(&[
+            0,
+            1,
+            31,
+            32,
+            l.private_data,
+            l.private_data + 1,
+            4096,
+            l.message - 1,
+            l.message,
+            l.message + 1,
+            u32::MAX,
+            any,
+            small,
+        ]);
         f.rkey = self.key();
         f.addr = self.rng.next();
         f.id = self.id();
@@ -1513,7 +1769,14 @@ impl Raw {
     fn new(s: TcpStream, limits: Limits) -> Raw {
         s.set_nodelay(true).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
-        Raw { s, buf: Vec::new(), got: Vec::new(), eof: false, bad: None, limits }
+        Raw {
+            s,
+            buf: Vec::new(),
+            got: Vec::new(),
+            eof: false,
+            bad: None,
+            limits,
+        }
     }
 
     /// Writes, tolerating a library that has already closed.
@@ -1534,13 +1797,19 @@ impl Raw {
         match self.s.read(&mut b) {
             Ok(0) => self.eof = true,
             Ok(n) => self.buf.extend_from_slice(&b[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => self.eof = true, // reset
         }
         while self.buf.len() >= HEADER && self.bad.is_none() {
             let f = Frame::parse(&self.buf[..HEADER]);
             if let Some(why) = header_fault(&f, self.limits) {
-                self.bad = Some(format!("the library sent a malformed header ({why}): {f:?}"));
+                self.bad = Some(format!(
+                    "the library sent a malformed header ({why}): {f:?}"
+                ));
                 break;
             }
             let n = HEADER + f.wire_payload();
@@ -1593,22 +1862,37 @@ impl Seen {
                 let d = unsafe { e.event_data.dto_completion_event_data };
                 let status = dat_dto_completion_status::try_from(d.status).expect("a known status");
                 let op = dat_dtos::try_from(d.operation).expect("a known operation");
-                self.dtos.push((d.ep_handle, unsafe { d.user_cookie.as_64 }, status, d.transfered_length, op));
+                self.dtos.push((
+                    d.ep_handle,
+                    unsafe { d.user_cookie.as_64 },
+                    status,
+                    d.transfered_length,
+                    op,
+                ));
             }
             Ok(dat_event_number::DAT_CONNECTION_REQUEST_EVENT) => {
-                self.crs.push(unsafe { e.event_data.cr_arrival_event_data.cr_handle });
+                self.crs
+                    .push(unsafe { e.event_data.cr_arrival_event_data.cr_handle });
             }
-            Ok(n @ (dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
-            | dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED
-            | dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED
-            | dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR
-            | dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
-            | dat_event_number::DAT_CONNECTION_EVENT_BROKEN
-            | dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT
-            | dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE)) => {
+            Ok(
+                n @ (dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+                | dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED
+                | dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED
+                | dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR
+                | dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+                | dat_event_number::DAT_CONNECTION_EVENT_BROKEN
+                | dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT
+                | dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE),
+            ) => {
                 let d = unsafe { e.event_data.connect_event_data };
                 let pd = if d.private_data_size > 0 && !d.private_data.is_null() {
-                    unsafe { std::slice::from_raw_parts(d.private_data as *const u8, d.private_data_size as usize) }.to_vec()
+                    unsafe {
+                        std::slice::from_raw_parts(
+                            d.private_data as *const u8,
+                            d.private_data_size as usize,
+                        )
+                    }
+                    .to_vec()
                 } else {
                     Vec::new()
                 };
@@ -1618,8 +1902,17 @@ impl Seen {
             _ if e.event_number == 0x40000 => {
                 let d = unsafe { e.event_data.dto_completion_event_data };
                 let status = dat_dto_completion_status::try_from(d.status).expect("a known status");
-                assert_eq!(d.operation, 9, "an extension event other than a receive's immediate (DAT_IB_DTO_RECV_IMMED)");
-                self.dtos.push((d.ep_handle, unsafe { d.user_cookie.as_64 }, status, d.transfered_length, dat_dtos::DAT_DTO_RECEIVE));
+                assert_eq!(
+                    d.operation, 9,
+                    "an extension event other than a receive's immediate (DAT_IB_DTO_RECV_IMMED)"
+                );
+                self.dtos.push((
+                    d.ep_handle,
+                    unsafe { d.user_cookie.as_64 },
+                    status,
+                    d.transfered_length,
+                    dat_dtos::DAT_DTO_RECEIVE,
+                ));
             }
             _ => self.other.push(e.event_number),
         }
@@ -1688,11 +1981,34 @@ struct Stats {
     campaign_answers: u64,
 }
 
-fn register(ia: DAT_IA_HANDLE, pz: DAT_PZ_HANDLE, addr: u64, len: u64, privs: u32) -> (DAT_LMR_HANDLE, u32, u32) {
+fn register(
+    ia: DAT_IA_HANDLE,
+    pz: DAT_PZ_HANDLE,
+    addr: u64,
+    len: u64,
+    privs: u32,
+) -> (DAT_LMR_HANDLE, u32, u32) {
     let mut lmr = null_mut();
     let (mut lctx, mut rctx) = (0, 0);
-    let region = DAT_REGION_DESCRIPTION { for_va: addr as DAT_PVOID };
-    let rc = unsafe { dat_lmr_create(ia, 0, region, len, pz, privs, 0, &mut lmr, &mut lctx, &mut rctx, null_mut(), null_mut()) };
+    let region = DAT_REGION_DESCRIPTION {
+        for_va: addr as DAT_PVOID,
+    };
+    let rc = unsafe {
+        dat_lmr_create(
+            ia,
+            0,
+            region,
+            len,
+            pz,
+            privs,
+            0,
+            &mut lmr,
+            &mut lctx,
+            &mut rctx,
+            null_mut(),
+            null_mut(),
+        )
+    };
     assert_eq!(rc, OK, "dat_lmr_create");
     (lmr, lctx, rctx)
 }
@@ -1703,11 +2019,35 @@ impl Fuzz {
         unsafe {
             let mut async_evd: DAT_EVD_HANDLE = null_mut();
             let mut ia = null_mut();
-            assert_eq!(dat_ia_openv(c"tcp-lo".as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
+            assert_eq!(
+                dat_ia_openv(
+                    c"tcp-lo".as_ptr() as DAT_NAME_PTR,
+                    8,
+                    &mut async_evd,
+                    &mut ia,
+                    2,
+                    0,
+                    1
+                ),
+                OK
+            );
             let mut ia_attr: DAT_IA_ATTR = zero();
             let mut pr_attr: DAT_PROVIDER_ATTR = zero();
-            assert_eq!(dat_ia_query(ia, null_mut(), DAT_IA_FIELD_ALL, &mut ia_attr, DAT_PROVIDER_FIELD_ALL, &mut pr_attr), OK);
-            let limits = Limits { private_data: pr_attr.max_private_data_size as u32, message: ia_attr.max_message_size };
+            assert_eq!(
+                dat_ia_query(
+                    ia,
+                    null_mut(),
+                    DAT_IA_FIELD_ALL,
+                    &mut ia_attr,
+                    DAT_PROVIDER_FIELD_ALL,
+                    &mut pr_attr
+                ),
+                OK
+            );
+            let limits = Limits {
+                private_data: pr_attr.max_private_data_size as u32,
+                message: ia_attr.max_message_size,
+            };
             assert!(limits.private_data > 0 && limits.message > 0);
             let mut pz = [null_mut(); 2];
             for p in &mut pz {
@@ -1715,7 +2055,10 @@ impl Fuzz {
             }
             let evd = |flags: dat_evd_flags| {
                 let mut e = null_mut();
-                assert_eq!(dat_evd_create(ia, 1024, null_mut(), flags as u32, &mut e), OK);
+                assert_eq!(
+                    dat_evd_create(ia, 1024, null_mut(), flags as u32, &mut e),
+                    OK
+                );
                 e
             };
             let recv_evd = evd(dat_evd_flags::DAT_EVD_DTO_FLAG);
@@ -1725,7 +2068,10 @@ impl Fuzz {
             let mut psp = null_mut();
             let mut port = 0;
             let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-            assert_eq!(dat_psp_create_any(ia, &mut port, cr_evd, flags, &mut psp), OK);
+            assert_eq!(
+                dat_psp_create_any(ia, &mut port, cr_evd, flags, &mut psp),
+                OK
+            );
 
             // name, zone, length, privileges, freed at once
             let all = PRIV_LR | PRIV_LW | PRIV_RR | PRIV_RW;
@@ -1761,7 +2107,9 @@ impl Fuzz {
                 at += (64 - arena.addr(at) % 64) as usize % 64;
                 let contents = if privs & PRIV_RA != 0 {
                     // Small values, which a compare-and-swap's guesses often hit.
-                    (0..len / 8).flat_map(|_| rng.below(3).to_le_bytes()).collect()
+                    (0..len / 8)
+                        .flat_map(|_| rng.below(3).to_le_bytes())
+                        .collect()
                 } else {
                     rng.bytes(len)
                 };
@@ -1769,7 +2117,11 @@ impl Fuzz {
                 let addr = arena.addr(at);
                 let (lmr, lctx, rctx) = register(ia, pz[zone], addr, len as u64, privs);
                 let remote = privs & (PRIV_RR | PRIV_RW | PRIV_RA) != 0;
-                assert_eq!(rctx != 0, remote, "an rmr_context exactly for regions with a remote privilege");
+                assert_eq!(
+                    rctx != 0,
+                    remote,
+                    "an rmr_context exactly for regions with a remote privilege"
+                );
                 if freed {
                     assert_eq!(dat_lmr_free(lmr), OK);
                 }
@@ -1855,7 +2207,12 @@ impl Fuzz {
 
     /// Waits until `done` holds of the events seen: polling with dat_evd_dequeue, or sleeping
     /// in dat_evd_wait on `evd` a little at a time.
-    fn wait_for(&mut self, evd: DAT_EVD_HANDLE, deadline: Instant, done: impl Fn(&Seen) -> bool) -> bool {
+    fn wait_for(
+        &mut self,
+        evd: DAT_EVD_HANDLE,
+        deadline: Instant,
+        done: impl Fn(&Seen) -> bool,
+    ) -> bool {
         loop {
             self.drain();
             if done(&self.seen) {
@@ -1884,14 +2241,32 @@ impl Fuzz {
         attr.max_rdma_read_in = reads.0;
         attr.max_rdma_read_out = reads.1;
         attr.max_recv_dtos = recvs;
-        let rc = unsafe { dat_ep_create(self.ia, self.pz[zone], self.recv_evd, self.req_evd, self.conn_evd, &attr, &mut ep) };
+        let rc = unsafe {
+            dat_ep_create(
+                self.ia,
+                self.pz[zone],
+                self.recv_evd,
+                self.req_evd,
+                self.conn_evd,
+                &attr,
+                &mut ep,
+            )
+        };
         assert_eq!(rc, OK, "dat_ep_create");
         ep
     }
 
     /// A receive of the slots `slot..` of the zone's receive buffer, in one or two segments of
     /// `len` bytes in all.
-    fn post_recv(&mut self, ep: DAT_EP_HANDLE, zone: usize, slot: usize, len: usize, split: bool, cookie: u64) -> Recv {
+    fn post_recv(
+        &mut self,
+        ep: DAT_EP_HANDLE,
+        zone: usize,
+        slot: usize,
+        len: usize,
+        split: bool,
+        cookie: u64,
+    ) -> Recv {
         let (base, lctx) = self.rb[zone];
         let off = base + slot * SLOT;
         let segs = if split && len >= 2 {
@@ -1902,10 +2277,22 @@ impl Fuzz {
         };
         let iov: Vec<DAT_LMR_TRIPLET> = segs
             .iter()
-            .map(|&(o, l)| DAT_LMR_TRIPLET { lmr_context: lctx, virtual_address: self.arena.addr(o), segment_length: l as u32 })
+            .map(|&(o, l)| DAT_LMR_TRIPLET {
+                lmr_context: lctx,
+                virtual_address: self.arena.addr(o),
+                segment_length: l as u32,
+            })
             .collect();
         let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-        let rc = unsafe { dat_ep_post_recv(ep, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, common::cookie(cookie), flags) };
+        let rc = unsafe {
+            dat_ep_post_recv(
+                ep,
+                iov.len() as DAT_COUNT,
+                iov.as_ptr() as *mut _,
+                common::cookie(cookie),
+                flags,
+            )
+        };
         assert_eq!(rc, OK, "dat_ep_post_recv");
         Recv { cookie, segs }
     }
@@ -1915,7 +2302,11 @@ impl Fuzz {
     fn pair_still_works(&mut self, rng: &mut Rng) -> Result<(), String> {
         let (a, p) = (&mut self.pair.0, &mut self.pair.1);
         for flip in [false, true] {
-            let (from, to) = if flip { (&mut *p, &mut *a) } else { (&mut *a, &mut *p) };
+            let (from, to) = if flip {
+                (&mut *p, &mut *a)
+            } else {
+                (&mut *a, &mut *p)
+            };
             let data = rng.bytes(8);
             from.buf[100..108].copy_from_slice(&data);
             to.post_recv(&[to.iov(0, 64)], 1);
@@ -1925,16 +2316,26 @@ impl Fuzz {
             let ok = dat_dto_completion_status::DAT_DTO_SUCCESS;
             let got = dto(to.recv_evd);
             if (got.0, got.1, got.2) != (1, ok, 8) || to.buf[..8] != data[..] {
-                return Err(format!("the well-behaved pair's message did not arrive: {:?}", (got.0, got.1, got.2)));
+                return Err(format!(
+                    "the well-behaved pair's message did not arrive: {:?}",
+                    (got.0, got.1, got.2)
+                ));
             }
             if dto(from.req_evd).1 != ok {
                 return Err("the well-behaved pair's send failed".into());
             }
         }
         for (name, side) in [("A", &self.pair.0), ("P", &self.pair.1)] {
-            let changed = side.buf.iter().enumerate().filter(|(i, b)| !(0..8).contains(i) && !(100..108).contains(i) && **b != 0).count();
+            let changed = side
+                .buf
+                .iter()
+                .enumerate()
+                .filter(|(i, b)| !(0..8).contains(i) && !(100..108).contains(i) && **b != 0)
+                .count();
             if changed > 0 {
-                return Err(format!("{changed} bytes of the well-behaved pair's region {name} changed"));
+                return Err(format!(
+                    "{changed} bytes of the well-behaved pair's region {name} changed"
+                ));
             }
         }
         Ok(())
@@ -1984,8 +2385,19 @@ impl Gen<'_> {
         }
         let mut i = Self::immediate_of(&f, self.rng.next() as u32);
         match self.rng.below(12) {
-            0 => i.id = self.rng.pick(&[f.id ^ 1, f.id.wrapping_add(1), 0, u64::MAX]),
-            1 => i.addr = self.rng.pick(&[i.addr + 1, i.addr.wrapping_sub(1), (1 << 32) | i.addr, u64::MAX]),
+            0 => {
+                i.id = self
+                    .rng
+                    .pick(&[f.id ^ 1, f.id.wrapping_add(1), 0, u64::MAX])
+            }
+            1 => {
+                i.addr = self.rng.pick(&[
+                    i.addr + 1,
+                    i.addr.wrapping_sub(1),
+                    (1 << 32) | i.addr,
+                    u64::MAX,
+                ])
+            }
             2 => return self.any(),
             3 => self.emit(i),
             _ => {}
@@ -2011,7 +2423,12 @@ impl Gen<'_> {
             f.addr = addr;
             f.len = if self.rng.chance(1, 3) { 0 } else { len };
         }
-        f.flags = F_IMMEDIATE | if self.rng.chance(1, 4) { F_SOLICITED } else { 0 };
+        f.flags = F_IMMEDIATE
+            | if self.rng.chance(1, 4) {
+                F_SOLICITED
+            } else {
+                0
+            };
         f.id = self.id();
         self.emit(f);
         f
@@ -2042,7 +2459,11 @@ impl Gen<'_> {
         let zone = self.zone;
         let regs = self.regs;
         let atomics: Vec<&Reg> = regs.iter().filter(|r| r.atomic).collect();
-        let mine = atomics.iter().find(|r| r.zone == zone).copied().unwrap_or(atomics[0]);
+        let mine = atomics
+            .iter()
+            .find(|r| r.zone == zone)
+            .copied()
+            .unwrap_or(atomics[0]);
         let mut f = Frame::new(self.rng.pick(&[FETCH_ADD, COMPARE_SWAP]));
         f.len = ATOMIC_OPERANDS;
         f.rkey = mine.key;
@@ -2067,7 +2488,11 @@ impl Gen<'_> {
         }
         f.id = self.id();
         // Operands the words' small values often meet.
-        let first = if self.rng.chance(3, 4) { self.rng.below(4) } else { self.rng.next() };
+        let first = if self.rng.chance(3, 4) {
+            self.rng.below(4)
+        } else {
+            self.rng.next()
+        };
         let second = self.rng.below(1000);
         let operands = [first.to_le_bytes(), second.to_le_bytes()].concat();
         self.emit_with(f, &operands);
@@ -2076,7 +2501,12 @@ impl Gen<'_> {
     /// An allowed access of at most `cap` bytes inside a region of the EP's zone.
     fn good_span_within(&mut self, write: bool, cap: usize) -> Option<(u32, u64, u32)> {
         let zone = self.zone;
-        let ok: Vec<Reg> = self.regs.iter().filter(|r| r.live && r.zone == zone && if write { r.write } else { r.read }).cloned().collect();
+        let ok: Vec<Reg> = self
+            .regs
+            .iter()
+            .filter(|r| r.live && r.zone == zone && if write { r.write } else { r.read })
+            .cloned()
+            .collect();
         if ok.is_empty() {
             return None;
         }
@@ -2089,7 +2519,9 @@ impl Gen<'_> {
     /// A read inside a region of the EP's zone that allows it, of at most 64 bytes, under a
     /// key one bit off: refused (the key names nothing, or not that).
     fn bad_read(&mut self) {
-        let Some((key, addr, len)) = self.good_span_within(false, 64) else { return self.rdma(READ_REQUEST) };
+        let Some((key, addr, len)) = self.good_span_within(false, 64) else {
+            return self.rdma(READ_REQUEST);
+        };
         let mut f = Frame::new(READ_REQUEST);
         f.rkey = key ^ (1 << self.rng.below(32));
         f.addr = addr;
@@ -2104,7 +2536,11 @@ impl Gen<'_> {
     fn kept_flood(&mut self, past: bool) {
         let count = MAX_KEPT_COUNT.min(peer_memory() / KEPT_OVERHEAD);
         if self.rng.chance(1, 2) {
-            let n = if past { count + 1 } else { count - 1 + self.rng.upto(2) };
+            let n = if past {
+                count + 1
+            } else {
+                count - 1 + self.rng.upto(2)
+            };
             for _ in 0..n {
                 if self.rng.chance(1, 16) {
                     let mut w = Frame::new(RDMA_WRITE);
@@ -2164,7 +2600,9 @@ impl Gen<'_> {
 
     /// An allowed read of at most `cap` bytes.
     fn small_read(&mut self, cap: usize) {
-        let Some((key, addr, len)) = self.good_span_within(false, cap) else { return self.rdma(READ_REQUEST) };
+        let Some((key, addr, len)) = self.good_span_within(false, cap) else {
+            return self.rdma(READ_REQUEST);
+        };
         let mut f = Frame::new(READ_REQUEST);
         f.rkey = key;
         f.addr = addr;
@@ -2231,7 +2669,11 @@ const KINDS: &[(Kind, u64)] = &[
 
 /// A kind of case, by the weights, among `only` (all when empty).
 fn pick_kind(rng: &mut Rng, only: &[Kind]) -> Kind {
-    let kinds: Vec<(Kind, u64)> = KINDS.iter().copied().filter(|(k, _)| only.is_empty() || only.contains(k)).collect();
+    let kinds: Vec<(Kind, u64)> = KINDS
+        .iter()
+        .copied()
+        .filter(|(k, _)| only.is_empty() || only.contains(k))
+        .collect();
     let total: u64 = kinds.iter().map(|k| k.1).sum();
     let mut x = rng.below(total);
     for (k, w) in kinds {
@@ -2245,12 +2687,20 @@ fn pick_kind(rng: &mut Rng, only: &[Kind]) -> Kind {
 
 /// The kinds `WIRE_FUZZ_KINDS` names (a comma-separated list), or none (all of them).
 fn kinds_from_env() -> Vec<Kind> {
-    let Ok(names) = std::env::var("WIRE_FUZZ_KINDS") else { return Vec::new() };
+    let Ok(names) = std::env::var("WIRE_FUZZ_KINDS") else {
+        return Vec::new();
+    };
     names
         .split(',')
         .map(str::trim)
         .filter(|n| !n.is_empty())
-        .map(|n| KINDS.iter().map(|k| k.0).find(|k| format!("{k:?}").eq_ignore_ascii_case(n)).unwrap_or_else(|| panic!("WIRE_FUZZ_KINDS: no kind {n:?}")))
+        .map(|n| {
+            KINDS
+                .iter()
+                .map(|k| k.0)
+                .find(|k| format!("{k:?}").eq_ignore_ascii_case(n))
+                .unwrap_or_else(|| panic!("WIRE_FUZZ_KINDS: no kind {n:?}"))
+        })
         .collect()
 }
 
@@ -2303,14 +2753,29 @@ impl Case {
     fn explain(&mut self, m: &Model, raw: &Raw) {
         self.log.push("model:".into());
         self.log.extend(m.trace.iter().map(|t| format!("  {t}")));
-        let sent: Vec<String> = raw.got.iter().map(|(f, p)| format!("op {} id {:#x} len {} addr {:#x} ({} bytes)", f.op, f.id, f.len, f.addr, p.len())).collect();
-        self.log.push(format!("the library sent: {}", sent.join("; ")));
+        let sent: Vec<String> = raw
+            .got
+            .iter()
+            .map(|(f, p)| {
+                format!(
+                    "op {} id {:#x} len {} addr {:#x} ({} bytes)",
+                    f.op,
+                    f.id,
+                    f.len,
+                    f.addr,
+                    p.len()
+                )
+            })
+            .collect();
+        self.log
+            .push(format!("the library sent: {}", sent.join("; ")));
     }
 
     fn note(&mut self, what: &str, bytes: &[u8]) {
         let hex: String = bytes.iter().take(160).map(|b| format!("{b:02x}")).collect();
         let more = if bytes.len() > 160 { "..." } else { "" };
-        self.log.push(format!("{what} ({} bytes): {hex}{more}", bytes.len()));
+        self.log
+            .push(format!("{what} ({} bytes): {hex}{more}", bytes.len()));
     }
 }
 
@@ -2330,7 +2795,12 @@ fn request_in(b: &[u8], qual: u64, l: Limits) -> Option<Vec<u8>> {
 
 /// Whether a Ready carries what its flag says: an offer's cookie, or nothing.
 fn ready_well_formed(f: &Frame) -> bool {
-    f.len == if f.flags & F_DIRECT != 0 { OFFER_COOKIE } else { 0 }
+    f.len
+        == if f.flags & F_DIRECT != 0 {
+            OFFER_COOKIE
+        } else {
+            0
+        }
 }
 
 /// What a connecting EP makes of a listener's answer.
@@ -2387,7 +2857,10 @@ fn answer_in(b: &[u8], l: Limits) -> Verdict {
 fn check_read_depth(raw: &Raw, m: &Model, depth: usize) -> Result<(), String> {
     let asked = raw.got.iter().filter(|(f, _)| f.op == READ_REQUEST).count();
     if asked > m.reads_landed + depth {
-        return Err(format!("the EP had {} reads in flight; the peer answers {depth} at once", asked - m.reads_landed));
+        return Err(format!(
+            "the EP had {} reads in flight; the peer answers {depth} at once",
+            asked - m.reads_landed
+        ));
     }
     Ok(())
 }
@@ -2479,19 +2952,32 @@ fn answers_to(rng: &mut Rng, reqs: &[Request], spoil: bool) -> Vec<u8> {
 
 impl Fuzz {
     fn run_case(&mut self, n: u64, seed: u64, verbose: bool) -> Result<(), String> {
-        let mut rng = Rng::new(Rng::new(seed).next() ^ Rng::new(n.wrapping_add(0x1234_5678)).next());
+        let mut rng =
+            Rng::new(Rng::new(seed).next() ^ Rng::new(n.wrapping_add(0x1234_5678)).next());
         let kind = pick_kind(&mut rng, &self.kinds);
-        *self.stats.cases.entry(format!("{kind:?}").leak()).or_default() += 1;
+        *self
+            .stats
+            .cases
+            .entry(format!("{kind:?}").leak())
+            .or_default() += 1;
         self.poll = rng.chance(1, 2);
         let zone = rng.below(2) as usize;
         // What the EP answers and starts at once, and what the peer says it does. Only where
         // reads come behind a kept message is the EP's answering limit small: elsewhere the
         // answers to a burst of reads may still wait for the writer (another thread holds it)
         // when the next read comes, and the limit counts them.
-        let reads_in = if kind == Kind::ReadLimit { rng.pick(&[0, 1, 1, 2, 3, 4]) } else { 64 };
+        let reads_in = if kind == Kind::ReadLimit {
+            rng.pick(&[0, 1, 1, 2, 3, 4])
+        } else {
+            64
+        };
         let reads = (reads_in, rng.pick(&[0, 1, 2, 4, 64]));
         let peer_reads = (rng.pick(&[0, 1, 2, 3, 64]), rng.pick(&[0, 4, 64]));
-        let recvs = if kind == Kind::Kept { MAX_KEPT_COUNT as i32 } else { 256 };
+        let recvs = if kind == Kind::Kept {
+            MAX_KEPT_COUNT as i32
+        } else {
+            256
+        };
         if verbose {
             eprintln!(
                 "case {n}: {kind:?}, zone {zone}, {}, reads {reads:?}, the peer's {peer_reads:?}",
@@ -2528,12 +3014,18 @@ impl Fuzz {
                 return Err(format!("dat_ep_free: {rc:#x}"));
             }
         }
-        let result = result.and_then(|_| self.arena.check()).and_then(|_| self.pair_still_works(&mut rng));
+        let result = result
+            .and_then(|_| self.arena.check())
+            .and_then(|_| self.pair_still_works(&mut rng));
         if result.is_err() {
             let _ = self.arena.check(); // the next case starts from what memory holds
         }
         result.map_err(|e| {
-            format!("{kind:?} case, zone {zone}, {}: {e}\n  {}", if self.poll { "polling" } else { "waiting" }, c.log.join("\n  "))
+            format!(
+                "{kind:?} case, zone {zone}, {}: {e}\n  {}",
+                if self.poll { "polling" } else { "waiting" },
+                c.log.join("\n  ")
+            )
         })
     }
 
@@ -2557,7 +3049,8 @@ impl Fuzz {
         if !matches!(c.kind, Kind::ReadLimit | Kind::Kept | Kind::Campaign) {
             self.case_receives(rng, c, &mut m);
         }
-        let s = TcpStream::connect(("127.0.0.1", self.port as u16)).map_err(|e| format!("connect to the PSP: {e}"))?;
+        let s = TcpStream::connect(("127.0.0.1", self.port as u16))
+            .map_err(|e| format!("connect to the PSP: {e}"))?;
         let mut raw = Raw::new(s, limits);
         let deadline = Instant::now() + BOUND;
 
@@ -2607,16 +3100,25 @@ impl Fuzz {
         let Some(pd) = expect else {
             raw.shutdown();
             if !raw.reaches_eof(deadline) {
-                return Err("the listener kept open a connection whose request it cannot take".into());
+                return Err(
+                    "the listener kept open a connection whose request it cannot take".into(),
+                );
             }
             self.drain();
             if !self.seen.crs.is_empty() {
                 return Err("a connection request event for an invalid request".into());
             }
             if !raw.got.is_empty() {
-                return Err(format!("the listener answered an invalid request: {:?}", raw.got[0].0));
+                return Err(format!(
+                    "the listener answered an invalid request: {:?}",
+                    raw.got[0].0
+                ));
             }
-            *self.stats.endings.entry("listener: invalid request dropped".into()).or_default() += 1;
+            *self
+                .stats
+                .endings
+                .entry("listener: invalid request dropped".into())
+                .or_default() += 1;
             return Ok(());
         };
         if !self.wait_for(self.cr_evd, deadline, |s| !s.crs.is_empty()) {
@@ -2624,21 +3126,37 @@ impl Fuzz {
         }
         let cr_handle = self.seen.crs.remove(0);
         let mut p: DAT_CR_PARAM = zero();
-        let rc = unsafe { dat_cr_query(cr_handle, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut p) };
+        let rc = unsafe {
+            dat_cr_query(
+                cr_handle,
+                dat_cr_param_mask::DAT_CR_FIELD_ALL as u32,
+                &mut p,
+            )
+        };
         if rc != OK {
             return Err(format!("dat_cr_query: {rc:#x}"));
         }
         let got_pd = if p.private_data_size > 0 {
-            unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }.to_vec()
+            unsafe {
+                std::slice::from_raw_parts(
+                    p.private_data as *const u8,
+                    p.private_data_size as usize,
+                )
+            }
+            .to_vec()
         } else {
             Vec::new()
         };
         if got_pd != pd {
-            return Err(format!("the request's private data arrived as {got_pd:02x?}, sent {pd:02x?}"));
+            return Err(format!(
+                "the request's private data arrived as {got_pd:02x?}, sent {pd:02x?}"
+            ));
         }
         if rng.chance(1, 12) {
             let rpd = rng.some_bytes(limits.private_data as usize);
-            let rc = unsafe { dat_cr_reject(cr_handle, rpd.len() as DAT_COUNT, rpd.as_ptr() as DAT_PVOID) };
+            let rc = unsafe {
+                dat_cr_reject(cr_handle, rpd.len() as DAT_COUNT, rpd.as_ptr() as DAT_PVOID)
+            };
             if rc != OK {
                 return Err(format!("dat_cr_reject: {rc:#x}"));
             }
@@ -2648,14 +3166,30 @@ impl Fuzz {
             }
             match raw.got.as_slice() {
                 [(f, p)] if f.op == REJECT && *p == rpd => {}
-                other => return Err(format!("a reject arrived as {:?}", other.iter().map(|x| x.0).collect::<Vec<_>>())),
+                other => {
+                    return Err(format!(
+                        "a reject arrived as {:?}",
+                        other.iter().map(|x| x.0).collect::<Vec<_>>()
+                    ))
+                }
             }
-            *self.stats.endings.entry("listener: rejected by the consumer".into()).or_default() += 1;
+            *self
+                .stats
+                .endings
+                .entry("listener: rejected by the consumer".into())
+                .or_default() += 1;
             // The EP was never used: its receives are flushed when it is freed.
             return Ok(());
         }
         let apd = rng.some_bytes(limits.private_data as usize);
-        let rc = unsafe { dat_cr_accept(cr_handle, c.ep, apd.len() as DAT_COUNT, apd.as_ptr() as DAT_PVOID) };
+        let rc = unsafe {
+            dat_cr_accept(
+                cr_handle,
+                c.ep,
+                apd.len() as DAT_COUNT,
+                apd.as_ptr() as DAT_PVOID,
+            )
+        };
         if rc != OK {
             return Err(format!("dat_cr_accept: {rc:#x}"));
         }
@@ -2667,7 +3201,11 @@ impl Fuzz {
             return Err(format!("the accept arrived as {f:?} with {p:02x?}"));
         }
         if f.addr != c.advertised() {
-            return Err(format!("the accept says the EP answers and starts {:#x} reads at once, not {:#x}", f.addr, c.advertised()));
+            return Err(format!(
+                "the accept says the EP answers and starts {:#x} reads at once, not {:#x}",
+                f.addr,
+                c.advertised()
+            ));
         }
 
         // The connection's frames.
@@ -2753,7 +3291,21 @@ impl Fuzz {
                 more(&mut g, n, &mut |g, k| {
                     let r = room.get(k).copied().unwrap_or(SLOT) as u32;
                     let any = g.rng.upto(FULL_MAX) as u32;
-                    let len = g.rng.pick(&[0, 1, r.saturating_sub(1), r, r + 1, SLOT as u32, SLOT as u32 + 1, 2 * SLOT as u32, 20 << 10, 70 << 10, msg, u32::MAX, any]);
+                    let len = g.rng.pick(&[
+                        0,
+                        1,
+                        r.saturating_sub(1),
+                        r,
+                        r + 1,
+                        SLOT as u32,
+                        SLOT as u32 + 1,
+                        2 * SLOT as u32,
+                        20 << 10,
+                        70 << 10,
+                        msg,
+                        u32::MAX,
+                        any,
+                    ]);
                     g.send(len)
                 })
             }
@@ -2782,7 +3334,9 @@ impl Fuzz {
                     if f.op == RDMA_WRITE && f.addr != 0 && f.len == 0 {
                         // As long as the region allows, or longer.
                         let r = regs.iter().find(|r| r.key == f.rkey);
-                        f.len = r.map_or(4096, |r| (r.addr + r.len).saturating_sub(f.addr).clamp(2, 1 << 20) as u32);
+                        f.len = r.map_or(4096, |r| {
+                            (r.addr + r.len).saturating_sub(f.addr).clamp(2, 1 << 20) as u32
+                        });
                     } else {
                         f.len = 2 + g.rng.upto(room.first().copied().unwrap_or(SLOT)) as u32;
                     }
@@ -2841,9 +3395,19 @@ impl Fuzz {
                 more(&mut g, n, &mut |g, _| g.good_rdma(RDMA_WRITE));
             }
             Kind::Kept => g.kept_flood(std::env::var_os("WIRE_FUZZ_KEPT_PAST").is_some()),
-            Kind::Campaign | Kind::Initiator | Kind::PreReady | Kind::PreRequest | Kind::Active => {}
+            Kind::Campaign | Kind::Initiator | Kind::PreReady | Kind::PreRequest | Kind::Active => {
+            }
         }
-        if matches!(c.kind, Kind::Valid | Kind::Rdma | Kind::Headers | Kind::Sends | Kind::PreReady | Kind::Immediates) && g.rng.chance(1, 4) {
+        if matches!(
+            c.kind,
+            Kind::Valid
+                | Kind::Rdma
+                | Kind::Headers
+                | Kind::Sends
+                | Kind::PreReady
+                | Kind::Immediates
+        ) && g.rng.chance(1, 4)
+        {
             g.mutate();
         }
         self.stats.frames += g.frames;
@@ -2889,7 +3453,9 @@ impl Fuzz {
         let s = loop {
             match listener.accept() {
                 Ok((s, _)) => break s,
-                Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
                 Err(e) => return Err(format!("dat_ep_connect never reached the listener: {e}")),
             }
         };
@@ -2900,8 +3466,14 @@ impl Fuzz {
         }
         let (f, p) = raw.got.remove(0);
         // Flagged DIRECT or not: the library may ask a peer on this host for a direct offer.
-        if f.op != CONNECT_REQUEST || f.id != u64::from(port) || p != opd || f.flags & !F_DIRECT != 0 {
-            return Err(format!("the connection request arrived as {f:?} with {p:02x?}"));
+        if f.op != CONNECT_REQUEST
+            || f.id != u64::from(port)
+            || p != opd
+            || f.flags & !F_DIRECT != 0
+        {
+            return Err(format!(
+                "the connection request arrived as {f:?} with {p:02x?}"
+            ));
         }
         if f.addr != c.advertised() {
             return Err(format!("the connection request says the EP answers and starts {:#x} reads at once, not {:#x}", f.addr, c.advertised()));
@@ -2954,7 +3526,9 @@ impl Fuzz {
         let ep = c.ep;
         match answer_in(&bytes, limits) {
             Verdict::Established(pd, rest) => {
-                let ok = self.wait_for(self.conn_evd, deadline, |s| s.conns.iter().any(|x| x.0 == ep));
+                let ok = self.wait_for(self.conn_evd, deadline, |s| {
+                    s.conns.iter().any(|x| x.0 == ep)
+                });
                 let first = self.seen.conns.iter().find(|x| x.0 == ep).cloned();
                 match first {
                     Some((_, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED, got)) if got == pd => {}
@@ -2978,14 +3552,33 @@ impl Fuzz {
             verdict => {
                 raw.shutdown();
                 let (want, want_pd, label) = match &verdict {
-                    Verdict::Rejected(pd) => (dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, pd.clone(), "connect: rejected".to_string()),
-                    Verdict::Refused(why) => (dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, Vec::new(), format!("connect: refused ({why})")),
+                    Verdict::Rejected(pd) => (
+                        dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED,
+                        pd.clone(),
+                        "connect: rejected".to_string(),
+                    ),
+                    Verdict::Refused(why) => (
+                        dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                        Vec::new(),
+                        format!("connect: refused ({why})"),
+                    ),
                     Verdict::Established(..) => unreachable!(),
                 };
-                let ok = self.wait_for(self.conn_evd, deadline, |s| s.conns.iter().any(|x| x.0 == ep));
-                let got: Vec<_> = self.seen.conns.iter().filter(|x| x.0 == ep).map(|x| (event_name(x.1), x.2.clone())).collect();
+                let ok = self.wait_for(self.conn_evd, deadline, |s| {
+                    s.conns.iter().any(|x| x.0 == ep)
+                });
+                let got: Vec<_> = self
+                    .seen
+                    .conns
+                    .iter()
+                    .filter(|x| x.0 == ep)
+                    .map(|x| (event_name(x.1), x.2.clone()))
+                    .collect();
                 if got != [(event_name(want), want_pd.clone())] {
-                    return Err(format!("expected {} with {want_pd:02x?}, got {got:?} (in time: {ok})", event_name(want)));
+                    return Err(format!(
+                        "expected {} with {want_pd:02x?}, got {got:?} (in time: {ok})",
+                        event_name(want)
+                    ));
                 }
                 if !raw.reaches_eof(deadline) {
                     return Err("the connecting EP kept its socket open after failing".into());
@@ -3005,7 +3598,13 @@ impl Fuzz {
 
     /// After the handshake: the marker, then a probe of the connection or the EP's own
     /// requests, the end of the connection, and every check of what came of it.
-    fn connected_phase(&mut self, rng: &mut Rng, c: &mut Case, m: &mut Model, raw: &mut Raw) -> Result<(), String> {
+    fn connected_phase(
+        &mut self,
+        rng: &mut Rng,
+        c: &mut Case,
+        m: &mut Model,
+        raw: &mut Raw,
+    ) -> Result<(), String> {
         let deadline = Instant::now() + BOUND;
         let ep = c.ep;
         if c.kind == Kind::Stall {
@@ -3018,7 +3617,10 @@ impl Fuzz {
                 // Long enough for the library to take the header and wait for the rest.
                 std::thread::sleep(Duration::from_millis(2 + rng.upto(5) as u64));
                 let stalls = m.frames_cut();
-                let flags = rng.pick(&[dat_close_flags::DAT_CLOSE_ABRUPT_FLAG, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG]);
+                let flags = rng.pick(&[
+                    dat_close_flags::DAT_CLOSE_ABRUPT_FLAG,
+                    dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG,
+                ]);
                 let rc = unsafe { dat_ep_disconnect(ep, flags as DAT_CLOSE_FLAGS) };
                 if rc != OK {
                     return Err(format!("dat_ep_disconnect: {rc:#x}"));
@@ -3027,10 +3629,20 @@ impl Fuzz {
                 c.local_end = true;
                 // The peer is still there, silent, in the middle of a frame.
                 let bound = Instant::now() + Duration::from_secs(3);
-                let ended = |s: &Seen| s.conns.iter().any(|x| x.0 == ep && x.1 != dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+                let ended = |s: &Seen| {
+                    s.conns.iter().any(|x| {
+                        x.0 == ep && x.1 != dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+                    })
+                };
                 let id = if stalls { "stall" } else { "silent" };
-                if (self.strict || !self.stats.known.contains_key(id)) && !self.wait_for(self.conn_evd, bound, ended) {
-                    let within = if stalls { "within a frame" } else { "between frames" };
+                if (self.strict || !self.stats.known.contains_key(id))
+                    && !self.wait_for(self.conn_evd, bound, ended)
+                {
+                    let within = if stalls {
+                        "within a frame"
+                    } else {
+                        "between frames"
+                    };
                     self.known(id, format!("{flags:?} disconnect of a connection whose peer is silent {within}: no connection event within 3 s"))?;
                 }
             }
@@ -3052,7 +3664,11 @@ impl Fuzz {
         }
         // The end, if the frames did not bring it.
         if m.alive() {
-            let choice = if m.pending.is_empty() && m.connected { rng.below(5) } else { 1 };
+            let choice = if m.pending.is_empty() && m.connected {
+                rng.below(5)
+            } else {
+                1
+            };
             if choice >= 2 {
                 // The consumer acts now: the peer's frames so far must have been handled.
                 self.marker(rng, c, m, raw, deadline)?;
@@ -3065,7 +3681,11 @@ impl Fuzz {
                 }
                 1 => {}
                 2 | 3 => {
-                    let flags = if choice == 2 { dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG } else { dat_close_flags::DAT_CLOSE_ABRUPT_FLAG };
+                    let flags = if choice == 2 {
+                        dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG
+                    } else {
+                        dat_close_flags::DAT_CLOSE_ABRUPT_FLAG
+                    };
                     let rc = unsafe { dat_ep_disconnect(ep, flags as DAT_CLOSE_FLAGS) };
                     if rc != OK {
                         return Err(format!("dat_ep_disconnect: {rc:#x}"));
@@ -3098,7 +3718,9 @@ impl Fuzz {
             want.push(m.end_event());
         }
         let n = want.len();
-        let ok = self.wait_for(self.conn_evd, deadline, |s| s.conns.iter().filter(|x| x.0 == ep).count() >= n);
+        let ok = self.wait_for(self.conn_evd, deadline, |s| {
+            s.conns.iter().filter(|x| x.0 == ep).count() >= n
+        });
         if !c.freed {
             let rc = unsafe { dat_ep_free(ep) };
             if rc != OK {
@@ -3107,10 +3729,21 @@ impl Fuzz {
             c.freed = true;
         }
         self.drain();
-        let got: Vec<dat_event_number> = self.seen.conns.iter().filter(|x| x.0 == ep).map(|x| x.1).collect();
-        let fine = got == want || (c.freed && got.len() == want.len() + 1 && got[..want.len()] == want[..] && got[want.len()] == dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+        let got: Vec<dat_event_number> = self
+            .seen
+            .conns
+            .iter()
+            .filter(|x| x.0 == ep)
+            .map(|x| x.1)
+            .collect();
+        let fine = got == want
+            || (c.freed
+                && got.len() == want.len() + 1
+                && got[..want.len()] == want[..]
+                && got[want.len()] == dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
         if !fine {
-            let names = |v: &[dat_event_number]| v.iter().map(|e| event_name(*e)).collect::<Vec<_>>();
+            let names =
+                |v: &[dat_event_number]| v.iter().map(|e| event_name(*e)).collect::<Vec<_>>();
             return Err(format!(
                 "connection events {:?}, expected {:?} (ended by {}; in time: {ok})",
                 names(&got),
@@ -3125,7 +3758,11 @@ impl Fuzz {
         self.check_dtos(c, m)?;
         self.check_answers(c, m, raw)?;
         let label = m.end.as_ref().map_or("?".into(), Ending::label);
-        let label = if c.probed { format!("{label} (after a probe)") } else { label };
+        let label = if c.probed {
+            format!("{label} (after a probe)")
+        } else {
+            label
+        };
         *self.stats.endings.entry(label).or_default() += 1;
         if c.probed {
             self.stats.survived += 1;
@@ -3135,7 +3772,14 @@ impl Fuzz {
 
     /// An RDMA write into the zone's marker region: once it has landed, every frame before it
     /// has been handled.
-    fn marker(&mut self, rng: &mut Rng, c: &mut Case, m: &mut Model, raw: &mut Raw, deadline: Instant) -> Result<(), String> {
+    fn marker(
+        &mut self,
+        rng: &mut Rng,
+        c: &mut Case,
+        m: &mut Model,
+        raw: &mut Raw,
+        deadline: Instant,
+    ) -> Result<(), String> {
         let (off, addr, key) = self.mark[c.zone];
         let mut data = rng.bytes(8);
         data[0] = self.arena.get(off) ^ 0x5a;
@@ -3168,7 +3812,14 @@ impl Fuzz {
     /// The connection still works both ways: the EP takes the messages it kept, and the
     /// peer's write, read and message; the EP's message reaches the peer and completes when
     /// the peer acknowledges it.
-    fn probe(&mut self, rng: &mut Rng, c: &mut Case, m: &mut Model, raw: &mut Raw, deadline: Instant) -> Result<(), String> {
+    fn probe(
+        &mut self,
+        rng: &mut Rng,
+        c: &mut Case,
+        m: &mut Model,
+        raw: &mut Raw,
+        deadline: Instant,
+    ) -> Result<(), String> {
         let n = m.kept.len() + 1;
         if c.slot + n > RECV_SLOTS {
             return Ok(());
@@ -3207,7 +3858,12 @@ impl Fuzz {
         let mut s = Frame::new(SEND);
         s.len = m.recvs.front().map_or(16, |r| r.room().min(16)) as u32; // it fits the next receive
         s.id = sid;
-        let bytes = [w.with(&data), rd.with(&[]), s.with(&rng.bytes(s.len as usize))].concat();
+        let bytes = [
+            w.with(&data),
+            rd.with(&[]),
+            s.with(&rng.bytes(s.len as usize)),
+        ]
+        .concat();
         raw.send(&bytes);
         m.feed(&mut self.arena, &bytes);
 
@@ -3216,24 +3872,53 @@ impl Fuzz {
         let soff = src + rng.upto(512 - slen);
         let payload: Vec<u8> = (0..slen).map(|i| self.arena.get(soff + i)).collect();
         let cookie = c.cookie();
-        let iov = [DAT_LMR_TRIPLET { lmr_context: lctx, virtual_address: self.arena.addr(soff), segment_length: slen as u32 }];
+        let iov = [DAT_LMR_TRIPLET {
+            lmr_context: lctx,
+            virtual_address: self.arena.addr(soff),
+            segment_length: slen as u32,
+        }];
         let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-        let rc = unsafe { dat_ep_post_send(c.ep, 1, iov.as_ptr() as *mut _, common::cookie(cookie), flags) };
+        let rc = unsafe {
+            dat_ep_post_send(
+                c.ep,
+                1,
+                iov.as_ptr() as *mut _,
+                common::cookie(cookie),
+                flags,
+            )
+        };
         if rc != OK {
             return Err(format!("probe: dat_ep_post_send: {rc:#x}"));
         }
-        let seq = m.post_request(Request { cookie, kind: ReqKind::Send, len: slen as u32, seq: 0, seen: false, target: Vec::new() });
+        let seq = m.post_request(Request {
+            cookie,
+            kind: ReqKind::Send,
+            len: slen as u32,
+            seq: 0,
+            seen: false,
+            target: Vec::new(),
+        });
         c.ep_frames.push((SEND, seq));
         let seen = raw.until(deadline, |got| {
-            got.iter().any(|(f, _)| f.op == SEND && f.id == seq) && got.iter().any(|(f, _)| f.op == READ_RESPONSE && f.id == rid)
+            got.iter().any(|(f, _)| f.op == SEND && f.id == seq)
+                && got
+                    .iter()
+                    .any(|(f, _)| f.op == READ_RESPONSE && f.id == rid)
         });
         if !seen {
             let ops: Vec<u8> = raw.got.iter().map(|x| x.0.op).collect();
             return Err(format!("probe: the peer never got the EP's message and the read's data (got ops {ops:?}, eof {})", raw.eof));
         }
-        let (sf, sp) = raw.got.iter().find(|(f, _)| f.op == SEND && f.id == seq).cloned().unwrap();
+        let (sf, sp) = raw
+            .got
+            .iter()
+            .find(|(f, _)| f.op == SEND && f.id == seq)
+            .cloned()
+            .unwrap();
         if sp != payload {
-            return Err(format!("probe: the EP's message arrived as {sp:02x?}, sent {payload:02x?}"));
+            return Err(format!(
+                "probe: the EP's message arrived as {sp:02x?}, sent {payload:02x?}"
+            ));
         }
         if let Some(r) = m.outstanding.iter_mut().find(|r| r.cookie == cookie) {
             r.seen = true;
@@ -3246,9 +3931,16 @@ impl Fuzz {
         // Everything the model says has completed by now (the probe's send and message too).
         let ep = c.ep;
         let due: Vec<u64> = m.recv_out.keys().chain(m.req_out.keys()).copied().collect();
-        let done = |s: &Seen| due.iter().all(|c| s.dtos.iter().any(|d| d.0 == ep && d.1 == *c));
+        let done = |s: &Seen| {
+            due.iter()
+                .all(|c| s.dtos.iter().any(|d| d.0 == ep && d.1 == *c))
+        };
         if !self.wait_for(self.req_evd, deadline, done) {
-            let missing: Vec<u64> = due.iter().copied().filter(|c| !self.seen.dtos.iter().any(|d| d.0 == ep && d.1 == *c)).collect();
+            let missing: Vec<u64> = due
+                .iter()
+                .copied()
+                .filter(|c| !self.seen.dtos.iter().any(|d| d.0 == ep && d.1 == *c))
+                .collect();
             return Err(format!(
                 "probe: no completion of {missing:#x?} (the EP's send is {cookie:#x}); completions {:x?}",
                 self.seen.dtos.iter().map(|d| (d.1, d.2 as u32, d.3)).collect::<Vec<_>>()
@@ -3262,7 +3954,13 @@ impl Fuzz {
     /// and atomics; answers to the EP's sends, writes and reads), each round checked as it
     /// ends; thousands of frames, the model's state carried across all of them; then hostile
     /// frames against the state the campaign left.
-    fn campaign(&mut self, rng: &mut Rng, c: &mut Case, m: &mut Model, raw: &mut Raw) -> Result<(), String> {
+    fn campaign(
+        &mut self,
+        rng: &mut Rng,
+        c: &mut Case,
+        m: &mut Model,
+        raw: &mut Raw,
+    ) -> Result<(), String> {
         let regs = self.regs.clone();
         let rounds = CAMPAIGN_ROUNDS / 2 + rng.upto(CAMPAIGN_ROUNDS);
         // The receive slots the campaign uses, again as what was in them completes; the
@@ -3304,7 +4002,11 @@ impl Fuzz {
                     _ => ReqKind::Write,
                 };
                 let len = rng.pick(&[0usize, 1, 8, 100, 256, 512]);
-                let slot = if kind == ReqKind::Read { free.swap_remove(0) } else { 0 };
+                let slot = if kind == ReqKind::Read {
+                    free.swap_remove(0)
+                } else {
+                    0
+                };
                 let p = self.post_request(rng, c, m, kind, len, slot)?;
                 if kind == ReqKind::Read {
                     in_use.push((p.cookie, slot));
@@ -3322,7 +4024,8 @@ impl Fuzz {
             for k in 0..frames {
                 if k == answer_at {
                     // Every request of the EP's the peer got: its data or acknowledgement.
-                    let reqs: Vec<Request> = m.outstanding.iter().filter(|r| r.seen).cloned().collect();
+                    let reqs: Vec<Request> =
+                        m.outstanding.iter().filter(|r| r.seen).cloned().collect();
                     answered += reqs.len();
                     if let Some(last) = reqs.iter().rev().find(|r| r.kind != ReqKind::Read) {
                         acked = acked.max(last.seq);
@@ -3348,7 +4051,8 @@ impl Fuzz {
                 // Reads and atomics only well within the limit: the answers held behind kept
                 // messages count, and so may, for a moment, those of this round's reads before
                 // the first such message, which another thread holding the writer delays.
-                let reads_ok = reads < CAMPAIGN_READS && m.reads_waiting() + CAMPAIGN_READS < m.reads_in;
+                let reads_ok =
+                    reads < CAMPAIGN_READS && m.reads_waiting() + CAMPAIGN_READS < m.reads_in;
                 match g.rng.below(16) {
                     0..=3 => {
                         let len = g.rng.pick(&[0, 1, 16, 100, SLOT / 2, SLOT]);
@@ -3376,7 +4080,10 @@ impl Fuzz {
                 m.feed(&mut self.arena, &g.out[fed..]);
                 fed = g.out.len();
                 if !m.alive() {
-                    return Err(format!("round {round}: the model ended the connection on allowed frames: {:?}", m.end));
+                    return Err(format!(
+                        "round {round}: the model ended the connection on allowed frames: {:?}",
+                        m.end
+                    ));
                 }
             }
             self.stats.frames += g.frames;
@@ -3395,11 +4102,20 @@ impl Fuzz {
             self.take_requests(c, m, raw, &posted, &mut checked, deadline)?;
             self.drain();
             let completed: HashSet<u64> = self.seen.dtos.iter().map(|d| d.1).collect();
-            if let Some(cookie) = m.recv_out.keys().chain(m.req_out.keys()).find(|k| !completed.contains(k)) {
-                return Err(format!("round {round}: {cookie:#x} did not complete by the round's end"));
+            if let Some(cookie) = m
+                .recv_out
+                .keys()
+                .chain(m.req_out.keys())
+                .find(|k| !completed.contains(k))
+            {
+                return Err(format!(
+                    "round {round}: {cookie:#x} did not complete by the round's end"
+                ));
             }
             if round % 8 == 7 {
-                self.arena.verify().map_err(|e| format!("round {round}: {e}"))?;
+                self.arena
+                    .verify()
+                    .map_err(|e| format!("round {round}: {e}"))?;
             }
         }
         c.slot = CAMPAIGN_SLOTS;
@@ -3418,7 +4134,8 @@ impl Fuzz {
                 drop(g);
                 let deadline = Instant::now() + BOUND;
                 while !m.outstanding.is_empty() && m.alive() {
-                    let reqs: Vec<Request> = m.outstanding.iter().filter(|r| r.seen).cloned().collect();
+                    let reqs: Vec<Request> =
+                        m.outstanding.iter().filter(|r| r.seen).cloned().collect();
                     let answers = answers_to(rng, &reqs, false);
                     raw.send(&answers);
                     m.feed(&mut self.arena, &answers);
@@ -3510,18 +4227,35 @@ impl Fuzz {
     fn await_answers(&mut self, m: &Model, raw: &mut Raw, deadline: Instant) -> Result<(), String> {
         let due = m.reads_due.len() - m.reads_waiting();
         let ours: Vec<u64> = m.reads_due.iter().map(Due::id).collect();
-        let count = |got: &[(Frame, Vec<u8>)]| got.iter().filter(|(f, _)| f.op == READ_RESPONSE && ours.contains(&f.id)).count();
+        let count = |got: &[(Frame, Vec<u8>)]| {
+            got.iter()
+                .filter(|(f, _)| f.op == READ_RESPONSE && ours.contains(&f.id))
+                .count()
+        };
         if !raw.until(deadline, |got| count(got) >= due) {
-            return Err(format!("the peer got the data of {} of the {due} reads and atomics answered by now", count(&raw.got)));
+            return Err(format!(
+                "the peer got the data of {} of the {due} reads and atomics answered by now",
+                count(&raw.got)
+            ));
         }
         Ok(())
     }
 
     /// Receives for the messages the EP kept, many of them: each lands one (the completions
     /// taken and the acknowledgements read as they come).
-    fn land_kept(&mut self, c: &mut Case, m: &mut Model, raw: &mut Raw, deadline: Instant) -> Result<(), String> {
+    fn land_kept(
+        &mut self,
+        c: &mut Case,
+        m: &mut Model,
+        raw: &mut Raw,
+        deadline: Instant,
+    ) -> Result<(), String> {
         let n = m.kept.len();
-        let len = if m.kept.iter().all(|k| k.len == 0) { 0 } else { SLOT };
+        let len = if m.kept.iter().all(|k| k.len == 0) {
+            0
+        } else {
+            SLOT
+        };
         for i in 0..n {
             let cookie = c.cookie();
             let r = self.post_recv(c.ep, c.zone, RECV_SLOTS - 1, len, false, cookie);
@@ -3538,15 +4272,27 @@ impl Fuzz {
             // Each has its completion (the next checks take them all).
             let ep = c.ep;
             let want = m.recv_out.len();
-            if !self.wait_for(self.recv_evd, deadline, |s| s.dtos.iter().filter(|d| d.0 == ep).count() >= want) {
-                return Err(format!("{want} receives took kept messages; {} completed", self.seen.dtos.len()));
+            if !self.wait_for(self.recv_evd, deadline, |s| {
+                s.dtos.iter().filter(|d| d.0 == ep).count() >= want
+            }) {
+                return Err(format!(
+                    "{want} receives took kept messages; {} completed",
+                    self.seen.dtos.len()
+                ));
             }
         }
         Ok(())
     }
 
     /// The EP posts requests of its own; the peer answers them, rightly or not.
-    fn initiate(&mut self, rng: &mut Rng, c: &mut Case, m: &mut Model, raw: &mut Raw, deadline: Instant) -> Result<(), String> {
+    fn initiate(
+        &mut self,
+        rng: &mut Rng,
+        c: &mut Case,
+        m: &mut Model,
+        raw: &mut Raw,
+        deadline: Instant,
+    ) -> Result<(), String> {
         let k = 1 + rng.upto(5);
         let mut posted = Vec::new();
         let mut reads = 0;
@@ -3583,7 +4329,10 @@ impl Fuzz {
             raw.send(&answers);
             m.feed(&mut self.arena, &answers);
             if !m.alive() {
-                return Err(format!("the model ended the connection on right answers: {:?} (depth {depth})", m.end));
+                return Err(format!(
+                    "the model ended the connection on right answers: {:?} (depth {depth})",
+                    m.end
+                ));
             }
         }
         let reqs: Vec<Request> = m.outstanding.iter().cloned().collect();
@@ -3596,30 +4345,72 @@ impl Fuzz {
 
     /// The EP posts a request of `len` bytes: a send or RDMA write from the zone's source
     /// region, or an RDMA read into receive slot `target`, to any remote key and address.
-    fn post_request(&mut self, rng: &mut Rng, c: &mut Case, m: &mut Model, kind: ReqKind, len: usize, target: usize) -> Result<Posted, String> {
+    fn post_request(
+        &mut self,
+        rng: &mut Rng,
+        c: &mut Case,
+        m: &mut Model,
+        kind: ReqKind,
+        len: usize,
+        target: usize,
+    ) -> Result<Posted, String> {
         let (src, src_ctx) = self.src[c.zone];
         let (rb, rb_ctx) = self.rb[c.zone];
         let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
         let cookie = c.cookie();
-        let rmr = DAT_RMR_TRIPLET { rmr_context: rng.next() as u32, virtual_address: rng.next(), segment_length: len as u32 };
+        let rmr = DAT_RMR_TRIPLET {
+            rmr_context: rng.next() as u32,
+            virtual_address: rng.next(),
+            segment_length: len as u32,
+        };
         let (rc, payload, target) = match kind {
             ReqKind::Send | ReqKind::Write => {
                 let off = src + rng.upto(512 - len);
                 let payload: Vec<u8> = (0..len).map(|i| self.arena.get(off + i)).collect();
-                let iov = [DAT_LMR_TRIPLET { lmr_context: src_ctx, virtual_address: self.arena.addr(off), segment_length: len as u32 }];
+                let iov = [DAT_LMR_TRIPLET {
+                    lmr_context: src_ctx,
+                    virtual_address: self.arena.addr(off),
+                    segment_length: len as u32,
+                }];
                 let rc = unsafe {
                     if kind == ReqKind::Send {
-                        dat_ep_post_send(c.ep, 1, iov.as_ptr() as *mut _, common::cookie(cookie), flags)
+                        dat_ep_post_send(
+                            c.ep,
+                            1,
+                            iov.as_ptr() as *mut _,
+                            common::cookie(cookie),
+                            flags,
+                        )
                     } else {
-                        dat_ep_post_rdma_write(c.ep, 1, iov.as_ptr() as *mut _, common::cookie(cookie), &rmr, flags)
+                        dat_ep_post_rdma_write(
+                            c.ep,
+                            1,
+                            iov.as_ptr() as *mut _,
+                            common::cookie(cookie),
+                            &rmr,
+                            flags,
+                        )
                     }
                 };
                 (rc, payload, Vec::new())
             }
             ReqKind::Read => {
                 let off = rb + target * SLOT;
-                let iov = [DAT_LMR_TRIPLET { lmr_context: rb_ctx, virtual_address: self.arena.addr(off), segment_length: len as u32 }];
-                let rc = unsafe { dat_ep_post_rdma_read(c.ep, 1, iov.as_ptr() as *mut _, common::cookie(cookie), &rmr, flags) };
+                let iov = [DAT_LMR_TRIPLET {
+                    lmr_context: rb_ctx,
+                    virtual_address: self.arena.addr(off),
+                    segment_length: len as u32,
+                }];
+                let rc = unsafe {
+                    dat_ep_post_rdma_read(
+                        c.ep,
+                        1,
+                        iov.as_ptr() as *mut _,
+                        common::cookie(cookie),
+                        &rmr,
+                        flags,
+                    )
+                };
                 (rc, Vec::new(), vec![(off, len)])
             }
         };
@@ -3627,21 +4418,42 @@ impl Fuzz {
             return Err(format!("posting a {kind:?}: {rc:#x}"));
         }
         // Its number is learnt as the peer gets it.
-        let seq = m.post_request(Request { cookie, kind, len: len as u32, seq: 0, seen: false, target });
+        let seq = m.post_request(Request {
+            cookie,
+            kind,
+            len: len as u32,
+            seq: 0,
+            seen: false,
+            target,
+        });
         let op = match kind {
             ReqKind::Send => SEND,
             ReqKind::Write => RDMA_WRITE,
             ReqKind::Read => READ_REQUEST,
         };
         c.ep_frames.push((op, seq));
-        Ok(Posted { kind, len: len as u32, payload, rmr, cookie })
+        Ok(Posted {
+            kind,
+            len: len as u32,
+            payload,
+            rmr,
+            cookie,
+        })
     }
 
     /// Waits for the EP's requests that go out now (all of them in order, but a read only while
     /// fewer than the read depth wait for their data, and everything behind it with it),
     /// checks each the peer got since `checked` against what was posted, and learns their
     /// numbers. The EP never has more reads in flight than the peer said it answers at once.
-    fn take_requests(&mut self, c: &mut Case, m: &mut Model, raw: &mut Raw, posted: &[Posted], checked: &mut usize, deadline: Instant) -> Result<(), String> {
+    fn take_requests(
+        &mut self,
+        c: &mut Case,
+        m: &mut Model,
+        raw: &mut Raw,
+        posted: &[Posted],
+        checked: &mut usize,
+        deadline: Instant,
+    ) -> Result<(), String> {
         let depth = c.read_depth();
         let mut reads = 0;
         let want = posted
@@ -3652,13 +4464,20 @@ impl Fuzz {
             })
             .count();
         let is_request = |f: &Frame| matches!(f.op, SEND | RDMA_WRITE | READ_REQUEST);
-        if !raw.until(deadline, |got| got.iter().filter(|(f, _)| is_request(f)).count() >= want) {
+        if !raw.until(deadline, |got| {
+            got.iter().filter(|(f, _)| is_request(f)).count() >= want
+        }) {
             let n = raw.got.iter().filter(|(f, _)| is_request(f)).count();
             return Err(format!("the peer got only {n} of the EP's first {want} requests ({} posted, reads in flight at most {depth})", posted.len()));
         }
         raw.pump(); // what else the socket has now
         check_read_depth(raw, m, depth)?;
-        let frames: Vec<(Frame, Vec<u8>)> = raw.got.iter().filter(|(f, _)| is_request(f)).cloned().collect();
+        let frames: Vec<(Frame, Vec<u8>)> = raw
+            .got
+            .iter()
+            .filter(|(f, _)| is_request(f))
+            .cloned()
+            .collect();
         for (i, (f, p)) in frames.iter().enumerate().skip(*checked) {
             let Some(r) = posted.get(i) else {
                 return Err(format!("a request the EP never posted: {f:?}"));
@@ -3668,16 +4487,33 @@ impl Fuzz {
                 ReqKind::Write => RDMA_WRITE,
                 ReqKind::Read => READ_REQUEST,
             };
-            let remote_ok = r.kind == ReqKind::Send || (f.rkey == r.rmr.rmr_context && f.addr == r.rmr.virtual_address);
-            if f.op != op || f.len != r.len || (r.kind != ReqKind::Read && *p != r.payload) || !remote_ok {
-                return Err(format!("request {i} ({:?}, {} bytes) arrived as {f:?} with {} bytes", r.kind, r.len, p.len()));
+            let remote_ok = r.kind == ReqKind::Send
+                || (f.rkey == r.rmr.rmr_context && f.addr == r.rmr.virtual_address);
+            if f.op != op
+                || f.len != r.len
+                || (r.kind != ReqKind::Read && *p != r.payload)
+                || !remote_ok
+            {
+                return Err(format!(
+                    "request {i} ({:?}, {} bytes) arrived as {f:?} with {} bytes",
+                    r.kind,
+                    r.len,
+                    p.len()
+                ));
             }
             if i > 0 && f.id != frames[i - 1].0.id + 1 {
-                return Err(format!("request sequence numbers {} then {}", frames[i - 1].0.id, f.id));
+                return Err(format!(
+                    "request sequence numbers {} then {}",
+                    frames[i - 1].0.id,
+                    f.id
+                ));
             }
             if let Some(o) = m.outstanding.iter_mut().find(|o| o.cookie == r.cookie) {
                 if o.seq != f.id {
-                    return Err(format!("request {i} arrived numbered {}, the {}th posted on the connection", f.id, o.seq));
+                    return Err(format!(
+                        "request {i} arrived numbered {}, the {}th posted on the connection",
+                        f.id, o.seq
+                    ));
                 }
                 o.seen = true;
             }
@@ -3695,7 +4531,11 @@ impl Fuzz {
             }
             got.entry(d.1).or_default().push((d.2, d.3, d.4));
         }
-        let all = m.recv_out.iter().map(|(k, v)| (k, v, true)).chain(m.req_out.iter().map(|(k, v)| (k, v, false)));
+        let all = m
+            .recv_out
+            .iter()
+            .map(|(k, v)| (k, v, true))
+            .chain(m.req_out.iter().map(|(k, v)| (k, v, false)));
         for (cookie, want, is_recv) in all {
             let what = if is_recv { "receive" } else { "request" };
             match got.remove(cookie).as_deref() {
@@ -3728,7 +4568,9 @@ impl Fuzz {
             }
         }
         if let Some((cookie, v)) = got.into_iter().next() {
-            return Err(format!("completion for nothing posted: cookie {cookie:#x}: {v:?}"));
+            return Err(format!(
+                "completion for nothing posted: cookie {cookie:#x}: {v:?}"
+            ));
         }
         Ok(())
     }
@@ -3752,7 +4594,10 @@ impl Fuzz {
                     if m.late_ackable.contains(&f.id) && !m.ackable.contains(&f.id) {
                         late.push(format!("acknowledged {:#x}", f.id));
                     } else if !m.ackable.contains(&f.id) {
-                        return Err(format!("an acknowledgement of {:#x}, which was not carried out", f.id));
+                        return Err(format!(
+                            "an acknowledgement of {:#x}, which was not carried out",
+                            f.id
+                        ));
                     }
                 }
                 SEND | RDMA_WRITE | READ_REQUEST => {
@@ -3760,7 +4605,10 @@ impl Fuzz {
                         return Err(format!("a request the EP never posted: {f:?}"));
                     }
                     if f.op == SEND && f.flags & F_ACK != 0 && !m.ackable.contains(&f.addr) {
-                        return Err(format!("a message acknowledging {:#x}, which was not carried out", f.addr));
+                        return Err(format!(
+                            "a message acknowledging {:#x}, which was not carried out",
+                            f.addr
+                        ));
                     }
                 }
                 READ_RESPONSE => {
@@ -3768,19 +4616,37 @@ impl Fuzz {
                         return Err(format!("read data for no allowed read: {f:?}"));
                     };
                     let id = due.id();
-                    if m.late_reads.iter().any(|r| r.id() == id) && !m.reads_due.iter().any(|r| r.id() == id) {
+                    if m.late_reads.iter().any(|r| r.id() == id)
+                        && !m.reads_due.iter().any(|r| r.id() == id)
+                    {
                         late.push(format!("answered the read {id:#x}"));
                     }
                     match *due {
                         Due::Read(id, addr, len) => {
                             if f.id != id || f.len != len {
-                                return Err(format!("read data {f:?} for the read {id:#x} of {len} bytes"));
+                                return Err(format!(
+                                    "read data {f:?} for the read {id:#x} of {len} bytes"
+                                ));
                             }
                             if len > 0 {
-                                let r = self.regs.iter().find(|r| r.off.is_some() && addr >= r.addr && addr + u64::from(len) <= r.addr + r.len).unwrap();
+                                let r = self
+                                    .regs
+                                    .iter()
+                                    .find(|r| {
+                                        r.off.is_some()
+                                            && addr >= r.addr
+                                            && addr + u64::from(len) <= r.addr + r.len
+                                    })
+                                    .unwrap();
                                 let off = arena_off(r, addr);
-                                if let Some(i) = (0..p.len()).find(|&i| !set_has(&self.arena.ever[off + i], p[i])) {
-                                    return Err(format!("read data byte {i} of {} is {:#04x}, which it never held", self.arena.name(off + i), p[i]));
+                                if let Some(i) = (0..p.len())
+                                    .find(|&i| !set_has(&self.arena.ever[off + i], p[i]))
+                                {
+                                    return Err(format!(
+                                        "read data byte {i} of {} is {:#04x}, which it never held",
+                                        self.arena.name(off + i),
+                                        p[i]
+                                    ));
                                 }
                             }
                         }
@@ -3802,7 +4668,10 @@ impl Fuzz {
                 ACCESS_ERROR => refusals.push((f.id, f.addr)),
                 DISCONNECT => {
                     if !c.local_end {
-                        return Err("a Disconnect from the library though its consumer never disconnected".into());
+                        return Err(
+                            "a Disconnect from the library though its consumer never disconnected"
+                                .into(),
+                        );
                     }
                 }
                 _ => return Err(format!("a frame the library has no reason to send: {f:?}")),
@@ -3810,14 +4679,25 @@ impl Fuzz {
         }
         let left = reads.count();
         if left > 0 {
-            return Err(format!("{left} of {} allowed reads got no data", m.reads_due.len()));
+            return Err(format!(
+                "{left} of {} allowed reads got no data",
+                m.reads_due.len()
+            ));
         }
         let want = m.refusal.clone();
         // A refusal its header alone decides (a frame cut short after it): allowed at once.
-        if refusals.len() == want.len() + 1 && refusals[..want.len()] == want[..] && m.header_refusal == Some(refusals[want.len()].0) {
+        if refusals.len() == want.len() + 1
+            && refusals[..want.len()] == want[..]
+            && m.header_refusal == Some(refusals[want.len()].0)
+        {
             refusals.truncate(want.len());
         }
-        if refusals.len() > want.len() && refusals[..want.len()] == want[..] && refusals[want.len()..].iter().all(|r| m.late_refusals.contains(&r.0)) {
+        if refusals.len() > want.len()
+            && refusals[..want.len()] == want[..]
+            && refusals[want.len()..]
+                .iter()
+                .all(|r| m.late_refusals.contains(&r.0))
+        {
             late.push(format!("refused {:x?}", &refusals[want.len()..]));
             refusals.truncate(want.len());
         }
@@ -3825,10 +4705,19 @@ impl Fuzz {
             return Err(format!("refusals {refusals:x?}, expected {want:x?}"));
         }
         if !late.is_empty() {
-            self.known("after-stop", format!("frames behind the one that ended the connection were handled: {}", late.join(", ")))?;
+            self.known(
+                "after-stop",
+                format!(
+                    "frames behind the one that ended the connection were handled: {}",
+                    late.join(", ")
+                ),
+            )?;
         }
         if ready != usize::from(m.established) {
-            return Err(format!("{ready} Ready frames from the library (established: {})", m.established));
+            return Err(format!(
+                "{ready} Ready frames from the library (established: {})",
+                m.established
+            ));
         }
         Ok(())
     }
@@ -3874,17 +4763,26 @@ fn hostile_frames_end_at_most_their_own_connection() {
     );
     println!("  cases: {:?}", s.cases);
     if s.campaign_frames > 0 {
-        println!("  campaigns: {} frames in their rounds, {} of the EP's requests answered", s.campaign_frames, s.campaign_answers);
+        println!(
+            "  campaigns: {} frames in their rounds, {} of the EP's requests answered",
+            s.campaign_frames, s.campaign_answers
+        );
     }
     println!("  connection events: {:?}", s.events);
     if !s.known.is_empty() {
-        println!("  problems found before, counted (WIRE_FUZZ_STRICT=0): {:?}", s.known);
+        println!(
+            "  problems found before, counted (WIRE_FUZZ_STRICT=0): {:?}",
+            s.known
+        );
     }
     println!("  what ended the connections:");
     for (why, n) in &s.endings {
         println!("    {n:6}  {why}");
     }
-    assert!(failures.is_empty(), "wire_fuzz: failing cases {failures:?} (WIRE_FUZZ_SEED={seed:#x})");
+    assert!(
+        failures.is_empty(),
+        "wire_fuzz: failing cases {failures:?} (WIRE_FUZZ_SEED={seed:#x})"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -3900,14 +4798,20 @@ fn raw_connected(side: &Side) -> TcpStream {
     cr.id = port;
     s.write_all(&cr.encode()).unwrap();
     let (cr_handle, _) = side.request();
-    assert_eq!(unsafe { dat_cr_accept(cr_handle, side.ep, 0, null_mut()) }, OK);
+    assert_eq!(
+        unsafe { dat_cr_accept(cr_handle, side.ep, 0, null_mut()) },
+        OK
+    );
     let mut b = [0u8; HEADER];
     s.read_exact(&mut b).unwrap();
     assert_eq!(Frame::parse(&b).op, ACCEPT);
     s.write_all(&Frame::new(READY).encode()).unwrap();
     s.read_exact(&mut b).unwrap();
     assert_eq!(Frame::parse(&b).op, READY);
-    assert_eq!(side.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        side.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     assert_eq!(unsafe { dat_psp_free(psp) }, OK);
     s
 }
@@ -3923,7 +4827,10 @@ fn event_within(evd: DAT_EVD_HANDLE, us: u32) -> Option<DAT_EVENT> {
 fn a_disconnect_ends_a_connection_whose_peer_stalls_within_a_frame() {
     // The peer sends a message's header and part of its payload, then nothing, and keeps the
     // socket open. The consumer disconnects: the connection must end within a bound anyway.
-    for flags in [dat_close_flags::DAT_CLOSE_ABRUPT_FLAG, dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG] {
+    for flags in [
+        dat_close_flags::DAT_CLOSE_ABRUPT_FLAG,
+        dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG,
+    ] {
         let p = Side::new(ALL_PRIV);
         p.post_recv(&[p.iov(0, 64)], 1);
         let mut raw = raw_connected(&p);
@@ -3932,7 +4839,10 @@ fn a_disconnect_ends_a_connection_whose_peer_stalls_within_a_frame() {
         f.id = 1;
         raw.write_all(&f.with(&[7u8; 10])).unwrap();
         std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(unsafe { dat_ep_disconnect(p.ep, flags as DAT_CLOSE_FLAGS) }, OK);
+        assert_eq!(
+            unsafe { dat_ep_disconnect(p.ep, flags as DAT_CLOSE_FLAGS) },
+            OK
+        );
         let e = event_within(p.conn_evd, 3_000_000);
         let stuck = e.is_none();
         drop(raw); // lets the library go, whatever happened
@@ -3954,7 +4864,10 @@ fn a_receive_under_a_message_cut_short_completes_once() {
     raw.write_all(&f.with(&[7u8; 10])).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     drop(raw);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_BROKEN
+    );
     let mut cookies = Vec::new();
     while let Some(e) = event_within(p.recv_evd, 500_000) {
         let d = unsafe { e.event_data.dto_completion_event_data };
@@ -3971,8 +4884,15 @@ fn a_read_whose_data_is_cut_short_completes_once() {
     let mut raw = raw_connected(&p);
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
     let into = [p.iov(0, 64)];
-    let from = DAT_RMR_TRIPLET { rmr_context: 1, virtual_address: 0x1000, segment_length: 64 };
-    assert_eq!(unsafe { dat_ep_post_rdma_read(p.ep, 1, into.as_ptr() as *mut _, cookie(9), &from, flags) }, OK);
+    let from = DAT_RMR_TRIPLET {
+        rmr_context: 1,
+        virtual_address: 0x1000,
+        segment_length: 64,
+    };
+    assert_eq!(
+        unsafe { dat_ep_post_rdma_read(p.ep, 1, into.as_ptr() as *mut _, cookie(9), &from, flags) },
+        OK
+    );
     let mut b = [0u8; HEADER];
     raw.read_exact(&mut b).unwrap();
     let req = Frame::parse(&b);
@@ -3983,7 +4903,10 @@ fn a_read_whose_data_is_cut_short_completes_once() {
     raw.write_all(&f.with(&[7u8; 10])).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     drop(raw);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_BROKEN);
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_BROKEN
+    );
     let e = event_within(p.req_evd, 2_000_000).expect("the read never completed");
     let d = unsafe { e.event_data.dto_completion_event_data };
     assert_eq!(unsafe { d.user_cookie.as_64 }, 9);
@@ -4005,7 +4928,10 @@ fn no_byte_lands_in_a_region_after_dat_lmr_free_returns() {
     raw.write_all(&f.with(&[0xAA; 1000])).unwrap();
     let deadline = Instant::now() + BOUND;
     while unsafe { std::ptr::read_volatile(p.buf.as_ptr().add(999)) } != 0xAA {
-        assert!(Instant::now() < deadline, "the start of the write never landed");
+        assert!(
+            Instant::now() < deadline,
+            "the start of the write never landed"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     let rc = unsafe { dat_lmr_free(p.lmr) };
@@ -4014,7 +4940,10 @@ fn no_byte_lands_in_a_region_after_dat_lmr_free_returns() {
     let landed = p.buf[1000..].iter().filter(|&&b| b == 0xBB).count();
     drop(raw);
     if rc == OK {
-        assert_eq!(landed, 0, "{landed} bytes of an RDMA write landed in a region after dat_lmr_free returned");
+        assert_eq!(
+            landed, 0,
+            "{landed} bytes of an RDMA write landed in a region after dat_lmr_free returned"
+        );
     }
 }
 
@@ -4041,7 +4970,10 @@ fn the_accepts_private_data_survives_a_later_connection_event() {
     std::thread::sleep(Duration::from_millis(300));
     let (event, pd) = a.conn_event();
     assert_eq!(event, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
     assert_eq!(pd, b"welcome!", "the ESTABLISHED event's private data");
 }
 
@@ -4059,7 +4991,10 @@ fn a_disconnect_from_a_silent_peer_ends_while_the_consumer_polls() {
         let p = Side::new(ALL_PRIV);
         let raw = raw_connected(&p);
         std::thread::sleep(Duration::from_millis(50)); // the connection's thread waits on the socket
-        assert_eq!(unsafe { dat_ep_disconnect(p.ep, flags as DAT_CLOSE_FLAGS) }, OK);
+        assert_eq!(
+            unsafe { dat_ep_disconnect(p.ep, flags as DAT_CLOSE_FLAGS) },
+            OK
+        );
         let deadline = Instant::now() + Duration::from_secs(3);
         let mut e: DAT_EVENT = zero();
         let ended = if poll {
@@ -4083,10 +5018,17 @@ fn a_disconnect_from_a_silent_peer_ends_while_the_consumer_polls() {
         if !ended {
             failures.push(how);
         } else {
-            assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as DAT_EVENT_NUMBER, "{how}");
+            assert_eq!(
+                e.event_number,
+                dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as DAT_EVENT_NUMBER,
+                "{how}"
+            );
         }
     }
-    assert!(failures.is_empty(), "no connection event within 3 s of the disconnect: {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "no connection event within 3 s of the disconnect: {failures:?}"
+    );
 }
 
 #[test]
@@ -4127,7 +5069,10 @@ fn no_frame_behind_a_refused_one_is_carried_out() {
         landed_after += p.buf[1000..1064].iter().filter(|&&b| b == 0xEE).count();
         drop(raw);
     }
-    assert_eq!(landed_after, 0, "bytes of writes behind a refused read landed");
+    assert_eq!(
+        landed_after, 0,
+        "bytes of writes behind a refused read landed"
+    );
 }
 
 #[test]
@@ -4213,10 +5158,17 @@ fn a_peer_that_never_reads_holds_up_no_post_and_no_memory() {
             .output()
             .expect("the test binary runs again");
         let text = String::from_utf8_lossy(&out.stdout);
-        if let Some(said) = text.lines().find_map(|l| l.split_once("a peer that never reads")) {
+        if let Some(said) = text
+            .lines()
+            .find_map(|l| l.split_once("a peer that never reads"))
+        {
             println!("a peer that never reads{}", said.1);
         }
-        assert!(out.status.success(), "in a process of its own:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "in a process of its own:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         return;
     }
     let seed = env_u64("WIRE_FUZZ_SEED").unwrap_or(0x5EED_DA7A);
@@ -4231,7 +5183,10 @@ fn a_peer_that_never_reads_holds_up_no_post_and_no_memory() {
     let mut attr = dat::objects::ep::default_attr();
     attr.max_request_dtos = queue;
     let mut ep = null_mut();
-    assert_eq!(unsafe { dat_ep_create(ia, pz, recv_evd, req_evd, conn_evd, &attr, &mut ep) }, OK);
+    assert_eq!(
+        unsafe { dat_ep_create(ia, pz, recv_evd, req_evd, conn_evd, &attr, &mut ep) },
+        OK
+    );
     let buf: &'static mut [u8] = Box::leak(vec![0x33u8; size].into_boxed_slice());
     let (_lmr, lctx, _) = register(ia, pz, buf.as_ptr() as u64, size as u64, ALL_PRIV);
 
@@ -4239,21 +5194,40 @@ fn a_peer_that_never_reads_holds_up_no_post_and_no_memory() {
     let mut psp = null_mut();
     let mut port = 0;
     let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-    assert_eq!(unsafe { dat_psp_create_any(ia, &mut port, cr_evd, flags, &mut psp) }, OK);
+    assert_eq!(
+        unsafe { dat_psp_create_any(ia, &mut port, cr_evd, flags, &mut psp) },
+        OK
+    );
     let mut s = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
     let mut cr = Frame::new(CONNECT_REQUEST);
     cr.id = port;
     cr.addr = read_limits(4, 4);
     s.write_all(&cr.encode()).unwrap();
     let e = wait(cr_evd);
-    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
-    assert_eq!(unsafe { dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, ep, 0, null_mut()) }, OK);
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
+    );
+    assert_eq!(
+        unsafe {
+            dat_cr_accept(
+                e.event_data.cr_arrival_event_data.cr_handle,
+                ep,
+                0,
+                null_mut(),
+            )
+        },
+        OK
+    );
     let mut b = [0u8; HEADER];
     s.read_exact(&mut b).unwrap();
     assert_eq!(Frame::parse(&b).op, ACCEPT);
     s.write_all(&Frame::new(READY).encode()).unwrap();
     let e = wait(conn_evd);
-    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER);
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED as DAT_EVENT_NUMBER
+    );
 
     // The posts, in a thread of their own: one that waited on the socket would wait forever
     // (the test fails at its bound instead).
@@ -4263,16 +5237,37 @@ fn a_peer_that_never_reads_holds_up_no_post_and_no_memory() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let h = h;
-        let iov = [DAT_LMR_TRIPLET { lmr_context: h.1, virtual_address: h.2, segment_length: size as u32 }];
-        let rmr = DAT_RMR_TRIPLET { rmr_context: 7, virtual_address: 0x1000, segment_length: size as u32 };
+        let iov = [DAT_LMR_TRIPLET {
+            lmr_context: h.1,
+            virtual_address: h.2,
+            segment_length: size as u32,
+        }];
+        let rmr = DAT_RMR_TRIPLET {
+            rmr_context: 7,
+            virtual_address: 0x1000,
+            segment_length: size as u32,
+        };
         let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
         for (i, &send) in kinds.iter().enumerate() {
             let start = Instant::now();
             let rc = unsafe {
                 if send {
-                    dat_ep_post_send(h.0, 1, iov.as_ptr() as *mut _, common::cookie(i as u64), flags)
+                    dat_ep_post_send(
+                        h.0,
+                        1,
+                        iov.as_ptr() as *mut _,
+                        common::cookie(i as u64),
+                        flags,
+                    )
                 } else {
-                    dat_ep_post_rdma_write(h.0, 1, iov.as_ptr() as *mut _, common::cookie(i as u64), &rmr, flags)
+                    dat_ep_post_rdma_write(
+                        h.0,
+                        1,
+                        iov.as_ptr() as *mut _,
+                        common::cookie(i as u64),
+                        &rmr,
+                        flags,
+                    )
                 }
             };
             if tx.send((i, rc, start.elapsed())).is_err() {
@@ -4283,46 +5278,94 @@ fn a_peer_that_never_reads_holds_up_no_post_and_no_memory() {
     let post_bound = Duration::from_secs(2);
     let mut slowest = Duration::ZERO;
     for i in 0..=queue as usize {
-        let (n, rc, took) = rx.recv_timeout(BOUND).unwrap_or_else(|_| panic!("post {i} of {queue} did not return within {BOUND:?}"));
+        let (n, rc, took) = rx
+            .recv_timeout(BOUND)
+            .unwrap_or_else(|_| panic!("post {i} of {queue} did not return within {BOUND:?}"));
         assert_eq!(n, i);
         slowest = slowest.max(took);
-        assert!(took < post_bound, "post {i} took {took:?}: a post waited on its socket");
+        assert!(
+            took < post_bound,
+            "post {i} took {took:?}: a post waited on its socket"
+        );
         if i < queue as usize {
             assert_eq!(rc, OK, "post {i} of {queue} ({size} bytes each)");
         } else {
-            assert_eq!(rc & 0x3fff_0000, dat_return_type::DAT_INSUFFICIENT_RESOURCES as u32, "a post beyond max_request_dtos ({queue}): {rc:#x}");
+            assert_eq!(
+                rc & 0x3fff_0000,
+                dat_return_type::DAT_INSUFFICIENT_RESOURCES as u32,
+                "a post beyond max_request_dtos ({queue}): {rc:#x}"
+            );
         }
     }
     let grown = resident_bytes().saturating_sub(before);
     let posted = queue as usize * size;
-    assert!(grown < 64 << 20, "{posted} bytes posted to a peer that never reads: the process grew by {grown} bytes");
+    assert!(
+        grown < 64 << 20,
+        "{posted} bytes posted to a peer that never reads: the process grew by {grown} bytes"
+    );
 
     // An abrupt disconnect ends it at once, the peer still silent.
     let start = Instant::now();
-    assert_eq!(unsafe { dat_ep_disconnect(ep, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) }, OK);
-    assert!(start.elapsed() < post_bound, "dat_ep_disconnect took {:?}", start.elapsed());
-    let e = event_within(conn_evd, 5_000_000).expect("no connection event within 5 s of an abrupt disconnect");
-    assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as DAT_EVENT_NUMBER);
+    assert_eq!(
+        unsafe {
+            dat_ep_disconnect(
+                ep,
+                dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+            )
+        },
+        OK
+    );
+    assert!(
+        start.elapsed() < post_bound,
+        "dat_ep_disconnect took {:?}",
+        start.elapsed()
+    );
+    let e = event_within(conn_evd, 5_000_000)
+        .expect("no connection event within 5 s of an abrupt disconnect");
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED as DAT_EVENT_NUMBER
+    );
     let mut flushed = HashSet::new();
     while let Some(e) = event_within(req_evd, 1_000_000) {
         let d = unsafe { e.event_data.dto_completion_event_data };
-        assert_ne!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as u32, "a request completed that the peer never read");
-        assert!(flushed.insert(unsafe { d.user_cookie.as_64 }), "a request completed twice");
+        assert_ne!(
+            d.status,
+            dat_dto_completion_status::DAT_DTO_SUCCESS as u32,
+            "a request completed that the peer never read"
+        );
+        assert!(
+            flushed.insert(unsafe { d.user_cookie.as_64 }),
+            "a request completed twice"
+        );
         if flushed.len() == queue as usize {
             break;
         }
     }
-    assert_eq!(flushed.len(), queue as usize, "requests completed after the disconnect");
+    assert_eq!(
+        flushed.len(),
+        queue as usize,
+        "requests completed after the disconnect"
+    );
     let start = Instant::now();
     assert_eq!(unsafe { dat_ep_free(ep) }, OK);
-    assert!(start.elapsed() < post_bound, "dat_ep_free took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < post_bound,
+        "dat_ep_free took {:?}",
+        start.elapsed()
+    );
     println!(
         "a peer that never reads: {queue} requests of {size} bytes posted, the slowest post {slowest:?}, the process grew {} KiB, dat_ep_free took {:?}",
         grown >> 10,
         start.elapsed()
     );
     drop(s);
-    unsafe { dat_ia_close(ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+    unsafe {
+        dat_ia_close(
+            ia,
+            dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+        )
+    };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -4388,9 +5431,19 @@ fn memfd(len: usize, contents: &[u8], sealed: bool) -> i32 {
     // SAFETY: our descriptor; the buffer is readable for its length.
     unsafe {
         assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
-        assert_eq!(libc::pwrite(fd, contents.as_ptr().cast(), contents.len(), 0), contents.len() as isize);
+        assert_eq!(
+            libc::pwrite(fd, contents.as_ptr().cast(), contents.len(), 0),
+            contents.len() as isize
+        );
         if sealed {
-            assert_eq!(libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL), 0);
+            assert_eq!(
+                libc::fcntl(
+                    fd,
+                    libc::F_ADD_SEALS,
+                    libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL
+                ),
+                0
+            );
         }
     }
     fd
@@ -4401,17 +5454,35 @@ impl Forger {
         // The table's file is ours (its descriptor in this process): its size and bytes.
         // SAFETY: fstat fills the stat we pass; an all-zero stat is a valid buffer.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::fstat(real.fd as i32, &mut st) }, 0, "the offer names a descriptor of this process");
+        assert_eq!(
+            unsafe { libc::fstat(real.fd as i32, &mut st) },
+            0,
+            "the offer names a descriptor of this process"
+        );
         let len = st.st_size as usize;
         let mut table = vec![0u8; len];
         // SAFETY: our descriptor, and a buffer of its length.
-        assert_eq!(unsafe { libc::pread(real.fd as i32, table.as_mut_ptr().cast(), len, 0) }, len as isize);
+        assert_eq!(
+            unsafe { libc::pread(real.fd as i32, table.as_mut_ptr().cast(), len, 0) },
+            len as isize
+        );
         let small_memfd = memfd(4096, &table[..4096], true);
         let unsealed_memfd = memfd(len, &table, false);
         let empty_memfd = memfd(len, &[], true);
         let copy_fd = memfd(len, &table, true);
-        let child = std::process::Command::new("sleep").arg("60").spawn().expect("a child process");
-        Forger { real, child, file: std::fs::File::open("/proc/self/status").unwrap(), small_memfd, unsealed_memfd, empty_memfd, copy_fd }
+        let child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("a child process");
+        Forger {
+            real,
+            child,
+            file: std::fs::File::open("/proc/self/status").unwrap(),
+            small_memfd,
+            unsealed_memfd,
+            empty_memfd,
+            copy_fd,
+        }
     }
 
     /// Offers that are not the peer's table for the connection, by name; `this`: the offer the
@@ -4429,35 +5500,61 @@ impl Forger {
             with("init's pid", &|o| o.pid = 1),
             with("pid 0", &|o| o.pid = 0),
             with("a pid beyond any", &|o| o.pid = u32::MAX),
-            with("another process (a child), the table's descriptor number", &|o| o.pid = child),
-            with("another process (a child) holding a copy of the table", &|o| {
-                o.pid = child;
-                o.fd = self.copy_fd as u32
-            }),
+            with(
+                "another process (a child), the table's descriptor number",
+                &|o| o.pid = child,
+            ),
+            with(
+                "another process (a child) holding a copy of the table",
+                &|o| {
+                    o.pid = child;
+                    o.fd = self.copy_fd as u32
+                },
+            ),
             with("another process's (a child's) standard input", &|o| {
                 o.pid = child;
                 o.fd = 0
             }),
             with("our pid, standard error", &|o| o.fd = 2),
             with("our pid, a descriptor not open", &|o| o.fd = 1 << 20),
-            with("our pid, a plain file", &|o| o.fd = self.file.as_raw_fd() as u32),
-            with("our pid, a sealed memfd of a page", &|o| o.fd = self.small_memfd as u32),
-            with("our pid, a memfd of the table's size, unsealed", &|o| o.fd = self.unsealed_memfd as u32),
-            with("our pid, a sealed memfd of the table's size, empty", &|o| o.fd = self.empty_memfd as u32),
-            with("our pid, a sealed copy of the table", &|o| o.fd = self.copy_fd as u32),
+            with("our pid, a plain file", &|o| {
+                o.fd = self.file.as_raw_fd() as u32
+            }),
+            with("our pid, a sealed memfd of a page", &|o| {
+                o.fd = self.small_memfd as u32
+            }),
+            with("our pid, a memfd of the table's size, unsealed", &|o| {
+                o.fd = self.unsealed_memfd as u32
+            }),
+            with("our pid, a sealed memfd of the table's size, empty", &|o| {
+                o.fd = self.empty_memfd as u32
+            }),
+            with("our pid, a sealed copy of the table", &|o| {
+                o.fd = self.copy_fd as u32
+            }),
             with("the table, a wrong cookie", &|o| o.cookie[3] ^= 0x40),
             with("the table, a slot beyond the table", &|o| o.slot = 4096),
             with("the table, slot u32::MAX", &|o| o.slot = u32::MAX),
-            with("the table, the first slot (another connection's)", &|o| o.slot = 0),
-            with("the table, a wrong generation", &|o| o.generation = o.generation.wrapping_add(1)),
+            with("the table, the first slot (another connection's)", &|o| {
+                o.slot = 0
+            }),
+            with("the table, a wrong generation", &|o| {
+                o.generation = o.generation.wrapping_add(1)
+            }),
         ];
         if let Some(t) = this {
             // The library's own offer for this connection, sent back as the peer's: its table,
             // cookie, slot and generation all right, but the slot is the library's end's.
-            v.push(("the library's own offer for this connection, sent back".into(), t));
+            v.push((
+                "the library's own offer for this connection, sent back".into(),
+                t,
+            ));
             let mut copy = t;
             copy.fd = self.copy_fd as u32;
-            v.push(("this connection's slot in a sealed copy of the table".into(), copy));
+            v.push((
+                "this connection's slot in a sealed copy of the table".into(),
+                copy,
+            ));
         }
         v
     }
@@ -4467,14 +5564,22 @@ impl Drop for Forger {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        for fd in [self.small_memfd, self.unsealed_memfd, self.empty_memfd, self.copy_fd] {
+        for fd in [
+            self.small_memfd,
+            self.unsealed_memfd,
+            self.empty_memfd,
+            self.copy_fd,
+        ] {
             // SAFETY: descriptors this struct opened.
             unsafe { libc::close(fd) };
         }
     }
 }
 
-const RAW_LIMITS: Limits = Limits { private_data: 56, message: 1 << 30 };
+const RAW_LIMITS: Limits = Limits {
+    private_data: 56,
+    message: 1 << 30,
+};
 
 /// The library connects to a raw listener whose accept asks for its direct offer: the offer
 /// its Ready makes. None when it makes none (the direct path is off, `LIBDAT_DIRECT=0`).
@@ -4485,16 +5590,28 @@ fn learn_offer() -> Option<Offer> {
     assert_eq!(side.connect(DAT_CONN_QUAL::from(port), b"", WAIT_US), OK);
     let (s, _) = l.accept().unwrap();
     let mut raw = Raw::new(s, RAW_LIMITS);
-    assert!(raw.until(Instant::now() + BOUND, |g| !g.is_empty()), "no connection request");
+    assert!(
+        raw.until(Instant::now() + BOUND, |g| !g.is_empty()),
+        "no connection request"
+    );
     let mut accept = Frame::new(ACCEPT);
     accept.flags = F_DIRECT;
     raw.send(&accept.encode());
-    assert!(raw.until(Instant::now() + BOUND, |g| g.len() >= 2), "no Ready");
+    assert!(
+        raw.until(Instant::now() + BOUND, |g| g.len() >= 2),
+        "no Ready"
+    );
     let offer = Offer::of(&raw.got[1].0, &raw.got[1].1);
     raw.send(&Frame::new(READY).encode());
-    assert_eq!(side.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        side.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     raw.send(&Frame::new(DISCONNECT).encode());
-    assert_eq!(side.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(
+        side.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
+    );
     offer
 }
 
@@ -4536,7 +5653,10 @@ fn offered(active: bool, ask: bool, forge: &dyn Fn(Option<Offer>) -> Offer) -> R
         cr.addr = read_limits(4, 4);
         raw.send(&cr.encode());
         let (cr_handle, _) = side.request();
-        assert_eq!(unsafe { dat_cr_accept(cr_handle, side.ep, 0, null_mut()) }, OK);
+        assert_eq!(
+            unsafe { dat_cr_accept(cr_handle, side.ep, 0, null_mut()) },
+            OK
+        );
         if !raw.until(deadline, |g| !g.is_empty()) || raw.got[0].0.op != ACCEPT {
             return Err("no accept".into());
         }
@@ -4559,14 +5679,31 @@ fn offered(active: bool, ask: bool, forge: &dyn Fn(Option<Offer>) -> Offer) -> R
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
     let iov = [side.iov(0, 64)];
     let target = side.rmr(2048, 64);
-    assert_eq!(unsafe { dat_ep_post_rdma_write(side.ep, 1, iov.as_ptr() as *mut _, cookie(1), &target, flags) }, OK);
+    assert_eq!(
+        unsafe {
+            dat_ep_post_rdma_write(
+                side.ep,
+                1,
+                iov.as_ptr() as *mut _,
+                cookie(1),
+                &target,
+                flags,
+            )
+        },
+        OK
+    );
     assert_eq!(side.post_send(&[side.iov(64, 32)], 2), OK);
     let has = |g: &[(Frame, Vec<u8>)], op: u8| g.iter().any(|(f, _)| f.op == op);
     if !raw.until(deadline, |g| has(g, RDMA_WRITE) && has(g, SEND)) {
         let ops: Vec<u8> = raw.got.iter().map(|x| x.0.op).collect();
         return Err(format!("the EP's write and message did not come by the socket (got ops {ops:?}): the offer was taken up"));
     }
-    let (w, wp) = raw.got.iter().find(|(f, _)| f.op == RDMA_WRITE).cloned().unwrap();
+    let (w, wp) = raw
+        .got
+        .iter()
+        .find(|(f, _)| f.op == RDMA_WRITE)
+        .cloned()
+        .unwrap();
     if w.rkey != side.rmr_ctx || w.addr != side.addr(2048) || wp != pattern {
         return Err(format!("the EP's write arrived as {w:?}"));
     }
@@ -4574,7 +5711,13 @@ fn offered(active: bool, ask: bool, forge: &dyn Fn(Option<Offer>) -> Offer) -> R
         return Err("the EP's write landed in its own memory: the offer was taken up".into());
     }
     // The peer acknowledges both; its own write lands; its goodbye ends the connection.
-    let last = raw.got.iter().filter(|(f, _)| matches!(f.op, RDMA_WRITE | SEND)).map(|x| x.0.id).max().unwrap();
+    let last = raw
+        .got
+        .iter()
+        .filter(|(f, _)| matches!(f.op, RDMA_WRITE | SEND))
+        .map(|x| x.0.id)
+        .max()
+        .unwrap();
     let mut ack = Frame::new(ACK);
     ack.id = last;
     let mut write = Frame::new(RDMA_WRITE);
@@ -4582,7 +5725,14 @@ fn offered(active: bool, ask: bool, forge: &dyn Fn(Option<Offer>) -> Offer) -> R
     write.addr = side.addr(3000);
     write.len = 8;
     write.id = 1;
-    raw.send(&[ack.encode().to_vec(), write.with(&[0xA5; 8]), Frame::new(DISCONNECT).encode().to_vec()].concat());
+    raw.send(
+        &[
+            ack.encode().to_vec(),
+            write.with(&[0xA5; 8]),
+            Frame::new(DISCONNECT).encode().to_vec(),
+        ]
+        .concat(),
+    );
     for _ in 0..2 {
         let (_, status, ..) = dto(side.req_evd);
         if status != dat_dto_completion_status::DAT_DTO_SUCCESS {
@@ -4607,31 +5757,63 @@ fn hostile_direct_offers_are_never_taken_up() {
     // library never takes one up: the connection goes on by the socket, and nothing crashes.
     let Some(real) = learn_offer() else {
         println!("the library makes no direct offers (LIBDAT_DIRECT=0?): forgeries are sent all the same");
-        let fake = Offer { pid: std::process::id(), fd: 3, slot: 0, generation: 1, cookie: [7; 16] };
+        let fake = Offer {
+            pid: std::process::id(),
+            fd: 3,
+            slot: 0,
+            generation: 1,
+            cookie: [7; 16],
+        };
         for active in [false, true] {
             offered(active, true, &|_| fake).unwrap();
         }
         return;
     };
-    assert_eq!(real.pid, std::process::id(), "the library's offer names its own process");
+    assert_eq!(
+        real.pid,
+        std::process::id(),
+        "the library's offer names its own process"
+    );
     let forger = Forger::new(real);
     let mut failures = Vec::new();
     let mut runs = 0;
     for active in [true, false] {
         for ask in [true, false] {
             let this = active.then_some(()).and(ask.then_some(()));
-            let names: Vec<String> = forger.forgeries(this.map(|_| real)).into_iter().map(|x| x.0).collect();
+            let names: Vec<String> = forger
+                .forgeries(this.map(|_| real))
+                .into_iter()
+                .map(|x| x.0)
+                .collect();
             for name in names {
-                let forge = |this: Option<Offer>| forger.forgeries(this).into_iter().find(|x| x.0 == name).map(|x| x.1).unwrap_or(real);
+                let forge = |this: Option<Offer>| {
+                    forger
+                        .forgeries(this)
+                        .into_iter()
+                        .find(|x| x.0 == name)
+                        .map(|x| x.1)
+                        .unwrap_or(real)
+                };
                 runs += 1;
                 if let Err(e) = offered(active, ask, &forge) {
-                    failures.push(format!("{} ({}): {name}: {e}", if active { "active" } else { "passive" }, if ask { "asked" } else { "unasked" }));
+                    failures.push(format!(
+                        "{} ({}): {name}: {e}",
+                        if active { "active" } else { "passive" },
+                        if ask { "asked" } else { "unasked" }
+                    ));
                 }
             }
         }
     }
-    println!("hostile direct offers: {runs} connections, {} failed", failures.len());
-    assert!(failures.is_empty(), "forged offers:\n  {}", failures.join("\n  "));
+    println!(
+        "hostile direct offers: {runs} connections, {} failed",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "forged offers:\n  {}",
+        failures.join("\n  ")
+    );
 }
 
 #[test]
@@ -4657,7 +5839,21 @@ fn kept_messages_are_bounded_per_process() {
         .output()
         .expect("the test binary runs again");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "the fuzzer's kept-message cases with LIBDAT_PEER_MEMORY=1 failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let met = text.lines().find_map(|l| l.trim().strip_suffix("refused: kept messages over their bound")).and_then(|n| n.trim().parse::<u64>().ok());
-    assert_eq!(met, Some(cases), "each case goes past a bound; the cases' endings:\n{text}");
+    assert!(
+        out.status.success(),
+        "the fuzzer's kept-message cases with LIBDAT_PEER_MEMORY=1 failed:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let met = text
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_suffix("refused: kept messages over their bound")
+        })
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert_eq!(
+        met,
+        Some(cases),
+        "each case goes past a bound; the cases' endings:\n{text}"
+    );
 }

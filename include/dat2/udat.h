@@ -580,6 +580,12 @@ DAT_RETURN dat_pz_query(DAT_PZ_HANDLE pz_handle,
 
 DAT_RETURN dat_pz_free(DAT_PZ_HANDLE pz_handle);
 
+DAT_RETURN dat_registry_list_providers(DAT_COUNT max_to_return,
+                                       DAT_COUNT *entries_returned,
+                                       DAT_PROVIDER_INFO **dat_provider_list);
+
+DAT_RETURN dat_strerror(DAT_RETURN value, const char **message, const char **minor_message);
+
 DAT_RETURN dat_rmr_create(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *rmr_handle);
 
 DAT_RETURN dat_rmr_create_for_ep(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *rmr_handle);
@@ -619,12 +625,6 @@ DAT_RETURN dat_srq_query(DAT_SRQ_HANDLE srq_handle,
 DAT_RETURN dat_srq_resize(DAT_SRQ_HANDLE srq_handle, DAT_COUNT srq_max_recv_dto);
 
 DAT_RETURN dat_srq_set_lw(DAT_SRQ_HANDLE srq_handle, DAT_COUNT low_watermark);
-
-DAT_RETURN dat_registry_list_providers(DAT_COUNT max_to_return,
-                                       DAT_COUNT *entries_returned,
-                                       DAT_PROVIDER_INFO **dat_provider_list);
-
-DAT_RETURN dat_strerror(DAT_RETURN value, const char **message, const char **minor_message);
 
 #ifdef __cplusplus
 }  // extern "C"

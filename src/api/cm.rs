@@ -32,7 +32,9 @@ fn listen(sp: &Arc<ServicePoint>, conn_qual: DAT_CONN_QUAL) -> DatResult<DAT_CON
         std::io::ErrorKind::AddrInUse => DatError::bare(Type::DAT_CONN_QUAL_IN_USE),
         _ => DatError::bare(Type::DAT_CONN_QUAL_UNAVAILABLE),
     })?;
-    sp.ia.counters.bump(dat_ia_counters::DCNT_IA_CM_LISTEN as u32);
+    sp.ia
+        .counters
+        .bump(dat_ia_counters::DCNT_IA_CM_LISTEN as u32);
     Ok(listening)
 }
 
@@ -89,7 +91,11 @@ pub unsafe extern "C" fn dat_psp_create_any(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_psp_query(psp_handle: DAT_PSP_HANDLE, psp_param_mask: DAT_PSP_PARAM_MASK, psp_param: *mut DAT_PSP_PARAM) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_psp_query(
+    psp_handle: DAT_PSP_HANDLE,
+    psp_param_mask: DAT_PSP_PARAM_MASK,
+    psp_param: *mut DAT_PSP_PARAM,
+) -> DAT_RETURN {
     entry! {
         let psp = edge::object::<Psp>(psp_handle, Sub::DAT_INVALID_HANDLE_PSP)?;
         edge::flags_in(psp_param_mask, dat_psp_param_mask::DAT_PSP_FIELD_ALL as u32, 2)?;
@@ -144,7 +150,11 @@ pub unsafe extern "C" fn dat_rsp_create(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_rsp_query(rsp_handle: DAT_RSP_HANDLE, rsp_param_mask: DAT_RSP_PARAM_MASK, rsp_param: *mut DAT_RSP_PARAM) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_rsp_query(
+    rsp_handle: DAT_RSP_HANDLE,
+    rsp_param_mask: DAT_RSP_PARAM_MASK,
+    rsp_param: *mut DAT_RSP_PARAM,
+) -> DAT_RETURN {
     entry! {
         let rsp = edge::object::<Rsp>(rsp_handle, Sub::DAT_INVALID_HANDLE_RSP)?;
         edge::flags_in(rsp_param_mask, dat_rsp_param_mask::DAT_RSP_FIELD_ALL as u32, 2)?;
@@ -209,11 +219,17 @@ pub unsafe extern "C" fn dat_csp_create(
 
 /// A common service point's address, or the remote one of `dat_ep_common_connect`: IPv4 with
 /// a port (which names the service point, as a qualifier up to 0xffff does).
-pub(crate) unsafe fn common_address(address: DAT_IA_ADDRESS_PTR, position: u8) -> DatResult<libc::sockaddr_in> {
+pub(crate) unsafe fn common_address(
+    address: DAT_IA_ADDRESS_PTR,
+    position: u8,
+) -> DatResult<libc::sockaddr_in> {
     // SAFETY: a non-NULL address points to a sockaddr (API contract).
     let sa = unsafe { edge::required_in(address as *const libc::sockaddr, position)? };
     if i32::from(sa.sa_family) != libc::AF_INET {
-        return Err(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNSUPPORTED));
+        return Err(DatError::new(
+            Type::DAT_INVALID_ADDRESS,
+            Sub::DAT_INVALID_ADDRESS_UNSUPPORTED,
+        ));
     }
     // SAFETY: an AF_INET address is a sockaddr_in.
     let sin = unsafe { edge::required_in(address as *const libc::sockaddr_in, position)? };
@@ -224,7 +240,11 @@ pub(crate) unsafe fn common_address(address: DAT_IA_ADDRESS_PTR, position: u8) -
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_csp_query(csp_handle: DAT_CSP_HANDLE, csp_param_mask: DAT_CSP_PARAM_MASK, csp_param: *mut DAT_CSP_PARAM) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_csp_query(
+    csp_handle: DAT_CSP_HANDLE,
+    csp_param_mask: DAT_CSP_PARAM_MASK,
+    csp_param: *mut DAT_CSP_PARAM,
+) -> DAT_RETURN {
     entry! {
         let csp = edge::object::<Csp>(csp_handle, Sub::DAT_INVALID_HANDLE_CSP)?;
         edge::flags_in(csp_param_mask, dat_csp_param_mask::DAT_CSP_FIELD_ALL as u32, 2)?;
@@ -256,7 +276,11 @@ fn cr(h: DAT_CR_HANDLE) -> DatResult<Arc<Cr>> {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_cr_query(cr_handle: DAT_CR_HANDLE, cr_param_mask: DAT_CR_PARAM_MASK, cr_param: *mut DAT_CR_PARAM) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_cr_query(
+    cr_handle: DAT_CR_HANDLE,
+    cr_param_mask: DAT_CR_PARAM_MASK,
+    cr_param: *mut DAT_CR_PARAM,
+) -> DAT_RETURN {
     entry! {
         let cr = cr(cr_handle)?;
         edge::flags_in(cr_param_mask, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, 2)?;
@@ -340,7 +364,11 @@ pub unsafe extern "C" fn dat_cr_accept(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_cr_reject(cr_handle: DAT_CR_HANDLE, private_data_size: DAT_COUNT, private_data: DAT_PVOID) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_cr_reject(
+    cr_handle: DAT_CR_HANDLE,
+    private_data_size: DAT_COUNT,
+    private_data: DAT_PVOID,
+) -> DAT_RETURN {
     entry! {
         let cr = cr(cr_handle)?;
         // SAFETY: forwarded from our caller.
@@ -361,7 +389,10 @@ pub unsafe extern "C" fn dat_cr_reject(cr_handle: DAT_CR_HANDLE, private_data_si
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_cr_handoff(cr_handle: DAT_CR_HANDLE, handoff: DAT_CONN_QUAL) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_cr_handoff(
+    cr_handle: DAT_CR_HANDLE,
+    handoff: DAT_CONN_QUAL,
+) -> DAT_RETURN {
     entry! {
         let cr = cr(cr_handle)?;
         // "another Connection Qualifier on the same IA": one a service point of the CR's IA

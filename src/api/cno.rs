@@ -8,9 +8,9 @@ use super::wait::WaitState;
 use crate::abi::*;
 use crate::error::{DatError, Sub, Type};
 use crate::objects::cno::Cno;
-use crate::objects::Counted;
 use crate::objects::ia::Ia;
 use crate::objects::wakeup::WaitStep;
+use crate::objects::Counted;
 
 #[no_mangle]
 pub unsafe extern "C" fn dat_cno_create(
@@ -47,7 +47,10 @@ pub unsafe extern "C" fn dat_cno_fd_create(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_cno_modify_agent(cno_handle: DAT_CNO_HANDLE, agent: DAT_OS_WAIT_PROXY_AGENT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_cno_modify_agent(
+    cno_handle: DAT_CNO_HANDLE,
+    agent: DAT_OS_WAIT_PROXY_AGENT,
+) -> DAT_RETURN {
     entry! {
         edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?.set_agent(agent);
         Ok(())
@@ -101,7 +104,11 @@ pub unsafe extern "C" fn dat_cno_free(cno_handle: DAT_CNO_HANDLE) -> DAT_RETURN 
 // here (see `api::wait`). Declared here for Rust callers (the tests) and for the header
 // generator, which writes its prototype.
 extern "C" {
-    pub fn dat_cno_wait(cno_handle: DAT_CNO_HANDLE, cno_timeout: DAT_TIMEOUT, evd_handle: *mut DAT_EVD_HANDLE) -> DAT_RETURN;
+    pub fn dat_cno_wait(
+        cno_handle: DAT_CNO_HANDLE,
+        cno_timeout: DAT_TIMEOUT,
+        evd_handle: *mut DAT_EVD_HANDLE,
+    ) -> DAT_RETURN;
 }
 
 /// A step of `dat_cno_wait` (see `api::wait`), as `libdat_evd_wait_step` is of an EVD's.
@@ -167,7 +174,10 @@ pub unsafe extern "C" fn libdat_cno_wait_abandon(state: *mut c_void) {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_cno_trigger(cno_handle: DAT_CNO_HANDLE, evd_handle: *mut DAT_EVD_HANDLE) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_cno_trigger(
+    cno_handle: DAT_CNO_HANDLE,
+    evd_handle: *mut DAT_EVD_HANDLE,
+) -> DAT_RETURN {
     entry! {
         let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
         let out = edge::out(evd_handle, 2)?;

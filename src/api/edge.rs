@@ -68,7 +68,9 @@ pub fn with_object<T: Object, R>(
     let lent = recent.try_with(|r| {
         let remembered = r.0.try_borrow().ok()?;
         match &*remembered {
-            Some((key, at, o)) if *key == h as usize && *at == removals => body.take().map(|b| b(o)),
+            Some((key, at, o)) if *key == h as usize && *at == removals => {
+                body.take().map(|b| b(o))
+            }
             _ => None,
         }
     });
@@ -78,7 +80,10 @@ pub fn with_object<T: Object, R>(
     let o = object::<T>(h, sub)?;
     // Not while the memory is lent out (a nested lookup), nor as the thread ends.
     let _ = recent.try_with(|r| {
-        let forgotten = r.0.try_borrow_mut().ok().and_then(|mut m| m.replace((h as usize, removals, o.clone())));
+        let forgotten =
+            r.0.try_borrow_mut()
+                .ok()
+                .and_then(|mut m| m.replace((h as usize, removals, o.clone())));
         drop(forgotten); // outside the borrow: the last reference may go here
     });
     match body.take() {
@@ -115,7 +120,9 @@ impl<T> Out<T> {
 
 /// An out-parameter that must not be NULL: `DAT_INVALID_PARAMETER` with `DAT_INVALID_ARGn`.
 pub fn out<T>(p: *mut T, position: u8) -> DatResult<Out<T>> {
-    NonNull::new(p).map(Out).ok_or(DatError::invalid_arg(position))
+    NonNull::new(p)
+        .map(Out)
+        .ok_or(DatError::invalid_arg(position))
 }
 
 /// An out-parameter that may be NULL (the caller does not want the value).

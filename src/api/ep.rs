@@ -7,18 +7,18 @@ use std::sync::Arc;
 use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
-use crate::objects::ep::{self, Close, End, Ep, EpInner, Outgoing, Parts, Posted, Report};
-use crate::objects::extension::Extended;
 use crate::objects::conn_qual;
 use crate::objects::counters::{Tally, EP_COUNTERS};
+use crate::objects::ep::{self, Close, End, Ep, EpInner, Outgoing, Parts, Posted, Report};
 use crate::objects::ep_state::{self, Post};
 use crate::objects::evd::Evd;
+use crate::objects::extension::Extended;
 use crate::objects::ia::Ia;
+use crate::objects::limits;
 use crate::objects::lmr::{self, AccessError, Lmr};
 use crate::objects::pz::Pz;
 use crate::objects::rmr::Window;
 use crate::objects::srq::{PostedRecv, Segments, Srq};
-use crate::objects::limits;
 
 fn ep(h: DAT_EP_HANDLE) -> DatResult<Arc<Ep>> {
     edge::object::<Ep>(h, Sub::DAT_INVALID_HANDLE_EP)
@@ -36,7 +36,12 @@ fn with_ep<R>(h: DAT_EP_HANDLE, body: impl FnOnce(&Ep) -> DatResult<R>) -> DatRe
 
 /// An EVD the EP will feed: NULL, or an EVD with the right stream that the IA's connections
 /// can feed (its own, or another TCP IA's).
-fn stream_evd(h: DAT_EVD_HANDLE, ia: &Arc<Ia>, stream: dat_evd_flags, sub: Sub) -> DatResult<Option<Arc<Evd>>> {
+fn stream_evd(
+    h: DAT_EVD_HANDLE,
+    ia: &Arc<Ia>,
+    stream: dat_evd_flags,
+    sub: Sub,
+) -> DatResult<Option<Arc<Evd>>> {
     let evd = edge::optional_object::<Evd>(h, sub)?;
     if let Some(e) = &evd {
         if !ia.feeds_evds_of(&e.ia) || !e.has_stream(stream) {
@@ -63,11 +68,24 @@ unsafe fn create(
     if pz.as_ref().is_some_and(|p| !Arc::ptr_eq(&p.ia, &ia)) {
         return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ));
     }
-    let recv_evd = stream_evd(recv_evd_handle, &ia, dat_evd_flags::DAT_EVD_DTO_FLAG, Sub::DAT_INVALID_HANDLE_EVD_RECV)?;
-    let request_evd =
-        stream_evd(request_evd_handle, &ia, dat_evd_flags::DAT_EVD_DTO_FLAG, Sub::DAT_INVALID_HANDLE_EVD_REQUEST)?;
-    let connect_evd =
-        stream_evd(connect_evd_handle, &ia, dat_evd_flags::DAT_EVD_CONNECTION_FLAG, Sub::DAT_INVALID_HANDLE_EVD_CONN)?;
+    let recv_evd = stream_evd(
+        recv_evd_handle,
+        &ia,
+        dat_evd_flags::DAT_EVD_DTO_FLAG,
+        Sub::DAT_INVALID_HANDLE_EVD_RECV,
+    )?;
+    let request_evd = stream_evd(
+        request_evd_handle,
+        &ia,
+        dat_evd_flags::DAT_EVD_DTO_FLAG,
+        Sub::DAT_INVALID_HANDLE_EVD_REQUEST,
+    )?;
+    let connect_evd = stream_evd(
+        connect_evd_handle,
+        &ia,
+        dat_evd_flags::DAT_EVD_CONNECTION_FLAG,
+        Sub::DAT_INVALID_HANDLE_EVD_CONN,
+    )?;
     let srq = match srq_handle {
         Some(h) => {
             let srq = edge::object::<Srq>(h, Sub::DAT_INVALID_HANDLE_SRQ)?;
@@ -86,12 +104,19 @@ unsafe fn create(
         None => ep::default_attr(),
     };
     let out = edge::out(ep_handle, attr_position + 1)?;
-    let datagram = attr.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
+    let datagram =
+        attr.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
     if datagram && srq.is_some() {
         // A UD EP takes its receives from its own queue on every transport of ours.
         return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
     }
-    let parts = Parts { pz, recv_evd, request_evd, connect_evd, srq };
+    let parts = Parts {
+        pz,
+        recv_evd,
+        request_evd,
+        connect_evd,
+        srq,
+    };
     let ep = Arc::new(Ep::new(ia.clone(), parts, attr));
     if datagram {
         // Its QP carries its posts from the start: a UD EP is never connected.
@@ -145,7 +170,11 @@ pub unsafe extern "C" fn dat_ep_create_with_srq(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_ep_query(ep_handle: DAT_EP_HANDLE, ep_param_mask: DAT_EP_PARAM_MASK, ep_param: *mut DAT_EP_PARAM) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_ep_query(
+    ep_handle: DAT_EP_HANDLE,
+    ep_param_mask: DAT_EP_PARAM_MASK,
+    ep_param: *mut DAT_EP_PARAM,
+) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
         if ep_param_mask & !DAT_EP_FIELD_ALL != 0 {
@@ -177,7 +206,11 @@ pub unsafe extern "C" fn dat_ep_query(ep_handle: DAT_EP_HANDLE, ep_param_mask: D
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_ep_modify(ep_handle: DAT_EP_HANDLE, ep_param_mask: DAT_EP_PARAM_MASK, ep_param: *const DAT_EP_PARAM) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_ep_modify(
+    ep_handle: DAT_EP_HANDLE,
+    ep_param_mask: DAT_EP_PARAM_MASK,
+    ep_param: *const DAT_EP_PARAM,
+) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
         if ep_param_mask & !DAT_EP_FIELD_ALL != 0 {
@@ -315,7 +348,11 @@ pub unsafe extern "C" fn dat_ep_reset(ep_handle: DAT_EP_HANDLE) -> DAT_RETURN {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_ep_recv_query(ep_handle: DAT_EP_HANDLE, nbufs_allocated: *mut DAT_COUNT, bufs_alloc_span: *mut DAT_COUNT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_ep_recv_query(
+    ep_handle: DAT_EP_HANDLE,
+    nbufs_allocated: *mut DAT_COUNT,
+    bufs_alloc_span: *mut DAT_COUNT,
+) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
         let inner = ep.inner.lock();
@@ -338,7 +375,11 @@ pub unsafe extern "C" fn dat_ep_recv_query(ep_handle: DAT_EP_HANDLE, nbufs_alloc
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_ep_set_watermark(ep_handle: DAT_EP_HANDLE, soft_high_watermark: DAT_COUNT, hard_high_watermark: DAT_COUNT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_ep_set_watermark(
+    ep_handle: DAT_EP_HANDLE,
+    soft_high_watermark: DAT_COUNT,
+    hard_high_watermark: DAT_COUNT,
+) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
         let inner = ep.inner.lock();
@@ -373,11 +414,17 @@ unsafe fn private_data<'a>(size: DAT_COUNT, data: DAT_PVOID, position: u8) -> Da
 
 /// An IPv4 remote address: NULL or another family is `DAT_INVALID_ADDRESS`.
 unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr> {
-    let malformed = DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_MALFORMED);
+    let malformed = DatError::new(
+        Type::DAT_INVALID_ADDRESS,
+        Sub::DAT_INVALID_ADDRESS_MALFORMED,
+    );
     // SAFETY: a non-NULL address points to a sockaddr (API contract).
     let sa = unsafe { edge::read_in(p) }.ok_or(malformed)?;
     if i32::from(sa.sa_family) != libc::AF_INET {
-        return Err(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNSUPPORTED));
+        return Err(DatError::new(
+            Type::DAT_INVALID_ADDRESS,
+            Sub::DAT_INVALID_ADDRESS_UNSUPPORTED,
+        ));
     }
     // SAFETY: an AF_INET address is a sockaddr_in.
     let sin = unsafe { edge::read_in(p as *const libc::sockaddr_in) }.ok_or(malformed)?;
@@ -386,16 +433,29 @@ unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr>
 
 /// Moves an UNCONNECTED EP to ACTIVE_CONNECTION_PENDING and starts the connect to qualifier
 /// `conn_qual` at `ip`.
-fn start_connect(ep: Arc<Ep>, ip: std::net::Ipv4Addr, conn_qual: DAT_CONN_QUAL, timeout: DAT_TIMEOUT, private_data: &[u8]) -> DatResult {
+fn start_connect(
+    ep: Arc<Ep>,
+    ip: std::net::Ipv4Addr,
+    conn_qual: DAT_CONN_QUAL,
+    timeout: DAT_TIMEOUT,
+    private_data: &[u8],
+) -> DatResult {
     {
         let mut inner = ep.inner.lock();
         inner.state = ep_state::connect(inner.state)?;
         inner.remote_port = conn_qual;
         inner.closing = false;
     }
-    let timeout = (timeout != DAT_TIMEOUT_INFINITE).then(|| std::time::Duration::from_micros(u64::from(timeout)));
+    let timeout = (timeout != DAT_TIMEOUT_INFINITE)
+        .then(|| std::time::Duration::from_micros(u64::from(timeout)));
     let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
-    let started = ep.ia.transport.connect(ep.clone(), remote, conn_qual, private_data.to_vec(), timeout);
+    let started = ep.ia.transport.connect(
+        ep.clone(),
+        remote,
+        conn_qual,
+        private_data.to_vec(),
+        timeout,
+    );
     ep.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
     if started.is_err() {
         ep.inner.lock().state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
@@ -406,13 +466,22 @@ fn start_connect(ep: Arc<Ep>, ip: std::net::Ipv4Addr, conn_qual: DAT_CONN_QUAL, 
 /// A UD EP's connect: an exchange with the service point of `conn_qual` at `ip`, in any
 /// state (a UD EP reaches any number of peers, each through an address handle its UD
 /// connection event brings); it needs its connect EVD.
-fn connect_datagram(ep: Arc<Ep>, ip: std::net::Ipv4Addr, conn_qual: DAT_CONN_QUAL, private_data: &[u8]) -> DatResult {
+fn connect_datagram(
+    ep: Arc<Ep>,
+    ip: std::net::Ipv4Addr,
+    conn_qual: DAT_CONN_QUAL,
+    private_data: &[u8],
+) -> DatResult {
     if ep.inner.lock().connect_evd.is_none() {
-        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT));
+        return Err(DatError::invalid_state(
+            Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
+        ));
     }
     let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
     ep.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
-    ep.ia.transport.connect_datagram(ep.clone(), remote, conn_qual, private_data.to_vec())
+    ep.ia
+        .transport
+        .connect_datagram(ep.clone(), remote, conn_qual, private_data.to_vec())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -500,7 +569,10 @@ pub unsafe extern "C" fn dat_ep_common_connect(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_ep_disconnect(ep_handle: DAT_EP_HANDLE, close_flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_ep_disconnect(
+    ep_handle: DAT_EP_HANDLE,
+    close_flags: DAT_CLOSE_FLAGS,
+) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
         let flags = edge::enum_in::<dat_close_flags, _>(close_flags, 2)?;
@@ -544,7 +616,9 @@ fn check_connectable(ep: &Ep) -> DatResult {
     let inner = ep.inner.lock();
     ep_state::connect(inner.state)?;
     if inner.connect_evd.is_none() {
-        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT));
+        return Err(DatError::invalid_state(
+            Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
+        ));
     }
     if inner.pz.is_none() {
         return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
@@ -558,7 +632,12 @@ fn check_connectable(ep: &Ep) -> DatResult {
 /// together (counted here, as each is checked, for the transport and the counters).
 // Inlined: one call fewer in every post.
 #[inline]
-pub(super) fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc<Pz>>, privilege: u32, position: u8) -> DatResult<u64> {
+pub(super) fn check_local_segments(
+    segments: &[DAT_LMR_TRIPLET],
+    pz: Option<&Arc<Pz>>,
+    privilege: u32,
+    position: u8,
+) -> DatResult<u64> {
     let Some(pz) = pz else {
         return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
     };
@@ -573,7 +652,9 @@ pub(super) fn check_local_segments(segments: &[DAT_LMR_TRIPLET], pz: Option<&Arc
         match Lmr::check_segment(s.lmr_context, s.virtual_address, length, privilege, pz) {
             Ok(_) => total += length,
             Err(AccessError::Bounds) => return Err(DatError::invalid_arg(position)),
-            Err(AccessError::Protection) => return Err(DatError::new(Type::DAT_PROTECTION_VIOLATION, protection)),
+            Err(AccessError::Protection) => {
+                return Err(DatError::new(Type::DAT_PROTECTION_VIOLATION, protection))
+            }
             Err(AccessError::UnknownContext | AccessError::Privilege) => {
                 return Err(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, privileges))
             }
@@ -612,95 +693,148 @@ pub(super) unsafe fn post_request(
     invalidate: Option<u32>,
 ) -> DatResult {
     // The body inlined: a data-transfer call makes one call of its own, not two.
-    with_ep(ep_handle, #[inline(always)] |ep| {
-        // The checks run under the EP's lock, on what it holds (no references taken); only the
-        // link the request goes out on is taken along.
-        let mut inner = ep.inner.lock();
-        live(&inner)?;
-        let max_iov = match operation {
-            dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
-            dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
-            _ => inner.attr.max_request_iov,
-        };
-        if num_segments < 0 || num_segments > max_iov.max(1) {
-            return Err(DatError::invalid_arg(2));
-        }
-        // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
-        let segments = unsafe { edge::slice_in(local_iov, num_segments, 3)? };
-        let remote = match remote_iov {
-            // SAFETY: a non-NULL remote IOV points to a triplet (API contract).
-            Some(r) => Some(unsafe { edge::required_in(r, 5)? }),
-            None => None,
-        };
-        check_completion_flags(completion_flags, inner.attr.request_completion_flags, flags_position)?;
-        let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ { lmr::PRIV_LOCAL_WRITE } else { lmr::PRIV_LOCAL_READ };
-        let length = check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
-        if inner.request_evd.is_none() {
-            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_REQUEST));
-        }
-        // A UD EP sends datagrams only, each to an address handle, in any state (its QP is
-        // ready from the start); a datagram needs a UD EP.
-        let datagram = Ep::is_datagram(&inner);
-        if datagram != matches!(extended, Some(Extended::Datagram { .. })) {
-            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-        }
-        let post = if datagram { Post::Run } else { ep_state::post_request(inner.state)? };
-        // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-        let cookie = unsafe { user_cookie.as_64 };
-        let posted = match post {
-            Post::Run => {
-                // Made where it is used: the direct post, inlined, keeps its fields in
-                // registers; only the link's call needs it in memory.
-                let request = || Outgoing {
-                    operation,
-                    segments,
-                    length,
-                    remote,
-                    cookie,
-                    report: Report::of(completion_flags),
-                    solicited: completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0,
-                    fence: completion_flags & dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32 != 0,
-                    extended,
-                    invalidate,
-                };
-                let counted = post_counters(operation, extended);
-                let EpInner { wire, link, outstanding, attr, posted, .. } = &mut *inner;
-                if let Some(result) = wire.post_direct(link.as_ref(), outstanding, attr.max_request_dtos, &request()) {
-                    let queued = result?;
-                    count_post(posted, counted, length, Tally::add);
-                    drop(inner);
-                    queued
-                } else if let Some(link) = inner.link.clone() {
-                    // Counted under the lock the transport takes over; taken back if the
-                    // request does not go out.
-                    count_post(&mut inner.posted, counted, length, Tally::add);
-                    match link.post(ep, inner, &request()) {
-                        Ok(posted) => posted,
-                        Err(e) => {
-                            count_post(&mut ep.inner.lock().posted, counted, length, Tally::sub);
-                            return Err(e);
+    with_ep(
+        ep_handle,
+        #[inline(always)]
+        |ep| {
+            // The checks run under the EP's lock, on what it holds (no references taken); only the
+            // link the request goes out on is taken along.
+            let mut inner = ep.inner.lock();
+            live(&inner)?;
+            let max_iov = match operation {
+                dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
+                dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
+                _ => inner.attr.max_request_iov,
+            };
+            if num_segments < 0 || num_segments > max_iov.max(1) {
+                return Err(DatError::invalid_arg(2));
+            }
+            // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
+            let segments = unsafe { edge::slice_in(local_iov, num_segments, 3)? };
+            let remote = match remote_iov {
+                // SAFETY: a non-NULL remote IOV points to a triplet (API contract).
+                Some(r) => Some(unsafe { edge::required_in(r, 5)? }),
+                None => None,
+            };
+            check_completion_flags(
+                completion_flags,
+                inner.attr.request_completion_flags,
+                flags_position,
+            )?;
+            let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ {
+                lmr::PRIV_LOCAL_WRITE
+            } else {
+                lmr::PRIV_LOCAL_READ
+            };
+            let length =
+                check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
+            if inner.request_evd.is_none() {
+                return Err(DatError::invalid_state(
+                    Sub::DAT_INVALID_STATE_EP_EVD_REQUEST,
+                ));
+            }
+            // A UD EP sends datagrams only, each to an address handle, in any state (its QP is
+            // ready from the start); a datagram needs a UD EP.
+            let datagram = Ep::is_datagram(&inner);
+            if datagram != matches!(extended, Some(Extended::Datagram { .. })) {
+                return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+            }
+            let post = if datagram {
+                Post::Run
+            } else {
+                ep_state::post_request(inner.state)?
+            };
+            // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
+            let cookie = unsafe { user_cookie.as_64 };
+            let posted = match post {
+                Post::Run => {
+                    // Made where it is used: the direct post, inlined, keeps its fields in
+                    // registers; only the link's call needs it in memory.
+                    let request = || Outgoing {
+                        operation,
+                        segments,
+                        length,
+                        remote,
+                        cookie,
+                        report: Report::of(completion_flags),
+                        solicited: completion_flags
+                            & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32
+                            != 0,
+                        fence: completion_flags
+                            & dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32
+                            != 0,
+                        extended,
+                        invalidate,
+                    };
+                    let counted = post_counters(operation, extended);
+                    let EpInner {
+                        wire,
+                        link,
+                        outstanding,
+                        attr,
+                        posted,
+                        ..
+                    } = &mut *inner;
+                    if let Some(result) = wire.post_direct(
+                        link.as_ref(),
+                        outstanding,
+                        attr.max_request_dtos,
+                        &request(),
+                    ) {
+                        let queued = result?;
+                        count_post(posted, counted, length, Tally::add);
+                        drop(inner);
+                        queued
+                    } else if let Some(link) = inner.link.clone() {
+                        // Counted under the lock the transport takes over; taken back if the
+                        // request does not go out.
+                        count_post(&mut inner.posted, counted, length, Tally::add);
+                        match link.post(ep, inner, &request()) {
+                            Ok(posted) => posted,
+                            Err(e) => {
+                                count_post(
+                                    &mut ep.inner.lock().posted,
+                                    counted,
+                                    length,
+                                    Tally::sub,
+                                );
+                                return Err(e);
+                            }
                         }
+                    } else {
+                        drop(inner);
+                        Posted::Flush
                     }
-                } else {
+                }
+                Post::Flush => {
                     drop(inner);
                     Posted::Flush
                 }
+            };
+            if posted == Posted::Flush {
+                let evd = ep
+                    .inner
+                    .lock()
+                    .request_evd
+                    .as_ref()
+                    .map(|e| e.arc().clone());
+                if let Some(evd) = evd {
+                    let flushed = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED;
+                    let request = ep::Request {
+                        seq: 0,
+                        cookie,
+                        operation,
+                        length: 0,
+                        report: Report::Notify,
+                        extended: extended.map(Extended::kind),
+                        bind: None,
+                    };
+                    ep.complete_request_on(Some(&evd), &request, flushed, 0);
+                }
             }
-            Post::Flush => {
-                drop(inner);
-                Posted::Flush
-            }
-        };
-        if posted == Posted::Flush {
-            let evd = ep.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
-            if let Some(evd) = evd {
-                let flushed = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED;
-                let request = ep::Request { seq: 0, cookie, operation, length: 0, report: Report::Notify, extended: extended.map(Extended::kind), bind: None };
-                ep.complete_request_on(Some(&evd), &request, flushed, 0);
-            }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
 }
 
 #[no_mangle]
@@ -879,7 +1013,12 @@ fn live(inner: &EpInner) -> DatResult {
 /// Counts a request posted on its way out (`Tally::add`), or takes it back (`Tally::sub`):
 /// the IB extension's EP counters, kept under the EP's lock.
 #[inline]
-fn count_post(posted: &mut Tally<EP_COUNTERS>, (posts, bytes): PostCounters, length: u64, op: fn(&mut Tally<EP_COUNTERS>, u32, u64)) {
+fn count_post(
+    posted: &mut Tally<EP_COUNTERS>,
+    (posts, bytes): PostCounters,
+    length: u64,
+    op: fn(&mut Tally<EP_COUNTERS>, u32, u64),
+) {
     op(posted, posts as u32, 1);
     if let Some(bytes) = bytes {
         op(posted, bytes as u32, length);
@@ -895,10 +1034,19 @@ fn post_counters(operation: dat_dtos, extended: Option<Extended>) -> PostCounter
     match (extended, operation) {
         (Some(Extended::FetchAdd(_)), _) => (C::DCNT_EP_POST_FETCH_ADD, None),
         (Some(Extended::CompareSwap { .. }), _) => (C::DCNT_EP_POST_CMP_SWAP, None),
-        (Some(Extended::WriteImmediate(_)), _) => (C::DCNT_EP_POST_WRITE_IMM, Some(C::DCNT_EP_POST_WRITE_IMM_DATA)),
-        (Some(Extended::Datagram { .. }), _) => (C::DCNT_EP_POST_SEND_UD, Some(C::DCNT_EP_POST_SEND_UD_DATA)),
-        (None, dat_dtos::DAT_DTO_RDMA_WRITE) => (C::DCNT_EP_POST_WRITE, Some(C::DCNT_EP_POST_WRITE_DATA)),
-        (None, dat_dtos::DAT_DTO_RDMA_READ) => (C::DCNT_EP_POST_READ, Some(C::DCNT_EP_POST_READ_DATA)),
+        (Some(Extended::WriteImmediate(_)), _) => (
+            C::DCNT_EP_POST_WRITE_IMM,
+            Some(C::DCNT_EP_POST_WRITE_IMM_DATA),
+        ),
+        (Some(Extended::Datagram { .. }), _) => {
+            (C::DCNT_EP_POST_SEND_UD, Some(C::DCNT_EP_POST_SEND_UD_DATA))
+        }
+        (None, dat_dtos::DAT_DTO_RDMA_WRITE) => {
+            (C::DCNT_EP_POST_WRITE, Some(C::DCNT_EP_POST_WRITE_DATA))
+        }
+        (None, dat_dtos::DAT_DTO_RDMA_READ) => {
+            (C::DCNT_EP_POST_READ, Some(C::DCNT_EP_POST_READ_DATA))
+        }
         (None, _) => (C::DCNT_EP_POST_SEND, Some(C::DCNT_EP_POST_SEND_DATA)),
     }
 }

@@ -8,11 +8,11 @@ use super::wait::WaitState;
 use crate::abi::*;
 use crate::error::{DatError, Sub};
 use crate::objects::cno::Cno;
-use crate::objects::Counted;
 use crate::objects::evd::{self, Evd};
 use crate::objects::ia::Ia;
 use crate::objects::limits;
 use crate::objects::wakeup::WaitStep;
+use crate::objects::Counted;
 
 // The EVD functions name their EVD parameter with the generic EVD subtype DAT 2.0 lacks;
 // OpenFabrics uses DAT_INVALID_HANDLE1 ("the first handle") there.
@@ -105,7 +105,10 @@ pub unsafe extern "C" fn dat_evd_free(evd_handle: DAT_EVD_HANDLE) -> DAT_RETURN 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_evd_resize(evd_handle: DAT_EVD_HANDLE, evd_min_qlen: DAT_COUNT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_evd_resize(
+    evd_handle: DAT_EVD_HANDLE,
+    evd_min_qlen: DAT_COUNT,
+) -> DAT_RETURN {
     entry! {
         let evd = evd(evd_handle)?;
         if evd_min_qlen <= 0 || evd_min_qlen > limits::MAX_EVD_QLEN {
@@ -118,7 +121,10 @@ pub unsafe extern "C" fn dat_evd_resize(evd_handle: DAT_EVD_HANDLE, evd_min_qlen
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_evd_post_se(evd_handle: DAT_EVD_HANDLE, event: *const DAT_EVENT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_evd_post_se(
+    evd_handle: DAT_EVD_HANDLE,
+    event: *const DAT_EVENT,
+) -> DAT_RETURN {
     entry! {
         let evd = evd(evd_handle)?;
         let mut e = edge::required_in(event, 2)?;
@@ -133,7 +139,10 @@ pub unsafe extern "C" fn dat_evd_post_se(evd_handle: DAT_EVD_HANDLE, event: *con
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_evd_dequeue(evd_handle: DAT_EVD_HANDLE, event: *mut DAT_EVENT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_evd_dequeue(
+    evd_handle: DAT_EVD_HANDLE,
+    event: *mut DAT_EVENT,
+) -> DAT_RETURN {
     entry! {
         // The body inlined: a poll makes one call of its own, not two.
         edge::with_object(&RECENT, evd_handle, EVD_SUB, #[inline(always)] |evd| {
@@ -258,7 +267,10 @@ pub unsafe extern "C" fn dat_evd_clear_unwaitable(evd_handle: DAT_EVD_HANDLE) ->
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_evd_modify_cno(evd_handle: DAT_EVD_HANDLE, cno_handle: DAT_CNO_HANDLE) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_evd_modify_cno(
+    evd_handle: DAT_EVD_HANDLE,
+    cno_handle: DAT_CNO_HANDLE,
+) -> DAT_RETURN {
     entry! {
         let evd = evd(evd_handle)?;
         let cno = edge::optional_object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;

@@ -10,8 +10,8 @@
 use std::ffi::{c_char, CStr};
 
 use super::edge::{self, entry};
-use super::{ep, ia};
 use super::registry::error_names;
+use super::{ep, ia};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{self, Kind};
@@ -19,8 +19,8 @@ use crate::objects::counters::{reset_evd, Reading};
 use crate::objects::device_counters;
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
-use crate::objects::ia::Ia;
 use crate::objects::extension::{Extended, ATOMIC_LEN};
+use crate::objects::ia::Ia;
 
 /// The shim's argument array: each argument widened to 64 bits, in call order.
 #[repr(C)]
@@ -32,7 +32,11 @@ pub struct ExtArgs {
 
 /// Called by the shim only; not exported from the shared library.
 #[no_mangle]
-pub unsafe extern "C" fn libdat_extension_op(handle: DAT_HANDLE, op: i32, args: *const ExtArgs) -> DAT_RETURN {
+pub unsafe extern "C" fn libdat_extension_op(
+    handle: DAT_HANDLE,
+    op: i32,
+    args: *const ExtArgs,
+) -> DAT_RETURN {
     entry! {
         if op != dat_ib_op::DAT_IB_OPEN_QUERY_OP as i32 && handle::kind_of(handle).is_none() {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE1));
@@ -86,7 +90,10 @@ fn counters_of(handle: DAT_HANDLE) -> DatResult<(Reading, Reset)> {
     match handle::kind_of(handle) {
         Some(Kind::Ia) => {
             let ia = edge::object::<Ia>(handle, Sub::DAT_INVALID_HANDLE_IA)?;
-            Ok((Reading::ia(&ia.counters), Box::new(move |i| ia.counters.reset(i))))
+            Ok((
+                Reading::ia(&ia.counters),
+                Box::new(move |i| ia.counters.reset(i)),
+            ))
         }
         Some(Kind::Ep) => {
             let ep = edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
@@ -101,7 +108,10 @@ fn counters_of(handle: DAT_HANDLE) -> DatResult<(Reading, Reset)> {
         }
         Some(Kind::Evd) => {
             let evd = edge::object::<Evd>(handle, Sub::DAT_INVALID_HANDLE1)?;
-            Ok((Reading::evd(&evd.counters), Box::new(move |i| reset_evd(&evd.counters, i))))
+            Ok((
+                Reading::evd(&evd.counters),
+                Box::new(move |i| reset_evd(&evd.counters, i)),
+            ))
         }
         // As OpenFabrics: other objects keep no counters.
         _ => Err(DatError::bare(Type::DAT_INVALID_HANDLE)),
@@ -112,7 +122,10 @@ fn counters_of(handle: DAT_HANDLE) -> DatResult<(Reading, Reset)> {
 /// count, `DCNT_*_ALL_COUNTERS`) lands at its index in `out`, as OpenFabrics writes it.
 unsafe fn query_counters(handle: DAT_HANDLE, which: i64, out: *mut u64, reset: bool) -> DatResult {
     let (reading, zero) = counters_of(handle)?;
-    let range = usize::try_from(which).ok().and_then(|w| reading.covered(w)).ok_or(DatError::invalid_arg(3))?;
+    let range = usize::try_from(which)
+        .ok()
+        .and_then(|w| reading.covered(w))
+        .ok_or(DatError::invalid_arg(3))?;
     if out.is_null() {
         return Err(DatError::invalid_arg(4));
     }
@@ -131,12 +144,20 @@ unsafe fn query_counters(handle: DAT_HANDLE, which: i64, out: *mut u64, reset: b
 fn print_counters(handle: DAT_HANDLE, which: i64, reset: bool) -> DatResult {
     use std::io::Write;
     let (reading, zero) = counters_of(handle)?;
-    let range = usize::try_from(which).ok().and_then(|w| reading.covered(w)).ok_or(DatError::invalid_arg(3))?;
+    let range = usize::try_from(which)
+        .ok()
+        .and_then(|w| reading.covered(w))
+        .ok_or(DatError::invalid_arg(3))?;
     let host = crate::transport::sys::hostname();
     let pid = std::process::id();
     let mut out = std::io::stdout().lock();
     for i in range {
-        let _ = writeln!(out, " {host}:0x{pid:x}: {} = {} ", (reading.name)(i as u32), reading.values[i]);
+        let _ = writeln!(
+            out,
+            " {host}:0x{pid:x}: {} = {} ",
+            (reading.name)(i as u32),
+            reading.values[i]
+        );
         if reset {
             zero(i);
         }
@@ -163,31 +184,76 @@ unsafe fn post_atomic(
     segment.segment_length = ATOMIC_LEN;
     let cookie = DAT_DTO_COOKIE { as_64: cookie };
     // SAFETY: `segment` is one triplet on our stack; `remote` is forwarded from our caller.
-    unsafe { ep::post_request(handle, 1, &segment, cookie, Some(remote), flags, local_position + 3, op.carrier(), Some(op), None) }
+    unsafe {
+        ep::post_request(
+            handle,
+            1,
+            &segment,
+            cookie,
+            Some(remote),
+            flags,
+            local_position + 3,
+            op.carrier(),
+            Some(op),
+            None,
+        )
+    }
 }
 
-type Sample = fn(&crate::objects::counters::Counters<{ crate::objects::counters::IA_COUNTERS }>, dat_ia_counter_type, &dyn Fn(&str) -> Option<u64>);
+type Sample = fn(
+    &crate::objects::counters::Counters<{ crate::objects::counters::IA_COUNTERS }>,
+    dat_ia_counter_type,
+    &dyn Fn(&str) -> Option<u64>,
+);
 
 /// `dat_ib_start_counter` / `dat_ib_stop_counter` on an IA: its device's counters of one
 /// kind (an unknown kind is argument 2).
 fn sample_device_counters(handle: DAT_HANDLE, kind: u64, sample: Sample) -> DatResult {
     let ia = edge::object::<Ia>(handle, Sub::DAT_INVALID_HANDLE_IA)?;
-    let kind = u32::try_from(kind).ok().and_then(|k| dat_ia_counter_type::try_from(k).ok()).ok_or(DatError::invalid_arg(2))?;
-    sample(&ia.counters, kind, &|name| ia.transport.device_counter(kind, name));
+    let kind = u32::try_from(kind)
+        .ok()
+        .and_then(|k| dat_ia_counter_type::try_from(k).ok())
+        .ok_or(DatError::invalid_arg(2))?;
+    sample(&ia.counters, kind, &|name| {
+        ia.transport.device_counter(kind, name)
+    });
     Ok(())
 }
 
 /// `dat_ib_post_send_ud`: a datagram from a UD EP to the EP an address handle of its UD
 /// connection events reaches (one the transport does not know, which its post looks up, is
 /// argument 4).
-unsafe fn post_datagram(handle: DAT_HANDLE, segments: DAT_COUNT, local: *const DAT_LMR_TRIPLET, ah: *const DAT_IB_ADDR_HANDLE, cookie: u64, flags: u32) -> DatResult {
+unsafe fn post_datagram(
+    handle: DAT_HANDLE,
+    segments: DAT_COUNT,
+    local: *const DAT_LMR_TRIPLET,
+    ah: *const DAT_IB_ADDR_HANDLE,
+    cookie: u64,
+    flags: u32,
+) -> DatResult {
     edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
     // SAFETY: a non-NULL address handle pointer points to one (API contract).
     let ah = unsafe { edge::required_in(ah, 4)? };
-    let datagram = Extended::Datagram { ah: ah.ah as usize, qpn: ah.qpn };
+    let datagram = Extended::Datagram {
+        ah: ah.ah as usize,
+        qpn: ah.qpn,
+    };
     let cookie = DAT_DTO_COOKIE { as_64: cookie };
     // SAFETY: forwarded from our caller.
-    unsafe { ep::post_request(handle, segments, local, cookie, None, flags, 6, datagram.carrier(), Some(datagram), None) }
+    unsafe {
+        ep::post_request(
+            handle,
+            segments,
+            local,
+            cookie,
+            None,
+            flags,
+            6,
+            datagram.carrier(),
+            Some(datagram),
+            None,
+        )
+    }
 }
 
 /// `dat_ib_ud_ah_free`: destroys an address handle a UD connection event brought.
@@ -202,7 +268,10 @@ unsafe fn free_address_handle(handle: DAT_HANDLE, ah: *const DAT_IB_ADDR_HANDLE)
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_strerror_extension(value: DAT_IB_RETURN, message: *mut *const c_char) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_strerror_extension(
+    value: DAT_IB_RETURN,
+    message: *mut *const c_char,
+) -> DAT_RETURN {
     entry! {
         let out = edge::out(message, 2)?;
         // Every code of the IB extension's type (DAT_IB_ERR, DAT_IB_COLLECTIVE_ERR) has its name;
@@ -218,7 +287,10 @@ pub unsafe extern "C" fn dat_strerror_extension(value: DAT_IB_RETURN, message: *
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_strerror_ext_status(value: DAT_IB_STATUS, message: *mut *const c_char) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_strerror_ext_status(
+    value: DAT_IB_STATUS,
+    message: *mut *const c_char,
+) -> DAT_RETURN {
     entry! {
         let out = edge::out(message, 2)?;
         let text: &CStr = match dat_ib_status::try_from(value) {

@@ -112,7 +112,10 @@ pub unsafe extern "C" fn dat_ia_query(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_ia_close(ia_handle: DAT_IA_HANDLE, ia_flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_ia_close(
+    ia_handle: DAT_IA_HANDLE,
+    ia_flags: DAT_CLOSE_FLAGS,
+) -> DAT_RETURN {
     entry! {
         let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
         let flags = edge::enum_in::<dat_close_flags, _>(ia_flags, 2)?;
@@ -144,7 +147,10 @@ pub(crate) unsafe fn open_query(
     let name = unsafe { edge::name_in(name, 1)? };
     let entry = registry::find(name)
         .filter(|e| e.api_major == API_MAJOR)
-        .ok_or(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))?;
+        .ok_or(DatError::new(
+            Type::DAT_PROVIDER_NOT_FOUND,
+            Sub::DAT_NAME_NOT_REGISTERED,
+        ))?;
     let out = edge::out(ia_handle, 2)?;
     if ia_attr.is_null() && provider_attr.is_null() {
         return Err(DatError::invalid_arg(5));
@@ -227,7 +233,10 @@ fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
     // SAFETY: DAT_PROVIDER_ATTR is plain data for which all-zero bytes are a valid value.
     let mut p: DAT_PROVIDER_ATTR = unsafe { std::mem::zeroed() };
     let t = dat_boolean::DAT_TRUE as DAT_BOOLEAN;
-    fill_name(&mut p.provider_name, &format!("libdat-{}", ia.entry.transport.name()));
+    fill_name(
+        &mut p.provider_name,
+        &format!("libdat-{}", ia.entry.transport.name()),
+    );
     p.provider_version_major = 0;
     p.provider_version_minor = 1;
     p.dapl_version_major = registry::API_MAJOR;
@@ -247,7 +256,11 @@ fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
     p.pz_support = dat_pz_support::DAT_PZ_UNIQUE as DAT_PZ_SUPPORT;
     p.optimal_buffer_alignment = limits::OPTIMAL_BUFFER_ALIGNMENT;
     p.evd_stream_merging_supported = [[t; 6]; 6];
-    p.srq_supported = if ia.transport.srq_limits().is_some() { t } else { dat_boolean::DAT_FALSE as DAT_BOOLEAN };
+    p.srq_supported = if ia.transport.srq_limits().is_some() {
+        t
+    } else {
+        dat_boolean::DAT_FALSE as DAT_BOOLEAN
+    };
     p.lmr_sync_req = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
     p.dto_async_return_guaranteed = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
     p.rdma_write_for_rdma_read_req = dat_boolean::DAT_FALSE as DAT_BOOLEAN;
@@ -259,4 +272,3 @@ fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
     p.provider_specific_attr = named.as_ptr() as *mut DAT_NAMED_ATTR;
     p
 }
-

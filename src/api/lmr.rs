@@ -137,7 +137,15 @@ fn check_sync(ia: &std::sync::Arc<Ia>, segments: &[DAT_LMR_TRIPLET], position: u
             return Err(DatError::invalid_arg(position));
         }
         // Segments may name regions of any protection zone of the IA.
-        if lmr.check(s.virtual_address, u64::from(s.segment_length), 0, lmr.pz.arc()).is_err() {
+        if lmr
+            .check(
+                s.virtual_address,
+                u64::from(s.segment_length),
+                0,
+                lmr.pz.arc(),
+            )
+            .is_err()
+        {
             return Err(DatError::invalid_arg(position));
         }
     }
@@ -148,7 +156,11 @@ fn check_sync(ia: &std::sync::Arc<Ia>, segments: &[DAT_LMR_TRIPLET], position: u
 ///
 /// # Safety
 /// `local_segments` points to `num_segments` triplets (API contract).
-unsafe fn lmr_sync(ia_handle: DAT_IA_HANDLE, local_segments: *const DAT_LMR_TRIPLET, num_segments: DAT_VLEN) -> DatResult {
+unsafe fn lmr_sync(
+    ia_handle: DAT_IA_HANDLE,
+    local_segments: *const DAT_LMR_TRIPLET,
+    num_segments: DAT_VLEN,
+) -> DatResult {
     let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
     let count = DAT_COUNT::try_from(num_segments).map_err(|_| DatError::invalid_arg(3))?;
     // SAFETY: forwarded from our caller.

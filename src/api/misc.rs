@@ -7,7 +7,10 @@ use crate::error::{DatError, Sub};
 use crate::handle;
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_set_consumer_context(dat_handle: DAT_HANDLE, context: DAT_CONTEXT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_set_consumer_context(
+    dat_handle: DAT_HANDLE,
+    context: DAT_CONTEXT,
+) -> DAT_RETURN {
     entry! {
         // SAFETY: every member of DAT_CONTEXT is a 64-bit plain value; as_64 reads all of it.
         let raw = unsafe { context.as_64 };
@@ -20,7 +23,10 @@ pub unsafe extern "C" fn dat_set_consumer_context(dat_handle: DAT_HANDLE, contex
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_get_consumer_context(dat_handle: DAT_HANDLE, context: *mut DAT_CONTEXT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_get_consumer_context(
+    dat_handle: DAT_HANDLE,
+    context: *mut DAT_CONTEXT,
+) -> DAT_RETURN {
     entry! {
         let raw = handle::context(dat_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE1))?;
         let out = edge::out(context, 2)?;
@@ -30,7 +36,10 @@ pub unsafe extern "C" fn dat_get_consumer_context(dat_handle: DAT_HANDLE, contex
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_get_handle_type(dat_handle: DAT_HANDLE, handle_type: *mut DAT_HANDLE_TYPE) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_get_handle_type(
+    dat_handle: DAT_HANDLE,
+    handle_type: *mut DAT_HANDLE_TYPE,
+) -> DAT_RETURN {
     entry! {
         let kind = handle::kind_of(dat_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE1))?;
         let out = edge::out(handle_type, 2)?;

@@ -10,10 +10,10 @@ pub mod ia;
 pub mod lmr;
 pub mod misc;
 pub mod pz;
+pub mod registry;
 pub mod rmr;
 pub mod srq;
 pub mod wait;
-pub mod registry;
 
 use crate::abi::dat_completion_flags;
 

@@ -10,7 +10,10 @@ use crate::objects::pz::Pz;
 use crate::objects::Counted;
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_pz_create(ia_handle: DAT_IA_HANDLE, pz_handle: *mut DAT_PZ_HANDLE) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_pz_create(
+    ia_handle: DAT_IA_HANDLE,
+    pz_handle: *mut DAT_PZ_HANDLE,
+) -> DAT_RETURN {
     entry! {
         let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
         let out = edge::out(pz_handle, 2)?;

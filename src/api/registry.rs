@@ -16,7 +16,11 @@ fn info_of(e: &registry::Entry) -> DAT_PROVIDER_INFO {
     fill_name(&mut info.ia_name, &e.ia_name);
     info.dapl_version_major = e.api_major;
     info.dapl_version_minor = e.api_minor;
-    info.is_thread_safe = if e.thread_safe { dat_boolean::DAT_TRUE } else { dat_boolean::DAT_FALSE } as DAT_BOOLEAN;
+    info.is_thread_safe = if e.thread_safe {
+        dat_boolean::DAT_TRUE
+    } else {
+        dat_boolean::DAT_FALSE
+    } as DAT_BOOLEAN;
     info
 }
 
@@ -49,15 +53,27 @@ pub unsafe extern "C" fn dat_registry_list_providers(
 
 /// # Safety
 /// `info`, if non-NULL, points to a `DAT_PROVIDER_INFO`.
-unsafe fn provider_key(info: *const DAT_PROVIDER_INFO) -> crate::error::DatResult<(String, u32, u32, bool)> {
+unsafe fn provider_key(
+    info: *const DAT_PROVIDER_INFO,
+) -> crate::error::DatResult<(String, u32, u32, bool)> {
     // SAFETY: forwarded from our caller.
     let info = unsafe { edge::required_in(info, 2)? };
-    let bytes: Vec<u8> = info.ia_name.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+    let bytes: Vec<u8> = info
+        .ia_name
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
     if bytes.len() == info.ia_name.len() || bytes.is_empty() {
         return Err(DatError::invalid_arg(2));
     }
     let name = String::from_utf8(bytes).map_err(|_| DatError::invalid_arg(2))?;
-    Ok((name, info.dapl_version_major, info.dapl_version_minor, info.is_thread_safe != 0))
+    Ok((
+        name,
+        info.dapl_version_major,
+        info.dapl_version_minor,
+        info.is_thread_safe != 0,
+    ))
 }
 
 #[no_mangle]
@@ -108,11 +124,17 @@ static NAMES: LazyLock<Names> = LazyLock::new(|| {
     let types = (0..=0x3FFFu32)
         .filter_map(|t| {
             let v = t << 16;
-            Type::try_from(v).ok().map(|e| (v, CString::new(format!("{e:?}")).unwrap_or_default()))
+            Type::try_from(v)
+                .ok()
+                .map(|e| (v, CString::new(format!("{e:?}")).unwrap_or_default()))
         })
         .collect();
     let subtypes = (0..=0xFFFFu32)
-        .filter_map(|s| Sub::try_from(s).ok().map(|e| (s, CString::new(format!("{e:?}")).unwrap_or_default())))
+        .filter_map(|s| {
+            Sub::try_from(s)
+                .ok()
+                .map(|e| (s, CString::new(format!("{e:?}")).unwrap_or_default()))
+        })
         .collect();
     Names { types, subtypes }
 });

@@ -7,10 +7,10 @@ use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, Sub, Type};
 use crate::objects::ep::Ep;
+use crate::objects::ep::{Report, Request};
 use crate::objects::ep_state::{self, Post};
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
-use crate::objects::ep::{Report, Request};
 use crate::objects::rmr::{self, Rmr};
 use crate::transport::WindowBind;
 
@@ -22,13 +22,19 @@ fn create(pz_handle: DAT_PZ_HANDLE, rmr_handle: *mut DAT_RMR_HANDLE) -> crate::e
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_rmr_create(pz_handle: DAT_PZ_HANDLE, rmr_handle: *mut DAT_RMR_HANDLE) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_rmr_create(
+    pz_handle: DAT_PZ_HANDLE,
+    rmr_handle: *mut DAT_RMR_HANDLE,
+) -> DAT_RETURN {
     entry! { create(pz_handle, rmr_handle) }
 }
 
 /// An RMR for a single EP (type 2 memory windows): the same object until bind ties it.
 #[no_mangle]
-pub unsafe extern "C" fn dat_rmr_create_for_ep(pz_handle: DAT_PZ_HANDLE, rmr_handle: *mut DAT_RMR_HANDLE) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_rmr_create_for_ep(
+    pz_handle: DAT_PZ_HANDLE,
+    rmr_handle: *mut DAT_RMR_HANDLE,
+) -> DAT_RETURN {
     entry! { create(pz_handle, rmr_handle) }
 }
 

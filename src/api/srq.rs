@@ -120,7 +120,10 @@ pub unsafe extern "C" fn dat_srq_query(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_srq_resize(srq_handle: DAT_SRQ_HANDLE, srq_max_recv_dto: DAT_COUNT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_srq_resize(
+    srq_handle: DAT_SRQ_HANDLE,
+    srq_max_recv_dto: DAT_COUNT,
+) -> DAT_RETURN {
     entry! {
         let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
         if !(1..=limits::MAX_RECV_PER_SRQ).contains(&srq_max_recv_dto) {
@@ -141,7 +144,10 @@ pub unsafe extern "C" fn dat_srq_resize(srq_handle: DAT_SRQ_HANDLE, srq_max_recv
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dat_srq_set_lw(srq_handle: DAT_SRQ_HANDLE, low_watermark: DAT_COUNT) -> DAT_RETURN {
+pub unsafe extern "C" fn dat_srq_set_lw(
+    srq_handle: DAT_SRQ_HANDLE,
+    low_watermark: DAT_COUNT,
+) -> DAT_RETURN {
     entry! {
         let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
         let mut s = srq.state.lock();

@@ -35,7 +35,9 @@ impl WaitState {
     /// The waiter sleeps as `sleep` says (on the object it holds).
     pub fn sleep(&mut self, sleep: Sleep) {
         self.fd = sleep.fd.unwrap_or(-1);
-        self.sleep_ns = sleep.at_most.map_or(-1, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        self.sleep_ns = sleep
+            .at_most
+            .map_or(-1, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
     }
 
     /// The object held, if the wait sleeps.

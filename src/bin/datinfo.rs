@@ -10,7 +10,11 @@ use dat::registry;
 use dat::transport::verbs::devices;
 
 fn name(buf: &[c_char]) -> String {
-    let bytes: Vec<u8> = buf.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -27,7 +31,15 @@ fn show_attributes(ia_name: &str) {
     let mut ia_h: DAT_IA_HANDLE = std::ptr::null_mut();
     // SAFETY: every pointer is to a live local of the right type.
     let rc = unsafe {
-        ia::dat_ia_openv(c_name.as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia_h, 2, 0, 1)
+        ia::dat_ia_openv(
+            c_name.as_ptr() as DAT_NAME_PTR,
+            8,
+            &mut async_evd,
+            &mut ia_h,
+            2,
+            0,
+            1,
+        )
     };
     if rc != 0 {
         println!("    open failed: {}", strerror(rc));
@@ -39,7 +51,14 @@ fn show_attributes(ia_name: &str) {
     let mut p: DAT_PROVIDER_ATTR = unsafe { std::mem::zeroed() };
     // SAFETY: the handle is live and the out-pointers point to live locals.
     let rc = unsafe {
-        ia::dat_ia_query(ia_h, std::ptr::null_mut(), DAT_IA_FIELD_ALL, &mut a, DAT_PROVIDER_FIELD_ALL, &mut p)
+        ia::dat_ia_query(
+            ia_h,
+            std::ptr::null_mut(),
+            DAT_IA_FIELD_ALL,
+            &mut a,
+            DAT_PROVIDER_FIELD_ALL,
+            &mut p,
+        )
     };
     if rc == 0 {
         let addr = if a.ia_address_ptr.is_null() {
@@ -49,17 +68,33 @@ fn show_attributes(ia_name: &str) {
             let sin = unsafe { &*(a.ia_address_ptr as *const libc::sockaddr_in) };
             std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).to_string()
         };
-        println!("    adapter          {} ({})", name(&a.adapter_name), name(&a.vendor_name));
+        println!(
+            "    adapter          {} ({})",
+            name(&a.adapter_name),
+            name(&a.vendor_name)
+        );
         println!("    address          {addr}");
-        println!("    provider         {} {}.{}, DAT {}.{}", name(&p.provider_name),
-            p.provider_version_major, p.provider_version_minor, p.dapl_version_major, p.dapl_version_minor);
+        println!(
+            "    provider         {} {}.{}, DAT {}.{}",
+            name(&p.provider_name),
+            p.provider_version_major,
+            p.provider_version_minor,
+            p.dapl_version_major,
+            p.dapl_version_minor
+        );
         println!("    max eps          {}", a.max_eps);
-        println!("    max evds         {} (qlen {})", a.max_evds, a.max_evd_qlen);
+        println!(
+            "    max evds         {} (qlen {})",
+            a.max_evds, a.max_evd_qlen
+        );
         println!("    max dto per ep   {}", a.max_dto_per_ep);
         println!("    max iov          {}", a.max_iov_segments_per_dto);
         println!("    max message      {} bytes", a.max_message_size);
         println!("    max rdma         {} bytes", a.max_rdma_size);
-        println!("    max rdma reads   {} in / {} out per ep", a.max_rdma_read_per_ep_in, a.max_rdma_read_per_ep_out);
+        println!(
+            "    max rdma reads   {} in / {} out per ep",
+            a.max_rdma_read_per_ep_in, a.max_rdma_read_per_ep_out
+        );
         println!("    max lmrs / pzs   {} / {}", a.max_lmrs, a.max_pzs);
         println!("    private data     {} bytes", p.max_private_data_size);
         println!("    thread safe      {}", p.is_thread_safe != 0);
@@ -67,26 +102,54 @@ fn show_attributes(ia_name: &str) {
         println!("    query failed: {}", strerror(rc));
     }
     // SAFETY: the handle is live.
-    unsafe { ia::dat_ia_close(ia_h, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+    unsafe {
+        ia::dat_ia_close(
+            ia_h,
+            dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+        )
+    };
 }
 
 fn main() {
-    let verbose = std::env::args().skip(1).any(|a| a == "-v" || a == "--verbose");
+    let verbose = std::env::args()
+        .skip(1)
+        .any(|a| a == "-v" || a == "--verbose");
     if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
         println!("usage: datinfo [-v]\n  lists the registered DAT IAs; -v opens each and prints its attributes");
         return;
     }
     let path = registry::conf_path();
     let entries = registry::entries();
-    println!("static registry: {} ({})", path.display(),
-        if path.exists() { "read" } else { "absent: built-in entries only" });
+    println!(
+        "static registry: {} ({})",
+        path.display(),
+        if path.exists() {
+            "read"
+        } else {
+            "absent: built-in entries only"
+        }
+    );
     println!("{} IA(s):", entries.len());
     for e in &entries {
-        println!("  {:<20} {:<5} u{}.{} {:<13} {:<10} params \"{}\"  from {}",
-            e.ia_name, e.transport.name(), e.api_major, e.api_minor,
-            if e.thread_safe { "threadsafe" } else { "nonthreadsafe" },
-            if e.is_default { "default" } else { "nondefault" },
-            e.ia_params, e.origin);
+        println!(
+            "  {:<20} {:<5} u{}.{} {:<13} {:<10} params \"{}\"  from {}",
+            e.ia_name,
+            e.transport.name(),
+            e.api_major,
+            e.api_minor,
+            if e.thread_safe {
+                "threadsafe"
+            } else {
+                "nonthreadsafe"
+            },
+            if e.is_default {
+                "default"
+            } else {
+                "nondefault"
+            },
+            e.ia_params,
+            e.origin
+        );
         if verbose {
             show_attributes(&e.ia_name);
         }
@@ -102,7 +165,11 @@ fn show_rdma_devices() {
             for d in list {
                 for p in &d.ports {
                     let gid = std::net::Ipv6Addr::from(p.gid);
-                    let state = if p.state == 4 { "ACTIVE".to_string() } else { format!("state {}", p.state) };
+                    let state = if p.state == 4 {
+                        "ACTIVE".to_string()
+                    } else {
+                        format!("state {}", p.state)
+                    };
                     println!("  {:<20} port {} {:<8} gid {gid}", d.name, p.number, state);
                 }
                 if d.ports.is_empty() {

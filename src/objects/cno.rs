@@ -123,7 +123,8 @@ impl Cno {
             // (an EP's, a connection's). The trigger waits for it, so a waiter woken by it
             // finds the agent called.
             let (cno, evd) = (self.clone(), evd as usize);
-            crate::transport::engine::Engine::get().defer(Box::new(move || cno.trigger_now(evd as DAT_EVD_HANDLE)));
+            crate::transport::engine::Engine::get()
+                .defer(Box::new(move || cno.trigger_now(evd as DAT_EVD_HANDLE)));
             return;
         }
         self.trigger_now(evd);
@@ -142,7 +143,10 @@ impl Cno {
             }
             let agent = s.agent;
             if agent.proxy_agent_func.is_some() {
-                s.agent = DAT_OS_WAIT_PROXY_AGENT { instance_data: std::ptr::null_mut(), proxy_agent_func: None };
+                s.agent = DAT_OS_WAIT_PROXY_AGENT {
+                    instance_data: std::ptr::null_mut(),
+                    proxy_agent_func: None,
+                };
             }
             agent
         };
@@ -177,9 +181,14 @@ impl Cno {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut s = self.state.lock();
         if s.waiter.is_some() {
-            return WaitStep::Done(Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE)));
+            return WaitStep::Done(Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_CNO_IN_USE,
+            )));
         }
-        s.waiter = Some(Waiter { epoch: s.epoch, deadline });
+        s.waiter = Some(Waiter {
+            epoch: s.epoch,
+            deadline,
+        });
         // A wait that may sleep hands the connections this thread polled back.
         if s.triggered.is_empty() && timeout != Some(Duration::ZERO) {
             MutexGuard::unlocked(&mut s, super::evd::before_sleep);
@@ -208,7 +217,9 @@ impl Cno {
             return WaitStep::Done(Err(DatError::internal()));
         };
         let result = if !s.triggered.is_empty() {
-            self.take_triggered_locked(&mut s).map(Some).ok_or(DatError::internal())
+            self.take_triggered_locked(&mut s)
+                .map(Some)
+                .ok_or(DatError::internal())
         } else if s.epoch != w.epoch {
             Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_DEAD))
         } else {

@@ -84,22 +84,37 @@ pub struct Reading {
 
 impl Reading {
     pub fn ia(c: &Counters<IA_COUNTERS>) -> Reading {
-        Reading { values: c.snapshot().to_vec(), name: |i| dat_ia_counters::try_from(i).map_or("", dat_ia_counters::name) }
+        Reading {
+            values: c.snapshot().to_vec(),
+            name: |i| dat_ia_counters::try_from(i).map_or("", dat_ia_counters::name),
+        }
     }
 
     /// An EP's: its atomic counters and those its lock keeps (`posted`; each counter is kept
     /// in one of the two, so the sum is its value).
     pub fn ep(c: &Counters<EP_COUNTERS>, posted: &Tally<EP_COUNTERS>) -> Reading {
-        let values = c.snapshot().iter().zip(posted.0).map(|(a, b)| a.wrapping_add(b)).collect();
-        Reading { values, name: |i| dat_ep_counters::try_from(i).map_or("", dat_ep_counters::name) }
+        let values = c
+            .snapshot()
+            .iter()
+            .zip(posted.0)
+            .map(|(a, b)| a.wrapping_add(b))
+            .collect();
+        Reading {
+            values,
+            name: |i| dat_ep_counters::try_from(i).map_or("", dat_ep_counters::name),
+        }
     }
 
     /// An EVD's: its dequeues are counted as found and not found, and summed here.
     pub fn evd(c: &Counters<EVD_COUNTERS>) -> Reading {
         use dat_evd_counters as C;
         let mut values = c.snapshot();
-        values[C::DCNT_EVD_DEQUEUE as usize] = values[C::DCNT_EVD_DEQUEUE_FOUND as usize] + values[C::DCNT_EVD_DEQUEUE_NOT_FOUND as usize];
-        Reading { values: values.to_vec(), name: |i| dat_evd_counters::try_from(i).map_or("", dat_evd_counters::name) }
+        values[C::DCNT_EVD_DEQUEUE as usize] = values[C::DCNT_EVD_DEQUEUE_FOUND as usize]
+            + values[C::DCNT_EVD_DEQUEUE_NOT_FOUND as usize];
+        Reading {
+            values: values.to_vec(),
+            name: |i| dat_evd_counters::try_from(i).map_or("", dat_evd_counters::name),
+        }
     }
 
     /// The indexes a query of `which` covers (all when `which` is the count), or None for

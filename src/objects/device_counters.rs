@@ -44,13 +44,28 @@ const CM: &[(C, &str)] = &[
 /// The port's counters of link errors and waits.
 const LINK: &[(C, &str)] = &[
     (C::DCNT_IA_LNK_ERR_RCV, "port_rcv_errors"),
-    (C::DCNT_IA_LNK_ERR_RCV_REM_PHYS, "port_rcv_remote_physical_errors"),
-    (C::DCNT_IA_LNK_ERR_RCV_CONSTRAINT, "port_rcv_constraint_errors"),
+    (
+        C::DCNT_IA_LNK_ERR_RCV_REM_PHYS,
+        "port_rcv_remote_physical_errors",
+    ),
+    (
+        C::DCNT_IA_LNK_ERR_RCV_CONSTRAINT,
+        "port_rcv_constraint_errors",
+    ),
     (C::DCNT_IA_LNK_ERR_XMT_DISCARDS, "port_xmit_discards"),
-    (C::DCNT_IA_LNK_ERR_XMT_CONTRAINT, "port_xmit_constraint_errors"),
+    (
+        C::DCNT_IA_LNK_ERR_XMT_CONTRAINT,
+        "port_xmit_constraint_errors",
+    ),
     (C::DCNT_IA_LNK_ERR_INTEGRITY, "local_link_integrity_errors"),
-    (C::DCNT_IA_LNK_ERR_EXC_BUF_OVERRUN, "excessive_buffer_overrun_errors"),
-    (C::DCNT_IA_LNK_WARN_RCV_SW_RELAY, "port_rcv_switch_relay_errors"),
+    (
+        C::DCNT_IA_LNK_ERR_EXC_BUF_OVERRUN,
+        "excessive_buffer_overrun_errors",
+    ),
+    (
+        C::DCNT_IA_LNK_WARN_RCV_SW_RELAY,
+        "port_rcv_switch_relay_errors",
+    ),
     (C::DCNT_IA_LNK_WARN_XMT_WAIT, "port_xmit_wait"),
 ];
 
@@ -77,7 +92,11 @@ fn table(kind: dat_ia_counter_type) -> &'static [(C, &'static str)] {
 
 /// `dat_ib_start_counter`: each counter of `kind` takes the device's value (`read` names
 /// the file; None counts 0).
-pub fn start(counters: &Counters<IA_COUNTERS>, kind: dat_ia_counter_type, read: &dyn Fn(&str) -> Option<u64>) {
+pub fn start(
+    counters: &Counters<IA_COUNTERS>,
+    kind: dat_ia_counter_type,
+    read: &dyn Fn(&str) -> Option<u64>,
+) {
     for (counter, file) in table(kind) {
         counters.set(*counter as usize, read(file).unwrap_or(0));
     }
@@ -85,11 +104,18 @@ pub fn start(counters: &Counters<IA_COUNTERS>, kind: dat_ia_counter_type, read: 
 
 /// `dat_ib_stop_counter`: each counter of `kind` holds what the device's value grew by since
 /// the start.
-pub fn stop(counters: &Counters<IA_COUNTERS>, kind: dat_ia_counter_type, read: &dyn Fn(&str) -> Option<u64>) {
+pub fn stop(
+    counters: &Counters<IA_COUNTERS>,
+    kind: dat_ia_counter_type,
+    read: &dyn Fn(&str) -> Option<u64>,
+) {
     let at_start = counters.snapshot();
     for (counter, file) in table(kind) {
         let now = read(file).unwrap_or(0);
-        counters.set(*counter as usize, now.wrapping_sub(at_start[*counter as usize]));
+        counters.set(
+            *counter as usize,
+            now.wrapping_sub(at_start[*counter as usize]),
+        );
     }
 }
 
@@ -101,12 +127,26 @@ mod tests {
     fn stop_leaves_what_each_counter_grew_by_since_start() {
         let counters = Counters::<IA_COUNTERS>::default();
         let value = std::cell::Cell::new(10);
-        start(&counters, dat_ia_counter_type::DCNT_IA_CM, &|f| (f == "cm_tx_msgs/req").then(|| value.get()));
+        start(&counters, dat_ia_counter_type::DCNT_IA_CM, &|f| {
+            (f == "cm_tx_msgs/req").then(|| value.get())
+        });
         assert_eq!(counters.snapshot()[C::DCNT_IA_CM_REQ_TX as usize], 10);
         value.set(13);
-        stop(&counters, dat_ia_counter_type::DCNT_IA_CM, &|f| (f == "cm_tx_msgs/req").then(|| value.get()));
+        stop(&counters, dat_ia_counter_type::DCNT_IA_CM, &|f| {
+            (f == "cm_tx_msgs/req").then(|| value.get())
+        });
         let after = counters.snapshot();
-        assert_eq!((after[C::DCNT_IA_CM_REQ_TX as usize], after[C::DCNT_IA_CM_REP_TX as usize]), (3, 0));
-        assert_eq!(after[C::DCNT_IA_LNK_ERR_RCV as usize], 0, "another kind is left alone");
+        assert_eq!(
+            (
+                after[C::DCNT_IA_CM_REQ_TX as usize],
+                after[C::DCNT_IA_CM_REP_TX as usize]
+            ),
+            (3, 0)
+        );
+        assert_eq!(
+            after[C::DCNT_IA_LNK_ERR_RCV as usize],
+            0,
+            "another kind is left alone"
+        );
     }
 }

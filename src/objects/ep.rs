@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::counters::{Counters, Tally, EP_COUNTERS};
 use super::ep_state::{self, State};
 use super::evd::{Catch, Evd};
 use super::extension::{self, DatagramPeer, Extended, ExtendedKind};
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
-use super::counters::{Counters, Tally, EP_COUNTERS};
 use super::srq::{PostedRecv, Srq};
 use super::{make_room, Held};
 use crate::abi::*;
@@ -120,7 +120,10 @@ impl Report {
     pub fn of(flags: DAT_COMPLETION_FLAGS) -> Report {
         if flags & dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as DAT_COMPLETION_FLAGS != 0 {
             Report::FailureOnly
-        } else if flags & dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as DAT_COMPLETION_FLAGS != 0 {
+        } else if flags
+            & dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as DAT_COMPLETION_FLAGS
+            != 0
+        {
             Report::Quietly
         } else {
             Report::Notify
@@ -144,13 +147,20 @@ impl Report {
     }
 
     /// [`Report::deliver`], into the dequeue's out-parameter that `catch` lends if it may.
-    pub fn deliver_catching(self, evd: &Evd, event: DAT_EVENT, status: dat_dto_completion_status, catch: &mut Catch<'_>) {
+    pub fn deliver_catching(
+        self,
+        evd: &Evd,
+        event: DAT_EVENT,
+        status: dat_dto_completion_status,
+        catch: &mut Catch<'_>,
+    ) {
         if !self.reports(status) {
             return;
         }
         // A full EVD reports its own overflow on the async EVD; the completion is lost as a
         // CQ overrun loses it.
-        let notify = self != Report::Quietly || status != dat_dto_completion_status::DAT_DTO_SUCCESS;
+        let notify =
+            self != Report::Quietly || status != dat_dto_completion_status::DAT_DTO_SUCCESS;
         let _ = evd.post_catching(event, notify, catch);
     }
 }
@@ -273,7 +283,8 @@ const ATTR_COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS
 /// that the others do not: `DAT_MODEL_NOT_SUPPORTED`).
 pub fn check_attr(a: &DAT_EP_ATTR, position: u8, datagrams: bool) -> DatResult<DAT_EP_ATTR> {
     let bad = || DatError::invalid_arg(position);
-    let datagram = a.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
+    let datagram =
+        a.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
     if datagram && !datagrams {
         return Err(DatError::bare(crate::error::Type::DAT_MODEL_NOT_SUPPORTED));
     }
@@ -355,7 +366,10 @@ impl EpInner {
     /// then never grows its queue, as a verbs provider sizes its work queues when the QP is
     /// made.
     pub fn size_queues(&mut self) {
-        make_room(&mut self.outstanding, self.attr.max_request_dtos.max(1) as usize);
+        make_room(
+            &mut self.outstanding,
+            self.attr.max_request_dtos.max(1) as usize,
+        );
         if self.srq.is_none() {
             make_room(&mut self.recvs, self.attr.max_recv_dtos.max(1) as usize);
         }
@@ -382,7 +396,13 @@ impl Ep {
     }
 
     /// The completion event of a DTO.
-    fn dto_event(&self, cookie: DAT_DTO_COOKIE, status: dat_dto_completion_status, operation: dat_dtos, length: u32) -> DAT_EVENT {
+    fn dto_event(
+        &self,
+        cookie: DAT_DTO_COOKIE,
+        status: dat_dto_completion_status,
+        operation: dat_dtos,
+        length: u32,
+    ) -> DAT_EVENT {
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         e.event_number = dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER;
@@ -404,16 +424,30 @@ impl Ep {
 
     /// A UD EP's connection event (the IB extension's): `peer` says how to reach the peer
     /// (ESTABLISHED), none for a reject or an error.
-    pub fn datagram_event(&self, number: dat_ib_event_number, private_data: &[u8], peer: Option<&DatagramPeer>) {
+    pub fn datagram_event(
+        &self,
+        number: dat_ib_event_number,
+        private_data: &[u8],
+        peer: Option<&DatagramPeer>,
+    ) {
         if number == dat_ib_event_number::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED {
-            let side = if peer.is_some_and(|p| p.passive) { dat_ia_counters::DCNT_IA_CM_PASSIVE_EST } else { dat_ia_counters::DCNT_IA_CM_ACTIVE_EST };
+            let side = if peer.is_some_and(|p| p.passive) {
+                dat_ia_counters::DCNT_IA_CM_PASSIVE_EST
+            } else {
+                dat_ia_counters::DCNT_IA_CM_ACTIVE_EST
+            };
             self.ia.counters.bump(side as u32);
         }
         let data = peer.map(extension::datagram_connection_data);
         self.post_connection_event(number as DAT_EVENT_NUMBER, private_data, data);
     }
 
-    fn post_connection_event(&self, number: DAT_EVENT_NUMBER, private_data: &[u8], extension_data: Option<DAT_IB_EXTENSION_EVENT_DATA>) {
+    fn post_connection_event(
+        &self,
+        number: DAT_EVENT_NUMBER,
+        private_data: &[u8],
+        extension_data: Option<DAT_IB_EXTENSION_EVENT_DATA>,
+    ) {
         use dat_event_number as E;
         use dat_ia_counters as C;
         let outcome = match dat_event_number::try_from(number).ok() {
@@ -421,7 +455,10 @@ impl Ep {
             Some(E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED) => Some(C::DCNT_IA_CM_ERR_REFUSED),
             Some(E::DAT_CONNECTION_EVENT_TIMED_OUT) => Some(C::DCNT_IA_CM_ERR_TIMEOUT),
             Some(E::DAT_CONNECTION_EVENT_BROKEN) => Some(C::DCNT_IA_CM_ERR_RESET),
-            Some(E::DAT_CONNECTION_EVENT_UNREACHABLE | E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR) => Some(C::DCNT_IA_CM_ERR),
+            Some(
+                E::DAT_CONNECTION_EVENT_UNREACHABLE
+                | E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR,
+            ) => Some(C::DCNT_IA_CM_ERR),
             _ => None,
         };
         if let Some(counter) = outcome {
@@ -530,7 +567,8 @@ impl Ep {
             );
             // The link is there until the first end of an established connection (an abrupt
             // disconnect has made the EP DISCONNECTED already).
-            let last_of_srq = !pending && inner.link.is_some() && inner.srq.is_some() && !inner.released;
+            let last_of_srq =
+                !pending && inner.link.is_some() && inner.srq.is_some() && !inner.released;
             let event = if pending {
                 failure
             } else if end == End::Orderly || inner.closing {
@@ -564,7 +602,12 @@ impl Ep {
         if !request.report.reports(status) {
             return;
         }
-        let evd = self.inner.lock().request_evd.as_ref().map(|e| e.arc().clone());
+        let evd = self
+            .inner
+            .lock()
+            .request_evd
+            .as_ref()
+            .map(|e| e.arc().clone());
         self.complete_request_on(evd.as_deref(), request, status, length);
     }
 
@@ -590,11 +633,17 @@ impl Ep {
         length: u32,
         catch: &mut Catch<'_>,
     ) {
-        let Some(evd) = evd.filter(|_| request.report.reports(status)) else { return };
-        let cookie = DAT_DTO_COOKIE { as_64: request.cookie };
+        let Some(evd) = evd.filter(|_| request.report.reports(status)) else {
+            return;
+        };
+        let cookie = DAT_DTO_COOKIE {
+            as_64: request.cookie,
+        };
         let event = match (request.bind, request.extended) {
             (Some(rmr), _) => super::rmr::bind_event(rmr.get() as DAT_RMR_HANDLE, cookie, status),
-            (None, Some(op)) => extension::request_event(self.handle(), request.cookie, status, length, op),
+            (None, Some(op)) => {
+                extension::request_event(self.handle(), request.cookie, status, length, op)
+            }
             (None, None) => self.dto_event(cookie, status, request.operation, length),
         };
         request.report.deliver_catching(evd, event, status, catch);
@@ -604,7 +653,10 @@ impl Ep {
     pub fn complete_recv(&self, cookie: u64, status: dat_dto_completion_status, length: u32) {
         let (evd, datagram) = {
             let inner = self.inner.lock();
-            (inner.recv_evd.as_ref().map(|e| e.arc().clone()), Ep::is_datagram(&inner))
+            (
+                inner.recv_evd.as_ref().map(|e| e.arc().clone()),
+                Ep::is_datagram(&inner),
+            )
         };
         if datagram {
             self.complete_datagram_on(evd.as_deref(), cookie, status, length);
@@ -615,34 +667,67 @@ impl Ep {
 
     /// [`Ep::complete_recv`] on the receive EVD the caller took from the EP (under its lock,
     /// where the caller holds it).
-    pub fn complete_recv_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32) {
+    pub fn complete_recv_on(
+        &self,
+        evd: Option<&Evd>,
+        cookie: u64,
+        status: dat_dto_completion_status,
+        length: u32,
+    ) {
         self.complete_recv_catching(evd, cookie, status, length, &mut Catch::none());
     }
 
     /// [`Ep::complete_recv_on`], into the dequeue's out-parameter that `catch` lends if it
     /// may.
-    pub fn complete_recv_catching(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32, catch: &mut Catch<'_>) {
+    pub fn complete_recv_catching(
+        &self,
+        evd: Option<&Evd>,
+        cookie: u64,
+        status: dat_dto_completion_status,
+        length: u32,
+        catch: &mut Catch<'_>,
+    ) {
         if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
             self.counters.bump(dat_ep_counters::DCNT_EP_RECV as u32);
-            self.counters.add(dat_ep_counters::DCNT_EP_RECV_DATA as u32, u64::from(length));
+            self.counters
+                .add(dat_ep_counters::DCNT_EP_RECV_DATA as u32, u64::from(length));
         }
         if let Some(evd) = evd {
             // A full EVD reports its own overflow on the async EVD; the completion is lost as
             // a CQ overrun loses it.
-            let event = self.dto_event(DAT_DTO_COOKIE { as_64: cookie }, status, dat_dtos::DAT_DTO_RECEIVE, length);
+            let event = self.dto_event(
+                DAT_DTO_COOKIE { as_64: cookie },
+                status,
+                dat_dtos::DAT_DTO_RECEIVE,
+                length,
+            );
             let _ = evd.post_catching(event, true, catch);
         }
     }
 
     /// Reports a UD EP's receive (a datagram of `length` bytes with its routing header), on
     /// the receive EVD the caller took from the EP.
-    pub fn complete_datagram_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32) {
+    pub fn complete_datagram_on(
+        &self,
+        evd: Option<&Evd>,
+        cookie: u64,
+        status: dat_dto_completion_status,
+        length: u32,
+    ) {
         if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
             self.counters.bump(dat_ep_counters::DCNT_EP_RECV_UD as u32);
-            self.counters.add(dat_ep_counters::DCNT_EP_RECV_UD_DATA as u32, u64::from(length));
+            self.counters.add(
+                dat_ep_counters::DCNT_EP_RECV_UD_DATA as u32,
+                u64::from(length),
+            );
         }
         if let Some(evd) = evd {
-            let _ = evd.post(extension::datagram_event(self.handle(), cookie, status, length));
+            let _ = evd.post(extension::datagram_event(
+                self.handle(),
+                cookie,
+                status,
+                length,
+            ));
         }
     }
 
@@ -653,13 +738,30 @@ impl Ep {
 
     /// Reports the receive an RDMA write with immediate `data` of `length` bytes consumed, on
     /// the receive EVD the caller took from the EP.
-    pub fn complete_immediate_on(&self, evd: Option<&Evd>, cookie: u64, status: dat_dto_completion_status, length: u32, data: u32) {
+    pub fn complete_immediate_on(
+        &self,
+        evd: Option<&Evd>,
+        cookie: u64,
+        status: dat_dto_completion_status,
+        length: u32,
+        data: u32,
+    ) {
         if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
-            self.counters.bump(dat_ep_counters::DCNT_EP_RECV_RDMA_IMM as u32);
-            self.counters.add(dat_ep_counters::DCNT_EP_RECV_RDMA_IMM_DATA as u32, u64::from(length));
+            self.counters
+                .bump(dat_ep_counters::DCNT_EP_RECV_RDMA_IMM as u32);
+            self.counters.add(
+                dat_ep_counters::DCNT_EP_RECV_RDMA_IMM_DATA as u32,
+                u64::from(length),
+            );
         }
         if let Some(evd) = evd {
-            let _ = evd.post(extension::immediate_event(self.handle(), cookie, status, length, data));
+            let _ = evd.post(extension::immediate_event(
+                self.handle(),
+                cookie,
+                status,
+                length,
+                data,
+            ));
         }
     }
 
@@ -675,7 +777,10 @@ impl Ep {
         let (requests, recvs) = {
             let mut inner = self.inner.lock();
             inner.wire.clear();
-            let taken = (std::mem::take(&mut inner.outstanding), std::mem::take(&mut inner.recvs));
+            let taken = (
+                std::mem::take(&mut inner.outstanding),
+                std::mem::take(&mut inner.recvs),
+            );
             inner.size_queues(); // for a connection after this one
             taken
         };
@@ -697,11 +802,28 @@ mod tests {
         let mut attr: DAT_EP_ATTR = unsafe { std::mem::zeroed() };
         attr.max_request_dtos = requests;
         attr.max_recv_dtos = recvs;
-        EpInner::new(Parts { pz: None, recv_evd: None, request_evd: None, connect_evd: None, srq: None }, attr)
+        EpInner::new(
+            Parts {
+                pz: None,
+                recv_evd: None,
+                request_evd: None,
+                connect_evd: None,
+                srq: None,
+            },
+            attr,
+        )
     }
 
     fn request(seq: u64) -> Request {
-        Request { seq, cookie: seq, operation: dat_dtos::DAT_DTO_SEND, length: 8, report: Report::Notify, extended: None, bind: None }
+        Request {
+            seq,
+            cookie: seq,
+            operation: dat_dtos::DAT_DTO_SEND,
+            length: 8,
+            report: Report::Notify,
+            extended: None,
+            bind: None,
+        }
     }
 
     #[test]
@@ -714,9 +836,15 @@ mod tests {
                 i.outstanding.push_back(request(round * 100 + n));
             }
             for n in 0..60 {
-                i.recvs.push_back(PostedRecv { cookie: n, segments: Default::default() });
+                i.recvs.push_back(PostedRecv {
+                    cookie: n,
+                    segments: Default::default(),
+                });
             }
-            assert_eq!((i.outstanding.capacity(), i.recvs.capacity()), (requests, recvs));
+            assert_eq!(
+                (i.outstanding.capacity(), i.recvs.capacity()),
+                (requests, recvs)
+            );
             i.recvs.clear();
             i.outstanding.clear();
         }
@@ -731,6 +859,10 @@ mod tests {
     fn a_request_in_flight_is_kept_in_five_words() {
         // Every post records one and every completion takes one back: no operands (an
         // atomic's, a datagram's address) ride along, and the copy is a few moves, no memcpy.
-        assert!(std::mem::size_of::<Request>() <= 40, "{}", std::mem::size_of::<Request>());
+        assert!(
+            std::mem::size_of::<Request>() <= 40,
+            "{}",
+            std::mem::size_of::<Request>()
+        );
     }
 }

@@ -63,12 +63,14 @@ pub enum Outcome {
 /// non-peer reject, unreachable, timeout, accept completion error) makes it DISCONNECTED.
 pub fn settle(state: State, outcome: Outcome) -> Option<State> {
     match (state, outcome) {
-        (S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING | S::DAT_EP_STATE_COMPLETION_PENDING, Outcome::Established) => {
-            Some(S::DAT_EP_STATE_CONNECTED)
-        }
-        (S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING | S::DAT_EP_STATE_COMPLETION_PENDING, Outcome::Failed) => {
-            Some(S::DAT_EP_STATE_DISCONNECTED)
-        }
+        (
+            S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING | S::DAT_EP_STATE_COMPLETION_PENDING,
+            Outcome::Established,
+        ) => Some(S::DAT_EP_STATE_CONNECTED),
+        (
+            S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING | S::DAT_EP_STATE_COMPLETION_PENDING,
+            Outcome::Failed,
+        ) => Some(S::DAT_EP_STATE_DISCONNECTED),
         _ => None,
     }
 }
@@ -87,14 +89,20 @@ pub enum Disconnect {
 /// nothing to disconnect.
 pub fn disconnect(state: State, graceful: bool) -> DatResult<Disconnect> {
     match state {
-        S::DAT_EP_STATE_CONNECTED | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => {
-            Ok(Disconnect::TearDown {
-                next: if graceful { S::DAT_EP_STATE_DISCONNECT_PENDING } else { S::DAT_EP_STATE_DISCONNECTED },
-            })
-        }
+        S::DAT_EP_STATE_CONNECTED
+        | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH
+        | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => Ok(Disconnect::TearDown {
+            next: if graceful {
+                S::DAT_EP_STATE_DISCONNECT_PENDING
+            } else {
+                S::DAT_EP_STATE_DISCONNECTED
+            },
+        }),
         S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING
         | S::DAT_EP_STATE_COMPLETION_PENDING
-        | S::DAT_EP_STATE_DISCONNECT_PENDING => Ok(Disconnect::TearDown { next: S::DAT_EP_STATE_DISCONNECTED }),
+        | S::DAT_EP_STATE_DISCONNECT_PENDING => Ok(Disconnect::TearDown {
+            next: S::DAT_EP_STATE_DISCONNECTED,
+        }),
         S::DAT_EP_STATE_DISCONNECTED => Ok(Disconnect::Nothing),
         other => Err(refuse(other)),
     }
@@ -111,9 +119,9 @@ pub enum Post {
 #[inline]
 pub fn post_request(state: State) -> DatResult<Post> {
     match state {
-        S::DAT_EP_STATE_CONNECTED | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => {
-            Ok(Post::Run)
-        }
+        S::DAT_EP_STATE_CONNECTED
+        | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH
+        | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => Ok(Post::Run),
         S::DAT_EP_STATE_DISCONNECTED => Ok(Post::Flush),
         other => Err(refuse(other)),
     }
@@ -175,9 +183,19 @@ mod tests {
 
     #[test]
     fn connect_only_from_unconnected_and_errors_name_the_state() {
-        assert_eq!(connect(S::DAT_EP_STATE_UNCONNECTED), Ok(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING));
-        for s in ALL.into_iter().filter(|s| *s != S::DAT_EP_STATE_UNCONNECTED) {
-            assert_eq!(connect(s), Err(DatError::invalid_state(subtype(s))), "{s:?}");
+        assert_eq!(
+            connect(S::DAT_EP_STATE_UNCONNECTED),
+            Ok(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)
+        );
+        for s in ALL
+            .into_iter()
+            .filter(|s| *s != S::DAT_EP_STATE_UNCONNECTED)
+        {
+            assert_eq!(
+                connect(s),
+                Err(DatError::invalid_state(subtype(s))),
+                "{s:?}"
+            );
         }
         assert_eq!(
             connect(S::DAT_EP_STATE_CONNECTED),
@@ -187,26 +205,46 @@ mod tests {
 
     #[test]
     fn pending_connections_settle() {
-        for pending in [S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, S::DAT_EP_STATE_COMPLETION_PENDING] {
-            assert_eq!(settle(pending, Outcome::Established), Some(S::DAT_EP_STATE_CONNECTED));
-            assert_eq!(settle(pending, Outcome::Failed), Some(S::DAT_EP_STATE_DISCONNECTED));
+        for pending in [
+            S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
+            S::DAT_EP_STATE_COMPLETION_PENDING,
+        ] {
+            assert_eq!(
+                settle(pending, Outcome::Established),
+                Some(S::DAT_EP_STATE_CONNECTED)
+            );
+            assert_eq!(
+                settle(pending, Outcome::Failed),
+                Some(S::DAT_EP_STATE_DISCONNECTED)
+            );
         }
         // A settled or torn-down EP ignores a late verdict.
-        assert_eq!(settle(S::DAT_EP_STATE_DISCONNECTED, Outcome::Established), None);
+        assert_eq!(
+            settle(S::DAT_EP_STATE_DISCONNECTED, Outcome::Established),
+            None
+        );
         assert_eq!(settle(S::DAT_EP_STATE_CONNECTED, Outcome::Failed), None);
     }
 
     #[test]
     fn accept_from_unconnected_or_reserved() {
-        assert_eq!(accept(S::DAT_EP_STATE_UNCONNECTED), Ok(S::DAT_EP_STATE_COMPLETION_PENDING));
-        assert_eq!(accept(S::DAT_EP_STATE_RESERVED), Ok(S::DAT_EP_STATE_COMPLETION_PENDING));
+        assert_eq!(
+            accept(S::DAT_EP_STATE_UNCONNECTED),
+            Ok(S::DAT_EP_STATE_COMPLETION_PENDING)
+        );
+        assert_eq!(
+            accept(S::DAT_EP_STATE_RESERVED),
+            Ok(S::DAT_EP_STATE_COMPLETION_PENDING)
+        );
         assert_eq!(
             accept(S::DAT_EP_STATE_CONNECTED),
             Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED))
         );
         assert_eq!(
             accept(S::DAT_EP_STATE_DISCONNECTED),
-            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_DISCONNECTED))
+            Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_DISCONNECTED
+            ))
         );
     }
 
@@ -214,20 +252,31 @@ mod tests {
     fn disconnect_paths() {
         assert_eq!(
             disconnect(S::DAT_EP_STATE_CONNECTED, true),
-            Ok(Disconnect::TearDown { next: S::DAT_EP_STATE_DISCONNECT_PENDING })
+            Ok(Disconnect::TearDown {
+                next: S::DAT_EP_STATE_DISCONNECT_PENDING
+            })
         );
         assert_eq!(
             disconnect(S::DAT_EP_STATE_CONNECTED, false),
-            Ok(Disconnect::TearDown { next: S::DAT_EP_STATE_DISCONNECTED })
+            Ok(Disconnect::TearDown {
+                next: S::DAT_EP_STATE_DISCONNECTED
+            })
         );
         assert_eq!(
             disconnect(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, true),
-            Ok(Disconnect::TearDown { next: S::DAT_EP_STATE_DISCONNECTED })
+            Ok(Disconnect::TearDown {
+                next: S::DAT_EP_STATE_DISCONNECTED
+            })
         );
-        assert_eq!(disconnect(S::DAT_EP_STATE_DISCONNECTED, true), Ok(Disconnect::Nothing));
+        assert_eq!(
+            disconnect(S::DAT_EP_STATE_DISCONNECTED, true),
+            Ok(Disconnect::Nothing)
+        );
         assert_eq!(
             disconnect(S::DAT_EP_STATE_UNCONNECTED, true),
-            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_UNCONNECTED))
+            Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_UNCONNECTED
+            ))
         );
     }
 
@@ -237,11 +286,15 @@ mod tests {
         assert_eq!(post_request(S::DAT_EP_STATE_DISCONNECTED), Ok(Post::Flush));
         assert_eq!(
             post_request(S::DAT_EP_STATE_UNCONNECTED),
-            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_UNCONNECTED))
+            Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_UNCONNECTED
+            ))
         );
         assert_eq!(
             post_request(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING),
-            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_ACTCONNPENDING))
+            Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_ACTCONNPENDING
+            ))
         );
         assert_eq!(post_recv(S::DAT_EP_STATE_UNCONNECTED), Ok(Post::Run));
         assert_eq!(post_recv(S::DAT_EP_STATE_CONNECTED), Ok(Post::Run));
@@ -250,7 +303,10 @@ mod tests {
 
     #[test]
     fn reset_and_modify() {
-        assert_eq!(reset(S::DAT_EP_STATE_DISCONNECTED), Ok(S::DAT_EP_STATE_UNCONNECTED));
+        assert_eq!(
+            reset(S::DAT_EP_STATE_DISCONNECTED),
+            Ok(S::DAT_EP_STATE_UNCONNECTED)
+        );
         assert_eq!(
             reset(S::DAT_EP_STATE_CONNECTED),
             Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED))

@@ -133,12 +133,20 @@ pub struct Catch<'a> {
 impl<'a> Catch<'a> {
     /// Lends `into` for events of `evd`.
     pub fn new(evd: &Evd, into: &'a mut MaybeUninit<DAT_EVENT>) -> Catch<'a> {
-        Catch { evd, into: Some(into), caught: false }
+        Catch {
+            evd,
+            into: Some(into),
+            caught: false,
+        }
     }
 
     /// Lends nothing: every event is queued.
     pub fn none() -> Catch<'static> {
-        Catch { evd: std::ptr::null(), into: None, caught: false }
+        Catch {
+            evd: std::ptr::null(),
+            into: None,
+            caught: false,
+        }
     }
 
     /// Whether an event went into the out-parameter.
@@ -166,7 +174,11 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const
         }
         let polls = p.polls.get().wrapping_add(1);
         p.polls.set(polls);
-        (polls % OTHERS_EVERY == 0, polls % KEEP_ALIVE_EVERY == 0, p as *const Polled)
+        (
+            polls % OTHERS_EVERY == 0,
+            polls % KEEP_ALIVE_EVERY == 0,
+            p as *const Polled,
+        )
     });
     if keep_alive_due {
         // The connections this thread holds on lease stay its own: it still polls.
@@ -204,7 +216,12 @@ impl<'a> Catching<'a> {
     fn start(evd: &'a Evd, out: &'a mut MaybeUninit<DAT_EVENT>) -> Catching<'a> {
         let into = out.as_mut_ptr();
         let polled = polling(evd.handle(), evd as *const Evd as usize, into);
-        Catching { evd, into, lent: PhantomData, polled }
+        Catching {
+            evd,
+            into,
+            lent: PhantomData,
+            polled,
+        }
     }
 
     /// Whether an event was caught (it is in the out-parameter).
@@ -319,7 +336,9 @@ impl Queue {
     /// [`Queue::pop`] into `out`: the event is copied once, from the queue to the caller.
     #[inline(always)]
     fn pop_into(&mut self, out: &mut MaybeUninit<DAT_EVENT>) -> bool {
-        let Some(oldest) = self.events.front() else { return false };
+        let Some(oldest) = self.events.front() else {
+            return false;
+        };
         out.write(oldest.0);
         self.pop();
         true
@@ -477,7 +496,12 @@ impl Evd {
     /// triggering no CNO (an unsignalled completion); or puts it into the out-parameter `catch`
     /// lends when that is the same as queueing it and taking it back: the catch is for this
     /// EVD and still empty, the queue is empty, and no CNO is to hear of the event.
-    pub fn post_catching(&self, mut event: DAT_EVENT, notify: bool, catch: &mut Catch<'_>) -> DatResult {
+    pub fn post_catching(
+        &self,
+        mut event: DAT_EVENT,
+        notify: bool,
+        catch: &mut Catch<'_>,
+    ) -> DatResult {
         if std::ptr::eq(catch.evd, self) && self.may_hand_over() {
             if let Some(into) = catch.into.take() {
                 event.evd_handle = self.handle();
@@ -516,7 +540,10 @@ impl Evd {
             }
             let q = &mut *q;
             let notify_cno = q.enabled && q.waiter.is_none();
-            if q.waiter.as_ref().is_some_and(|w| q.events.len() >= w.threshold) {
+            if q.waiter
+                .as_ref()
+                .is_some_and(|w| q.events.len() >= w.threshold)
+            {
                 q.wakeup.wake();
             }
             notify_cno
@@ -537,7 +564,10 @@ impl Evd {
             return false; // its dequeues lend their out-parameter down the poll (`Catch`)
         }
         POLLED.with(|p| {
-            if p.catching.get() != self as *const Evd as usize || p.has_caught.get() || !self.may_hand_over() {
+            if p.catching.get() != self as *const Evd as usize
+                || p.has_caught.get()
+                || !self.may_hand_over()
+            {
                 return false;
             }
             // SAFETY: `into` is the out-parameter of this thread's dequeue of this EVD, which
@@ -554,9 +584,14 @@ impl Evd {
         if self.flags & dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32 != 0 {
             return; // the async EVD itself overflowed: nowhere left to report
         }
-        self.ia.counters.bump(dat_ia_counters::DCNT_IA_ASYNC_CQ_ERROR as u32);
+        self.ia
+            .counters
+            .bump(dat_ia_counters::DCNT_IA_ASYNC_CQ_ERROR as u32);
         if let Some(async_evd) = self.ia.async_evd_object() {
-            async_evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW, self.handle());
+            async_evd.post_async_error(
+                dat_event_number::DAT_ASYNC_ERROR_EVD_OVERFLOW,
+                self.handle(),
+            );
         }
     }
 
@@ -567,13 +602,20 @@ impl Evd {
 
     /// Posts an asynchronous event about the object `handle` with the object-specific
     /// `reason` (dat.h's `*_ASYNC_ERROR_REASON`) to this (async) EVD.
-    pub fn post_async_event(&self, number: dat_event_number, handle: DAT_HANDLE, reason: DAT_COUNT) {
+    pub fn post_async_event(
+        &self,
+        number: dat_event_number,
+        handle: DAT_HANDLE,
+        reason: DAT_COUNT,
+    ) {
         // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         e.event_number = number as DAT_EVENT_NUMBER;
         e.event_data.asynch_error_event_data.dat_handle = handle;
         e.event_data.asynch_error_event_data.reason = reason;
-        self.ia.counters.bump(dat_ia_counters::DCNT_IA_ASYNC_ERROR as u32);
+        self.ia
+            .counters
+            .bump(dat_ia_counters::DCNT_IA_ASYNC_ERROR as u32);
         let _ = self.post(e);
     }
 
@@ -594,7 +636,10 @@ impl Evd {
 
     /// The sources, held, with the connections that joined since moved in.
     #[inline(always)]
-    fn joined<'a>(&self, mut sources: MutexGuard<'a, Vec<Arc<dyn Progress>>>) -> MutexGuard<'a, Vec<Arc<dyn Progress>>> {
+    fn joined<'a>(
+        &self,
+        mut sources: MutexGuard<'a, Vec<Arc<dyn Progress>>>,
+    ) -> MutexGuard<'a, Vec<Arc<dyn Progress>>> {
         if self.has_joining.load(Ordering::Acquire) {
             self.move_joining(&mut sources);
         }
@@ -613,7 +658,9 @@ impl Evd {
         let gone = Arc::as_ptr(source) as *const u8;
         let left = {
             let mut sources = self.joined(self.sources.lock());
-            let at = sources.iter().position(|s| Arc::as_ptr(s) as *const u8 == gone);
+            let at = sources
+                .iter()
+                .position(|s| Arc::as_ptr(s) as *const u8 == gone);
             at.map(|i| sources.remove(i))
         };
         drop(left); // outside the lock: it may be the last reference
@@ -621,7 +668,9 @@ impl Evd {
 
     /// Lets every source send what it left for later; its own threads take over.
     fn flush_sources(&self) {
-        let Some(sources) = self.sources.try_lock() else { return };
+        let Some(sources) = self.sources.try_lock() else {
+            return;
+        };
         for s in self.joined(sources).iter() {
             s.flush();
         }
@@ -690,10 +739,17 @@ impl Evd {
     /// hand-off when the events are near), then the result (the event into `out`), or a sleep
     /// until `threshold` events are queued or `timeout` passes (`None`: no bound), after which
     /// the waiter takes [`Evd::wait_resume`] (or [`Evd::wait_abandon`], cancelled).
-    pub fn wait_begin(&self, timeout: Option<Duration>, threshold: usize, out: &mut MaybeUninit<DAT_EVENT>) -> WaitStep<WaitResult> {
+    pub fn wait_begin(
+        &self,
+        timeout: Option<Duration>,
+        threshold: usize,
+        out: &mut MaybeUninit<DAT_EVENT>,
+    ) -> WaitStep<WaitResult> {
         let mut q = self.queue.lock();
         let refused = if !q.waitable {
-            Some(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_UNWAITABLE))
+            Some(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EVD_UNWAITABLE,
+            ))
         } else if q.waiter.is_some() {
             Some(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER))
         } else if threshold > q.qlen {
@@ -707,7 +763,13 @@ impl Evd {
         let epoch = q.epoch;
         let spin = Duration::from_micros(self.spin_us.load(Ordering::Relaxed));
         let deadline = timeout.map(|t| Instant::now() + t);
-        q.waiter = Some(Waiter { threshold, epoch, deadline, spin, slept_at: None });
+        q.waiter = Some(Waiter {
+            threshold,
+            epoch,
+            deadline,
+            spin,
+            slept_at: None,
+        });
         self.waiting.store(true, Ordering::Release);
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
@@ -723,7 +785,8 @@ impl Evd {
             }
             // A wait that may sleep hands its connections back (one of no time is a poll).
             if timeout != Some(Duration::ZERO) {
-                self.counters.bump(dat_evd_counters::DCNT_EVD_WAIT_BLOCKED as u32);
+                self.counters
+                    .bump(dat_evd_counters::DCNT_EVD_WAIT_BLOCKED as u32);
                 MutexGuard::unlocked(&mut q, || {
                     self.flush_sources();
                     before_sleep();
@@ -752,7 +815,11 @@ impl Evd {
 
     /// The wait ends with what it waited for (the oldest event into `out`), or why not, or
     /// sleeps on.
-    fn settle(&self, mut q: MutexGuard<'_, Queue>, out: &mut MaybeUninit<DAT_EVENT>) -> WaitStep<WaitResult> {
+    fn settle(
+        &self,
+        mut q: MutexGuard<'_, Queue>,
+        out: &mut MaybeUninit<DAT_EVENT>,
+    ) -> WaitStep<WaitResult> {
         let Some(w) = q.waiter.as_ref() else {
             return WaitStep::Done((Err(DatError::internal()), q.events.len()));
         };
@@ -773,11 +840,26 @@ impl Evd {
         };
         let w = q.waiter.take();
         self.waiting.store(false, Ordering::Release);
-        if let (Some(Waiter { spin, slept_at: Some(at), .. }), Ok(())) = (w, &result) {
+        if let (
+            Some(Waiter {
+                spin,
+                slept_at: Some(at),
+                ..
+            }),
+            Ok(()),
+        ) = (w, &result)
+        {
             let next = next_spin(spin, at.elapsed(), spin_budget());
-            self.spin_us.store(next.as_micros() as u64, Ordering::Relaxed);
+            self.spin_us
+                .store(next.as_micros() as u64, Ordering::Relaxed);
         }
-        let outcome = result.and_then(|()| if q.pop_into(out) { Ok(()) } else { Err(DatError::internal()) });
+        let outcome = result.and_then(|()| {
+            if q.pop_into(out) {
+                Ok(())
+            } else {
+                Err(DatError::internal())
+            }
+        });
         self.queued.store(q.events.len(), Ordering::Relaxed);
         WaitStep::Done((outcome, q.events.len()))
     }
@@ -863,7 +945,11 @@ mod tests {
             q.events.push_back(event);
             q.events.push_back(event);
             assert!(q.pop().is_some());
-            assert_eq!(q.events.as_slices().0.as_ptr(), front.wrapping_add(1), "round {round}");
+            assert_eq!(
+                q.events.as_slices().0.as_ptr(),
+                front.wrapping_add(1),
+                "round {round}"
+            );
             assert!(q.pop().is_some());
             assert!(q.pop().is_none());
             q.events.push_back(event);

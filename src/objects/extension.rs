@@ -62,31 +62,71 @@ impl ExtendedKind {
     /// The operation and extension type its requester's completion names.
     fn names(self) -> (dat_ib_dtos, dat_ib_ext_type) {
         match self {
-            ExtendedKind::WriteImmediate => (dat_ib_dtos::DAT_IB_DTO_RDMA_WRITE_IMMED, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED),
-            ExtendedKind::FetchAdd => (dat_ib_dtos::DAT_IB_DTO_FETCH_ADD, dat_ib_ext_type::DAT_IB_FETCH_AND_ADD),
-            ExtendedKind::CompareSwap => (dat_ib_dtos::DAT_IB_DTO_CMP_SWAP, dat_ib_ext_type::DAT_IB_CMP_AND_SWAP),
-            ExtendedKind::Datagram => (dat_ib_dtos::DAT_IB_DTO_SEND_UD, dat_ib_ext_type::DAT_IB_UD_SEND),
+            ExtendedKind::WriteImmediate => (
+                dat_ib_dtos::DAT_IB_DTO_RDMA_WRITE_IMMED,
+                dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED,
+            ),
+            ExtendedKind::FetchAdd => (
+                dat_ib_dtos::DAT_IB_DTO_FETCH_ADD,
+                dat_ib_ext_type::DAT_IB_FETCH_AND_ADD,
+            ),
+            ExtendedKind::CompareSwap => (
+                dat_ib_dtos::DAT_IB_DTO_CMP_SWAP,
+                dat_ib_ext_type::DAT_IB_CMP_AND_SWAP,
+            ),
+            ExtendedKind::Datagram => (
+                dat_ib_dtos::DAT_IB_DTO_SEND_UD,
+                dat_ib_ext_type::DAT_IB_UD_SEND,
+            ),
         }
     }
 }
 
 /// The completion of an extended request on its requester's EVD.
-pub fn request_event(ep: DAT_EP_HANDLE, cookie: u64, status: dat_dto_completion_status, length: u32, op: ExtendedKind) -> DAT_EVENT {
+pub fn request_event(
+    ep: DAT_EP_HANDLE,
+    cookie: u64,
+    status: dat_dto_completion_status,
+    length: u32,
+    op: ExtendedKind,
+) -> DAT_EVENT {
     let (operation, ext_type) = op.names();
     event(ep, cookie, status, length, operation, ext_type, 0)
 }
 
 /// The completion of the receive an RDMA write with immediate data consumed: the write's
 /// length and the immediate.
-pub fn immediate_event(ep: DAT_EP_HANDLE, cookie: u64, status: dat_dto_completion_status, length: u32, data: u32) -> DAT_EVENT {
-    let (operation, ext_type) = (dat_ib_dtos::DAT_IB_DTO_RECV_IMMED, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED_DATA);
+pub fn immediate_event(
+    ep: DAT_EP_HANDLE,
+    cookie: u64,
+    status: dat_dto_completion_status,
+    length: u32,
+    data: u32,
+) -> DAT_EVENT {
+    let (operation, ext_type) = (
+        dat_ib_dtos::DAT_IB_DTO_RECV_IMMED,
+        dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED_DATA,
+    );
     event(ep, cookie, status, length, operation, ext_type, data)
 }
 
 /// The completion of a UD EP's receive: the datagram's length, with the 40 bytes of the
 /// routing header that precede it in the buffer.
-pub fn datagram_event(ep: DAT_EP_HANDLE, cookie: u64, status: dat_dto_completion_status, length: u32) -> DAT_EVENT {
-    event(ep, cookie, status, length, dat_ib_dtos::DAT_IB_DTO_RECV_UD, dat_ib_ext_type::DAT_IB_UD_RECV, 0)
+pub fn datagram_event(
+    ep: DAT_EP_HANDLE,
+    cookie: u64,
+    status: dat_dto_completion_status,
+    length: u32,
+) -> DAT_EVENT {
+    event(
+        ep,
+        cookie,
+        status,
+        length,
+        dat_ib_dtos::DAT_IB_DTO_RECV_UD,
+        dat_ib_ext_type::DAT_IB_UD_RECV,
+        0,
+    )
 }
 
 /// How a UD EP reaches a peer, as a transport found it for a UD connection event.
@@ -107,21 +147,40 @@ pub struct DatagramPeer {
 pub fn datagram_connection_data(peer: &DatagramPeer) -> DAT_IB_EXTENSION_EVENT_DATA {
     // SAFETY: plain data for which all-zero bytes are valid values.
     let mut x: DAT_IB_EXTENSION_EVENT_DATA = unsafe { std::mem::zeroed() };
-    x.r#type = if peer.passive { dat_ib_ext_type::DAT_IB_UD_PASSIVE_REMOTE_AH } else { dat_ib_ext_type::DAT_IB_UD_REMOTE_AH } as DAT_IB_EXT_TYPE;
+    x.r#type = if peer.passive {
+        dat_ib_ext_type::DAT_IB_UD_PASSIVE_REMOTE_AH
+    } else {
+        dat_ib_ext_type::DAT_IB_UD_REMOTE_AH
+    } as DAT_IB_EXT_TYPE;
     // SAFETY: plain data; all-zero valid.
     let mut ia_addr: DAT_SOCK_ADDR6 = unsafe { std::mem::zeroed() };
     let sin = crate::transport::sys::sockaddr_in(peer.remote);
     // SAFETY: a sockaddr_in fits the sockaddr_in6 it is copied into (OpenFabrics copies the
     // IPv4 address so too).
-    unsafe { std::ptr::copy_nonoverlapping(&sin as *const libc::sockaddr_in as *const u8, &mut ia_addr as *mut DAT_SOCK_ADDR6 as *mut u8, std::mem::size_of::<libc::sockaddr_in>()) };
-    x.anon3.remote_ah = DAT_IB_ADDR_HANDLE { ah: peer.ah as *mut ibv_ah, qpn: peer.qpn, ia_addr };
-    x.context = DAT_CONTEXT { as_64: peer.context };
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            &sin as *const libc::sockaddr_in as *const u8,
+            &mut ia_addr as *mut DAT_SOCK_ADDR6 as *mut u8,
+            std::mem::size_of::<libc::sockaddr_in>(),
+        )
+    };
+    x.anon3.remote_ah = DAT_IB_ADDR_HANDLE {
+        ah: peer.ah as *mut ibv_ah,
+        qpn: peer.qpn,
+        ia_addr,
+    };
+    x.context = DAT_CONTEXT {
+        as_64: peer.context,
+    };
     x
 }
 
 /// Writes extension data into an event's extension area.
 pub fn set_extension_data(e: &mut DAT_EVENT, x: DAT_IB_EXTENSION_EVENT_DATA) {
-    const _: () = assert!(std::mem::size_of::<DAT_IB_EXTENSION_EVENT_DATA>() <= std::mem::size_of::<[DAT_UINT64; 8]>());
+    const _: () = assert!(
+        std::mem::size_of::<DAT_IB_EXTENSION_EVENT_DATA>()
+            <= std::mem::size_of::<[DAT_UINT64; 8]>()
+    );
     // SAFETY: the extension data fits the event's extension area (asserted above), which is
     // 8-byte aligned as the extension data needs.
     unsafe { (e.event_extension_data.as_mut_ptr() as *mut DAT_IB_EXTENSION_EVENT_DATA).write(x) };
@@ -171,13 +230,25 @@ mod tests {
 
     #[test]
     fn an_immediate_names_its_data_and_the_write_length() {
-        let e = immediate_event(std::ptr::null_mut(), 7, dat_dto_completion_status::DAT_DTO_SUCCESS, 256, 0x7777);
+        let e = immediate_event(
+            std::ptr::null_mut(),
+            7,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            256,
+            0x7777,
+        );
         assert_eq!(e.event_number, dat_ib_event_number::DAT_IB_DTO_EVENT as u32);
         // SAFETY: a DTO event's data is its completion data.
         let d = unsafe { e.event_data.dto_completion_event_data };
-        assert_eq!((d.transfered_length, d.operation), (256, dat_ib_dtos::DAT_IB_DTO_RECV_IMMED as u32));
+        assert_eq!(
+            (d.transfered_length, d.operation),
+            (256, dat_ib_dtos::DAT_IB_DTO_RECV_IMMED as u32)
+        );
         let x = ext(&e);
-        assert_eq!(x.r#type, dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED_DATA as u32);
+        assert_eq!(
+            x.r#type,
+            dat_ib_ext_type::DAT_IB_RDMA_WRITE_IMMED_DATA as u32
+        );
         // SAFETY: plain data.
         assert_eq!(unsafe { x.val.immed.data }, 0x7777);
     }

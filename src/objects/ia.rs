@@ -50,8 +50,17 @@ impl NamedAttrs {
     pub fn new(pairs: &[(&str, String)]) -> NamedAttrs {
         let c = |s: &str| std::ffi::CString::new(s.replace('\0', "")).expect("no NUL left");
         let strings: Vec<_> = pairs.iter().flat_map(|(n, v)| [c(n), c(v)]).collect();
-        let attrs = strings.chunks(2).map(|p| DAT_NAMED_ATTR { name: p[0].as_ptr(), value: p[1].as_ptr() }).collect();
-        NamedAttrs { attrs, _strings: strings }
+        let attrs = strings
+            .chunks(2)
+            .map(|p| DAT_NAMED_ATTR {
+                name: p[0].as_ptr(),
+                value: p[1].as_ptr(),
+            })
+            .collect();
+        NamedAttrs {
+            attrs,
+            _strings: strings,
+        }
     }
 
     pub fn as_slice(&self) -> &[DAT_NAMED_ATTR] {
@@ -100,13 +109,18 @@ impl Ia {
         let transport = transport::for_ia(&entry, ip)?;
         let ip = ip
             .or_else(|| transport.local_address())
-            .ok_or(DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE))?;
+            .ok_or(DatError::new(
+                Type::DAT_INVALID_ADDRESS,
+                Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
+            ))?;
         Ok(Arc::new(Ia {
             entry,
             provider_specific: OnceLock::new(),
             counters: Counters::default(),
             transport,
-            address: Box::new(transport::sys::sockaddr_in(std::net::SocketAddrV4::new(ip, 0))),
+            address: Box::new(transport::sys::sockaddr_in(std::net::SocketAddrV4::new(
+                ip, 0,
+            ))),
             async_evd: Mutex::new(None),
             handle: std::sync::atomic::AtomicUsize::new(0),
             children: Mutex::new(Children::default()),
@@ -115,8 +129,10 @@ impl Ia {
 
     /// Registers the IA itself in the handle table.
     pub fn register(self: &Arc<Self>) -> DatResult<DAT_IA_HANDLE> {
-        let h = handle::insert(self.clone()).ok_or(DatError::resources(Sub::DAT_RESOURCE_MEMORY))?;
-        self.handle.store(h as usize, std::sync::atomic::Ordering::Release);
+        let h =
+            handle::insert(self.clone()).ok_or(DatError::resources(Sub::DAT_RESOURCE_MEMORY))?;
+        self.handle
+            .store(h as usize, std::sync::atomic::Ordering::Release);
         Ok(h)
     }
 
@@ -126,7 +142,9 @@ impl Ia {
 
     /// The provider-specific attributes the IA reports.
     pub fn provider_specific(&self) -> &[DAT_NAMED_ATTR] {
-        self.provider_specific.get_or_init(|| provider_specific(&*self.transport, self.ipv4())).as_slice()
+        self.provider_specific
+            .get_or_init(|| provider_specific(&*self.transport, self.ipv4()))
+            .as_slice()
     }
 
     pub fn ipv4(&self) -> std::net::Ipv4Addr {
@@ -140,7 +158,10 @@ impl Ia {
 
     /// The async EVD handle, `DAT_HANDLE_NULL` when there is none.
     pub fn async_evd(&self) -> DAT_EVD_HANDLE {
-        self.async_evd.lock().as_ref().map_or(std::ptr::null_mut(), |e| e.handle())
+        self.async_evd
+            .lock()
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |e| e.handle())
     }
 
     pub fn async_evd_object(&self) -> Option<Arc<Evd>> {
@@ -204,7 +225,12 @@ impl Ia {
     /// Handles of live objects this IA owns, other than its own async EVD.
     pub fn live_children(&self) -> usize {
         let own_async = self.async_evd() as usize;
-        self.children.lock().handles.iter().filter(|c| **c != own_async).count()
+        self.children
+            .lock()
+            .handles
+            .iter()
+            .filter(|c| **c != own_async)
+            .count()
     }
 
     /// Starts closing: from now on no object is made under this IA. A graceful close is
@@ -298,7 +324,10 @@ mod tests {
     fn ia_params_resolve_to_an_address() {
         assert_eq!(resolve_ipv4("lo"), Some(std::net::Ipv4Addr::LOCALHOST));
         assert_eq!(resolve_ipv4("lo 0"), Some(std::net::Ipv4Addr::LOCALHOST));
-        assert_eq!(resolve_ipv4("127.0.0.2"), Some("127.0.0.2".parse().unwrap()));
+        assert_eq!(
+            resolve_ipv4("127.0.0.2"),
+            Some("127.0.0.2".parse().unwrap())
+        );
         assert_eq!(resolve_ipv4("no-such-netdev0"), None);
         assert_eq!(resolve_ipv4(""), None);
     }

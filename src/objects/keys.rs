@@ -17,7 +17,11 @@ pub struct Batch {
 
 const WORDS: usize = 64;
 
-static BATCH: Mutex<Batch> = Mutex::new(Batch { words: [0; WORDS], next: WORDS, pid: 0 });
+static BATCH: Mutex<Batch> = Mutex::new(Batch {
+    words: [0; WORDS],
+    next: WORDS,
+    pid: 0,
+});
 
 /// The source of random keys, held while a caller draws (a registration may draw a few).
 pub struct Source(MutexGuard<'static, Batch>);
@@ -71,7 +75,10 @@ mod tests {
         // Every bit is set in some keys and clear in others.
         for bit in 0..32 {
             let ones = keys.iter().filter(|k| *k >> bit & 1 == 1).count();
-            assert!((1700..2400).contains(&ones), "bit {bit} set in {ones} of 4096 keys");
+            assert!(
+                (1700..2400).contains(&ones),
+                "bit {bit} set in {ones} of 4096 keys"
+            );
         }
     }
 }

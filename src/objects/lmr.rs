@@ -121,12 +121,20 @@ const SLOT_TRIES: usize = 4;
 fn free_key(contexts: &IntMap<u32, Entry>) -> u32 {
     let windows = WINDOW_KEYS.lock();
     let mut source = keys::source();
-    pick_key(|| source.key(), |key| contexts.contains_key(&key) || windows.contains(&key), |key| REGIONS.slot_free(key))
+    pick_key(
+        || source.key(),
+        |key| contexts.contains_key(&key) || windows.contains(&key),
+        |key| REGIONS.slot_free(key),
+    )
 }
 
 /// The first key `draw` gives that is not 0 nor `taken`, and among the first `SLOT_TRIES`
 /// draws only one whose slot is free.
-fn pick_key(mut draw: impl FnMut() -> u32, taken: impl Fn(u32) -> bool, slot_free: impl Fn(u32) -> bool) -> u32 {
+fn pick_key(
+    mut draw: impl FnMut() -> u32,
+    taken: impl Fn(u32) -> bool,
+    slot_free: impl Fn(u32) -> bool,
+) -> u32 {
     let mut tries = 0;
     loop {
         let key = draw();
@@ -143,7 +151,11 @@ pub(crate) fn claim_window_key() -> u32 {
     let contexts = CONTEXTS.read();
     let mut windows = WINDOW_KEYS.lock();
     let mut source = keys::source();
-    let key = pick_key(|| source.key(), |key| contexts.contains_key(&key) || windows.contains(&key), |_| true);
+    let key = pick_key(
+        || source.key(),
+        |key| contexts.contains_key(&key) || windows.contains(&key),
+        |_| true,
+    );
     windows.insert(key);
     key
 }
@@ -213,7 +225,12 @@ impl Lmr {
     ) -> Option<Arc<Lmr>> {
         let mut contexts = CONTEXTS.write();
         let (context, remote_context, registration) = match registration {
-            Some(r) if contexts.contains_key(&r.lmr_context) || WINDOW_KEYS.lock().contains(&r.lmr_context) => return None,
+            Some(r)
+                if contexts.contains_key(&r.lmr_context)
+                    || WINDOW_KEYS.lock().contains(&r.lmr_context) =>
+            {
+                return None
+            }
             Some(r) => (r.lmr_context, Some(r.rmr_context), Some(r.keep)),
             None => (free_key(&contexts), None, None),
         };
@@ -240,7 +257,12 @@ impl Lmr {
             length,
             privileges,
         };
-        let region = Region { pz: entry.pz as usize, address, length, privileges };
+        let region = Region {
+            pz: entry.pz as usize,
+            address,
+            length,
+            privileges,
+        };
         REGIONS.insert(lmr.context, region);
         crate::transport::region_registered(lmr.context, &region);
         contexts.insert(lmr.context, entry);
@@ -265,7 +287,10 @@ impl Lmr {
     fn forget(&self) {
         let cleared = {
             let mut contexts = CONTEXTS.write();
-            if contexts.get(&self.context).is_some_and(|e| std::ptr::eq(e.lmr.as_ptr(), self)) {
+            if contexts
+                .get(&self.context)
+                .is_some_and(|e| std::ptr::eq(e.lmr.as_ptr(), self))
+            {
                 contexts.remove(&self.context);
                 REGIONS.clear(self.context)
             } else {
@@ -303,7 +328,15 @@ impl Lmr {
     pub fn each_region(mut f: impl FnMut(u32, &Region)) {
         let contexts = CONTEXTS.read();
         for (context, e) in contexts.iter() {
-            f(*context, &Region { pz: e.pz as usize, address: e.address, length: e.length, privileges: e.privileges });
+            f(
+                *context,
+                &Region {
+                    pz: e.pz as usize,
+                    address: e.address,
+                    length: e.length,
+                    privileges: e.privileges,
+                },
+            );
         }
     }
 
@@ -320,20 +353,48 @@ impl Lmr {
 
     /// A local IOV segment of a DTO posted on an EP of zone `pz`: bounds, `privilege`
     /// (`PRIV_LOCAL_READ` for what is sent, `PRIV_LOCAL_WRITE` for what is received) and zone.
-    pub fn check_local(&self, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<(), AccessError> {
-        self.check(address, length, privilege & (PRIV_LOCAL_READ | PRIV_LOCAL_WRITE), pz)
+    pub fn check_local(
+        &self,
+        address: u64,
+        length: u64,
+        privilege: u32,
+        pz: &Arc<Pz>,
+    ) -> Result<(), AccessError> {
+        self.check(
+            address,
+            length,
+            privilege & (PRIV_LOCAL_READ | PRIV_LOCAL_WRITE),
+            pz,
+        )
     }
 
     /// An access a peer asks for through an EP of zone `pz`: bounds, `privilege`
     /// (`PRIV_REMOTE_READ`, `PRIV_REMOTE_WRITE` or `PRIV_REMOTE_ATOMIC`) and zone.
-    pub fn check_remote(&self, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<(), AccessError> {
+    pub fn check_remote(
+        &self,
+        address: u64,
+        length: u64,
+        privilege: u32,
+        pz: &Arc<Pz>,
+    ) -> Result<(), AccessError> {
         self.check(address, length, privilege & PRIV_REMOTE, pz)
     }
 
     /// Checks `[address, address + length)` against this region's bounds, privileges and
     /// protection zone.
-    pub fn check(&self, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<(), AccessError> {
-        let region = (Arc::as_ptr(self.pz.arc()), self.address, self.length, self.privileges);
+    pub fn check(
+        &self,
+        address: u64,
+        length: u64,
+        privilege: u32,
+        pz: &Arc<Pz>,
+    ) -> Result<(), AccessError> {
+        let region = (
+            Arc::as_ptr(self.pz.arc()),
+            self.address,
+            self.length,
+            self.privileges,
+        );
         check_access(region, address, length, privilege, pz)
     }
 
@@ -347,7 +408,13 @@ impl Lmr {
         pz: &Arc<Pz>,
     ) -> Result<(), AccessError> {
         match REGIONS.get(context) {
-            Found::Region(r) => check_access((r.pz as *const Pz, r.address, r.length, r.privileges), address, length, privilege, pz),
+            Found::Region(r) => check_access(
+                (r.pz as *const Pz, r.address, r.length, r.privileges),
+                address,
+                length,
+                privilege,
+                pz,
+            ),
             Found::Unknown => Lmr::check_segment_in_map(context, address, length, privilege, pz),
         }
     }
@@ -355,9 +422,21 @@ impl Lmr {
     /// [`Lmr::check_segment`] for a segment the transport is about to copy a peer's bytes
     /// into: the region stays registered until the hold is dropped (`dat_lmr_free` waits for
     /// it), so once the free returns no byte lands there.
-    pub fn hold_segment(context: u32, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<SegmentHold, AccessError> {
+    pub fn hold_segment(
+        context: u32,
+        address: u64,
+        length: u64,
+        privilege: u32,
+        pz: &Arc<Pz>,
+    ) -> Result<SegmentHold, AccessError> {
         if let Some((r, hold)) = REGIONS.hold(context) {
-            check_access((r.pz as *const Pz, r.address, r.length, r.privileges), address, length, privilege, pz)?;
+            check_access(
+                (r.pz as *const Pz, r.address, r.length, r.privileges),
+                address,
+                length,
+                privilege,
+                pz,
+            )?;
             return Ok(SegmentHold::Table(hold));
         }
         Lmr::hold_segment_in_map(context, address, length, privilege, pz)
@@ -366,7 +445,13 @@ impl Lmr {
     /// [`Lmr::hold_segment`] for a region the lock-free table does not hold (or none): the
     /// region itself, its gate held for reading.
     #[cold]
-    fn hold_segment_in_map(context: u32, address: u64, length: u64, privilege: u32, pz: &Arc<Pz>) -> Result<SegmentHold, AccessError> {
+    fn hold_segment_in_map(
+        context: u32,
+        address: u64,
+        length: u64,
+        privilege: u32,
+        pz: &Arc<Pz>,
+    ) -> Result<SegmentHold, AccessError> {
         let lmr = Lmr::by_context(context).ok_or(AccessError::UnknownContext)?;
         lmr.check(address, length, privilege, pz)?;
         // Recursive: a message may fill two segments of one region (see `access`).
@@ -393,7 +478,13 @@ impl Lmr {
         if e.lmr.strong_count() == 0 {
             return Err(AccessError::UnknownContext); // on its way out
         }
-        check_access((e.pz, e.address, e.length, e.privileges), address, length, privilege, pz)
+        check_access(
+            (e.pz, e.address, e.length, e.privileges),
+            address,
+            length,
+            privilege,
+            pz,
+        )
     }
 }
 
@@ -460,10 +551,26 @@ mod tests {
         let slot_free = |key| key % 2 == 1;
         let pick = |draws: &[u32]| {
             let mut draws = draws.iter().copied();
-            pick_key(|| draws.next().expect("a key before the draws ran out"), taken, slot_free)
+            pick_key(
+                || draws.next().expect("a key before the draws ran out"),
+                taken,
+                slot_free,
+            )
         };
-        assert_eq!(pick(&[0, 5, 6, 8, 9]), 9, "0, taken and busy-slot keys are passed over");
-        assert_eq!(pick(&[2, 4, 8, 10, 12]), 12, "after a few draws a busy slot will do");
-        assert_eq!(pick(&[2, 4, 8, 10, 0, 5, 14]), 14, "never 0 nor a taken key");
+        assert_eq!(
+            pick(&[0, 5, 6, 8, 9]),
+            9,
+            "0, taken and busy-slot keys are passed over"
+        );
+        assert_eq!(
+            pick(&[2, 4, 8, 10, 12]),
+            12,
+            "after a few draws a busy slot will do"
+        );
+        assert_eq!(
+            pick(&[2, 4, 8, 10, 0, 5, 14]),
+            14,
+            "never 0 nor a taken key"
+        );
     }
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::ia::Ia;
-use crate::abi::*;
 use super::{Counted, Users};
+use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
 use crate::transport::Resource;
 
@@ -35,6 +35,11 @@ impl Pz {
     }
 
     pub fn new(ia: Arc<Ia>, domain: Option<Resource>) -> Pz {
-        Pz { ia, domain, users: Users::default(), handle: SelfHandle::default() }
+        Pz {
+            ia,
+            domain,
+            users: Users::default(),
+            handle: SelfHandle::default(),
+        }
     }
 }

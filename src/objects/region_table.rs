@@ -57,7 +57,9 @@ pub struct RegionTable {
 
 impl RegionTable {
     pub const fn new() -> RegionTable {
-        RegionTable { slots: [const { Slot::empty() }; SLOTS] }
+        RegionTable {
+            slots: [const { Slot::empty() }; SLOTS],
+        }
     }
 }
 
@@ -144,7 +146,16 @@ impl RegionTable {
         if slot.context.load(Ordering::Relaxed) != context {
             return false;
         }
-        self.write(slot, 0, Region { pz: 0, address: 0, length: 0, privileges: 0 });
+        self.write(
+            slot,
+            0,
+            Region {
+                pz: 0,
+                address: 0,
+                length: 0,
+                privileges: 0,
+            },
+        );
         true
     }
 
@@ -202,7 +213,12 @@ mod tests {
     use super::*;
 
     fn region(n: u64) -> Region {
-        Region { pz: n as usize, address: n * 4096, length: n, privileges: n as u32 }
+        Region {
+            pz: n as usize,
+            address: n * 4096,
+            length: n,
+            privileges: n as u32,
+        }
     }
 
     #[test]

@@ -46,7 +46,12 @@ impl Object for Rmr {
 
 impl Rmr {
     pub fn new(ia: Arc<Ia>, pz: Arc<Pz>) -> Rmr {
-        Rmr { ia, pz: Held::new(pz), binding: Mutex::new(None), window: std::sync::OnceLock::new() }
+        Rmr {
+            ia,
+            pz: Held::new(pz),
+            binding: Mutex::new(None),
+            window: std::sync::OnceLock::new(),
+        }
     }
 
     pub fn pz(&self) -> &Arc<Pz> {
@@ -102,7 +107,10 @@ impl Window {
     /// The region behind the window, if `length` bytes at `address` in it may be reached with
     /// `privilege`.
     pub fn reach(&self, address: u64, length: u64, privilege: u32) -> Option<Arc<Lmr>> {
-        let inside = address >= self.address && address.checked_add(length).is_some_and(|end| end <= self.address + self.length);
+        let inside = address >= self.address
+            && address
+                .checked_add(length)
+                .is_some_and(|end| end <= self.address + self.length);
         (inside && privilege & !self.privileges == 0).then(|| self.lmr.clone())
     }
 
@@ -124,7 +132,15 @@ impl Rmr {
     /// (a zero length), under `context` (the transport's key for it: verbs; None: a new key of
     /// ours, TCP): the window it had closes, and the new context is returned (one that names
     /// nothing, for an unbind: "the return value of rmr_context for that case is undefined").
-    pub fn bind(self: &Arc<Self>, lmr: Arc<Lmr>, triplet: DAT_LMR_TRIPLET, privileges: u32, va_type: dat_va_type, ep: &Arc<Ep>, context: Option<u32>) -> u32 {
+    pub fn bind(
+        self: &Arc<Self>,
+        lmr: Arc<Lmr>,
+        triplet: DAT_LMR_TRIPLET,
+        privileges: u32,
+        va_type: dat_va_type,
+        ep: &Arc<Ep>,
+        context: Option<u32>,
+    ) -> u32 {
         let mut binding = self.binding.lock();
         let mut windows = WINDOWS.write();
         if let Some(old) = binding.take() {
@@ -148,7 +164,14 @@ impl Rmr {
                 our_key,
             };
             windows.insert(key(ep, context), Arc::new(window));
-            *binding = Some(Binding { lmr: Held::new(lmr), triplet, privileges, va_type, context, window: key(ep, context) });
+            *binding = Some(Binding {
+                lmr: Held::new(lmr),
+                triplet,
+                privileges,
+                va_type,
+                context,
+                window: key(ep, context),
+            });
         }
         context
     }
@@ -163,16 +186,28 @@ impl Rmr {
 
 /// Reports a bind on the request EVD as OpenFabrics does: a `DAT_RMR_BIND_COMPLETION_EVENT`
 /// naming the RMR (dapltest waits for one).
-pub fn bind_completion(evd: &Evd, rmr: DAT_RMR_HANDLE, cookie: DAT_RMR_COOKIE, status: dat_dto_completion_status) {
+pub fn bind_completion(
+    evd: &Evd,
+    rmr: DAT_RMR_HANDLE,
+    cookie: DAT_RMR_COOKIE,
+    status: dat_dto_completion_status,
+) {
     let _ = evd.post(bind_event(rmr, cookie, status));
 }
 
 /// The event of a bind's completion.
-pub fn bind_event(rmr: DAT_RMR_HANDLE, cookie: DAT_RMR_COOKIE, status: dat_dto_completion_status) -> DAT_EVENT {
+pub fn bind_event(
+    rmr: DAT_RMR_HANDLE,
+    cookie: DAT_RMR_COOKIE,
+    status: dat_dto_completion_status,
+) -> DAT_EVENT {
     // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
     let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
     e.event_number = dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as DAT_EVENT_NUMBER;
-    e.event_data.rmr_completion_event_data =
-        DAT_RMR_BIND_COMPLETION_EVENT_DATA { rmr_handle: rmr, user_cookie: cookie, status: status as DAT_DTO_COMPLETION_STATUS };
+    e.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {
+        rmr_handle: rmr,
+        user_cookie: cookie,
+        status: status as DAT_DTO_COMPLETION_STATUS,
+    };
     e
 }

@@ -18,11 +18,18 @@ use crate::transport::{ConnRequest, Listening};
 
 /// Which kind of service point.
 pub enum SpKind {
-    Public { flags: DAT_PSP_FLAGS },
-    Reserved { ep: Arc<Ep> },
+    Public {
+        flags: DAT_PSP_FLAGS,
+    },
+    Reserved {
+        ep: Arc<Ep>,
+    },
     /// A common service point: the communicator and address it was made with, kept for
     /// `dat_csp_query` to point at.
-    Common { comm: Box<DAT_COMM>, address: Box<libc::sockaddr_in> },
+    Common {
+        comm: Box<DAT_COMM>,
+        address: Box<libc::sockaddr_in>,
+    },
 }
 
 pub struct ServicePoint {
@@ -83,7 +90,8 @@ impl ServicePoint {
     /// returns the qualifier. The service point learns of requests through a weak reference,
     /// so a freed one stops at once.
     pub fn listen(self: &Arc<Self>, conn_qual: u64) -> std::io::Result<u64> {
-        self.conn_qual.store(conn_qual, std::sync::atomic::Ordering::Release);
+        self.conn_qual
+            .store(conn_qual, std::sync::atomic::Ordering::Release);
         let weak = Arc::downgrade(self);
         let port = super::conn_qual::port(conn_qual);
         let on_request = Box::new(move |request: Box<dyn ConnRequest>| {
@@ -93,9 +101,17 @@ impl ServicePoint {
                 request.reject(&[]);
             }
         });
-        let listener = self.ia.transport.listen(self.ia.ipv4(), port, conn_qual, on_request)?;
-        let conn_qual = if conn_qual == 0 { u64::from(listener.port()) } else { conn_qual };
-        self.conn_qual.store(conn_qual, std::sync::atomic::Ordering::Release);
+        let listener = self
+            .ia
+            .transport
+            .listen(self.ia.ipv4(), port, conn_qual, on_request)?;
+        let conn_qual = if conn_qual == 0 {
+            u64::from(listener.port())
+        } else {
+            conn_qual
+        };
+        self.conn_qual
+            .store(conn_qual, std::sync::atomic::Ordering::Release);
         *self.listener.lock() = Some(listener);
         Ok(conn_qual)
     }
@@ -116,15 +132,25 @@ impl ServicePoint {
         let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
         e.event_number = number;
         let mut data = DAT_CR_ARRIVAL_EVENT_DATA {
-            sp_handle: DAT_SP_HANDLE { psp_handle: self.handle() },
+            sp_handle: DAT_SP_HANDLE {
+                psp_handle: self.handle(),
+            },
             local_ia_address_ptr: self.ia.address_ptr(),
             conn_qual: self.conn_qual(),
             cr_handle,
             truncate_flag: dat_boolean::DAT_FALSE as DAT_BOOLEAN,
         };
         match self.kind {
-            SpKind::Reserved { .. } => data.sp_handle = DAT_SP_HANDLE { rsp_handle: self.handle() },
-            SpKind::Common { .. } => data.sp_handle = DAT_SP_HANDLE { csp_handle: self.handle() },
+            SpKind::Reserved { .. } => {
+                data.sp_handle = DAT_SP_HANDLE {
+                    rsp_handle: self.handle(),
+                }
+            }
+            SpKind::Common { .. } => {
+                data.sp_handle = DAT_SP_HANDLE {
+                    csp_handle: self.handle(),
+                }
+            }
             SpKind::Public { .. } => {}
         }
         e.event_data.cr_arrival_event_data = data;

@@ -66,7 +66,12 @@ impl Counted for Srq {
 }
 
 impl Srq {
-    pub fn new(ia: Arc<Ia>, pz: Arc<Pz>, attr: &DAT_SRQ_ATTR, queue: Option<Arc<dyn SharedQueue>>) -> Srq {
+    pub fn new(
+        ia: Arc<Ia>,
+        pz: Arc<Pz>,
+        attr: &DAT_SRQ_ATTR,
+        queue: Option<Arc<dyn SharedQueue>>,
+    ) -> Srq {
         Srq {
             ia,
             pz: Held::new(pz),
@@ -131,7 +136,9 @@ impl Srq {
     pub fn check_low_watermark(&self) {
         {
             let mut state = self.state.lock();
-            if !state.low_watermark_armed || self.available(&state) >= state.low_watermark.max(0) as usize {
+            if !state.low_watermark_armed
+                || self.available(&state) >= state.low_watermark.max(0) as usize
+            {
                 return;
             }
             state.low_watermark_armed = false;

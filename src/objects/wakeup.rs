@@ -60,8 +60,14 @@ impl Wakeup {
         }
         self.asleep = true;
         match self.fd {
-            Some(fd) => Sleep { fd: Some(fd), at_most },
-            None => Sleep { fd: None, at_most: Some(at_most.map_or(NAP, |d| d.min(NAP))) },
+            Some(fd) => Sleep {
+                fd: Some(fd),
+                at_most,
+            },
+            None => Sleep {
+                fd: None,
+                at_most: Some(at_most.map_or(NAP, |d| d.min(NAP))),
+            },
         }
     }
 
@@ -96,7 +102,11 @@ mod tests {
     use super::*;
 
     fn readable(fd: RawFd) -> bool {
-        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one live pollfd; no wait (timeout 0).
         unsafe { libc::poll(&mut p, 1, 0) == 1 }
     }
@@ -130,7 +140,10 @@ mod tests {
         assert!(readable(fd));
         // The sleeper took its event without reading the descriptor; it sleeps again.
         assert_eq!(w.sleep(None).fd, Some(fd));
-        assert!(!readable(fd), "the earlier wake-up would end this sleep at once");
+        assert!(
+            !readable(fd),
+            "the earlier wake-up would end this sleep at once"
+        );
         w.wake();
         assert!(readable(fd));
     }

@@ -21,7 +21,10 @@ pub fn ipv4_interfaces() -> Vec<String> {
 
 /// The interface that carries `ip` (the first of them), if any.
 pub fn interface_of(ip: std::net::Ipv4Addr) -> Option<String> {
-    ipv4_addresses().into_iter().find(|(_, a)| *a == ip).map(|(name, _)| name)
+    ipv4_addresses()
+        .into_iter()
+        .find(|(_, a)| *a == ip)
+        .map(|(name, _)| name)
 }
 
 /// Every IPv4 address of the machine with its interface's name, in the kernel's order.
@@ -42,7 +45,10 @@ fn ipv4_addresses() -> Vec<(String, std::net::Ipv4Addr)> {
                 if is_v4 {
                     let name = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
                     let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
-                    found.push((name, std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+                    found.push((
+                        name,
+                        std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+                    ));
                 }
                 cur = ifa.ifa_next;
             }

@@ -50,9 +50,15 @@ pub fn parse(text: &str) -> (Vec<ConfEntry>, Vec<ConfWarning>) {
             Ok(None) => {}
             Ok(Some(fields)) => match entry_from_fields(fields, line_no) {
                 Ok(e) => entries.push(e),
-                Err(reason) => warnings.push(ConfWarning { line: line_no, reason }),
+                Err(reason) => warnings.push(ConfWarning {
+                    line: line_no,
+                    reason,
+                }),
             },
-            Err(reason) => warnings.push(ConfWarning { line: line_no, reason }),
+            Err(reason) => warnings.push(ConfWarning {
+                line: line_no,
+                reason,
+            }),
         }
     }
     (entries, warnings)
@@ -80,7 +86,10 @@ fn parse_line(line: &str) -> Result<Option<Vec<String>>, String> {
                         Some(c) => field.push(c),
                     }
                 }
-                if chars.peek().is_some_and(|c| !c.is_whitespace() && *c != '#') {
+                if chars
+                    .peek()
+                    .is_some_and(|c| !c.is_whitespace() && *c != '#')
+                {
                     return Err("text directly after a closing quote".into());
                 }
                 fields.push(field);
@@ -183,7 +192,8 @@ mod tests {
 
     #[test]
     fn seven_fields_comments_and_blank_lines() {
-        let text = "# header\n\n   \ntcp-x u2.0 threadsafe nondefault tcp libdat.2.0 lo # trailing\n";
+        let text =
+            "# header\n\n   \ntcp-x u2.0 threadsafe nondefault tcp libdat.2.0 lo # trailing\n";
         let (e, w) = parse(text);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(e.len(), 1);

@@ -101,17 +101,35 @@ impl Entry {
     /// The built-in RDMA IAs of a port: `ofa-v2-<netdev>` (rdma-cm on the interface, as
     /// OpenFabrics' openib_cma line) when it carries one, and `ofa-v2-<dev>-<port>`.
     fn builtin_rdma(port: &RdmaPort) -> Vec<Entry> {
-        let entry = |ia_name: String, lib_path: &str, ia_params: String| Entry::built_in(ia_name, lib_path, ia_params, Transport::Rdma);
+        let entry = |ia_name: String, lib_path: &str, ia_params: String| {
+            Entry::built_in(ia_name, lib_path, ia_params, Transport::Rdma)
+        };
         let mut out = Vec::new();
         if let Some(n) = &port.netdev {
-            out.push(entry(format!("ofa-v2-{n}"), "libdaplofa.so.2", format!("{n} 0")));
+            out.push(entry(
+                format!("ofa-v2-{n}"),
+                "libdaplofa.so.2",
+                format!("{n} 0"),
+            ));
         }
-        out.push(entry(format!("ofa-v2-{}-{}", port.device, port.port), "libdaploscm.so.2", format!("{} {}", port.device, port.port)));
+        out.push(entry(
+            format!("ofa-v2-{}-{}", port.device, port.port),
+            "libdaploscm.so.2",
+            format!("{} {}", port.device, port.port),
+        ));
         out
     }
 
     fn builtin(netdev: &str) -> Entry {
-        Entry { is_default: netdev == "lo", ..Entry::built_in(format!("tcp-{netdev}"), "tcp", netdev.into(), Transport::Tcp) }
+        Entry {
+            is_default: netdev == "lo",
+            ..Entry::built_in(
+                format!("tcp-{netdev}"),
+                "tcp",
+                netdev.into(),
+                Transport::Tcp,
+            )
+        }
     }
 
     /// A built-in entry (not the default) of either transport.
@@ -134,7 +152,9 @@ impl Entry {
 
 /// The value of `key=value` among the words of `params` (separated by spaces or commas).
 fn setting<'a>(params: &'a str, key: &str) -> Option<&'a str> {
-    params.split(|c: char| c.is_whitespace() || c == ',').find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+    params
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
 /// The path of the static registry: `$DAT_OVERRIDE`, else `/etc/dat.conf`.
@@ -153,7 +173,10 @@ pub fn assemble(
     conf: Option<(&std::path::Path, &str)>,
     warn: &mut dyn FnMut(String),
 ) -> Vec<Arc<Entry>> {
-    let mut entries: Vec<Arc<Entry>> = netdevs.iter().map(|n| Arc::new(Entry::builtin(n))).collect();
+    let mut entries: Vec<Arc<Entry>> = netdevs
+        .iter()
+        .map(|n| Arc::new(Entry::builtin(n)))
+        .collect();
     for e in rdma_ports.iter().flat_map(Entry::builtin_rdma) {
         if !entries.iter().any(|x| x.ia_name == e.ia_name) {
             entries.push(Arc::new(e));
@@ -164,7 +187,12 @@ pub fn assemble(
     };
     let (lines, warnings) = conf::parse(text);
     for w in warnings {
-        warn(format!("libdat: {}:{}: skipped: {}", path.display(), w.line, w.reason));
+        warn(format!(
+            "libdat: {}:{}: skipped: {}",
+            path.display(),
+            w.line,
+            w.reason
+        ));
     }
     for line in lines {
         let Some(transport) = Transport::from_lib_path(&line.lib_path) else {
@@ -177,7 +205,10 @@ pub fn assemble(
             continue;
         };
         let entry = Arc::new(Entry {
-            origin: Origin::File { path: path.to_path_buf(), line: line.line },
+            origin: Origin::File {
+                path: path.to_path_buf(),
+                line: line.line,
+            },
             transport,
             ia_name: line.ia_name,
             api_major: line.api_major,
@@ -209,7 +240,12 @@ static REGISTRY: LazyLock<RwLock<Vec<Arc<Entry>>>> = LazyLock::new(|| {
     let path = conf_path();
     let text = std::fs::read_to_string(&path).ok();
     let conf = text.as_deref().map(|t| (path.as_path(), t));
-    let entries = assemble(&builtin::ipv4_interfaces(), &crate::transport::verbs::devices::rdma_ports(), conf, &mut |w| eprintln!("{w}"));
+    let entries = assemble(
+        &builtin::ipv4_interfaces(),
+        &crate::transport::verbs::devices::rdma_ports(),
+        conf,
+        &mut |w| eprintln!("{w}"),
+    );
     RwLock::new(entries)
 });
 
@@ -220,13 +256,20 @@ pub fn entries() -> Vec<Arc<Entry>> {
 
 /// The entry named `ia_name`.
 pub fn find(ia_name: &str) -> Option<Arc<Entry>> {
-    REGISTRY.read().iter().find(|e| e.ia_name == ia_name).cloned()
+    REGISTRY
+        .read()
+        .iter()
+        .find(|e| e.ia_name == ia_name)
+        .cloned()
 }
 
 /// Adds a run-time provider; `false` if an IA of that name and version is registered already.
 pub fn add_runtime(ia_name: &str, major: u32, minor: u32, thread_safe: bool) -> bool {
     let mut reg = REGISTRY.write();
-    if reg.iter().any(|e| e.ia_name == ia_name && e.api_major == major && e.api_minor == minor) {
+    if reg
+        .iter()
+        .any(|e| e.ia_name == ia_name && e.api_major == major && e.api_minor == minor)
+    {
         return false;
     }
     reg.push(Arc::new(Entry {
@@ -270,22 +313,48 @@ mod tests {
     #[test]
     fn rdma_ports_give_openfabrics_names_and_a_line_of_the_same_name_wins() {
         let ports = [
-            RdmaPort { device: "rxe0".into(), port: 1, netdev: Some("rxenet0".into()) },
-            RdmaPort { device: "mlx5_0".into(), port: 2, netdev: None },
+            RdmaPort {
+                device: "rxe0".into(),
+                port: 1,
+                netdev: Some("rxenet0".into()),
+            },
+            RdmaPort {
+                device: "mlx5_0".into(),
+                port: 2,
+                netdev: None,
+            },
         ];
         let text = "ofa-v2-rxenet0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 \"10.0.0.1 0\" \"\"\n";
-        let e = assemble(&["lo".into()], &ports, Some((Path::new("/x/dat.conf"), text)), &mut |_| {});
-        assert_eq!(names(&e), ["tcp-lo", "ofa-v2-rxenet0", "ofa-v2-rxe0-1", "ofa-v2-mlx5_0-2"]);
+        let e = assemble(
+            &["lo".into()],
+            &ports,
+            Some((Path::new("/x/dat.conf"), text)),
+            &mut |_| {},
+        );
+        assert_eq!(
+            names(&e),
+            [
+                "tcp-lo",
+                "ofa-v2-rxenet0",
+                "ofa-v2-rxe0-1",
+                "ofa-v2-mlx5_0-2"
+            ]
+        );
         assert_eq!(e[1].ia_params, "10.0.0.1 0");
         assert!(matches!(e[1].origin, Origin::File { .. }));
-        assert_eq!((e[2].ia_params.as_str(), e[2].transport, &e[2].origin), ("rxe0 1", Transport::Rdma, &Origin::Builtin));
+        assert_eq!(
+            (e[2].ia_params.as_str(), e[2].transport, &e[2].origin),
+            ("rxe0 1", Transport::Rdma, &Origin::Builtin)
+        );
         assert_eq!(e[3].lib_path, "libdaploscm.so.2");
     }
 
     #[test]
     fn builtins_exist_without_a_file() {
         let mut warnings = Vec::new();
-        let e = assemble(&["lo".into(), "eth0".into()], &[], None, &mut |w| warnings.push(w));
+        let e = assemble(&["lo".into(), "eth0".into()], &[], None, &mut |w| {
+            warnings.push(w)
+        });
         assert_eq!(names(&e), ["tcp-lo", "tcp-eth0"]);
         assert_eq!(e[0].transport, Transport::Tcp);
         assert_eq!(e[0].ia_params, "lo");
@@ -299,12 +368,21 @@ mod tests {
                     broken line\n\
                     other u2.0 threadsafe default libfoo.so v x\n";
         let mut warnings = Vec::new();
-        let e = assemble(&["lo".into()], &[], Some((Path::new("/x/dat.conf"), text)), &mut |w| {
-            warnings.push(w)
-        });
+        let e = assemble(
+            &["lo".into()],
+            &[],
+            Some((Path::new("/x/dat.conf"), text)),
+            &mut |w| warnings.push(w),
+        );
         assert_eq!(names(&e), ["tcp-lo", "ofa-v2-ib0"]);
         assert_eq!(e[0].ia_params, "127.0.0.1");
-        assert_eq!(e[0].origin, Origin::File { path: "/x/dat.conf".into(), line: 1 });
+        assert_eq!(
+            e[0].origin,
+            Origin::File {
+                path: "/x/dat.conf".into(),
+                line: 1
+            }
+        );
         assert_eq!(e[1].transport, Transport::Rdma);
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("/x/dat.conf:3"), "{}", warnings[0]);
@@ -313,10 +391,19 @@ mod tests {
 
     #[test]
     fn transport_follows_the_library_path() {
-        assert_eq!(Transport::from_lib_path("libdaploscm.so.2"), Some(Transport::Rdma));
-        assert_eq!(Transport::from_lib_path("/usr/lib/libdaplofa.so.2"), Some(Transport::Rdma));
+        assert_eq!(
+            Transport::from_lib_path("libdaploscm.so.2"),
+            Some(Transport::Rdma)
+        );
+        assert_eq!(
+            Transport::from_lib_path("/usr/lib/libdaplofa.so.2"),
+            Some(Transport::Rdma)
+        );
         assert_eq!(Transport::from_lib_path("tcp"), Some(Transport::Tcp));
-        assert_eq!(Transport::from_lib_path("libdat2.so.2"), Some(Transport::Tcp));
+        assert_eq!(
+            Transport::from_lib_path("libdat2.so.2"),
+            Some(Transport::Tcp)
+        );
         assert_eq!(Transport::from_lib_path("libother.so"), None);
     }
 

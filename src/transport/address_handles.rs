@@ -25,7 +25,9 @@ pub struct AddressHandles<T> {
 
 impl<T> AddressHandles<T> {
     pub const fn new() -> Self {
-        AddressHandles { table: LazyLock::new(|| Mutex::new(HashMap::new())) }
+        AddressHandles {
+            table: LazyLock::new(|| Mutex::new(HashMap::new())),
+        }
     }
 
     /// Keeps `value` under the consumer's pointer `key`, for the endpoint `owner`.

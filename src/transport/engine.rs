@@ -12,8 +12,8 @@
 //! deadline). The engine sleeps until the earliest one (`epoll_pwait2`, to the microsecond).
 
 use std::cell::Cell;
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once};
@@ -69,7 +69,9 @@ struct Sources {
 impl Sources {
     /// Whether `token` names a registered source.
     fn current(&self, token: Token) -> bool {
-        self.slab.get(token.slot()).is_some_and(|e| e.generation == token.generation())
+        self.slab
+            .get(token.slot())
+            .is_some_and(|e| e.generation == token.generation())
     }
 
     /// Takes the source `token` names out (the caller drops it outside the lock).
@@ -132,7 +134,11 @@ impl Engine {
     pub fn get() -> Arc<Engine> {
         let pid = sys::current_pid();
         let mut engine = ENGINE.lock();
-        if let Some(e) = engine.as_ref().filter(|(owner, _)| *owner == pid).map(|(_, e)| e.clone()) {
+        if let Some(e) = engine
+            .as_ref()
+            .filter(|(owner, _)| *owner == pid)
+            .map(|(_, e)| e.clone())
+        {
             return e;
         }
         let e = Engine::start().expect("the progress engine needs an epoll and a thread");
@@ -151,15 +157,22 @@ impl Engine {
     /// some thread holds as the process exits is waited for briefly, then given up on.
     fn process_exits() {
         let engine = {
-            let Some(current) = ENGINE.try_lock_for(EXIT_LOCK_WAIT) else { return };
-            match current.as_ref().filter(|(owner, _)| *owner == sys::current_pid()) {
+            let Some(current) = ENGINE.try_lock_for(EXIT_LOCK_WAIT) else {
+                return;
+            };
+            match current
+                .as_ref()
+                .filter(|(owner, _)| *owner == sys::current_pid())
+            {
                 Some((_, e)) => e.clone(),
                 None => return,
             }
         };
         // Taken out of the lock: a source that writes may arm its descriptor, which locks it.
         let sources: Vec<Arc<dyn Source>> = {
-            let Some(s) = engine.sources.try_lock_for(EXIT_LOCK_WAIT) else { return };
+            let Some(s) = engine.sources.try_lock_for(EXIT_LOCK_WAIT) else {
+                return;
+            };
             s.slab.iter().map(|(_, e)| e.source.clone()).collect()
         };
         for source in sources {
@@ -170,14 +183,20 @@ impl Engine {
     fn start() -> std::io::Result<Arc<Engine>> {
         // SAFETY: epoll_create1 and eventfd take flags and return a new descriptor or -1.
         let (ep, ev) = unsafe {
-            (libc::epoll_create1(libc::EPOLL_CLOEXEC), libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC))
+            (
+                libc::epoll_create1(libc::EPOLL_CLOEXEC),
+                libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC),
+            )
         };
         if ep < 0 || ev < 0 {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: fresh descriptors nobody else owns.
         let (epoll, waker) = unsafe { (OwnedFd::from_raw_fd(ep), OwnedFd::from_raw_fd(ev)) };
-        let mut e = libc::epoll_event { events: libc::EPOLLIN as u32, u64: WAKER };
+        let mut e = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: WAKER,
+        };
         // SAFETY: both descriptors are ours and `e` is a valid event for the call.
         if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, ev, &mut e) } < 0 {
             return Err(std::io::Error::last_os_error());
@@ -185,14 +204,20 @@ impl Engine {
         let engine = Arc::new(Engine {
             epoll,
             waker,
-            sources: Mutex::new(Sources { slab: Slab::new(), generation: 1 }),
+            sources: Mutex::new(Sources {
+                slab: Slab::new(),
+                generation: 1,
+            }),
             timers: Mutex::new(BinaryHeap::new()),
             sleeping_until: AtomicU64::new(0),
             deferred: Mutex::new(Vec::new()),
             has_deferred: AtomicBool::new(false),
         });
         let runner = engine.clone();
-        std::thread::Builder::new().name("dat-progress".into()).stack_size(256 * 1024).spawn(move || runner.run())?;
+        std::thread::Builder::new()
+            .name("dat-progress".into())
+            .stack_size(256 * 1024)
+            .spawn(move || runner.run())?;
         Ok(engine)
     }
 
@@ -202,10 +227,17 @@ impl Engine {
         let token = {
             let mut s = self.sources.lock();
             let generation = s.generation;
-            let slot = s.slab.insert(Entry { generation, source, deadline: 0 });
+            let slot = s.slab.insert(Entry {
+                generation,
+                source,
+                deadline: 0,
+            });
             Token::new(slot, generation)
         };
-        let mut e = libc::epoll_event { events: libc::EPOLLONESHOT as u32, u64: token.0 };
+        let mut e = libc::epoll_event {
+            events: libc::EPOLLONESHOT as u32,
+            u64: token.0,
+        };
         // SAFETY: our epoll, the caller's open descriptor, a valid event.
         if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut e) } < 0 {
             let err = std::io::Error::last_os_error();
@@ -219,7 +251,11 @@ impl Engine {
     pub fn register_timer_only(&self, source: Arc<dyn Source>) -> Token {
         let mut s = self.sources.lock();
         let generation = s.generation;
-        let slot = s.slab.insert(Entry { generation, source, deadline: 0 });
+        let slot = s.slab.insert(Entry {
+            generation,
+            source,
+            deadline: 0,
+        });
         Token::new(slot, generation)
     }
 
@@ -231,7 +267,10 @@ impl Engine {
         if !s.current(token) {
             return;
         }
-        let mut e = libc::epoll_event { events: events | libc::EPOLLONESHOT as u32, u64: token.0 };
+        let mut e = libc::epoll_event {
+            events: events | libc::EPOLLONESHOT as u32,
+            u64: token.0,
+        };
         // SAFETY: our epoll, a descriptor registered under `token` (still registered: checked
         // under the lock deregistering takes), a valid event. A parked descriptor is added
         // back.
@@ -334,7 +373,10 @@ impl Engine {
 
     fn source(&self, token: Token) -> Option<Arc<dyn Source>> {
         let s = self.sources.lock();
-        s.slab.get(token.slot()).filter(|e| e.generation == token.generation()).map(|e| e.source.clone())
+        s.slab
+            .get(token.slot())
+            .filter(|e| e.generation == token.generation())
+            .map(|e| e.source.clone())
     }
 
     /// The timers due by `now`, taken.
@@ -370,7 +412,9 @@ impl Engine {
         while let Some(Reverse((deadline, token))) = heap.peek().copied() {
             let current = {
                 let s = self.sources.lock();
-                s.slab.get(token.slot()).is_some_and(|e| e.generation == token.generation() && e.deadline == deadline)
+                s.slab
+                    .get(token.slot())
+                    .is_some_and(|e| e.generation == token.generation() && e.deadline == deadline)
             };
             if current {
                 return deadline;
@@ -401,7 +445,8 @@ impl Engine {
             // own is earlier), one set earlier is in the heap for that look.
             let mut next = self.next_deadline();
             loop {
-                self.sleeping_until.store(if next == 0 { u64::MAX } else { next }, Ordering::SeqCst);
+                self.sleeping_until
+                    .store(if next == 0 { u64::MAX } else { next }, Ordering::SeqCst);
                 let again = self.next_deadline();
                 if again == next {
                     break;
@@ -415,7 +460,9 @@ impl Engine {
                 if data == WAKER {
                     let mut count: u64 = 0;
                     // SAFETY: 8 bytes into a live u64 from our own non-blocking eventfd.
-                    unsafe { libc::read(self.waker.as_raw_fd(), (&mut count as *mut u64).cast(), 8) };
+                    unsafe {
+                        libc::read(self.waker.as_raw_fd(), (&mut count as *mut u64).cast(), 8)
+                    };
                     continue;
                 }
                 if let Some(source) = self.source(Token(data)) {
@@ -428,7 +475,8 @@ impl Engine {
     /// Reports `events` to a source. A source that panics is dropped (its descriptor with it,
     /// once nothing else holds it): the engine goes on for every other one.
     fn report(&self, token: Token, source: Arc<dyn Source>, events: u32) {
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source.on_event(events)));
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source.on_event(events)));
         if outcome.is_err() {
             self.forget(token);
         }
@@ -441,7 +489,10 @@ impl Engine {
             std::ptr::null()
         } else {
             let us = deadline.saturating_sub(sys::monotonic_micros());
-            ts = libc::timespec { tv_sec: (us / 1_000_000) as libc::time_t, tv_nsec: ((us % 1_000_000) * 1000) as libc::c_long };
+            ts = libc::timespec {
+                tv_sec: (us / 1_000_000) as libc::time_t,
+                tv_nsec: ((us % 1_000_000) * 1000) as libc::c_long,
+            };
             &ts as *const libc::timespec
         };
         // SAFETY: our epoll, a buffer of BATCH events, a timespec that outlives the call (or
@@ -467,10 +518,20 @@ impl Engine {
                 let ms = if deadline == 0 {
                     -1
                 } else {
-                    deadline.saturating_sub(sys::monotonic_micros()).div_ceil(1000).min(i32::MAX as u64) as i32
+                    deadline
+                        .saturating_sub(sys::monotonic_micros())
+                        .div_ceil(1000)
+                        .min(i32::MAX as u64) as i32
                 };
                 // SAFETY: as above.
-                let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), BATCH as i32, ms) };
+                let n = unsafe {
+                    libc::epoll_wait(
+                        self.epoll.as_raw_fd(),
+                        events.as_mut_ptr(),
+                        BATCH as i32,
+                        ms,
+                    )
+                };
                 n.max(0) as usize
             }
             _ => 0, // interrupted: look at the timers and wait again
@@ -559,10 +620,12 @@ mod tests {
             engine.set_timer(tp, now + 300);
             engine.set_timer(tp, now + 60_000_000); // the first is left in the heap, stale
             engine.set_timer(tq, now);
-            rq.recv_timeout(Duration::from_secs(5)).expect("a due timer rings");
+            rq.recv_timeout(Duration::from_secs(5))
+                .expect("a due timer rings");
             std::thread::sleep(Duration::from_micros(500)); // past the stale deadline
             engine.set_timer(tq, sys::monotonic_micros());
-            rq.recv_timeout(Duration::from_secs(5)).expect("a timer set while the engine sleeps rings");
+            rq.recv_timeout(Duration::from_secs(5))
+                .expect("a timer set while the engine sleeps rings");
         }
         engine.deregister(tp, None);
         engine.deregister(tq, None);

@@ -46,7 +46,13 @@ const LEASE_MIN_US: u64 = 100;
 /// longest a connection waits for the engine after its polling thread went elsewhere.
 fn lease_us() -> u64 {
     static US: OnceLock<u64> = OnceLock::new();
-    *US.get_or_init(|| std::env::var("LIBDAT_LEASE_US").ok().and_then(|v| v.parse().ok()).unwrap_or(500).max(20))
+    *US.get_or_init(|| {
+        std::env::var("LIBDAT_LEASE_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(500)
+            .max(20)
+    })
 }
 
 /// One polling thread's lease.
@@ -65,7 +71,12 @@ pub struct Lease {
 impl Lease {
     fn new() -> std::io::Result<Arc<Lease>> {
         // SAFETY: timerfd_create takes a clock and flags and returns a new descriptor or -1.
-        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -90,14 +101,33 @@ impl Lease {
     fn set(&self, deadline: u64) {
         self.deadline.store(deadline, Ordering::Release);
         let value = if deadline == 0 {
-            libc::timespec { tv_sec: 0, tv_nsec: 0 }
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            }
         } else {
-            libc::timespec { tv_sec: (deadline / 1_000_000) as libc::time_t, tv_nsec: ((deadline % 1_000_000) * 1000) as libc::c_long }
+            libc::timespec {
+                tv_sec: (deadline / 1_000_000) as libc::time_t,
+                tv_nsec: ((deadline % 1_000_000) * 1000) as libc::c_long,
+            }
         };
-        let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: value,
+        };
         // SAFETY: our timerfd, a valid itimerspec, no old value wanted. The monotonic clock
         // the deadline was read from is the timer's.
-        unsafe { libc::timerfd_settime(self.timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+        unsafe {
+            libc::timerfd_settime(
+                self.timer.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
     }
 
     fn lend(&self, what: Arc<dyn Lent>) {
@@ -113,7 +143,11 @@ impl Lease {
     fn expire(&self) {
         let waited = self.end();
         let length = self.length.load(Ordering::Relaxed);
-        let next = if waited { (length / 2).max(LEASE_MIN_US.min(lease_us())) } else { (length * 2).min(lease_us()) };
+        let next = if waited {
+            (length / 2).max(LEASE_MIN_US.min(lease_us()))
+        } else {
+            (length * 2).min(lease_us())
+        };
         self.length.store(next, Ordering::Relaxed);
     }
 
@@ -158,14 +192,21 @@ impl Source for Lease {
     fn on_event(self: Arc<Self>, _events: u32) {
         let mut expirations: u64 = 0;
         // SAFETY: 8 bytes into a live u64 from our own non-blocking timerfd.
-        unsafe { libc::read(self.timer.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
+        unsafe {
+            libc::read(
+                self.timer.as_raw_fd(),
+                (&mut expirations as *mut u64).cast(),
+                8,
+            )
+        };
         // Pushed back after the timer fired: the thread still polls.
         let deadline = self.deadline.load(Ordering::Acquire);
         if deadline == 0 || sys::monotonic_micros() >= deadline {
             self.expire();
         }
         if let Some(token) = self.token.get() {
-            self.engine.arm(*token, self.timer.as_raw_fd(), libc::EPOLLIN as u32);
+            self.engine
+                .arm(*token, self.timer.as_raw_fd(), libc::EPOLLIN as u32);
         }
     }
 }
@@ -177,7 +218,9 @@ impl Drop for Held {
     fn drop(&mut self) {
         self.0.end();
         if let Some(token) = self.0.token.get() {
-            self.0.engine.deregister(*token, Some(self.0.timer.as_raw_fd()));
+            self.0
+                .engine
+                .deregister(*token, Some(self.0.timer.as_raw_fd()));
         }
     }
 }
@@ -214,7 +257,10 @@ pub fn keep_alive() {
 
 /// The calling thread stops polling (it is about to sleep): what it holds goes back.
 pub fn return_all() {
-    let lease = LEASE.try_with(|l| l.borrow().as_ref().map(|h| h.0.clone())).ok().flatten();
+    let lease = LEASE
+        .try_with(|l| l.borrow().as_ref().map(|h| h.0.clone()))
+        .ok()
+        .flatten();
     if let Some(lease) = lease {
         lease.end();
     }

@@ -67,7 +67,10 @@ impl Kept {
     /// number now names another file (never asked then). None: `/proc` is not there.
     fn file(&mut self) -> Option<&File> {
         let pid = sys::current_pid();
-        let fresh = self.maps.as_ref().is_some_and(|(f, p, id)| *p == pid && identity(f) == Some(*id));
+        let fresh = self
+            .maps
+            .as_ref()
+            .is_some_and(|(f, p, id)| *p == pid && identity(f) == Some(*id));
         if !fresh {
             if let Some((f, _, id)) = self.maps.take() {
                 if identity(&f) == Some(id) {
@@ -112,21 +115,35 @@ struct ProcmapQuery {
 }
 
 /// `_IOWR('f', 17, struct procmap_query)`.
-const PROCMAP_QUERY: u64 = (3 << 30) | ((std::mem::size_of::<ProcmapQuery>() as u64) << 16) | ((b'f' as u64) << 8) | 17;
+const PROCMAP_QUERY: u64 =
+    (3 << 30) | ((std::mem::size_of::<ProcmapQuery>() as u64) << 16) | ((b'f' as u64) << 8) | 17;
 const VMA_READABLE: u64 = 0x01;
 const VMA_WRITABLE: u64 = 0x02;
 
 /// Walks the mappings covering the range, one `PROCMAP_QUERY` each; None: the kernel does not
 /// know the query.
 fn query_each(maps: &File, address: u64, end: u64) -> Option<Result<Access, Unmapped>> {
-    let mut access = Access { read: true, write: true };
+    let mut access = Access {
+        read: true,
+        write: true,
+    };
     let mut at = address;
     while at < end {
         // No flags: the mapping that covers `query_addr`, or ENOENT.
-        let mut q = ProcmapQuery { size: std::mem::size_of::<ProcmapQuery>() as u64, query_addr: at, ..Default::default() };
+        let mut q = ProcmapQuery {
+            size: std::mem::size_of::<ProcmapQuery>() as u64,
+            query_addr: at,
+            ..Default::default()
+        };
         // SAFETY: the ioctl reads and writes `q`, a `struct procmap_query` whose `size` says
         // so, and writes through no pointer (its name and build id sizes are 0).
-        let rc = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &mut q as *mut ProcmapQuery) };
+        let rc = unsafe {
+            libc::ioctl(
+                maps.as_raw_fd(),
+                PROCMAP_QUERY as _,
+                &mut q as *mut ProcmapQuery,
+            )
+        };
         if rc != 0 {
             return match std::io::Error::last_os_error().raw_os_error() {
                 Some(libc::ENOENT) => Some(Err(Unmapped { at })),
@@ -146,10 +163,15 @@ fn query_each(maps: &File, address: u64, end: u64) -> Option<Result<Access, Unma
 /// The same walk over the text of `/proc/self/maps` (its lines in address order:
 /// `start-end perms offset dev inode [path]`).
 fn from_maps_text(text: &str, address: u64, end: u64) -> Result<Access, Unmapped> {
-    let mut access = Access { read: true, write: true };
+    let mut access = Access {
+        read: true,
+        write: true,
+    };
     let mut at = address;
     for line in text.lines() {
-        let Some((start, stop, perms)) = parse_line(line) else { continue };
+        let Some((start, stop, perms)) = parse_line(line) else {
+            continue;
+        };
         if stop <= at {
             continue;
         }
@@ -170,7 +192,11 @@ fn parse_line(line: &str) -> Option<(u64, u64, &str)> {
     let mut fields = line.split_ascii_whitespace();
     let (start, stop) = fields.next()?.split_once('-')?;
     let perms = fields.next()?;
-    Some((u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(stop, 16).ok()?, perms))
+    Some((
+        u64::from_str_radix(start, 16).ok()?,
+        u64::from_str_radix(stop, 16).ok()?,
+        perms,
+    ))
 }
 
 /// Without `/proc`: `mincore` fails with ENOMEM where a page is unmapped (protections
@@ -183,26 +209,44 @@ fn pages_present(address: u64, end: u64) -> Result<Access, Unmapped> {
     while at < end {
         let pages = ((end - at).div_ceil(page)).min(vector.len() as u64);
         // SAFETY: `vector` holds a byte for each of the `pages` pages asked about.
-        let rc = unsafe { libc::mincore(at as *mut libc::c_void, (pages * page) as usize, vector.as_mut_ptr()) };
+        let rc = unsafe {
+            libc::mincore(
+                at as *mut libc::c_void,
+                (pages * page) as usize,
+                vector.as_mut_ptr(),
+            )
+        };
         if rc != 0 {
             // Somewhere in these pages: find the first unmapped one.
             for p in 0..pages {
                 let one = at + p * page;
                 // SAFETY: one byte of `vector` for one page.
-                if unsafe { libc::mincore(one as *mut libc::c_void, page as usize, vector.as_mut_ptr()) } != 0 {
-                    return Err(Unmapped { at: one.max(address) });
+                if unsafe {
+                    libc::mincore(one as *mut libc::c_void, page as usize, vector.as_mut_ptr())
+                } != 0
+                {
+                    return Err(Unmapped {
+                        at: one.max(address),
+                    });
                 }
             }
         }
         at += pages * page;
     }
-    Ok(Access { read: true, write: true })
+    Ok(Access {
+        read: true,
+        write: true,
+    })
 }
 
 fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 { size as u64 } else { 4096 }
+    if size > 0 {
+        size as u64
+    } else {
+        4096
+    }
 }
 
 #[cfg(test)]
@@ -219,20 +263,49 @@ mod tests {
         fn new(pages: usize, prot: i32) -> Mapping {
             let len = pages * page_size() as usize;
             // SAFETY: a fresh anonymous mapping; no existing memory is touched.
-            let base = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    prot,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
             assert_ne!(base, libc::MAP_FAILED);
-            Mapping { base: base as *mut u8, len }
+            Mapping {
+                base: base as *mut u8,
+                len,
+            }
         }
         fn at(&self, page: usize) -> u64 {
             self.base as u64 + (page as u64) * page_size()
         }
         fn protect(&self, page: usize, pages: usize, prot: i32) {
             // SAFETY: pages of our own mapping.
-            assert_eq!(unsafe { libc::mprotect(self.at(page) as *mut libc::c_void, pages * page_size() as usize, prot) }, 0);
+            assert_eq!(
+                unsafe {
+                    libc::mprotect(
+                        self.at(page) as *mut libc::c_void,
+                        pages * page_size() as usize,
+                        prot,
+                    )
+                },
+                0
+            );
         }
         fn unmap(&self, page: usize, pages: usize) {
             // SAFETY: pages of our own mapping, which nothing else uses.
-            assert_eq!(unsafe { libc::munmap(self.at(page) as *mut libc::c_void, pages * page_size() as usize) }, 0);
+            assert_eq!(
+                unsafe {
+                    libc::munmap(
+                        self.at(page) as *mut libc::c_void,
+                        pages * page_size() as usize,
+                    )
+                },
+                0
+            );
         }
     }
 
@@ -250,7 +323,10 @@ mod tests {
     fn each_way(address: u64, length: u64) -> Vec<Result<Access, Unmapped>> {
         let end = address + length;
         let mut text = String::new();
-        File::open("/proc/self/maps").unwrap().read_to_string(&mut text).unwrap();
+        File::open("/proc/self/maps")
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
         let mut answers = vec![access(address, length), from_maps_text(&text, address, end)];
         if let Some(a) = query_each(&File::open("/proc/self/maps").unwrap(), address, end) {
             answers.push(a);
@@ -262,9 +338,21 @@ mod tests {
     fn a_writable_mapping_allows_everything_inside_it() {
         let m = Mapping::new(4, RW);
         for a in each_way(m.at(1) + 10, 2 * page_size()) {
-            assert_eq!(a, Ok(Access { read: true, write: true }));
+            assert_eq!(
+                a,
+                Ok(Access {
+                    read: true,
+                    write: true
+                })
+            );
         }
-        assert_eq!(pages_present(m.at(0), m.at(4)), Ok(Access { read: true, write: true }));
+        assert_eq!(
+            pages_present(m.at(0), m.at(4)),
+            Ok(Access {
+                read: true,
+                write: true
+            })
+        );
     }
 
     #[test]
@@ -272,12 +360,30 @@ mod tests {
         let m = Mapping::new(4, RW);
         m.protect(2, 1, libc::PROT_READ);
         for a in each_way(m.at(0), 4 * page_size()) {
-            assert_eq!(a, Ok(Access { read: true, write: false }));
+            assert_eq!(
+                a,
+                Ok(Access {
+                    read: true,
+                    write: false
+                })
+            );
         }
         // The pages before it are still writable.
-        assert_eq!(access(m.at(0), 2 * page_size()), Ok(Access { read: true, write: true }));
+        assert_eq!(
+            access(m.at(0), 2 * page_size()),
+            Ok(Access {
+                read: true,
+                write: true
+            })
+        );
         m.protect(3, 1, libc::PROT_NONE);
-        assert_eq!(access(m.at(3), 1), Ok(Access { read: false, write: false }));
+        assert_eq!(
+            access(m.at(3), 1),
+            Ok(Access {
+                read: false,
+                write: false
+            })
+        );
     }
 
     #[test]
@@ -292,15 +398,36 @@ mod tests {
             assert_eq!(a, Err(Unmapped { at: hole + 5 }));
         }
         assert_eq!(pages_present(m.at(1), m.at(3)), Err(Unmapped { at: hole }));
-        assert_eq!(pages_present(hole + 5, hole + 15), Err(Unmapped { at: hole + 5 }));
+        assert_eq!(
+            pages_present(hole + 5, hole + 15),
+            Err(Unmapped { at: hole + 5 })
+        );
     }
 
     #[test]
     fn maps_lines_parse() {
         let text = "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n00401000-00403000 rw-p 00000000 00:00 0\n";
-        assert_eq!(from_maps_text(text, 0x400800, 0x402000), Ok(Access { read: true, write: false }));
-        assert_eq!(from_maps_text(text, 0x401000, 0x403000), Ok(Access { read: true, write: true }));
-        assert_eq!(from_maps_text(text, 0x402000, 0x404000), Err(Unmapped { at: 0x403000 }));
-        assert_eq!(from_maps_text(text, 0x3ff000, 0x400010), Err(Unmapped { at: 0x3ff000 }));
+        assert_eq!(
+            from_maps_text(text, 0x400800, 0x402000),
+            Ok(Access {
+                read: true,
+                write: false
+            })
+        );
+        assert_eq!(
+            from_maps_text(text, 0x401000, 0x403000),
+            Ok(Access {
+                read: true,
+                write: true
+            })
+        );
+        assert_eq!(
+            from_maps_text(text, 0x402000, 0x404000),
+            Err(Unmapped { at: 0x403000 })
+        );
+        assert_eq!(
+            from_maps_text(text, 0x3ff000, 0x400010),
+            Err(Unmapped { at: 0x3ff000 })
+        );
     }
 }

@@ -50,10 +50,23 @@ pub trait Transport: Send + Sync {
     /// Listens at `ip:port` (0: any free port) for requests to `conn_qual` (0: the port
     /// bound), handing each to `on_request`. Dropping the listener stops it; a port in use is
     /// `ErrorKind::AddrInUse`.
-    fn listen(&self, ip: Ipv4Addr, port: u16, conn_qual: u64, on_request: OnRequest) -> io::Result<Box<dyn Listening>>;
+    fn listen(
+        &self,
+        ip: Ipv4Addr,
+        port: u16,
+        conn_qual: u64,
+        on_request: OnRequest,
+    ) -> io::Result<Box<dyn Listening>>;
     /// Starts connecting `ep` (ACTIVE_CONNECTION_PENDING) to `conn_qual` at `remote`: the EP
     /// is told ESTABLISHED, or the failure's connection event, later.
-    fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult;
+    fn connect(
+        &self,
+        ep: Arc<Ep>,
+        remote: SocketAddrV4,
+        conn_qual: u64,
+        private_data: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> DatResult;
     /// A PZ's protection domain.
     fn protection_domain(&self) -> DatResult<Option<Resource>> {
         Ok(None)
@@ -62,7 +75,14 @@ pub trait Transport: Send + Sync {
     /// the objects found mapped, readable and (where `writable`) writable; None: the objects
     /// make the contexts themselves. Memory that changed since is refused as the objects
     /// refuse it (`lmr::MemoryRefusal`).
-    fn register_memory(&self, _domain: Option<&Resource>, _address: u64, _length: u64, _privileges: u32, _writable: bool) -> DatResult<Option<Registration>> {
+    fn register_memory(
+        &self,
+        _domain: Option<&Resource>,
+        _address: u64,
+        _length: u64,
+        _privileges: u32,
+        _writable: bool,
+    ) -> DatResult<Option<Registration>> {
         Ok(None)
     }
     /// A DTO EVD's completion queue; the transport attaches what polls it to the EVD.
@@ -89,12 +109,20 @@ pub trait Transport: Send + Sync {
     /// How many shared receive queues an IA may make, and how many receives each holds;
     /// None: none work on this transport.
     fn srq_limits(&self) -> Option<(i32, i32)> {
-        Some((crate::objects::limits::MAX_SRQS, crate::objects::limits::MAX_RECV_PER_SRQ))
+        Some((
+            crate::objects::limits::MAX_SRQS,
+            crate::objects::limits::MAX_RECV_PER_SRQ,
+        ))
     }
     /// An SRQ's queue in the transport, in the PZ's domain, for `max_recv` receives of
     /// `max_iov` segments each; None: the objects keep the SRQ's receives themselves and hand
     /// them to its EPs' links as messages arrive (TCP).
-    fn shared_receive_queue(&self, _domain: Option<&Resource>, _max_recv: u32, _max_iov: u32) -> DatResult<Option<Arc<dyn SharedQueue>>> {
+    fn shared_receive_queue(
+        &self,
+        _domain: Option<&Resource>,
+        _max_recv: u32,
+        _max_iov: u32,
+    ) -> DatResult<Option<Arc<dyn SharedQueue>>> {
         Ok(None)
     }
     /// IAs whose transports give the same value here may use each other's EVDs (every TCP
@@ -125,7 +153,13 @@ pub trait Transport: Send + Sync {
     /// port): the EP is told
     /// how to reach the peer's EP (DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED), or the reject or
     /// error event, later; the EP's state does not change.
-    fn connect_datagram(&self, _ep: Arc<Ep>, _remote: SocketAddrV4, _conn_qual: u64, _private_data: Vec<u8>) -> DatResult {
+    fn connect_datagram(
+        &self,
+        _ep: Arc<Ep>,
+        _remote: SocketAddrV4,
+        _conn_qual: u64,
+        _private_data: Vec<u8>,
+    ) -> DatResult {
         Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED))
     }
     /// Destroys address handle `ah`; false when it names none of this transport's.
@@ -208,7 +242,12 @@ pub trait Link: Progress {
     fn close(&self, how: Close);
     /// Sends a request DTO, recorded in `EpInner::outstanding` until its completion. The
     /// caller hands over the EP's lock, under which it checked the request.
-    fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, request: &Outgoing<'_>) -> DatResult<Posted>;
+    fn post(
+        &self,
+        ep: &Ep,
+        inner: MutexGuard<'_, EpInner>,
+        request: &Outgoing<'_>,
+    ) -> DatResult<Posted>;
     /// A receive was posted while messages waited for one ([`EpWire::messages_waiting`]): they
     /// land now.
     fn receive_posted(&self, ep: &Ep);
@@ -282,7 +321,11 @@ impl EpWire {
     /// A receive of `segments` was posted (the last of the EP's `recvs`): a transport that
     /// posts receives to hardware does it now (their completions come in posting order), one
     /// that publishes them to its peer publishes it.
-    pub fn receive_posted(&mut self, recvs: &std::collections::VecDeque<crate::objects::srq::PostedRecv>, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
+    pub fn receive_posted(
+        &mut self,
+        recvs: &std::collections::VecDeque<crate::objects::srq::PostedRecv>,
+        segments: &[DAT_LMR_TRIPLET],
+    ) -> DatResult {
         if let Some(receives) = self.tcp.receives.as_mut() {
             receives.publish(recvs, !self.tcp.unexpected.is_empty());
         }
@@ -322,7 +365,12 @@ pub fn region_released(context: u32) {
 /// none).
 pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transport>> {
     use crate::registry::Transport as Kind;
-    let unreachable = || DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE);
+    let unreachable = || {
+        DatError::new(
+            Type::DAT_INVALID_ADDRESS,
+            Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
+        )
+    };
     match entry.transport {
         Kind::Tcp => {
             ip.ok_or_else(unreachable)?;

@@ -31,7 +31,17 @@ pub type SysResult = Result<usize, i32>;
 /// `buf` must be writable for `len` bytes for the duration of the call.
 pub unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize, flags: i32) -> SysResult {
     // SAFETY: recvfrom with no source address is recv; the caller vouches for the buffer.
-    unsafe { syscall6(libc::SYS_recvfrom, fd as usize, buf as usize, len, flags as usize, 0, 0) }
+    unsafe {
+        syscall6(
+            libc::SYS_recvfrom,
+            fd as usize,
+            buf as usize,
+            len,
+            flags as usize,
+            0,
+            0,
+        )
+    }
 }
 
 /// `send(2)`.
@@ -40,7 +50,17 @@ pub unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize, flags: i32) -> SysResult
 /// `buf` must be readable for `len` bytes for the duration of the call.
 pub unsafe fn send(fd: RawFd, buf: *const u8, len: usize, flags: i32) -> SysResult {
     // SAFETY: sendto with no destination address is send; the caller vouches for the buffer.
-    unsafe { syscall6(libc::SYS_sendto, fd as usize, buf as usize, len, flags as usize, 0, 0) }
+    unsafe {
+        syscall6(
+            libc::SYS_sendto,
+            fd as usize,
+            buf as usize,
+            len,
+            flags as usize,
+            0,
+            0,
+        )
+    }
 }
 
 /// `sendmsg(2)`.
@@ -49,7 +69,17 @@ pub unsafe fn send(fd: RawFd, buf: *const u8, len: usize, flags: i32) -> SysResu
 /// `msg` must describe buffers readable for their lengths for the duration of the call.
 pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> SysResult {
     // SAFETY: forwarded from the caller.
-    unsafe { syscall6(libc::SYS_sendmsg, fd as usize, msg as usize, flags as usize, 0, 0, 0) }
+    unsafe {
+        syscall6(
+            libc::SYS_sendmsg,
+            fd as usize,
+            msg as usize,
+            flags as usize,
+            0,
+            0,
+            0,
+        )
+    }
 }
 
 /// `recvmsg(2)`.
@@ -58,7 +88,17 @@ pub unsafe fn sendmsg(fd: RawFd, msg: *const libc::msghdr, flags: i32) -> SysRes
 /// `msg` must describe buffers writable for their lengths for the duration of the call.
 pub unsafe fn recvmsg(fd: RawFd, msg: *mut libc::msghdr, flags: i32) -> SysResult {
     // SAFETY: forwarded from the caller.
-    unsafe { syscall6(libc::SYS_recvmsg, fd as usize, msg as usize, flags as usize, 0, 0, 0) }
+    unsafe {
+        syscall6(
+            libc::SYS_recvmsg,
+            fd as usize,
+            msg as usize,
+            flags as usize,
+            0,
+            0,
+            0,
+        )
+    }
 }
 
 /// `process_vm_writev(2)`: copies `local` (ours) into `remote` (process `pid`'s), in order.
@@ -66,7 +106,11 @@ pub unsafe fn recvmsg(fd: RawFd, msg: *mut libc::msghdr, flags: i32) -> SysResul
 /// # Safety
 /// `local` must describe buffers readable for their lengths for the duration of the call (the
 /// kernel checks `remote` against the other process's mappings).
-pub unsafe fn process_vm_writev(pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec]) -> SysResult {
+pub unsafe fn process_vm_writev(
+    pid: libc::pid_t,
+    local: &[libc::iovec],
+    remote: &[libc::iovec],
+) -> SysResult {
     // SAFETY: forwarded from the caller.
     unsafe { process_vm(libc::SYS_process_vm_writev, pid, local, remote) }
 }
@@ -75,7 +119,11 @@ pub unsafe fn process_vm_writev(pid: libc::pid_t, local: &[libc::iovec], remote:
 ///
 /// # Safety
 /// `local` must describe buffers writable for their lengths for the duration of the call.
-pub unsafe fn process_vm_readv(pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec]) -> SysResult {
+pub unsafe fn process_vm_readv(
+    pid: libc::pid_t,
+    local: &[libc::iovec],
+    remote: &[libc::iovec],
+) -> SysResult {
     // SAFETY: forwarded from the caller.
     unsafe { process_vm(libc::SYS_process_vm_readv, pid, local, remote) }
 }
@@ -84,7 +132,12 @@ pub unsafe fn process_vm_readv(pid: libc::pid_t, local: &[libc::iovec], remote: 
 ///
 /// # Safety
 /// As for the caller.
-unsafe fn process_vm(nr: libc::c_long, pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec]) -> SysResult {
+unsafe fn process_vm(
+    nr: libc::c_long,
+    pid: libc::pid_t,
+    local: &[libc::iovec],
+    remote: &[libc::iovec],
+) -> SysResult {
     let (l, r) = (local.as_ptr() as usize, remote.as_ptr() as usize);
     // SAFETY: forwarded from the caller; both lists are live slices of their lengths.
     unsafe { syscall6(nr, pid as usize, l, local.len(), r, remote.len(), 0) }
@@ -105,7 +158,15 @@ fn sys_result(ret: isize) -> SysResult {
 /// # Safety
 /// The arguments must be valid for system call `nr`, as for libc's `syscall()`.
 #[inline(always)]
-unsafe fn syscall6(nr: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> SysResult {
+unsafe fn syscall6(
+    nr: libc::c_long,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+    a6: usize,
+) -> SysResult {
     #[cfg(target_arch = "x86_64")]
     {
         let ret: isize;
@@ -163,14 +224,34 @@ pub fn eventfd() -> Result<RawFd, i32> {
 pub fn eventfd_signal(fd: RawFd) {
     let one: u64 = 1;
     // SAFETY: write(2) reads the 8 bytes of a live local.
-    let _ = unsafe { syscall6(libc::SYS_write, fd as usize, &one as *const u64 as usize, 8, 0, 0, 0) };
+    let _ = unsafe {
+        syscall6(
+            libc::SYS_write,
+            fd as usize,
+            &one as *const u64 as usize,
+            8,
+            0,
+            0,
+            0,
+        )
+    };
 }
 
 /// Takes eventfd `fd`'s counter back to 0 (`fd` is non-blocking: nothing waits when it is 0).
 pub fn eventfd_clear(fd: RawFd) {
     let mut count: u64 = 0;
     // SAFETY: read(2) writes at most 8 bytes into a live local.
-    let _ = unsafe { syscall6(libc::SYS_read, fd as usize, &mut count as *mut u64 as usize, 8, 0, 0, 0) };
+    let _ = unsafe {
+        syscall6(
+            libc::SYS_read,
+            fd as usize,
+            &mut count as *mut u64 as usize,
+            8,
+            0,
+            0,
+            0,
+        )
+    };
 }
 
 /// `close(2)`, which libc's `close` is not: no cancellation point.
@@ -184,7 +265,11 @@ pub fn bytes_waiting(fd: RawFd) -> usize {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int through the pointer, which is a live local.
     let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
-    if r == 0 { n.max(0) as usize } else { 0 }
+    if r == 0 {
+        n.max(0) as usize
+    } else {
+        0
+    }
 }
 
 /// Asks the scheduler for the shortest time slice it grants (Linux 6.12 and later; earlier
@@ -209,15 +294,35 @@ pub fn request_short_slice() {
     let size = std::mem::size_of::<SchedAttr>();
     let mut attr = SchedAttr::default();
     // SAFETY: sched_getattr writes at most `size` bytes into `attr` for the calling thread (0).
-    let got = unsafe { syscall6(libc::SYS_sched_getattr, 0, &mut attr as *mut SchedAttr as usize, size, 0, 0, 0) };
+    let got = unsafe {
+        syscall6(
+            libc::SYS_sched_getattr,
+            0,
+            &mut attr as *mut SchedAttr as usize,
+            size,
+            0,
+            0,
+            0,
+        )
+    };
     if got.is_err() || attr.policy != libc::SCHED_OTHER as u32 {
         return;
     }
     attr.size = size as u32;
     attr.flags = 0;
     attr.runtime = 100_000; // nanoseconds: the least the kernel accepts
-    // SAFETY: sched_setattr reads `attr` (its size given inside) for the calling thread (0).
-    let _ = unsafe { syscall6(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr as usize, 0, 0, 0, 0) };
+                            // SAFETY: sched_setattr reads `attr` (its size given inside) for the calling thread (0).
+    let _ = unsafe {
+        syscall6(
+            libc::SYS_sched_setattr,
+            0,
+            &attr as *const SchedAttr as usize,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
 }
 
 /// Gives the CPU to another thread that waits for it, if any (a cheap system call if none).
@@ -249,7 +354,8 @@ pub fn random_bytes(buf: &mut [u8]) {
             Some(libc::EINTR) => continue,
             _ => {
                 use std::io::Read;
-                let mut urandom = std::fs::File::open("/dev/urandom").expect("no source of random bytes");
+                let mut urandom =
+                    std::fs::File::open("/dev/urandom").expect("no source of random bytes");
                 urandom.read_exact(rest).expect("no source of random bytes");
                 return;
             }
@@ -261,7 +367,10 @@ pub fn random_bytes(buf: &mut [u8]) {
 /// 128-bit arithmetic of `Instant::elapsed` (the engine reads it as it holds
 /// acknowledgements).
 pub fn monotonic_micros() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec to the pointer we pass.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
     t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1000
@@ -287,8 +396,12 @@ pub fn sockaddr_in(a: std::net::SocketAddrV4) -> libc::sockaddr_in {
 
 /// The IPv4 address a C socket address holds; None for another family.
 pub fn from_sockaddr_in(sin: &libc::sockaddr_in) -> Option<std::net::SocketAddrV4> {
-    (i32::from(sin.sin_family) == libc::AF_INET)
-        .then(|| std::net::SocketAddrV4::new(u32::from_be(sin.sin_addr.s_addr).into(), u16::from_be(sin.sin_port)))
+    (i32::from(sin.sin_family) == libc::AF_INET).then(|| {
+        std::net::SocketAddrV4::new(
+            u32::from_be(sin.sin_addr.s_addr).into(),
+            u16::from_be(sin.sin_port),
+        )
+    })
 }
 
 /// This machine's host name (empty where it has none).
@@ -312,7 +425,10 @@ mod tests {
         let sin = sockaddr_in(a);
         assert_eq!(sin.sin_port, 45248u16.to_be());
         assert_eq!(from_sockaddr_in(&sin), Some(a));
-        let other = libc::sockaddr_in { sin_family: libc::AF_INET6 as libc::sa_family_t, ..sin };
+        let other = libc::sockaddr_in {
+            sin_family: libc::AF_INET6 as libc::sa_family_t,
+            ..sin
+        };
         assert_eq!(from_sockaddr_in(&other), None);
     }
     use super::*;
@@ -326,21 +442,46 @@ mod tests {
         let (b, _) = listener.accept().unwrap();
         let mut buf = [0u8; 16];
         // SAFETY (each call below): the buffers and the msghdr's iovecs live across the call.
-        let empty = unsafe { recv(b.as_raw_fd(), buf.as_mut_ptr(), buf.len(), libc::MSG_DONTWAIT) };
+        let empty = unsafe {
+            recv(
+                b.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
         assert_eq!(empty, Err(libc::EAGAIN));
-        assert_eq!(unsafe { send(a.as_raw_fd(), b"ping".as_ptr(), 4, libc::MSG_NOSIGNAL) }, Ok(4));
+        assert_eq!(
+            unsafe { send(a.as_raw_fd(), b"ping".as_ptr(), 4, libc::MSG_NOSIGNAL) },
+            Ok(4)
+        );
         let mut parts = [
-            libc::iovec { iov_base: b"po".as_ptr() as *mut _, iov_len: 2 },
-            libc::iovec { iov_base: b"ng".as_ptr() as *mut _, iov_len: 2 },
+            libc::iovec {
+                iov_base: b"po".as_ptr() as *mut _,
+                iov_len: 2,
+            },
+            libc::iovec {
+                iov_base: b"ng".as_ptr() as *mut _,
+                iov_len: 2,
+            },
         ];
         // SAFETY: msghdr is plain data for which all-zero bytes are a valid value.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_iov = parts.as_mut_ptr();
         msg.msg_iovlen = 2;
-        assert_eq!(unsafe { sendmsg(a.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) }, Ok(4));
-        assert_eq!(unsafe { recv(b.as_raw_fd(), buf.as_mut_ptr(), 8, libc::MSG_WAITALL) }, Ok(8));
+        assert_eq!(
+            unsafe { sendmsg(a.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) },
+            Ok(4)
+        );
+        assert_eq!(
+            unsafe { recv(b.as_raw_fd(), buf.as_mut_ptr(), 8, libc::MSG_WAITALL) },
+            Ok(8)
+        );
         assert_eq!(&buf[..8], b"pingpong");
-        assert_eq!(unsafe { recv(-1, buf.as_mut_ptr(), 1, 0) }, Err(libc::EBADF));
+        assert_eq!(
+            unsafe { recv(-1, buf.as_mut_ptr(), 1, 0) },
+            Err(libc::EBADF)
+        );
         assert_eq!(unsafe { send(-1, buf.as_ptr(), 1, 0) }, Err(libc::EBADF));
     }
 }

@@ -26,7 +26,8 @@ pub fn cookie(v: u64) -> DAT_DTO_COOKIE {
 }
 /// The IA the tests open: `LIBDAT_TEST_IA`, or the built-in `tcp-lo`.
 pub fn test_ia() -> std::ffi::CString {
-    std::ffi::CString::new(std::env::var("LIBDAT_TEST_IA").unwrap_or_else(|_| "tcp-lo".into())).unwrap()
+    std::ffi::CString::new(std::env::var("LIBDAT_TEST_IA").unwrap_or_else(|_| "tcp-lo".into()))
+        .unwrap()
 }
 
 /// Whether the tests run on an RDMA IA (`make test-rdma`), where a few outcomes are the
@@ -58,7 +59,8 @@ pub struct Side {
     pub buf: Vec<u8>,
     pub lmr: DAT_LMR_HANDLE,
     pub lmr_ctx: DAT_LMR_CONTEXT,
-    pub rmr_ctx: DAT_RMR_CONTEXT,}
+    pub rmr_ctx: DAT_RMR_CONTEXT,
+}
 
 /// An IA (`test_ia`) and a protection zone in it.
 pub fn open_ia_and_pz() -> (DAT_IA_HANDLE, DAT_PZ_HANDLE) {
@@ -66,7 +68,18 @@ pub fn open_ia_and_pz() -> (DAT_IA_HANDLE, DAT_PZ_HANDLE) {
     let (mut ia, mut pz) = (null_mut(), null_mut());
     // SAFETY: valid name and out-pointers for the calls.
     unsafe {
-        assert_eq!(dat_ia_openv(test_ia().as_ptr() as DAT_NAME_PTR, 8, &mut async_evd, &mut ia, 2, 0, 1), OK);
+        assert_eq!(
+            dat_ia_openv(
+                test_ia().as_ptr() as DAT_NAME_PTR,
+                8,
+                &mut async_evd,
+                &mut ia,
+                2,
+                0,
+                1
+            ),
+            OK
+        );
         assert_eq!(dat_pz_create(ia, &mut pz), OK);
     }
     (ia, pz)
@@ -76,7 +89,10 @@ pub fn open_ia_and_pz() -> (DAT_IA_HANDLE, DAT_PZ_HANDLE) {
 pub fn create_evd(ia: DAT_IA_HANDLE, qlen: DAT_COUNT, flags: dat_evd_flags) -> DAT_EVD_HANDLE {
     let mut e = null_mut();
     // SAFETY: a live IA and a valid out-pointer.
-    assert_eq!(unsafe { dat_evd_create(ia, qlen, null_mut(), flags as u32, &mut e) }, OK);
+    assert_eq!(
+        unsafe { dat_evd_create(ia, qlen, null_mut(), flags as u32, &mut e) },
+        OK
+    );
     e
 }
 
@@ -95,14 +111,52 @@ impl Side {
             let conn_evd = evd(dat_evd_flags::DAT_EVD_CONNECTION_FLAG);
             let cr_evd = evd(dat_evd_flags::DAT_EVD_CR_FLAG);
             let mut ep = null_mut();
-            assert_eq!(dat_ep_create(ia, pz, recv_evd, req_evd, conn_evd, std::ptr::null(), &mut ep), OK);
+            assert_eq!(
+                dat_ep_create(
+                    ia,
+                    pz,
+                    recv_evd,
+                    req_evd,
+                    conn_evd,
+                    std::ptr::null(),
+                    &mut ep
+                ),
+                OK
+            );
             let mut buf = vec![0u8; len];
             let mut lmr = null_mut();
             let (mut lmr_ctx, mut rmr_ctx) = (0, 0);
-            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr() as DAT_PVOID };
-            let rc = dat_lmr_create(ia, 0, region, buf.len() as u64, pz, privileges, 0, &mut lmr, &mut lmr_ctx, &mut rmr_ctx, null_mut(), null_mut());
+            let region = DAT_REGION_DESCRIPTION {
+                for_va: buf.as_mut_ptr() as DAT_PVOID,
+            };
+            let rc = dat_lmr_create(
+                ia,
+                0,
+                region,
+                buf.len() as u64,
+                pz,
+                privileges,
+                0,
+                &mut lmr,
+                &mut lmr_ctx,
+                &mut rmr_ctx,
+                null_mut(),
+                null_mut(),
+            );
             assert_eq!(rc, OK);
-            Side { ia, recv_evd, req_evd, conn_evd, cr_evd, pz, ep, buf, lmr, lmr_ctx, rmr_ctx }
+            Side {
+                ia,
+                recv_evd,
+                req_evd,
+                conn_evd,
+                cr_evd,
+                pz,
+                ep,
+                buf,
+                lmr,
+                lmr_ctx,
+                rmr_ctx,
+            }
         }
     }
 
@@ -111,11 +165,19 @@ impl Side {
     }
 
     pub fn iov(&self, offset: usize, len: u32) -> DAT_LMR_TRIPLET {
-        DAT_LMR_TRIPLET { lmr_context: self.lmr_ctx, virtual_address: self.addr(offset), segment_length: len }
+        DAT_LMR_TRIPLET {
+            lmr_context: self.lmr_ctx,
+            virtual_address: self.addr(offset),
+            segment_length: len,
+        }
     }
 
     pub fn rmr(&self, offset: usize, len: u32) -> DAT_RMR_TRIPLET {
-        DAT_RMR_TRIPLET { rmr_context: self.rmr_ctx, virtual_address: self.addr(offset), segment_length: len }
+        DAT_RMR_TRIPLET {
+            rmr_context: self.rmr_ctx,
+            virtual_address: self.addr(offset),
+            segment_length: len,
+        }
     }
 
     /// A PSP on a free port.
@@ -123,7 +185,10 @@ impl Side {
         let mut psp = null_mut();
         let mut port = 0;
         let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-        assert_eq!(unsafe { dat_psp_create_any(self.ia, &mut port, self.cr_evd, flags, &mut psp) }, OK);
+        assert_eq!(
+            unsafe { dat_psp_create_any(self.ia, &mut port, self.cr_evd, flags, &mut psp) },
+            OK
+        );
         (psp, port)
     }
 
@@ -132,7 +197,13 @@ impl Side {
     }
 
     /// `dat_ep_connect` to `port` at the address `sin`.
-    pub fn connect_at(&self, mut sin: libc::sockaddr_in, port: DAT_CONN_QUAL, pd: &[u8], timeout: DAT_TIMEOUT) -> DAT_RETURN {
+    pub fn connect_at(
+        &self,
+        mut sin: libc::sockaddr_in,
+        port: DAT_CONN_QUAL,
+        pd: &[u8],
+        timeout: DAT_TIMEOUT,
+    ) -> DAT_RETURN {
         unsafe {
             dat_ep_connect(
                 self.ep,
@@ -150,7 +221,10 @@ impl Side {
     /// The next connection request: its CR and private data.
     pub fn request(&self) -> (DAT_CR_HANDLE, Vec<u8>) {
         let e = wait(self.cr_evd);
-        assert_eq!(e.event_number, dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER);
+        assert_eq!(
+            e.event_number,
+            dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
+        );
         let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle };
         (cr, cr_private_data(cr))
     }
@@ -171,7 +245,13 @@ impl Side {
         let data = unsafe { e.event_data.connect_event_data };
         assert_eq!(data.ep_handle, self.ep);
         let pd = if data.private_data_size > 0 {
-            unsafe { std::slice::from_raw_parts(data.private_data as *const u8, data.private_data_size as usize) }.to_vec()
+            unsafe {
+                std::slice::from_raw_parts(
+                    data.private_data as *const u8,
+                    data.private_data_size as usize,
+                )
+            }
+            .to_vec()
         } else {
             Vec::new()
         };
@@ -180,7 +260,10 @@ impl Side {
 
     pub fn state(&self) -> dat_ep_state {
         let mut s = 0;
-        assert_eq!(unsafe { dat_ep_get_status(self.ep, &mut s, null_mut(), null_mut()) }, OK);
+        assert_eq!(
+            unsafe { dat_ep_get_status(self.ep, &mut s, null_mut(), null_mut()) },
+            OK
+        );
         dat_ep_state::try_from(s).unwrap()
     }
 
@@ -188,10 +271,17 @@ impl Side {
     /// receives of `max_iov` segments, in the side's zone; the SRQ is returned.
     pub fn move_to_srq(&mut self, max_recv: DAT_COUNT, max_iov: DAT_COUNT) -> DAT_SRQ_HANDLE {
         let mut srq = null_mut();
-        let attr = DAT_SRQ_ATTR { max_recv_dtos: max_recv, max_recv_iov: max_iov, low_watermark: 0 };
+        let attr = DAT_SRQ_ATTR {
+            max_recv_dtos: max_recv,
+            max_recv_iov: max_iov,
+            low_watermark: 0,
+        };
         unsafe {
             assert_eq!(dat_ep_free(self.ep), OK);
-            assert_eq!(dat_srq_create(self.ia, self.pz, &attr as *const _ as *mut _, &mut srq), OK);
+            assert_eq!(
+                dat_srq_create(self.ia, self.pz, &attr as *const _ as *mut _, &mut srq),
+                OK
+            );
         }
         self.ep = self.srq_ep(srq);
         srq
@@ -201,46 +291,99 @@ impl Side {
     pub fn srq_ep(&self, srq: DAT_SRQ_HANDLE) -> DAT_EP_HANDLE {
         let mut ep = null_mut();
         let attr = dat::objects::ep::default_attr();
-        let rc = unsafe { dat_ep_create_with_srq(self.ia, self.pz, self.recv_evd, self.req_evd, self.conn_evd, srq, &attr, &mut ep) };
+        let rc = unsafe {
+            dat_ep_create_with_srq(
+                self.ia,
+                self.pz,
+                self.recv_evd,
+                self.req_evd,
+                self.conn_evd,
+                srq,
+                &attr,
+                &mut ep,
+            )
+        };
         assert_eq!(rc, OK);
         ep
     }
 
     pub fn post_recv(&self, iov: &[DAT_LMR_TRIPLET], c: u64) {
         let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-        assert_eq!(unsafe { dat_ep_post_recv(self.ep, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), flags) }, OK);
+        assert_eq!(
+            unsafe {
+                dat_ep_post_recv(
+                    self.ep,
+                    iov.len() as DAT_COUNT,
+                    iov.as_ptr() as *mut _,
+                    cookie(c),
+                    flags,
+                )
+            },
+            OK
+        );
     }
 
     pub fn post_send(&self, iov: &[DAT_LMR_TRIPLET], c: u64) -> DAT_RETURN {
         let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-        unsafe { dat_ep_post_send(self.ep, iov.len() as DAT_COUNT, iov.as_ptr() as *mut _, cookie(c), flags) }
+        unsafe {
+            dat_ep_post_send(
+                self.ep,
+                iov.len() as DAT_COUNT,
+                iov.as_ptr() as *mut _,
+                cookie(c),
+                flags,
+            )
+        }
     }
 }
 
 impl Drop for Side {
     fn drop(&mut self) {
-        unsafe { dat_ia_close(self.ia, dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS) };
+        unsafe {
+            dat_ia_close(
+                self.ia,
+                dat_close_flags::DAT_CLOSE_ABRUPT_FLAG as DAT_CLOSE_FLAGS,
+            )
+        };
     }
 }
 
 /// A connection request's private data, as `dat_cr_query` gives it.
 pub fn cr_private_data(cr: DAT_CR_HANDLE) -> Vec<u8> {
     let mut p: DAT_CR_PARAM = zero();
-    assert_eq!(unsafe { dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut p) }, OK);
-    unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }.to_vec()
+    assert_eq!(
+        unsafe { dat_cr_query(cr, dat_cr_param_mask::DAT_CR_FIELD_ALL as u32, &mut p) },
+        OK
+    );
+    unsafe { std::slice::from_raw_parts(p.private_data as *const u8, p.private_data_size as usize) }
+        .to_vec()
 }
 
 /// Accepts `cr` on `p`'s EP, both sides ESTABLISHED, and checks a message `a` sends lands
 /// whole in a receive of `p`'s.
 pub fn accept_and_exchange(a: &mut Side, p: &mut Side, cr: DAT_CR_HANDLE, message: &[u8]) {
     assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
-    assert_eq!(a.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     let n = message.len();
     p.post_recv(&[p.iov(0, 16)], 1);
     a.buf[..n].copy_from_slice(message);
     assert_eq!(a.post_send(&[a.iov(0, n as u32)], 2), OK);
-    assert_eq!(dto(p.recv_evd), (1, dat_dto_completion_status::DAT_DTO_SUCCESS, n as u32, dat_dtos::DAT_DTO_RECEIVE));
+    assert_eq!(
+        dto(p.recv_evd),
+        (
+            1,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            n as u32,
+            dat_dtos::DAT_DTO_RECEIVE
+        )
+    );
     assert_eq!(&p.buf[..n], message);
 }
 
@@ -248,7 +391,8 @@ pub fn accept_and_exchange(a: &mut Side, p: &mut Side, cr: DAT_CR_HANDLE, messag
 /// acts only when the environment the caller adds says so), its stdout piped to us.
 pub fn test_child(name: &str) -> std::process::Command {
     let mut c = std::process::Command::new(std::env::current_exe().unwrap());
-    c.args(["--exact", name, "--nocapture", "--test-threads=1"]).stdout(std::process::Stdio::piped());
+    c.args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .stdout(std::process::Stdio::piped());
     c
 }
 
@@ -256,11 +400,16 @@ pub fn test_child(name: &str) -> std::process::Command {
 /// its "test ... " prefix on the same line), trimmed. The child's stdout stays open.
 pub fn child_says(child: &mut std::process::Child, marker: &str) -> String {
     use std::io::BufRead;
-    let mut out = std::io::BufReader::new(child.stdout.take().expect("the child's stdout is piped"));
+    let mut out =
+        std::io::BufReader::new(child.stdout.take().expect("the child's stdout is piped"));
     let mut line = String::new();
     loop {
         line.clear();
-        assert_ne!(out.read_line(&mut line).unwrap(), 0, "the child ended before it printed {marker:?}");
+        assert_ne!(
+            out.read_line(&mut line).unwrap(),
+            0,
+            "the child ended before it printed {marker:?}"
+        );
         if let Some(rest) = line.split(marker).nth(1) {
             let said = rest.trim().to_owned();
             child.stdout = Some(out.into_inner());
@@ -273,16 +422,28 @@ pub fn child_says(child: &mut std::process::Child, marker: &str) -> String {
 pub fn wait(evd: DAT_EVD_HANDLE) -> DAT_EVENT {
     let mut e: DAT_EVENT = zero();
     let mut more = 0;
-    assert_eq!(unsafe { dat_evd_wait(evd, WAIT_US, 1, &mut e, &mut more) }, OK, "no event within 10 s");
+    assert_eq!(
+        unsafe { dat_evd_wait(evd, WAIT_US, 1, &mut e, &mut more) },
+        OK,
+        "no event within 10 s"
+    );
     e
 }
 
 /// A DTO completion: (cookie, status, length, operation).
 pub fn dto(evd: DAT_EVD_HANDLE) -> (u64, dat_dto_completion_status, u32, dat_dtos) {
     let e = wait(evd);
-    assert_eq!(e.event_number, dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER);
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER
+    );
     let d = unsafe { e.event_data.dto_completion_event_data };
-    (unsafe { d.user_cookie.as_64 }, dat_dto_completion_status::try_from(d.status).unwrap(), d.transfered_length, dat_dtos::try_from(d.operation).unwrap())
+    (
+        unsafe { d.user_cookie.as_64 },
+        dat_dto_completion_status::try_from(d.status).unwrap(),
+        d.transfered_length,
+        dat_dtos::try_from(d.operation).unwrap(),
+    )
 }
 
 /// The next DTO completion, polled with `dat_evd_dequeue` (the library progresses the
@@ -291,10 +452,17 @@ pub fn polled(evd: DAT_EVD_HANDLE) -> (u64, dat_dto_completion_status, u32) {
     let mut e: DAT_EVENT = zero();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while unsafe { dat_evd_dequeue(evd, &mut e) } != OK {
-        assert!(std::time::Instant::now() < deadline, "no completion within 10 s");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no completion within 10 s"
+        );
     }
     let d = unsafe { e.event_data.dto_completion_event_data };
-    (unsafe { d.user_cookie.as_64 }, dat_dto_completion_status::try_from(d.status).unwrap(), d.transfered_length)
+    (
+        unsafe { d.user_cookie.as_64 },
+        dat_dto_completion_status::try_from(d.status).unwrap(),
+        d.transfered_length,
+    )
 }
 
 pub fn empty(evd: DAT_EVD_HANDLE) -> bool {
@@ -308,7 +476,10 @@ pub fn connected(privileges: u32) -> (Side, Side) {
 }
 
 pub fn connected_with_buffers(privileges: u32, len: usize) -> (Side, Side) {
-    connect_pair(Side::with_buffer(privileges, len), Side::with_buffer(privileges, len))
+    connect_pair(
+        Side::with_buffer(privileges, len),
+        Side::with_buffer(privileges, len),
+    )
 }
 
 /// Private data as received is what was sent, followed by nothing but zeros: rdma-cm
@@ -324,11 +495,20 @@ pub fn assert_private_data(received: &[u8], sent: &[u8]) {
 pub fn connect_pair(a: Side, p: Side) -> (Side, Side) {
     let (psp, port) = p.listen();
     assert_eq!(a.connect(port, b"hello", WAIT_US), OK);
-    assert_eq!(a.state(), dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+    assert_eq!(
+        a.state(),
+        dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING
+    );
     let (cr, pd) = p.request();
     assert_private_data(&pd, b"hello");
-    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 7, b"welcome".as_ptr() as DAT_PVOID) }, OK);
-    assert_eq!(p.conn_event().0, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(
+        unsafe { dat_cr_accept(cr, p.ep, 7, b"welcome".as_ptr() as DAT_PVOID) },
+        OK
+    );
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
     let (event, pd) = a.conn_event();
     assert_eq!(event, dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED);
     assert_private_data(&pd, b"welcome");

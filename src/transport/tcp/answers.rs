@@ -213,7 +213,9 @@ impl Answers {
         self.held_since_poll.store(0, Ordering::Relaxed);
         match self.take_owed() {
             Some(seq) => self.hold_ack(seq, due),
-            None if self.queued.load(Ordering::Acquire) != 0 && self.ack_due.load(Ordering::Relaxed) == 0 => {
+            None if self.queued.load(Ordering::Acquire) != 0
+                && self.ack_due.load(Ordering::Relaxed) == 0 =>
+            {
                 self.ack_due.store(due, Ordering::Relaxed);
                 true
             }
@@ -281,7 +283,13 @@ impl Answers {
             self.held_since_poll.store(0, Ordering::Relaxed);
             return owed;
         }
-        let last = q.answers.drain(..).fold(0, |m, a| if let Answer::Ack(seq) = a { m.max(seq) } else { m });
+        let last = q.answers.drain(..).fold(0, |m, a| {
+            if let Answer::Ack(seq) = a {
+                m.max(seq)
+            } else {
+                m
+            }
+        });
         q.clear();
         self.publish(&q);
         self.acks_gone();
@@ -298,8 +306,17 @@ impl Answers {
         // is queued before it is what it holds back, never more than a few (acknowledgements
         // merge, and read answers are bounded).
         let first_kept = q.answers.iter().position(|a| matches!(a, Answer::Kept(_)));
-        if let Some(at) = first_kept.filter(|at| matches!(q.answers[*at], Answer::Kept(s) if s == seq)) {
-            let answer = if ok { Answer::Ack(seq) } else { Answer::Refuse { seq, status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER } };
+        if let Some(at) =
+            first_kept.filter(|at| matches!(q.answers[*at], Answer::Kept(s) if s == seq))
+        {
+            let answer = if ok {
+                Answer::Ack(seq)
+            } else {
+                Answer::Refuse {
+                    seq,
+                    status: dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+                }
+            };
             q.counted(&Answer::Kept(seq), false);
             q.counted(&answer, true);
             q.answers[at] = answer;
@@ -350,7 +367,12 @@ impl Answers {
                     h.id = seq;
                     w.answer_now(&h, &[], None)?
                 }
-                Answer::ReadData { seq, lmr, address, length } => {
+                Answer::ReadData {
+                    seq,
+                    lmr,
+                    address,
+                    length,
+                } => {
                     // The region may have been freed since the request was checked; it stays
                     // registered while its bytes are copied out (the frame holds it then: one
                     // freed in between ends the connection).
@@ -366,11 +388,17 @@ impl Answers {
                             // consumer registered with remote read privilege (checked on
                             // arrival, and just now); the frame reads it only while it is
                             // registered still.
-                            unsafe { std::slice::from_raw_parts(address as *const u8, length as usize) }
+                            unsafe {
+                                std::slice::from_raw_parts(address as *const u8, length as usize)
+                            }
                         };
                         w.answer_now(&h, data, lmr.clone())?
                     } else {
-                        w.answer_now(&refusal(seq, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS), &[], None)?
+                        w.answer_now(
+                            &refusal(seq, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS),
+                            &[],
+                            None,
+                        )?
                     }
                 }
                 Answer::AtomicResult { seq, original } => {

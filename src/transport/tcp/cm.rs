@@ -108,7 +108,10 @@ fn asks_direct(stream: &TcpStream) -> bool {
 fn v4(addr: SocketAddr) -> SocketAddrV4 {
     match addr {
         SocketAddr::V4(a) => a,
-        SocketAddr::V6(a) => SocketAddrV4::new(a.ip().to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED), a.port()),
+        SocketAddr::V6(a) => SocketAddrV4::new(
+            a.ip().to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
+            a.port(),
+        ),
     }
 }
 
@@ -122,7 +125,10 @@ fn handshake_frame(reader: &mut Reader) -> Result<Option<(Header, Vec<u8>)>, Con
     loop {
         if let Some(h) = reader.peek() {
             let h = h.map_err(ConnError::Protocol)?;
-            if !matches!(h.op, Op::ConnectRequest | Op::Accept | Op::Reject | Op::Ready) {
+            if !matches!(
+                h.op,
+                Op::ConnectRequest | Op::Accept | Op::Reject | Op::Ready
+            ) {
                 return Err(ConnError::Closed);
             }
             if reader.whole(&h) {
@@ -143,7 +149,11 @@ impl IncomingRequest {
     /// Sends the accept, saying how many RDMA reads the accepting EP answers and starts at
     /// once, and hands back the socket and a reader whose next frame should be the active
     /// side's Ready.
-    pub fn accept_start(self, private_data: &[u8], reads: ReadLimits) -> Result<(Arc<TcpStream>, Reader), ConnError> {
+    pub fn accept_start(
+        self,
+        private_data: &[u8],
+        reads: ReadLimits,
+    ) -> Result<(Arc<TcpStream>, Reader), ConnError> {
         let mut h = Header::new(Op::Accept);
         h.payload_len = private_data.len() as u32;
         h.remote_addr = reads.encode();
@@ -177,7 +187,13 @@ impl IncomingRequest {
 /// A socket that connects without blocking.
 fn nonblocking_socket() -> io::Result<RawFd> {
     // SAFETY: socket takes integers and returns a new descriptor or -1.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -189,7 +205,11 @@ fn start_connect(fd: RawFd, remote: SocketAddrV4) -> io::Result<bool> {
     let sin = crate::transport::sys::sockaddr_in(remote);
     // SAFETY: a live sockaddr_in of its size, on our socket.
     let r = unsafe {
-        libc::connect(fd, (&sin as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t)
+        libc::connect(
+            fd,
+            (&sin as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
     };
     if r == 0 {
         return Ok(true);
@@ -205,7 +225,15 @@ fn connect_error(fd: RawFd) -> Option<i32> {
     let mut err: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: SO_ERROR writes one int to the pointer we pass.
-    let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, (&mut err as *mut libc::c_int).cast(), &mut len) };
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
     if r < 0 {
         return io::Error::last_os_error().raw_os_error();
     }
@@ -244,11 +272,24 @@ struct Connector {
 
 enum Attempt {
     /// Waiting for the TCP connect of this socket.
-    Connecting { stream: Arc<TcpStream>, token: Token, pause: u64 },
+    Connecting {
+        stream: Arc<TcpStream>,
+        token: Token,
+        pause: u64,
+    },
     /// Waiting for the peer's answer, then its confirmation.
-    Handshaking { stream: Arc<TcpStream>, token: Token, reader: Box<Reader>, accepted: Option<Accepted> },
+    Handshaking {
+        stream: Arc<TcpStream>,
+        token: Token,
+        reader: Box<Reader>,
+        accepted: Option<Accepted>,
+    },
     /// Refused: trying again at `at`.
-    Waiting { at: u64, pause: u64, token: Token },
+    Waiting {
+        at: u64,
+        pause: u64,
+        token: Token,
+    },
     Done,
 }
 
@@ -276,7 +317,17 @@ pub fn connect(
     reads: ReadLimits,
     done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
 ) -> io::Result<()> {
-    start(remote, conn_qual, private_data, None, zone, reads, timeout, limits, Box::new(done));
+    start(
+        remote,
+        conn_qual,
+        private_data,
+        None,
+        zone,
+        reads,
+        timeout,
+        limits,
+        Box::new(done),
+    );
     Ok(())
 }
 
@@ -290,8 +341,21 @@ pub fn exchange_datagram(
     limits: Limits,
     done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
 ) {
-    let reads = ReadLimits { inbound: 0, outbound: 0 }; // no connection follows
-    start(remote, conn_qual, private_data, Some(port), None, reads, None, limits, Box::new(done));
+    let reads = ReadLimits {
+        inbound: 0,
+        outbound: 0,
+    }; // no connection follows
+    start(
+        remote,
+        conn_qual,
+        private_data,
+        Some(port),
+        None,
+        reads,
+        None,
+        limits,
+        Box::new(done),
+    );
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -340,7 +404,9 @@ impl Connector {
         let stream = Arc::new(unsafe { TcpStream::from_raw_fd(fd) });
         let connected = match start_connect(fd, self.remote) {
             Ok(c) => c,
-            Err(e) => return self.failed_at_once(e.raw_os_error().unwrap_or(libc::ECONNREFUSED), pause),
+            Err(e) => {
+                return self.failed_at_once(e.raw_os_error().unwrap_or(libc::ECONNREFUSED), pause)
+            }
         };
         let mut state = self.state.lock();
         let token = match self.engine.register(fd, self.clone()) {
@@ -350,7 +416,11 @@ impl Connector {
                 return self.report(Err(ConnectFailure::Refused));
             }
         };
-        *state = Attempt::Connecting { stream, token, pause };
+        *state = Attempt::Connecting {
+            stream,
+            token,
+            pause,
+        };
         self.engine.set_timer(token, self.deadline);
         if connected {
             drop(state);
@@ -379,14 +449,22 @@ impl Connector {
     fn retry_at(self: &Arc<Self>, at: u64, pause: u64) {
         let mut state = self.state.lock();
         let retry = self.engine.register_timer_only(self.clone());
-        *state = Attempt::Waiting { at, pause: (pause * 2).min(50_000), token: retry };
+        *state = Attempt::Waiting {
+            at,
+            pause: (pause * 2).min(50_000),
+            token: retry,
+        };
         self.engine.set_timer(retry, at);
     }
 
     /// The TCP connect failed with `errno`: a refusal within the grace is tried again.
     fn refused_or_failed(self: &Arc<Self>, errno: i32) {
         let (token, fd, pause) = match &*self.state.lock() {
-            Attempt::Connecting { token, stream, pause } => (*token, stream.as_raw_fd(), *pause),
+            Attempt::Connecting {
+                token,
+                stream,
+                pause,
+            } => (*token, stream.as_raw_fd(), *pause),
             _ => return,
         };
         let now = sys::monotonic_micros();
@@ -400,7 +478,11 @@ impl Connector {
     /// Connected: the request goes out, the answer is awaited.
     fn connected(self: &Arc<Self>) {
         let mut state = self.state.lock();
-        let Attempt::Connecting { stream, token, .. } = std::mem::replace(&mut *state, Attempt::Done) else { return };
+        let Attempt::Connecting { stream, token, .. } =
+            std::mem::replace(&mut *state, Attempt::Done)
+        else {
+            return;
+        };
         let sent = (|| -> io::Result<Reader> {
             stream.set_nodelay(true)?;
             let mut h = Header::new(Op::ConnectRequest);
@@ -419,12 +501,21 @@ impl Connector {
         match sent {
             Ok(reader) => {
                 let fd = stream.as_raw_fd();
-                *state = Attempt::Handshaking { stream, token, reader: Box::new(reader), accepted: None };
+                *state = Attempt::Handshaking {
+                    stream,
+                    token,
+                    reader: Box::new(reader),
+                    accepted: None,
+                };
                 drop(state);
                 self.engine.arm(token, fd, libc::EPOLLIN as u32);
             }
             Err(e) => {
-                *state = Attempt::Connecting { stream, token, pause: 2_000 };
+                *state = Attempt::Connecting {
+                    stream,
+                    token,
+                    pause: 2_000,
+                };
                 drop(state);
                 self.refused_or_failed(e.raw_os_error().unwrap_or(libc::EPIPE));
             }
@@ -434,12 +525,21 @@ impl Connector {
     /// The peer's answer, then its confirmation.
     fn answered(self: &Arc<Self>) {
         let mut state = self.state.lock();
-        let Attempt::Handshaking { stream, token, reader, accepted } = &mut *state else { return };
+        let Attempt::Handshaking {
+            stream,
+            token,
+            reader,
+            accepted,
+        } = &mut *state
+        else {
+            return;
+        };
         loop {
             let frame = match handshake_frame(reader) {
                 Ok(Some(f)) => f,
                 Ok(None) => {
-                    self.engine.arm(*token, stream.as_raw_fd(), libc::EPOLLIN as u32);
+                    self.engine
+                        .arm(*token, stream.as_raw_fd(), libc::EPOLLIN as u32);
                     return;
                 }
                 Err(_) => {
@@ -450,7 +550,13 @@ impl Connector {
             match (frame.0.op, accepted.is_some()) {
                 (Op::Accept, false) if self.datagram_port.is_some() => {
                     // A UD exchange ends with the accept: no confirmations.
-                    let Attempt::Handshaking { stream, token, reader, .. } = std::mem::replace(&mut *state, Attempt::Done) else {
+                    let Attempt::Handshaking {
+                        stream,
+                        token,
+                        reader,
+                        ..
+                    } = std::mem::replace(&mut *state, Attempt::Done)
+                    else {
                         unreachable!()
                     };
                     drop(state);
@@ -473,12 +579,20 @@ impl Connector {
                 (Op::Accept, false) => {
                     // The acceptor asked for our direct offer: our Ready carries it.
                     let offer = match (self.zone, ends(stream)) {
-                        (Some(zone), Some((local, remote))) if frame.0.flags & flags::DIRECT != 0 => direct::offer(zone, local, remote),
+                        (Some(zone), Some((local, remote)))
+                            if frame.0.flags & flags::DIRECT != 0 =>
+                        {
+                            direct::offer(zone, local, remote)
+                        }
                         _ => None,
                     };
                     let sent = match &offer {
-                        Some((o, _)) => Writer::new(stream.clone()).send_handshake(&o.ready(), &o.cookie),
-                        None => Writer::new(stream.clone()).send_handshake(&Header::new(Op::Ready), &[]),
+                        Some((o, _)) => {
+                            Writer::new(stream.clone()).send_handshake(&o.ready(), &o.cookie)
+                        }
+                        None => {
+                            Writer::new(stream.clone()).send_handshake(&Header::new(Op::Ready), &[])
+                        }
                     };
                     if sent.is_err() {
                         break;
@@ -490,15 +604,36 @@ impl Connector {
                     });
                 }
                 (Op::Ready, true) => {
-                    let Ok(peer_offer) = Offer::from_ready(&frame.0, &frame.1) else { break };
-                    let Attempt::Handshaking { stream, token, reader, accepted } = std::mem::replace(&mut *state, Attempt::Done) else {
+                    let Ok(peer_offer) = Offer::from_ready(&frame.0, &frame.1) else {
+                        break;
+                    };
+                    let Attempt::Handshaking {
+                        stream,
+                        token,
+                        reader,
+                        accepted,
+                    } = std::mem::replace(&mut *state, Attempt::Done)
+                    else {
                         unreachable!()
                     };
                     drop(state);
                     self.engine.deregister(token, Some(stream.as_raw_fd()));
                     let remote = stream.peer_addr().map(v4).unwrap_or(self.remote);
-                    let Accepted { private_data, exported, peer_reads } = accepted.expect("a Ready after the accept");
-                    let est = Established { stream, reader: *reader, remote, private_data, datagram_port: None, peer_offer, exported, peer_reads };
+                    let Accepted {
+                        private_data,
+                        exported,
+                        peer_reads,
+                    } = accepted.expect("a Ready after the accept");
+                    let est = Established {
+                        stream,
+                        reader: *reader,
+                        remote,
+                        private_data,
+                        datagram_port: None,
+                        peer_offer,
+                        exported,
+                        peer_reads,
+                    };
                     return self.report(Ok(est));
                 }
                 (Op::Reject, false) => {
@@ -515,7 +650,8 @@ impl Connector {
     /// Ends the attempt with a failure: its socket goes.
     fn finish(self: &Arc<Self>, outcome: Result<Established, ConnectFailure>) {
         match std::mem::replace(&mut *self.state.lock(), Attempt::Done) {
-            Attempt::Connecting { stream, token, .. } | Attempt::Handshaking { stream, token, .. } => {
+            Attempt::Connecting { stream, token, .. }
+            | Attempt::Handshaking { stream, token, .. } => {
                 self.engine.deregister(token, Some(stream.as_raw_fd()));
                 let _ = stream.shutdown(std::net::Shutdown::Both);
             }
@@ -607,7 +743,11 @@ impl Listener {
         let listener = TcpListener::bind(SocketAddrV4::new(ip, port))?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
-        let conn_qual = if conn_qual == 0 { u64::from(port) } else { conn_qual };
+        let conn_qual = if conn_qual == 0 {
+            u64::from(port)
+        } else {
+            conn_qual
+        };
         let source = Arc::new(ListenSource {
             engine: Engine::get(),
             token: OnceLock::new(),
@@ -632,7 +772,9 @@ impl Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         if let Some(token) = self.source.token.get() {
-            self.source.engine.deregister(*token, Some(self.source.listener.as_raw_fd()));
+            self.source
+                .engine
+                .deregister(*token, Some(self.source.listener.as_raw_fd()));
         }
     }
 }
@@ -642,7 +784,9 @@ impl ListenSource {
     /// progress; then waits for the next one (armed), for a handshake to end (it arms us), or
     /// for the process to have descriptors again (a timer).
     fn take_connections(self: &Arc<Self>) {
-        let Some(token) = self.token.get().copied() else { return };
+        let Some(token) = self.token.get().copied() else {
+            return;
+        };
         loop {
             if self.handshakes.load(Ordering::Acquire) >= MAX_HANDSHAKES {
                 return; // the handshake that ends next arms the listener again
@@ -656,12 +800,14 @@ impl ListenSource {
                 // Out of descriptors or memory: armed again, the listener would be reported at
                 // once, over and over. It rests, and the connection waits in the backlog.
                 Err(_) => {
-                    self.engine.set_timer(token, sys::monotonic_micros() + micros(ACCEPT_BACKOFF));
+                    self.engine
+                        .set_timer(token, sys::monotonic_micros() + micros(ACCEPT_BACKOFF));
                     return;
                 }
             }
         }
-        self.engine.arm(token, self.listener.as_raw_fd(), libc::EPOLLIN as u32);
+        self.engine
+            .arm(token, self.listener.as_raw_fd(), libc::EPOLLIN as u32);
     }
 
     /// A handshake ended (its request arrived, or it failed): one at the bound lets the
@@ -669,7 +815,8 @@ impl ListenSource {
     fn handshake_ended(self: &Arc<Self>) {
         if self.handshakes.fetch_sub(1, Ordering::AcqRel) == MAX_HANDSHAKES {
             if let Some(token) = self.token.get() {
-                self.engine.arm(*token, self.listener.as_raw_fd(), libc::EPOLLIN as u32);
+                self.engine
+                    .arm(*token, self.listener.as_raw_fd(), libc::EPOLLIN as u32);
             }
         }
     }
@@ -709,7 +856,10 @@ impl Handshake {
             conn_qual: listener.conn_qual,
             on_request: listener.on_request.clone(),
             listener: Arc::downgrade(listener),
-            state: Mutex::new(Some((stream, Reader::for_handshake(reader_half, listener.limits)))),
+            state: Mutex::new(Some((
+                stream,
+                Reader::for_handshake(reader_half, listener.limits),
+            ))),
         });
         let fd = match &*h.state.lock() {
             Some((s, _)) => s.as_raw_fd(),
@@ -720,7 +870,8 @@ impl Handshake {
             return;
         };
         let _ = h.token.set(token);
-        h.engine.set_timer(token, sys::monotonic_micros() + micros(HANDSHAKE_TIMEOUT));
+        h.engine
+            .set_timer(token, sys::monotonic_micros() + micros(HANDSHAKE_TIMEOUT));
         h.engine.arm(token, fd, libc::EPOLLIN as u32);
     }
 
@@ -748,22 +899,38 @@ impl Source for Handshake {
         }
         let frame = {
             let mut state = self.state.lock();
-            let Some((_, reader)) = state.as_mut() else { return };
+            let Some((_, reader)) = state.as_mut() else {
+                return;
+            };
             handshake_frame(reader)
         };
         match frame {
             Ok(None) => {
-                if let (Some(token), Some((s, _))) = (self.token.get(), self.state.lock().as_ref()) {
+                if let (Some(token), Some((s, _))) = (self.token.get(), self.state.lock().as_ref())
+                {
                     self.engine.arm(*token, s.as_raw_fd(), libc::EPOLLIN as u32);
                 }
             }
             Ok(Some((h, private_data))) if h.op == Op::ConnectRequest && h.id == self.conn_qual => {
-                let Some((stream, reader)) = self.leave() else { return };
-                let Ok(remote) = stream.peer_addr().map(v4) else { return };
-                let datagram_port = (h.flags & flags::DATAGRAM != 0).then(|| u16::try_from(h.rkey).unwrap_or(0));
+                let Some((stream, reader)) = self.leave() else {
+                    return;
+                };
+                let Ok(remote) = stream.peer_addr().map(v4) else {
+                    return;
+                };
+                let datagram_port =
+                    (h.flags & flags::DATAGRAM != 0).then(|| u16::try_from(h.rkey).unwrap_or(0));
                 let peer_direct = h.flags & flags::DIRECT != 0;
                 let peer_reads = ReadLimits::decode(h.remote_addr);
-                (self.on_request)(IncomingRequest { stream, reader, private_data, remote, datagram_port, peer_direct, peer_reads });
+                (self.on_request)(IncomingRequest {
+                    stream,
+                    reader,
+                    private_data,
+                    remote,
+                    datagram_port,
+                    peer_direct,
+                    peer_reads,
+                });
             }
             // Not a request for us, or not a frame: as if nobody listened.
             _ => {
@@ -778,8 +945,14 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
-    const LIMITS: Limits = Limits { max_private_data: 56, max_message: 1 << 20 };
-    const READS: ReadLimits = ReadLimits { inbound: 4, outbound: 4 };
+    const LIMITS: Limits = Limits {
+        max_private_data: 56,
+        max_message: 1 << 20,
+    };
+    const READS: ReadLimits = ReadLimits {
+        inbound: 4,
+        outbound: 4,
+    };
 
     fn listener(qual: u64) -> (Listener, mpsc::Receiver<IncomingRequest>) {
         let (tx, rx) = mpsc::channel();
@@ -791,12 +964,26 @@ mod tests {
         (l, rx)
     }
 
-    fn connect_now(addr: SocketAddrV4, qual: u64, pd: &[u8], timeout: Duration) -> mpsc::Receiver<Result<Established, ConnectFailure>> {
+    fn connect_now(
+        addr: SocketAddrV4,
+        qual: u64,
+        pd: &[u8],
+        timeout: Duration,
+    ) -> mpsc::Receiver<Result<Established, ConnectFailure>> {
         let (tx, rx) = mpsc::channel();
         let tx = parking_lot::Mutex::new(tx);
-        connect(addr, qual, pd.to_vec(), Some(timeout), LIMITS, None, READS, move |r| {
-            let _ = tx.lock().send(r);
-        })
+        connect(
+            addr,
+            qual,
+            pd.to_vec(),
+            Some(timeout),
+            LIMITS,
+            None,
+            READS,
+            move |r| {
+                let _ = tx.lock().send(r);
+            },
+        )
         .unwrap();
         rx
     }
@@ -815,7 +1002,9 @@ mod tests {
             assert!(std::time::Instant::now() < deadline);
             std::thread::sleep(Duration::from_millis(1));
         }
-        Writer::new(stream.clone()).send_handshake(&Header::new(Op::Ready), &[]).unwrap();
+        Writer::new(stream.clone())
+            .send_handshake(&Header::new(Op::Ready), &[])
+            .unwrap();
         (stream, private)
     }
 
@@ -828,10 +1017,16 @@ mod tests {
         assert_eq!(request.private_data, b"hello");
         let (server, private) = accept_by_hand(request, b"welcome");
         assert_eq!(private, b"hello");
-        let client = client.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+        let client = client
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap()
+            .unwrap();
         assert_eq!(client.private_data, b"welcome");
         assert_eq!(client.remote.port(), l.port());
-        assert_eq!(v4(server.peer_addr().unwrap()), v4(client.stream.local_addr().unwrap()));
+        assert_eq!(
+            v4(server.peer_addr().unwrap()),
+            v4(client.stream.local_addr().unwrap())
+        );
     }
 
     #[test]
@@ -839,7 +1034,9 @@ mod tests {
         let (l, rx) = listener(0);
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
         let client = connect_now(addr, u64::from(l.port()), b"", Duration::from_secs(5));
-        rx.recv_timeout(Duration::from_secs(5)).unwrap().reject(b"no");
+        rx.recv_timeout(Duration::from_secs(5))
+            .unwrap()
+            .reject(b"no");
         match client.recv_timeout(Duration::from_secs(5)).unwrap() {
             Err(ConnectFailure::Rejected(pd)) => assert_eq!(pd, b"no"),
             other => panic!("{:?}", other.map(|e| e.remote)),
@@ -852,9 +1049,18 @@ mod tests {
             let (l, _rx) = listener(0);
             l.port()
         };
-        let r = connect_now(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port), u64::from(port), b"", Duration::from_secs(5));
+        let r = connect_now(
+            SocketAddrV4::new(Ipv4Addr::LOCALHOST, port),
+            u64::from(port),
+            b"",
+            Duration::from_secs(5),
+        );
         let r = r.recv_timeout(Duration::from_secs(5)).unwrap();
-        assert!(matches!(r, Err(ConnectFailure::Refused)), "{:?}", r.map(|e| e.remote));
+        assert!(
+            matches!(r, Err(ConnectFailure::Refused)),
+            "{:?}",
+            r.map(|e| e.remote)
+        );
     }
 
     #[test]
@@ -863,14 +1069,20 @@ mod tests {
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
         let r = connect_now(addr, u64::from(l.port()), b"", Duration::from_millis(200));
         let r = r.recv_timeout(Duration::from_secs(5)).unwrap();
-        assert!(matches!(r, Err(ConnectFailure::TimedOut)), "{:?}", r.map(|e| e.remote));
+        assert!(
+            matches!(r, Err(ConnectFailure::TimedOut)),
+            "{:?}",
+            r.map(|e| e.remote)
+        );
         drop(rx);
     }
 
     #[test]
     fn a_port_in_use_is_refused() {
         let (l, _rx) = listener(0);
-        let e = Listener::bind(Ipv4Addr::LOCALHOST, l.port(), 0, LIMITS, |_| {}).err().unwrap();
+        let e = Listener::bind(Ipv4Addr::LOCALHOST, l.port(), 0, LIMITS, |_| {})
+            .err()
+            .unwrap();
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
     }
 
@@ -878,12 +1090,21 @@ mod tests {
     fn a_request_for_another_qualifier_of_the_port_is_refused() {
         let (l, rx) = listener(0x1_0000_0001);
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
-        let r = connect_now(addr, 0x2_0000_0001, b"", Duration::from_secs(5)).recv_timeout(Duration::from_secs(5)).unwrap();
-        assert!(matches!(r, Err(ConnectFailure::Refused)), "{:?}", r.map(|e| e.remote));
+        let r = connect_now(addr, 0x2_0000_0001, b"", Duration::from_secs(5))
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap();
+        assert!(
+            matches!(r, Err(ConnectFailure::Refused)),
+            "{:?}",
+            r.map(|e| e.remote)
+        );
         assert!(rx.try_recv().is_err());
         let client = connect_now(addr, 0x1_0000_0001, b"", Duration::from_secs(5));
         accept_by_hand(rx.recv_timeout(Duration::from_secs(5)).unwrap(), b"");
-        client.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+        client
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap()
+            .unwrap();
     }
 
     #[test]
@@ -912,6 +1133,9 @@ mod tests {
         })
         .unwrap();
         accept_by_hand(rx.recv_timeout(Duration::from_secs(5)).unwrap(), b"");
-        client.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+        client
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap()
+            .unwrap();
     }
 }

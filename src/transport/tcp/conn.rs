@@ -87,7 +87,16 @@ impl Frame {
             at += HEADER_LEN;
         }
         head[at..at + inline.len()].copy_from_slice(inline);
-        Frame { head, head_len: at + inline.len(), pieces: SmallVec::new(), owned: None, tail: None, region: None, written: 0, request: 0 }
+        Frame {
+            head,
+            head_len: at + inline.len(),
+            pieces: SmallVec::new(),
+            owned: None,
+            tail: None,
+            region: None,
+            written: 0,
+            request: 0,
+        }
     }
 
     /// The frame carries our request `seq` (see `Sent`).
@@ -100,7 +109,10 @@ impl Frame {
     ///
     /// # Safety
     /// Each piece must stay readable until the frame is written or dropped.
-    pub unsafe fn with_pieces(mut self, pieces: impl IntoIterator<Item = (*const u8, usize)>) -> Frame {
+    pub unsafe fn with_pieces(
+        mut self,
+        pieces: impl IntoIterator<Item = (*const u8, usize)>,
+    ) -> Frame {
         self.pieces.extend(pieces.into_iter().filter(|p| p.1 != 0));
         self
     }
@@ -157,7 +169,14 @@ impl Frame {
                 at += piece.len();
             }
             // SAFETY: `frame` is readable for `at` bytes for the call.
-            let n = written(unsafe { sys::send(stream.as_raw_fd(), frame.as_ptr(), at, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) })?;
+            let n = written(unsafe {
+                sys::send(
+                    stream.as_raw_fd(),
+                    frame.as_ptr(),
+                    at,
+                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                )
+            })?;
             let n = n.unwrap_or(0);
             if n < at {
                 // The rest waits as a copy: the pieces need not outlive this call then.
@@ -195,9 +214,15 @@ impl Frame {
             Some(o) => [&o[..]].into_iter().collect(),
             // SAFETY: each piece is readable until the frame is written (its contract: see
             // `with_pieces` and `with_region`; a region's is held by the caller's gate).
-            None => self.pieces.iter().map(|(at, len)| unsafe { std::slice::from_raw_parts(*at, *len) }).collect(),
+            None => self
+                .pieces
+                .iter()
+                .map(|(at, len)| unsafe { std::slice::from_raw_parts(*at, *len) })
+                .collect(),
         };
-        std::iter::once(&self.head[..self.head_len]).chain(payload).chain(self.tail.as_ref().map(|t| &t[..]))
+        std::iter::once(&self.head[..self.head_len])
+            .chain(payload)
+            .chain(self.tail.as_ref().map(|t| &t[..]))
     }
 }
 
@@ -282,7 +307,14 @@ pub enum Wrote {
 impl Writer {
     pub fn new(stream: Arc<TcpStream>) -> Writer {
         let sent = Arc::new(Sent::default());
-        Writer { half: Mutex::new(WriteHalf { stream, rest: None, sent: sent.clone() }), sent }
+        Writer {
+            half: Mutex::new(WriteHalf {
+                stream,
+                rest: None,
+                sent: sent.clone(),
+            }),
+            sent,
+        }
     }
 
     /// How far our requests have gone out.
@@ -324,7 +356,9 @@ impl WriterGuard<'_> {
     /// Writes what it can of the frame left in part, without blocking. True when it is out.
     pub fn continue_rest_now(&mut self) -> io::Result<bool> {
         let half = &mut *self.0;
-        let Some(rest) = half.rest.as_mut() else { return Ok(true) };
+        let Some(rest) = half.rest.as_mut() else {
+            return Ok(true);
+        };
         let done = match half.sent.write(rest, &half.stream) {
             Ok(done) => done,
             Err(e) => {
@@ -354,9 +388,18 @@ impl WriterGuard<'_> {
 
     /// Writes an answer (a header, and a payload from the registered region `region`, still
     /// registered) without blocking; see [`WriterGuard::write_now`].
-    pub fn answer_now(&mut self, header: &Header, payload: &[u8], region: Option<Arc<Lmr>>) -> io::Result<Wrote> {
+    pub fn answer_now(
+        &mut self,
+        header: &Header,
+        payload: &[u8],
+        region: Option<Arc<Lmr>>,
+    ) -> io::Result<Wrote> {
         let frame = match region {
-            Some(r) => Frame::new(&[header], &[]).with_region(Some(r), payload.as_ptr() as u64, payload.len()),
+            Some(r) => Frame::new(&[header], &[]).with_region(
+                Some(r),
+                payload.as_ptr() as u64,
+                payload.len(),
+            ),
             None => Frame::new(&[header], &[]).with_owned(payload.into()),
         };
         self.write_now(frame)
@@ -390,7 +433,13 @@ fn write_vectored_now(stream: &TcpStream, mut slices: &mut [IoSlice<'_>]) -> io:
         msg.msg_iovlen = slices.len().min(libc::UIO_MAXIOV as usize) as _;
         // SAFETY: IoSlice is ABI-compatible with iovec (std guarantees it on Unix); the
         // slices and the socket outlive the call.
-        let n = unsafe { sys::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        let n = unsafe {
+            sys::sendmsg(
+                stream.as_raw_fd(),
+                &msg,
+                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+            )
+        };
         match written(n)? {
             Some(n) => {
                 total += n;
@@ -423,15 +472,33 @@ pub fn watch_peer(stream: &TcpStream, timeout: std::time::Duration) -> io::Resul
     let secs = timeout.as_secs().max(1);
     let options: [(libc::c_int, libc::c_int, libc::c_int); 5] = [
         (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, (secs / 4).clamp(1, 32767) as libc::c_int),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, (secs / 8).clamp(1, 32767) as libc::c_int),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPIDLE,
+            (secs / 4).clamp(1, 32767) as libc::c_int,
+        ),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPINTVL,
+            (secs / 8).clamp(1, 32767) as libc::c_int,
+        ),
         (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 127),
-        (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int,
+        ),
     ];
     for (level, name, value) in options {
         // SAFETY: an int option of our own socket, from a live local of its size.
         let r = unsafe {
-            libc::setsockopt(stream.as_raw_fd(), level, name, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
         };
         if r != 0 {
             return Err(io::Error::last_os_error());
@@ -481,7 +548,15 @@ impl Reader {
     }
 
     fn with_buffer(stream: Arc<TcpStream>, limits: Limits, len: usize) -> Reader {
-        Reader { stream, limits, buffer: vec![0u8; len].into_boxed_slice(), start: 0, end: 0, large_frames: false, drained: false }
+        Reader {
+            stream,
+            limits,
+            buffer: vec![0u8; len].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            large_frames: false,
+            drained: false,
+        }
     }
 
     /// The connection is up: the read-ahead buffer gets its full size, keeping what it holds.
@@ -532,7 +607,14 @@ impl Reader {
         }
         loop {
             // SAFETY: `room` is a writable buffer of its length for the duration of the call.
-            match unsafe { sys::recv(self.stream.as_raw_fd(), room.as_mut_ptr(), room.len(), libc::MSG_DONTWAIT) } {
+            match unsafe {
+                sys::recv(
+                    self.stream.as_raw_fd(),
+                    room.as_mut_ptr(),
+                    room.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            } {
                 Ok(0) => return Err(ConnError::Closed),
                 Ok(n) => {
                     self.end += n;
@@ -555,7 +637,11 @@ impl Reader {
     pub fn fill_for_header(&mut self) -> Result<usize, ConnError> {
         // Two headers' worth: an acknowledgement's frame and the large frame behind it come
         // in one read (a large payload's first bytes then pass through the buffer).
-        let most = if self.large_frames { (2 * HEADER_LEN).saturating_sub(self.buffered()).max(1) } else { usize::MAX };
+        let most = if self.large_frames {
+            (2 * HEADER_LEN).saturating_sub(self.buffered()).max(1)
+        } else {
+            usize::MAX
+        };
         self.fill(most)
     }
 
@@ -616,10 +702,21 @@ impl Reader {
         // Nothing is buffered: the buffer is free from its start.
         self.start = 0;
         self.end = 0;
-        let behind = if self.large_frames { after + HEADER_LEN } else { usize::MAX }.min(self.buffer.len());
+        let behind = if self.large_frames {
+            after + HEADER_LEN
+        } else {
+            usize::MAX
+        }
+        .min(self.buffer.len());
         let mut iov = [
-            libc::iovec { iov_base: dst.as_mut_ptr().cast(), iov_len: dst.len() },
-            libc::iovec { iov_base: self.buffer.as_mut_ptr().cast(), iov_len: behind },
+            libc::iovec {
+                iov_base: dst.as_mut_ptr().cast(),
+                iov_len: dst.len(),
+            },
+            libc::iovec {
+                iov_base: self.buffer.as_mut_ptr().cast(),
+                iov_len: behind,
+            },
         ];
         // SAFETY: an all-zero msghdr is valid (no address, no control data).
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -751,7 +848,10 @@ mod tests {
         let (a, b) = pair();
         let mut r = Reader::new(b, LIMITS);
         (&*a).write_all(&[0xffu8; HEADER_LEN]).unwrap();
-        assert!(matches!(next(&mut r), Err(ConnError::Protocol(WireError::BadMagic(_)))));
+        assert!(matches!(
+            next(&mut r),
+            Err(ConnError::Protocol(WireError::BadMagic(_)))
+        ));
     }
 
     #[test]
@@ -766,7 +866,13 @@ mod tests {
             bytes.extend(std::iter::repeat_n(fill, len));
             bytes
         };
-        for (len, fill) in [(LARGE_PAYLOAD + 5, 1u8), (3, 2), (LARGE_PAYLOAD, 3), (0, 4), (7, 5)] {
+        for (len, fill) in [
+            (LARGE_PAYLOAD + 5, 1u8),
+            (3, 2),
+            (LARGE_PAYLOAD, 3),
+            (0, 4),
+            (7, 5),
+        ] {
             let bytes = frame(len, fill);
             a.write_all(&bytes[..10]).unwrap();
             let _ = r.fill_for_header();
@@ -806,16 +912,29 @@ mod tests {
     fn an_answer_the_socket_has_no_room_for_waits_and_goes_out_whole_before_the_next_frame() {
         let (a, b) = pair();
         let w = Writer::new(a);
-        let mut r = Reader::new(b, Limits { max_private_data: 56, max_message: 16 << 20 });
+        let mut r = Reader::new(
+            b,
+            Limits {
+                max_private_data: 56,
+                max_message: 16 << 20,
+            },
+        );
         // More than the socket buffers hold while nobody reads.
         let data: Vec<u8> = (0..(8 << 20)).map(|i| (i % 251) as u8).collect();
         let mut h = Header::new(Op::RdmaReadResponse);
         h.payload_len = data.len() as u32;
         let mut g = w.lock();
-        assert_eq!(g.write_owned_now(&h, data.clone().into_boxed_slice()).unwrap(), Wrote::Part);
+        assert_eq!(
+            g.write_owned_now(&h, data.clone().into_boxed_slice())
+                .unwrap(),
+            Wrote::Part
+        );
         assert!(g.has_rest());
         // Nothing else goes out meanwhile.
-        assert_eq!(g.answer_now(&Header::new(Op::Ack), &[], None).unwrap(), Wrote::Nothing);
+        assert_eq!(
+            g.answer_now(&Header::new(Op::Ack), &[], None).unwrap(),
+            Wrote::Nothing
+        );
         drop(g);
         let reader = std::thread::spawn(move || {
             let (h1, p1) = {

@@ -64,8 +64,16 @@ pub fn open(ep: &Arc<Ep>) -> DatResult {
     let made = (|| -> io::Result<Arc<DatagramPort>> {
         let socket = UdpSocket::bind(SocketAddrV4::new(ep.ia.ipv4(), 0))?;
         socket.set_nonblocking(true)?;
-        let port = Arc::new(DatagramPort { socket, ep: Arc::downgrade(ep), engine: Engine::get(), token: OnceLock::new() });
-        let token = port.engine.register(port.socket.as_raw_fd(), Arc::new(Watch(Arc::downgrade(&port))))?;
+        let port = Arc::new(DatagramPort {
+            socket,
+            ep: Arc::downgrade(ep),
+            engine: Engine::get(),
+            token: OnceLock::new(),
+        });
+        let token = port.engine.register(
+            port.socket.as_raw_fd(),
+            Arc::new(Watch(Arc::downgrade(&port))),
+        )?;
         let _ = port.token.set(token);
         port.watch();
         Ok(port)
@@ -88,7 +96,8 @@ impl DatagramPort {
 
     fn watch(&self) {
         if let Some(token) = self.token.get() {
-            self.engine.arm(*token, self.socket.as_raw_fd(), libc::EPOLLIN as u32);
+            self.engine
+                .arm(*token, self.socket.as_raw_fd(), libc::EPOLLIN as u32);
         }
     }
 
@@ -96,7 +105,15 @@ impl DatagramPort {
     fn waiting(&self) -> Option<usize> {
         // SAFETY: a zero-length peek into no buffer; MSG_TRUNC makes it return the datagram's
         // real length.
-        unsafe { sys::recv(self.socket.as_raw_fd(), std::ptr::null_mut(), 0, libc::MSG_PEEK | libc::MSG_TRUNC | libc::MSG_DONTWAIT) }.ok()
+        unsafe {
+            sys::recv(
+                self.socket.as_raw_fd(),
+                std::ptr::null_mut(),
+                0,
+                libc::MSG_PEEK | libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+            )
+        }
+        .ok()
     }
 
     /// Takes every datagram waiting: each fills the next posted receive, in arrival order.
@@ -107,18 +124,37 @@ impl DatagramPort {
             let mut data = vec![0u8; ROUTING_HEADER + n];
             let into = &mut data[ROUTING_HEADER..];
             // SAFETY: `into` is a live buffer of the length passed.
-            let Ok(got) = (unsafe { sys::recv(self.socket.as_raw_fd(), into.as_mut_ptr(), into.len(), libc::MSG_DONTWAIT) }) else { return };
+            let Ok(got) = (unsafe {
+                sys::recv(
+                    self.socket.as_raw_fd(),
+                    into.as_mut_ptr(),
+                    into.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            }) else {
+                return;
+            };
             data.truncate(ROUTING_HEADER + got);
             let (recv, pz, evd) = {
                 let mut inner = ep.inner.lock();
-                let Some(recv) = inner.recvs.pop_front() else { continue }; // none posted: dropped
-                (recv, inner.pz.as_ref().map(|p| p.arc().clone()), inner.recv_evd.as_ref().map(|e| e.arc().clone()))
+                let Some(recv) = inner.recvs.pop_front() else {
+                    continue;
+                }; // none posted: dropped
+                (
+                    recv,
+                    inner.pz.as_ref().map(|p| p.arc().clone()),
+                    inner.recv_evd.as_ref().map(|e| e.arc().clone()),
+                )
             };
             let status = match &pz {
                 Some(pz) => place(&recv.segments, &data, pz),
                 None => dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION,
             };
-            let length = if status == dat_dto_completion_status::DAT_DTO_SUCCESS { data.len() as u32 } else { 0 };
+            let length = if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
+                data.len() as u32
+            } else {
+                0
+            };
             ep.complete_datagram_on(evd.as_deref(), recv.cookie, status, length);
         }
     }
@@ -133,13 +169,19 @@ impl Progress for DatagramPort {
 impl Link for DatagramPort {
     fn close(&self, _how: Close) {
         if let Some(token) = self.token.get() {
-            self.engine.deregister(*token, Some(self.socket.as_raw_fd()));
+            self.engine
+                .deregister(*token, Some(self.socket.as_raw_fd()));
         }
     }
 
     /// Sends a datagram at once, from the consumer's segments (checked by the caller under
     /// the EP's lock, held through the send), and completes it.
-    fn post(&self, _ep: &Ep, inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
+    fn post(
+        &self,
+        _ep: &Ep,
+        inner: MutexGuard<'_, EpInner>,
+        out: &Outgoing<'_>,
+    ) -> DatResult<Posted> {
         let Some(Extended::Datagram { ah, qpn }) = out.extended else {
             return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
         };
@@ -149,7 +191,10 @@ impl Link for DatagramPort {
         let mut iov: Vec<libc::iovec> = out
             .segments
             .iter()
-            .map(|s| libc::iovec { iov_base: s.virtual_address as *mut libc::c_void, iov_len: s.segment_length as usize })
+            .map(|s| libc::iovec {
+                iov_base: s.virtual_address as *mut libc::c_void,
+                iov_len: s.segment_length as usize,
+            })
             .collect();
         // SAFETY: plain data; all-zero valid.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -160,11 +205,16 @@ impl Link for DatagramPort {
         // SAFETY: the segments lie in live regions of the EP's zone with local read
         // privilege (checked by the caller under the EP's lock, which we hold); the address and
         // the iovecs live through the call, which only reads them.
-        let sent = match unsafe { sys::sendmsg(self.socket.as_raw_fd(), &msg, libc::MSG_DONTWAIT) } {
+        let sent = match unsafe { sys::sendmsg(self.socket.as_raw_fd(), &msg, libc::MSG_DONTWAIT) }
+        {
             Ok(sent) => sent,
             Err(errno) => {
                 if debug() {
-                    eprintln!("libdat: a datagram to {}:{port}: {}", peer.ip(), io::Error::from_raw_os_error(errno));
+                    eprintln!(
+                        "libdat: a datagram to {}:{port}: {}",
+                        peer.ip(),
+                        io::Error::from_raw_os_error(errno)
+                    );
                 }
                 return Err(match errno {
                     libc::EMSGSIZE => DatError::invalid_arg(3),
@@ -183,7 +233,12 @@ impl Link for DatagramPort {
         };
         let ep = self.ep.upgrade();
         if let Some(ep) = ep {
-            ep.complete_request_on(inner.request_evd.as_deref(), &request, dat_dto_completion_status::DAT_DTO_SUCCESS, sent as u32);
+            ep.complete_request_on(
+                inner.request_evd.as_deref(),
+                &request,
+                dat_dto_completion_status::DAT_DTO_SUCCESS,
+                sent as u32,
+            );
         }
         Ok(Posted::Queued)
     }
@@ -195,7 +250,8 @@ impl Drop for DatagramPort {
     fn drop(&mut self) {
         HANDLES.forget_owner(self as *const DatagramPort as usize);
         if let Some(token) = self.token.get() {
-            self.engine.deregister(*token, Some(self.socket.as_raw_fd()));
+            self.engine
+                .deregister(*token, Some(self.socket.as_raw_fd()));
         }
     }
 }
@@ -214,25 +270,51 @@ fn keep(peer: SocketAddrV4, port: &DatagramPort) -> usize {
 }
 
 /// Starts a UD EP's exchange with qualifier `conn_qual` at `remote`.
-pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>) -> DatResult {
+pub fn connect(
+    ep: Arc<Ep>,
+    remote: SocketAddrV4,
+    conn_qual: u64,
+    private_data: Vec<u8>,
+) -> DatResult {
     let port = port_of(&ep).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))?;
     let weak = Arc::downgrade(&ep);
     let context = next_exchange();
-    cm::exchange_datagram(remote, conn_qual, port.port(), private_data, wire_limits(), move |outcome: Result<Established, ConnectFailure>| {
-        use dat_ib_event_number as E;
-        let Some(ep) = weak.upgrade() else { return };
-        match outcome {
-            Ok(est) => {
-                let peer_port = est.datagram_port.unwrap_or(0);
-                let ah = keep(SocketAddrV4::new(*est.remote.ip(), 0), &port);
-                let peer = DatagramPeer { ah, qpn: u32::from(peer_port), remote, passive: false, context };
-                ep.datagram_event(E::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, &est.private_data, Some(&peer));
+    cm::exchange_datagram(
+        remote,
+        conn_qual,
+        port.port(),
+        private_data,
+        wire_limits(),
+        move |outcome: Result<Established, ConnectFailure>| {
+            use dat_ib_event_number as E;
+            let Some(ep) = weak.upgrade() else { return };
+            match outcome {
+                Ok(est) => {
+                    let peer_port = est.datagram_port.unwrap_or(0);
+                    let ah = keep(SocketAddrV4::new(*est.remote.ip(), 0), &port);
+                    let peer = DatagramPeer {
+                        ah,
+                        qpn: u32::from(peer_port),
+                        remote,
+                        passive: false,
+                        context,
+                    };
+                    ep.datagram_event(
+                        E::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED,
+                        &est.private_data,
+                        Some(&peer),
+                    );
+                }
+                Err(ConnectFailure::Rejected(data)) => {
+                    ep.datagram_event(E::DAT_IB_UD_CONNECTION_REJECT_EVENT, &data, None)
+                }
+                Err(ConnectFailure::Refused) => {
+                    ep.datagram_event(E::DAT_IB_UD_CONNECTION_REJECT_EVENT, &[], None)
+                }
+                Err(_) => ep.datagram_event(E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None),
             }
-            Err(ConnectFailure::Rejected(data)) => ep.datagram_event(E::DAT_IB_UD_CONNECTION_REJECT_EVENT, &data, None),
-            Err(ConnectFailure::Refused) => ep.datagram_event(E::DAT_IB_UD_CONNECTION_REJECT_EVENT, &[], None),
-            Err(_) => ep.datagram_event(E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None),
-        }
-    });
+        },
+    );
     Ok(())
 }
 
@@ -241,13 +323,27 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
 pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> DatResult {
     use dat_ib_event_number as E;
     let port = port_of(&ep).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))?;
-    let (remote, requester_port, data) = (request.remote, request.datagram_port.unwrap_or(0), request.private_data.clone());
+    let (remote, requester_port, data) = (
+        request.remote,
+        request.datagram_port.unwrap_or(0),
+        request.private_data.clone(),
+    );
     match request.accept_datagram(port.port(), private_data) {
         Ok(()) => {
             let ah = keep(SocketAddrV4::new(*remote.ip(), 0), &port);
             let context = next_exchange();
-            let peer = DatagramPeer { ah, qpn: u32::from(requester_port), remote, passive: true, context };
-            ep.datagram_event(E::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, &data, Some(&peer));
+            let peer = DatagramPeer {
+                ah,
+                qpn: u32::from(requester_port),
+                remote,
+                passive: true,
+                context,
+            };
+            ep.datagram_event(
+                E::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED,
+                &data,
+                Some(&peer),
+            );
         }
         Err(e) => {
             if debug() {

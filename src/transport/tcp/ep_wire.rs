@@ -47,7 +47,10 @@ const KEPT_OVERHEAD: usize = 64;
 fn peer_memory() -> usize {
     static MAX: OnceLock<usize> = OnceLock::new();
     *MAX.get_or_init(|| {
-        let mib = std::env::var("LIBDAT_PEER_MEMORY").ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(256);
+        let mib = std::env::var("LIBDAT_PEER_MEMORY")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(256);
         mib.saturating_mul(1 << 20)
     })
 }
@@ -72,7 +75,9 @@ impl EpWire {
     /// when the EP keeps as many messages or bytes as it may, or the process holds as much for
     /// its peers as it may (`LIBDAT_PEER_MEMORY`).
     pub fn reserve_kept(&mut self, len: usize) -> bool {
-        if self.unexpected_count >= MAX_KEPT_PER_EP || self.unexpected_bytes + len > MAX_KEPT_BYTES_PER_EP {
+        if self.unexpected_count >= MAX_KEPT_PER_EP
+            || self.unexpected_bytes + len > MAX_KEPT_BYTES_PER_EP
+        {
             return false;
         }
         let charge = len + KEPT_OVERHEAD;
@@ -94,7 +99,10 @@ impl EpWire {
 
     pub fn clear(&mut self) {
         self.unexpected.clear();
-        KEPT.fetch_sub(self.unexpected_bytes + self.unexpected_count * KEPT_OVERHEAD, Ordering::AcqRel);
+        KEPT.fetch_sub(
+            self.unexpected_bytes + self.unexpected_count * KEPT_OVERHEAD,
+            Ordering::AcqRel,
+        );
         self.unexpected_bytes = 0;
         self.unexpected_count = 0;
         self.read_targets.clear();

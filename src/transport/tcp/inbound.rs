@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use super::answers::Answer;
 use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
-use super::link::TcpLink;
 use super::direct::{Filled, Offer};
+use super::ep_wire::{pop_request, EarlyMessage};
+use super::link::TcpLink;
 use super::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN, OFFER_COOKIE};
 use crate::abi::*;
-use super::ep_wire::{pop_request, EarlyMessage};
 use crate::objects::ep::{Ep, EpInner, Request};
 use crate::objects::evd::Evd;
 use crate::objects::extension::ATOMIC_LEN;
@@ -63,7 +63,10 @@ struct Share {
 
 impl Share {
     fn new() -> Share {
-        Share { frames: SHARE_FRAMES, bytes: SHARE_BYTES }
+        Share {
+            frames: SHARE_FRAMES,
+            bytes: SHARE_BYTES,
+        }
     }
 
     fn spent(&self) -> bool {
@@ -97,17 +100,34 @@ enum Sink {
     /// aside (`last`) and stored once the acknowledgement is due: a program that polls that
     /// byte and answers at once finds the acknowledgement ready to ride with its answer,
     /// instead of the engine sending it alone (a second wake-up of the peer per message).
-    Memory { at: u64, region: Option<Arc<Lmr>>, last: Option<u8> },
+    Memory {
+        at: u64,
+        region: Option<Arc<Lmr>>,
+        last: Option<u8>,
+    },
     /// A message, into a posted receive (its segments checked one by one as they fill).
-    Receive { recv: PostedRecv, pz: Arc<Pz>, evd: Option<Arc<Evd>>, walk: Walk },
+    Receive {
+        recv: PostedRecv,
+        pz: Arc<Pz>,
+        evd: Option<Arc<Evd>>,
+        walk: Walk,
+    },
     /// A message nobody posted a receive for yet: kept until one is (`filled` of its bytes
     /// are in).
     Early { data: Vec<u8>, filled: usize },
     /// The data of one of our RDMA reads.
-    Read { request: Request, targets: Segments, pz: Option<Arc<Pz>>, walk: Walk },
+    Read {
+        request: Request,
+        targets: Segments,
+        pz: Option<Arc<Pz>>,
+        walk: Walk,
+    },
     /// A small payload of fixed length: an atomic's operands, or a direct offer's cookie
     /// (`filled` of its bytes are in).
-    Operands { data: [u8; ATOMIC_OPERANDS as usize], filled: usize },
+    Operands {
+        data: [u8; ATOMIC_OPERANDS as usize],
+        filled: usize,
+    },
     /// Bytes to drop, then the end of the connection (the cause was answered already).
     Drop { then: Option<Stop> },
 }
@@ -123,20 +143,29 @@ struct Walk {
 
 impl Inbound {
     pub fn new(reader: Reader) -> Inbound {
-        Inbound { reader, partial: None, immediate_due: None, more: false }
+        Inbound {
+            reader,
+            partial: None,
+            immediate_due: None,
+            more: false,
+        }
     }
 
     /// The connection ended with a frame half in: what it was filling completes as flushed.
     pub fn abandon(&mut self, ep: &Ep) {
         match self.partial.take().map(|p| p.sink) {
-            Some(Sink::Receive { recv, evd, .. }) => {
-                ep.complete_recv_on(evd.as_deref(), recv.cookie, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0)
+            Some(Sink::Receive { recv, evd, .. }) => ep.complete_recv_on(
+                evd.as_deref(),
+                recv.cookie,
+                dat_dto_completion_status::DAT_DTO_ERR_FLUSHED,
+                0,
+            ),
+            Some(Sink::Read { request, .. }) => {
+                ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0)
             }
-            Some(Sink::Read { request, .. }) => ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0),
             _ => {}
         }
     }
-
 }
 
 /// Handles the frames the socket has, without blocking: all of them for the engine (until the
@@ -194,7 +223,11 @@ pub fn advance(
             }
         };
         // A small frame only begun in the buffer may be complete in the socket: one more look.
-        if !inb.reader.whole(&h) && payload_len(&h) < LARGE_PAYLOAD && !looked && !inb.reader.drained() {
+        if !inb.reader.whole(&h)
+            && payload_len(&h) < LARGE_PAYLOAD
+            && !looked
+            && !inb.reader.drained()
+        {
             looked = true;
             if inb.reader.fill(usize::MAX)? > 0 {
                 continue;
@@ -205,7 +238,9 @@ pub fn advance(
         share.frame();
         // An immediate comes right after its write, and only then.
         let due = inb.immediate_due.take();
-        if (h.op == Op::Immediate) != due.is_some() || due.is_some_and(|(id, len)| h.id != id || h.remote_addr != len) {
+        if (h.op == Op::Immediate) != due.is_some()
+            || due.is_some_and(|(id, len)| h.id != id || h.remote_addr != len)
+        {
             return Ok((handled, Some(Stop::Lost)));
         }
         if let Some(stop) = step(ep, link, inb, h, in_caller)? {
@@ -217,7 +252,13 @@ pub fn advance(
 /// Handles one frame whose header was taken: at once when it carries no payload, or when its
 /// payload is buffered and it is a message (the usual one, landed under one lock of the EP);
 /// else its payload starts filling its sink.
-fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: bool) -> Result<Option<Stop>, ConnError> {
+fn step(
+    ep: &Arc<Ep>,
+    link: &TcpLink,
+    inb: &mut Inbound,
+    h: Header,
+    in_caller: bool,
+) -> Result<Option<Stop>, ConnError> {
     match h.op {
         Op::Ready if h.flags & flags::DIRECT == 0 => {
             if h.payload_len != 0 {
@@ -227,21 +268,35 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
         }
         // The peer's confirmation with its direct offer: the cookie follows.
         Op::Ready => {
-            const _: () = assert!(OFFER_COOKIE == ATOMIC_OPERANDS, "an offer's cookie fills an operands sink");
+            const _: () = assert!(
+                OFFER_COOKIE == ATOMIC_OPERANDS,
+                "an offer's cookie fills an operands sink"
+            );
             if h.payload_len != OFFER_COOKIE {
                 return Ok(Some(Stop::Lost));
             }
             if inb.reader.buffered() >= OFFER_COOKIE as usize {
                 let mut cookie = [0u8; OFFER_COOKIE as usize];
                 inb.reader.take_buffered(&mut cookie);
-                return Ok(established(link, Offer::from_ready(&h, &cookie).ok().flatten()));
+                return Ok(established(
+                    link,
+                    Offer::from_ready(&h, &cookie).ok().flatten(),
+                ));
             }
-            return Ok(start(inb, h, Sink::Operands { data: [0; ATOMIC_OPERANDS as usize], filled: 0 }));
+            return Ok(start(
+                inb,
+                h,
+                Sink::Operands {
+                    data: [0; ATOMIC_OPERANDS as usize],
+                    filled: 0,
+                },
+            ));
         }
         Op::Send => {
             let ack = (h.flags & flags::ACK != 0).then_some(h.remote_addr);
             if inb.reader.buffered() >= h.payload_len as usize {
-                if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller) {
+                if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller)
+                {
                     return Ok(done);
                 }
             } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, link, last)) {
@@ -252,10 +307,20 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
         }
         Op::RdmaWrite => {
             let sink = match remote_access(ep, &h, lmr::PRIV_REMOTE_WRITE) {
-                Some((region, at)) => Sink::Memory { at, region, last: None },
+                Some((region, at)) => Sink::Memory {
+                    at,
+                    region,
+                    last: None,
+                },
                 None => {
-                    refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
-                    Sink::Drop { then: Some(Stop::Broken) }
+                    refuse(
+                        link,
+                        h.id,
+                        dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
+                    );
+                    Sink::Drop {
+                        then: Some(Stop::Broken),
+                    }
                 }
             };
             return Ok(start(inb, h, sink));
@@ -264,13 +329,26 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
         // the handshake told the peer): the peer broke the rules, and hears so, as a verbs
         // responder refuses such a request.
         Op::RdmaReadRequest | Op::FetchAdd | Op::CompareSwap if !link.may_answer_read() => {
-            refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+            refuse(
+                link,
+                h.id,
+                dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+            );
             return Ok(Some(Stop::Broken));
         }
         Op::RdmaReadRequest => match remote_access(ep, &h, lmr::PRIV_REMOTE_READ) {
-            Some((lmr, address)) => link.answer(Answer::ReadData { seq: h.id, lmr, address, length: h.payload_len }),
+            Some((lmr, address)) => link.answer(Answer::ReadData {
+                seq: h.id,
+                lmr,
+                address,
+                length: h.payload_len,
+            }),
             None => {
-                refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+                refuse(
+                    link,
+                    h.id,
+                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
+                );
                 return Ok(Some(Stop::Broken));
             }
         },
@@ -280,7 +358,9 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
             }
         }
         Op::Immediate => {
-            let Ok(length) = u32::try_from(h.remote_addr) else { return Ok(Some(Stop::Lost)) };
+            let Ok(length) = u32::try_from(h.remote_addr) else {
+                return Ok(Some(Stop::Lost));
+            };
             return Ok(immediate(ep, link, h.id, h.rkey, length, in_caller));
         }
         Op::FetchAdd | Op::CompareSwap => {
@@ -292,17 +372,36 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
                 inb.reader.take_buffered(&mut operands);
                 return Ok(atomic(ep, link, &h, operands));
             }
-            return Ok(start(inb, h, Sink::Operands { data: [0; ATOMIC_OPERANDS as usize], filled: 0 }));
+            return Ok(start(
+                inb,
+                h,
+                Sink::Operands {
+                    data: [0; ATOMIC_OPERANDS as usize],
+                    filled: 0,
+                },
+            ));
         }
         Op::RdmaReadResponse => {
             let Some((request, targets)) = pop_request(ep) else {
                 return Ok(Some(Stop::Lost));
             };
-            if request.seq != h.id || request.operation != dat_dtos::DAT_DTO_RDMA_READ || h.payload_len != request.length {
-                ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE, 0);
+            if request.seq != h.id
+                || request.operation != dat_dtos::DAT_DTO_RDMA_READ
+                || h.payload_len != request.length
+            {
+                ep.complete_request(
+                    &request,
+                    dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE,
+                    0,
+                );
                 return Ok(Some(Stop::Lost));
             }
-            let sink = Sink::Read { request, targets, pz: ep.pz(), walk: Walk::default() };
+            let sink = Sink::Read {
+                request,
+                targets,
+                pz: ep.pz(),
+                walk: Walk::default(),
+            };
             return Ok(start(inb, h, sink));
         }
         Op::RemoteAccessError => {
@@ -335,7 +434,12 @@ fn step(ep: &Arc<Ep>, link: &TcpLink, inb: &mut Inbound, h: Header, in_caller: b
 
 /// Starts a frame's payload into `sink`; a payload of nothing finishes at once.
 fn start(inb: &mut Inbound, h: Header, sink: Sink) -> Option<Stop> {
-    inb.partial = Some(Partial { left: h.payload_len as usize, h, sink, refused: None });
+    inb.partial = Some(Partial {
+        left: h.payload_len as usize,
+        h,
+        sink,
+        refused: None,
+    });
     None
 }
 
@@ -347,7 +451,12 @@ const ARRIVING_US: u64 = 50;
 /// the completion it polled for may go off to poll memory, holding the connection on lease:
 /// the rest of a frame behind that completion (a write's data behind its acknowledgement)
 /// would wait for the lease to run out.
-fn feed_arriving(reader: &mut Reader, p: &mut Partial, in_caller: bool, share: &mut Share) -> Result<bool, ConnError> {
+fn feed_arriving(
+    reader: &mut Reader,
+    p: &mut Partial,
+    in_caller: bool,
+    share: &mut Share,
+) -> Result<bool, ConnError> {
     // Until when bytes that stop coming are waited for (0: none came yet).
     let mut until = 0;
     loop {
@@ -412,13 +521,19 @@ fn feed(reader: &mut Reader, p: &mut Partial, share: &mut Share) -> Result<bool,
                 *filled += n;
                 Some(n)
             }
-            Sink::Receive { recv, pz, walk, .. } => Some(walk.fill(&recv.segments, p.left, Some(pz), reader)?),
-            Sink::Read { targets, pz, walk, .. } => Some(walk.fill(targets, p.left, pz.as_ref(), reader)?),
+            Sink::Receive { recv, pz, walk, .. } => {
+                Some(walk.fill(&recv.segments, p.left, Some(pz), reader)?)
+            }
+            Sink::Read {
+                targets, pz, walk, ..
+            } => Some(walk.fill(targets, p.left, pz.as_ref(), reader)?),
             Sink::Drop { .. } => Some(reader.skip_some(p.left)?),
         };
         let Some(got) = got else {
             p.refused = Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
-            p.sink = Sink::Drop { then: Some(Stop::Broken) };
+            p.sink = Sink::Drop {
+                then: Some(Stop::Broken),
+            };
             continue;
         };
         if got == 0 {
@@ -438,7 +553,13 @@ impl Walk {
     /// segment is checked against its live region (local write privilege, the EP's zone) as
     /// it begins to fill; after a failed check the rest is dropped. Returns the bytes taken
     /// (0: none were there).
-    fn fill(&mut self, segments: &[DAT_LMR_TRIPLET], left: usize, pz: Option<&Arc<Pz>>, reader: &mut Reader) -> Result<usize, ConnError> {
+    fn fill(
+        &mut self,
+        segments: &[DAT_LMR_TRIPLET],
+        left: usize,
+        pz: Option<&Arc<Pz>>,
+        reader: &mut Reader,
+    ) -> Result<usize, ConnError> {
         while self.failed.is_none() {
             let (Some(s), Some(pz)) = (segments.get(self.segment), pz) else {
                 // No zone to check against (the caller checked the room).
@@ -456,7 +577,9 @@ impl Walk {
             let at = s.virtual_address + self.within as u64;
             // Checked, and held registered while this piece lands (a region freed between two
             // pieces of a message takes no byte after its free returned).
-            let Ok(hold) = Lmr::hold_segment(s.lmr_context, at, n as u64, lmr::PRIV_LOCAL_WRITE, pz) else {
+            let Ok(hold) =
+                Lmr::hold_segment(s.lmr_context, at, n as u64, lmr::PRIV_LOCAL_WRITE, pz)
+            else {
                 self.failed = Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION);
                 break;
             };
@@ -493,7 +616,11 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
             let gate = region.as_ref().map(|r| r.access());
             if matches!(gate, Some(None)) {
                 // Freed under the write.
-                refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+                refuse(
+                    link,
+                    h.id,
+                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
+                );
                 return Some(Stop::Broken);
             }
             acknowledge(in_caller);
@@ -505,28 +632,54 @@ fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) -> Option<S
             drop(gate);
             None
         }
-        Sink::Receive { recv, evd, walk, .. } => match walk.failed {
+        Sink::Receive {
+            recv, evd, walk, ..
+        } => match walk.failed {
             None => {
                 link.acknowledge(h.id, in_caller);
                 invalidate(ep, invalidated_context(&h));
-                ep.complete_recv_on(evd.as_deref(), recv.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, h.payload_len);
+                ep.complete_recv_on(
+                    evd.as_deref(),
+                    recv.cookie,
+                    dat_dto_completion_status::DAT_DTO_SUCCESS,
+                    h.payload_len,
+                );
                 None
             }
             Some(status) => {
                 ep.complete_recv_on(evd.as_deref(), recv.cookie, status, 0);
-                refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+                refuse(
+                    link,
+                    h.id,
+                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+                );
                 Some(Stop::Broken)
             }
         },
         Sink::Early { data, .. } => {
-            keep(ep, link, EarlyMessage { seq: h.id, data, immediate: None, invalidate: invalidated_context(&h) });
+            keep(
+                ep,
+                link,
+                EarlyMessage {
+                    seq: h.id,
+                    data,
+                    immediate: None,
+                    invalidate: invalidated_context(&h),
+                },
+            );
             None
         }
-        Sink::Operands { data, .. } if h.op == Op::Ready => established(link, Offer::from_ready(&h, &data).ok().flatten()),
+        Sink::Operands { data, .. } if h.op == Op::Ready => {
+            established(link, Offer::from_ready(&h, &data).ok().flatten())
+        }
         Sink::Operands { data, .. } => atomic(ep, link, &h, data),
         Sink::Read { request, walk, .. } => match walk.failed {
             None => {
-                ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_SUCCESS, request.length);
+                ep.complete_request(
+                    &request,
+                    dat_dto_completion_status::DAT_DTO_SUCCESS,
+                    request.length,
+                );
                 link.read_landed();
                 None
             }
@@ -569,8 +722,15 @@ fn settle(ep: &Ep, link: &TcpLink, inner: &mut EpInner, last: u64) -> Result<(),
         if r.operation == dat_dtos::DAT_DTO_RDMA_READ {
             return Err(Stop::Lost);
         }
-        let Some(r) = inner.outstanding.pop_front() else { break };
-        ep.complete_request_on(inner.request_evd.as_deref(), &r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length);
+        let Some(r) = inner.outstanding.pop_front() else {
+            break;
+        };
+        ep.complete_request_on(
+            inner.request_evd.as_deref(),
+            &r,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            r.length,
+        );
     }
     Ok(())
 }
@@ -613,13 +773,21 @@ fn deliver_buffered(
     if len as u64 > lmr::total_length(&recv.segments) {
         reader.skip_buffered(len);
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
-        refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+        refuse(
+            link,
+            h.id,
+            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+        );
         return Some(Some(Stop::Broken));
     }
     let Some(pz) = inner.pz.as_ref().map(|p| p.arc()) else {
         reader.skip_buffered(len);
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0);
-        refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+        refuse(
+            link,
+            h.id,
+            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+        );
         return Some(Some(Stop::Broken));
     };
     // Every segment it fills is checked before any byte lands, and the acknowledgement is
@@ -633,12 +801,25 @@ fn deliver_buffered(
         })
     };
     // Each held registered until its bytes are in (`dat_lmr_free` waits for the holds).
-    let holds: Result<smallvec::SmallVec<[SegmentHold; 4]>, _> =
-        parts().map(|(s, n)| Lmr::hold_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz)).collect();
+    let holds: Result<smallvec::SmallVec<[SegmentHold; 4]>, _> = parts()
+        .map(|(s, n)| {
+            Lmr::hold_segment(
+                s.lmr_context,
+                s.virtual_address,
+                n as u64,
+                lmr::PRIV_LOCAL_WRITE,
+                pz,
+            )
+        })
+        .collect();
     let Ok(holds) = holds else {
         reader.skip_buffered(len);
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0);
-        refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
+        refuse(
+            link,
+            h.id,
+            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+        );
         return Some(Some(Stop::Broken));
     };
     link.acknowledge(h.id, in_caller);
@@ -687,19 +868,39 @@ fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
                     dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH
                 };
                 ep.complete_recv_on(evd.as_deref(), recv.cookie, status, 0);
-                refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
-                return Sink::Drop { then: Some(Stop::Broken) };
+                refuse(
+                    link,
+                    h.id,
+                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+                );
+                return Sink::Drop {
+                    then: Some(Stop::Broken),
+                };
             }
-            Sink::Receive { recv, pz: pz.expect("checked"), evd, walk: Walk::default() }
+            Sink::Receive {
+                recv,
+                pz: pz.expect("checked"),
+                evd,
+                walk: Walk::default(),
+            }
         }
         // Counted now, so several arriving at once stay under the bounds; beyond them the
         // sender hears "receiver not ready", as a verbs sender whose retries ran out.
         None if !inner.wire.tcp.reserve_kept(len) => {
             drop(inner);
-            refuse(link, h.id, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY);
-            Sink::Drop { then: Some(Stop::Broken) }
+            refuse(
+                link,
+                h.id,
+                dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY,
+            );
+            Sink::Drop {
+                then: Some(Stop::Broken),
+            }
         }
-        None => Sink::Early { data: vec![0u8; len], filled: 0 },
+        None => Sink::Early {
+            data: vec![0u8; len],
+            filled: 0,
+        },
     }
 }
 
@@ -727,9 +928,13 @@ fn keep(ep: &Arc<Ep>, link: &TcpLink, message: EarlyMessage) {
 pub fn land_early(ep: &Ep, link: &TcpLink) {
     let _in_order = ep.receiving.lock();
     let mut inner = ep.inner.lock();
-    let Some(pz) = inner.pz.as_ref().map(|p| p.arc().clone()) else { return };
+    let Some(pz) = inner.pz.as_ref().map(|p| p.arc().clone()) else {
+        return;
+    };
     while !inner.wire.tcp.unexpected.is_empty() {
-        let Some(recv) = next_receive(ep, &mut inner) else { break };
+        let Some(recv) = next_receive(ep, &mut inner) else {
+            break;
+        };
         let message = inner.wire.tcp.unexpected.pop_front().expect("not empty");
         inner.wire.tcp.release_kept(message.data.len());
         let status = place(&recv.segments, &message.data, &pz);
@@ -737,7 +942,9 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
         link.landed(message.seq, status);
         let evd = inner.recv_evd.as_deref();
         match message.immediate {
-            Some((data, length)) => ep.complete_immediate_on(evd, recv.cookie, status, length, data),
+            Some((data, length)) => {
+                ep.complete_immediate_on(evd, recv.cookie, status, length, data)
+            }
             None => {
                 let landed = status == dat_dto_completion_status::DAT_DTO_SUCCESS;
                 invalidate(ep, message.invalidate.filter(|_| landed));
@@ -764,10 +971,17 @@ fn next_receive(ep: &Ep, inner: &mut EpInner) -> Option<PostedRecv> {
     if let Some(srq) = &inner.srq {
         return srq.take();
     }
-    let EpInner { wire, recvs, recv_evd, .. } = inner;
+    let EpInner {
+        wire,
+        recvs,
+        recv_evd,
+        ..
+    } = inner;
     let waiting = !wire.tcp.unexpected.is_empty();
     match wire.tcp.receives.as_mut() {
-        Some(receives) => receives.take_for_socket(recvs, waiting, |r, filled| complete_filled(ep, recv_evd.as_deref(), r, filled)),
+        Some(receives) => receives.take_for_socket(recvs, waiting, |r, filled| {
+            complete_filled(ep, recv_evd.as_deref(), r, filled)
+        }),
         None => recvs.pop_front(),
     }
 }
@@ -775,10 +989,17 @@ fn next_receive(ep: &Ep, inner: &mut EpInner) -> Option<PostedRecv> {
 /// Takes the receives the connection's peer filled directly (`direct`), completing them in
 /// order, under the EP's lock the caller holds.
 pub(crate) fn take_filled(ep: &Ep, inner: &mut EpInner) {
-    let EpInner { wire, recvs, recv_evd, .. } = inner;
+    let EpInner {
+        wire,
+        recvs,
+        recv_evd,
+        ..
+    } = inner;
     let waiting = !wire.tcp.unexpected.is_empty();
     if let Some(receives) = wire.tcp.receives.as_mut() {
-        receives.take_filled(recvs, waiting, |r, filled| complete_filled(ep, recv_evd.as_deref(), r, filled));
+        receives.take_filled(recvs, waiting, |r, filled| {
+            complete_filled(ep, recv_evd.as_deref(), r, filled)
+        });
     }
 }
 
@@ -787,13 +1008,27 @@ pub(crate) fn take_filled(ep: &Ep, inner: &mut EpInner) {
 /// receive whose memory is not ours).
 fn complete_filled(ep: &Ep, evd: Option<&Evd>, r: PostedRecv, filled: Filled) {
     match filled {
-        Filled::Landed(length) => ep.complete_recv_on(evd, r.cookie, dat_dto_completion_status::DAT_DTO_SUCCESS, length),
-        Filled::Failed => ep.complete_recv_on(evd, r.cookie, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0),
+        Filled::Landed(length) => ep.complete_recv_on(
+            evd,
+            r.cookie,
+            dat_dto_completion_status::DAT_DTO_SUCCESS,
+            length,
+        ),
+        Filled::Failed => ep.complete_recv_on(
+            evd,
+            r.cookie,
+            dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION,
+            0,
+        ),
     }
 }
 
 /// Copies a kept message into a receive's segments, each checked against its live region.
-pub(super) fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) -> dat_dto_completion_status {
+pub(super) fn place(
+    segments: &[DAT_LMR_TRIPLET],
+    message: &[u8],
+    pz: &Arc<Pz>,
+) -> dat_dto_completion_status {
     if message.len() as u64 > lmr::total_length(segments) {
         return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH;
     }
@@ -803,7 +1038,13 @@ pub(super) fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) 
             break;
         }
         let n = rest.len().min(s.segment_length as usize);
-        let Ok(hold) = Lmr::hold_segment(s.lmr_context, s.virtual_address, n as u64, lmr::PRIV_LOCAL_WRITE, pz) else {
+        let Ok(hold) = Lmr::hold_segment(
+            s.lmr_context,
+            s.virtual_address,
+            n as u64,
+            lmr::PRIV_LOCAL_WRITE,
+            pz,
+        ) else {
             return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION;
         };
         // SAFETY: just checked, and held registered while the bytes land: inside a live region
@@ -820,23 +1061,49 @@ pub(super) fn place(segments: &[DAT_LMR_TRIPLET], message: &[u8], pz: &Arc<Pz>) 
 /// The immediate data of the peer's RDMA write `seq` of `length` bytes (landed already): the
 /// next posted receive reports it, and the write is acknowledged; with no receive posted (or
 /// messages waiting for one before it), it is kept as a message is.
-fn immediate(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: u32, length: u32, in_caller: bool) -> Option<Stop> {
+fn immediate(
+    ep: &Arc<Ep>,
+    link: &TcpLink,
+    seq: u64,
+    data: u32,
+    length: u32,
+    in_caller: bool,
+) -> Option<Stop> {
     let mut inner = ep.inner.lock();
     let recv = receive_in_order(ep, &mut inner);
     if let Some(recv) = recv {
         link.acknowledge(seq, in_caller);
         let success = dat_dto_completion_status::DAT_DTO_SUCCESS;
-        ep.complete_immediate_on(inner.recv_evd.as_deref(), recv.cookie, success, length, data);
+        ep.complete_immediate_on(
+            inner.recv_evd.as_deref(),
+            recv.cookie,
+            success,
+            length,
+            data,
+        );
         return None;
     }
     // Kept as a message of no bytes is (counted, so a peer's stream of them is bounded).
     if !inner.wire.tcp.reserve_kept(0) {
         drop(inner);
-        refuse(link, seq, dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY);
+        refuse(
+            link,
+            seq,
+            dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY,
+        );
         return Some(Stop::Broken);
     }
     drop(inner);
-    keep(ep, link, EarlyMessage { seq, data: Vec::new(), immediate: Some((data, length)), invalidate: None });
+    keep(
+        ep,
+        link,
+        EarlyMessage {
+            seq,
+            data: Vec::new(),
+            immediate: Some((data, length)),
+            invalidate: None,
+        },
+    );
     None
 }
 
@@ -845,13 +1112,27 @@ fn immediate(ep: &Arc<Ep>, link: &TcpLink, seq: u64, data: u32, length: u32, in_
 /// original value sent back as a read's data. A word the EP may not reach this way ends the
 /// connection: a bad key, bounds, zone or privilege as an access error, a word not aligned to
 /// 8 bytes as an invalid request (as a verbs responder answers them).
-fn atomic(ep: &Arc<Ep>, link: &TcpLink, h: &Header, operands: [u8; ATOMIC_OPERANDS as usize]) -> Option<Stop> {
-    let [first, second] = [0, 8].map(|at| u64::from_le_bytes(operands[at..at + 8].try_into().expect("8 bytes")));
+fn atomic(
+    ep: &Arc<Ep>,
+    link: &TcpLink,
+    h: &Header,
+    operands: [u8; ATOMIC_OPERANDS as usize],
+) -> Option<Stop> {
+    let [first, second] =
+        [0, 8].map(|at| u64::from_le_bytes(operands[at..at + 8].try_into().expect("8 bytes")));
     let access_error = dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS;
-    let region = permitted_region(ep, h.rkey, h.remote_addr, ATOMIC_LEN, lmr::PRIV_REMOTE_ATOMIC);
+    let region = permitted_region(
+        ep,
+        h.rkey,
+        h.remote_addr,
+        ATOMIC_LEN,
+        lmr::PRIV_REMOTE_ATOMIC,
+    );
     let status = match &region {
         None => access_error,
-        Some(_) if !h.remote_addr.is_multiple_of(u64::from(ATOMIC_LEN)) => dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+        Some(_) if !h.remote_addr.is_multiple_of(u64::from(ATOMIC_LEN)) => {
+            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER
+        }
         Some(lmr) => match lmr.access() {
             None => access_error, // freed meanwhile
             Some(_registered) => {
@@ -861,10 +1142,15 @@ fn atomic(ep: &Arc<Ep>, link: &TcpLink, h: &Header, operands: [u8; ATOMIC_OPERAN
                 // or by the consumer, as with an RDMA device.
                 let word = unsafe { AtomicU64::from_ptr(h.remote_addr as *mut u64) };
                 let original = match h.op {
-                    Op::CompareSwap => word.compare_exchange(first, second, Ordering::SeqCst, Ordering::SeqCst).unwrap_or_else(|v| v),
+                    Op::CompareSwap => word
+                        .compare_exchange(first, second, Ordering::SeqCst, Ordering::SeqCst)
+                        .unwrap_or_else(|v| v),
                     _ => word.fetch_add(first, Ordering::SeqCst),
                 };
-                link.answer(Answer::AtomicResult { seq: h.id, original });
+                link.answer(Answer::AtomicResult {
+                    seq: h.id,
+                    original,
+                });
                 return None;
             }
         },
@@ -888,11 +1174,18 @@ fn remote_access(ep: &Arc<Ep>, h: &Header, privilege: u32) -> Option<(Option<Arc
 ///
 /// `rkey` is a region's `rmr_context`, or that of an RMR bound through this EP (a window onto
 /// a region, with the bind's privileges).
-fn permitted_region(ep: &Ep, rkey: u32, address: u64, length: u32, privilege: u32) -> Option<Arc<Lmr>> {
+fn permitted_region(
+    ep: &Ep,
+    rkey: u32,
+    address: u64,
+    length: u32,
+    privilege: u32,
+) -> Option<Arc<Lmr>> {
     let Some(lmr) = Lmr::lookup_rmr_context(rkey) else {
         return Window::lookup(ep, rkey)?.reach(address, u64::from(length), privilege);
     };
     let pz = ep.pz()?;
-    lmr.check_remote(address, u64::from(length), privilege, &pz).ok()?;
+    lmr.check_remote(address, u64::from(length), privilege, &pz)
+        .ok()?;
     Some(lmr)
 }

@@ -36,9 +36,9 @@ use super::direct::{self, Direct, ExportedSlot, Offer, Outcome, Receives};
 use super::held::{Held, HeldRequest, Reads};
 use super::inbound::{self, Inbound, Stop};
 use super::wire::{flags, Header, Op, ReadLimits, ATOMIC_OPERANDS};
+use super::wire_limits;
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
-use super::wire_limits;
 use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::extension::Extended;
 use crate::objects::srq::Segments;
@@ -97,11 +97,15 @@ const LINGER: Duration = Duration::from_secs(1);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     /// The passive side accepted and waits for the peer's confirmation, until the deadline.
-    Handshake { deadline: u64 },
+    Handshake {
+        deadline: u64,
+    },
     Open,
     /// Ended: the last answers go out and what the peer still sends is read and dropped, so
     /// closing does not reset the connection under its last frames; until the deadline.
-    Lingering { deadline: u64 },
+    Lingering {
+        deadline: u64,
+    },
     Closed,
 }
 
@@ -342,7 +346,10 @@ impl TcpLink {
 
     /// How many reads of ours are in flight, and how many may be.
     fn reads(&self) -> Reads<'_> {
-        Reads { in_flight: &self.reads_in_flight, depth: self.read_depth }
+        Reads {
+            in_flight: &self.reads_in_flight,
+            depth: self.read_depth,
+        }
     }
 
     fn token(&self) -> Token {
@@ -430,7 +437,9 @@ impl TcpLink {
         *self.phase.lock() = Phase::Open;
         self.set_timer(); // the handshake's deadline is gone
         let offer = match (self.peer_direct, self.ends, self.ep.pz()) {
-            (true, Some((local, remote)), Some(pz)) => direct::offer(Arc::as_ptr(&pz) as u64, local, remote),
+            (true, Some((local, remote)), Some(pz)) => {
+                direct::offer(Arc::as_ptr(&pz) as u64, local, remote)
+            }
             _ => None,
         };
         let wrote = match offer {
@@ -451,7 +460,9 @@ impl TcpLink {
     /// The peer offered us direct access to its memory: taken up if it is what it says (its
     /// table, open for this connection) and we asked for it.
     fn direct_offered(&self, offer: Offer) {
-        let Some((local, remote)) = self.ends.filter(|(l, r)| direct::wanted(*l, *r)) else { return };
+        let Some((local, remote)) = self.ends.filter(|(l, r)| direct::wanted(*l, *r)) else {
+            return;
+        };
         if let Some(d) = direct::attach(&offer, local, remote) {
             let _ = self.direct.set(d);
         } else if debug() {
@@ -499,7 +510,9 @@ impl TcpLink {
     /// Every 16th poll looks anyway: for a frame the kernel queued after its count moved, and
     /// for the peer's end of stream, which no count tells.
     pub(super) fn socket_quiet(&self) -> bool {
-        let Some(frames) = self.exported.get().and_then(|slot| slot.peer_frames()) else { return false };
+        let Some(frames) = self.exported.get().and_then(|slot| slot.peer_frames()) else {
+            return false;
+        };
         if frames != self.frames_seen.load(Ordering::Relaxed) {
             self.frames_seen.store(frames, Ordering::Relaxed);
             return false;
@@ -530,7 +543,10 @@ impl TcpLink {
     /// no room leaves them to the engine (or to the polls of the thread holding the lease).
     fn flush_answers(&self) {
         loop {
-            if !self.answers.pending() && !self.out_blocked.load(Ordering::Acquire) && !self.held.any() {
+            if !self.answers.pending()
+                && !self.out_blocked.load(Ordering::Acquire)
+                && !self.held.any()
+            {
                 return;
             }
             let Some(mut w) = self.writer.try_lock() else {
@@ -556,7 +572,9 @@ impl TcpLink {
             match flushed {
                 Err(e) => return self.stop(Err(ConnError::Io(e))),
                 Ok(Flushed::Finished) => {}
-                Ok(_) if blocked && !was_blocked && !self.lent.load(Ordering::Acquire) => self.rearm(),
+                Ok(_) if blocked && !was_blocked && !self.lent.load(Ordering::Acquire) => {
+                    self.rearm()
+                }
                 Ok(_) => {}
             }
             fence(Ordering::SeqCst);
@@ -575,7 +593,10 @@ impl TcpLink {
             return;
         }
         let mut events = 0;
-        if !self.lent.load(Ordering::Acquire) || phase != Phase::Open || self.ending.load(Ordering::Acquire) {
+        if !self.lent.load(Ordering::Acquire)
+            || phase != Phase::Open
+            || self.ending.load(Ordering::Acquire)
+        {
             events |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
         }
         if self.out_blocked.load(Ordering::Acquire) {
@@ -592,7 +613,8 @@ impl TcpLink {
         if self.retry_at.load(Ordering::Acquire) != 0 {
             if self.out_blocked.load(Ordering::Acquire) {
                 let _w = self.watch.lock();
-                self.engine.arm(self.token(), self.fd, libc::EPOLLOUT as u32);
+                self.engine
+                    .arm(self.token(), self.fd, libc::EPOLLOUT as u32);
             }
             return;
         }
@@ -632,7 +654,11 @@ impl TcpLink {
     /// The consumer's thread takes the engine's offer, if it still stands.
     #[cold]
     fn accept_offer(&self, offer: u64) {
-        if self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if self
+            .offer
+            .compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
             count(&self.stats.leases);
             self.lent.store(true, Ordering::Release);
             if let Some(slot) = self.exported.get() {
@@ -674,13 +700,16 @@ impl TcpLink {
         // it (`withdraw_offer`), or we see it resting now and withdraw it ourselves.
         fence(Ordering::SeqCst);
         if self.resting.load(Ordering::SeqCst) {
-            let _ = self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed);
+            let _ = self
+                .offer
+                .compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
         if self.offer.load(Ordering::Acquire) != offer {
             return self.lent.load(Ordering::Acquire); // withdrawn (or, rarely, taken already)
         }
         count(&self.stats.offers);
-        self.offer_deadline.store(sys::monotonic_micros() + OFFER_US, Ordering::Release);
+        self.offer_deadline
+            .store(sys::monotonic_micros() + OFFER_US, Ordering::Release);
         self.offered.store(offer, Ordering::Release);
         self.set_timer();
         true
@@ -693,7 +722,9 @@ impl TcpLink {
         fence(Ordering::SeqCst);
         let offer = self.offer.load(Ordering::SeqCst);
         if offer != 0 {
-            let _ = self.offer.compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed);
+            let _ = self
+                .offer
+                .compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
     }
 
@@ -702,7 +733,9 @@ impl TcpLink {
     fn settle_offer(&self) {
         let offered = self.offered.swap(0, Ordering::AcqRel);
         if offered != 0 {
-            let _ = self.offer.compare_exchange(offered, 0, Ordering::AcqRel, Ordering::Relaxed);
+            let _ = self
+                .offer
+                .compare_exchange(offered, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
     }
 
@@ -726,7 +759,8 @@ impl TcpLink {
     /// what came after that poll (armed again now, the socket would report at once, over and
     /// over, while the poll runs).
     fn busy_retry(&self) {
-        self.retry_at.store(sys::monotonic_micros() + BUSY_RETRY_US, Ordering::Release);
+        self.retry_at
+            .store(sys::monotonic_micros() + BUSY_RETRY_US, Ordering::Release);
         self.set_timer();
     }
 
@@ -762,7 +796,10 @@ impl TcpLink {
         }
         // Acknowledgements alone wait for a ride, or for their timer (see `acknowledge`):
         // written now, each would wake the peer a second time per message.
-        if self.answers.ack_due() != 0 && !self.out_blocked.load(Ordering::Acquire) && self.answers.only_acks() {
+        if self.answers.ack_due() != 0
+            && !self.out_blocked.load(Ordering::Acquire)
+            && self.answers.only_acks()
+        {
             return;
         }
         self.flush_answers();
@@ -821,7 +858,9 @@ impl TcpLink {
             if matches!(*phase, Phase::Lingering { .. } | Phase::Closed) {
                 return;
             }
-            *phase = Phase::Lingering { deadline: sys::monotonic_micros() + LINGER.as_micros() as u64 };
+            *phase = Phase::Lingering {
+                deadline: sys::monotonic_micros() + LINGER.as_micros() as u64,
+            };
         }
         self.ending.store(true, Ordering::Release);
         self.lent.store(false, Ordering::Release);
@@ -868,7 +907,11 @@ impl TcpLink {
                 // flush.
                 let oldest = super::ep_wire::pop_request(&self.ep);
                 if let Some((request, _)) = oldest {
-                    self.ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_TRANSPORT, 0);
+                    self.ep.complete_request(
+                        &request,
+                        dat_dto_completion_status::DAT_DTO_ERR_TRANSPORT,
+                        0,
+                    );
                 }
             }
         }
@@ -876,7 +919,11 @@ impl TcpLink {
             Ok(Stop::Goodbye) => End::Orderly,
             _ => End::Broken,
         };
-        self.ep.ended(end, dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, &[]);
+        self.ep.ended(
+            end,
+            dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR,
+            &[],
+        );
         // Our answers go out, then our side closes.
         self.answers.push(Answer::Finish);
         self.flush_answers();
@@ -919,7 +966,9 @@ impl TcpLink {
         // before its kick is seen here).
         self.kicked.swap(false, Ordering::AcqRel);
         let now = sys::monotonic_micros();
-        if self.ending.load(Ordering::Acquire) && !matches!(self.phase(), Phase::Lingering { .. } | Phase::Closed) {
+        if self.ending.load(Ordering::Acquire)
+            && !matches!(self.phase(), Phase::Lingering { .. } | Phase::Closed)
+        {
             return self.end_now();
         }
         match self.phase() {
@@ -933,8 +982,13 @@ impl TcpLink {
             _ => {}
         }
         let closed = self.closed_at.load(Ordering::Acquire);
-        if closed != 0 && (now >= closed + LINGER.as_micros() as u64 || now >= self.close_deadline.load(Ordering::Acquire)) {
-            if self.active.swap(false, Ordering::Relaxed) && now < self.close_deadline.load(Ordering::Acquire) {
+        if closed != 0
+            && (now >= closed + LINGER.as_micros() as u64
+                || now >= self.close_deadline.load(Ordering::Acquire))
+        {
+            if self.active.swap(false, Ordering::Relaxed)
+                && now < self.close_deadline.load(Ordering::Acquire)
+            {
                 self.closed_at.store(now, Ordering::Release);
             } else {
                 // The peer did not answer our goodbye in time, or kept sending past the close's
@@ -950,20 +1004,27 @@ impl TcpLink {
             count(&self.stats.lone_acks);
             // After a few in a row that nothing came for, the engine holds them no more.
             let streak = self.lone_streak.fetch_add(1, Ordering::Relaxed) + 1;
-            let next = if streak >= LONE_ACKS_BEFORE_NO_HOLD { 0 } else { ACK_HOLD_MIN_US };
+            let next = if streak >= LONE_ACKS_BEFORE_NO_HOLD {
+                0
+            } else {
+                ACK_HOLD_MIN_US
+            };
             let hold = self.ack_hold_us.swap(next, Ordering::Relaxed);
-            self.lone_acks_held_at.store(due.saturating_sub(hold).max(1), Ordering::Relaxed);
+            self.lone_acks_held_at
+                .store(due.saturating_sub(hold).max(1), Ordering::Relaxed);
             self.answers.acks_gone();
             self.flush_answers();
         }
         let mut rearm = false;
         if self.offered.load(Ordering::Acquire) != 0
-            && (now >= self.offer_deadline.load(Ordering::Acquire) || self.offer.load(Ordering::Acquire) == 0)
+            && (now >= self.offer_deadline.load(Ordering::Acquire)
+                || self.offer.load(Ordering::Acquire) == 0)
         {
             // Taken, or withdrawn (by the thread as it went to sleep, or now): settled, and
             // the engine may offer it again.
             self.settle_offer();
-            self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
+            self.polls_seen
+                .store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             rearm = true;
         }
         let retry = self.retry_at.load(Ordering::Acquire);
@@ -1070,7 +1131,8 @@ impl Lent for TcpLink {
             if waited {
                 count(&self.stats.taken_back_waiting);
             }
-            self.polls_seen.store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
+            self.polls_seen
+                .store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
             self.rearm();
             if buffered {
                 self.kick();
@@ -1176,7 +1238,10 @@ impl Link for TcpLink {
             // timeout in all, whatever it sends meanwhile.
             Close::Graceful => {
                 let now = sys::monotonic_micros();
-                self.close_deadline.store(now + self.peer_timeout.as_micros() as u64, Ordering::Release);
+                self.close_deadline.store(
+                    now + self.peer_timeout.as_micros() as u64,
+                    Ordering::Release,
+                );
                 self.closed_at.store(now, Ordering::Release);
                 self.kick();
             }
@@ -1190,7 +1255,12 @@ impl Link for TcpLink {
         self.flush_answers();
     }
 
-    fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
+    fn post(
+        &self,
+        ep: &Ep,
+        inner: MutexGuard<'_, EpInner>,
+        out: &Outgoing<'_>,
+    ) -> DatResult<Posted> {
         if out.segments.len() >= MAX_PARTS {
             return Err(DatError::invalid_arg(2));
         }
@@ -1250,8 +1320,12 @@ impl Link for TcpLink {
         if let Some(d) = direct {
             drop(inner);
             let outcome = match (op, out.remote) {
-                (Op::RdmaWrite, Some(r)) => d.write(r.rmr_context, r.virtual_address, out.segments, total),
-                (Op::RdmaReadRequest, Some(r)) => d.read(r.rmr_context, r.virtual_address, out.segments, total),
+                (Op::RdmaWrite, Some(r)) => {
+                    d.write(r.rmr_context, r.virtual_address, out.segments, total)
+                }
+                (Op::RdmaReadRequest, Some(r)) => {
+                    d.read(r.rmr_context, r.virtual_address, out.segments, total)
+                }
                 (Op::Send, _) => d.send(out.segments, total),
                 _ => Outcome::Socket,
             };
@@ -1260,9 +1334,20 @@ impl Link for TcpLink {
                     count(&self.stats.direct);
                     // Completed before the writer goes: a request posted after it completes
                     // after it.
-                    let request =
-                        Request { seq: 0, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: None, bind: None };
-                    ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_SUCCESS, total as u32);
+                    let request = Request {
+                        seq: 0,
+                        cookie: out.cookie,
+                        operation: out.operation,
+                        length: total as u32,
+                        report: out.report,
+                        extended: None,
+                        bind: None,
+                    };
+                    ep.complete_request(
+                        &request,
+                        dat_dto_completion_status::DAT_DTO_SUCCESS,
+                        total as u32,
+                    );
                     drop(w);
                     if doorbell {
                         self.answers.push(Answer::Doorbell);
@@ -1282,9 +1367,20 @@ impl Link for TcpLink {
                 Outcome::Failed => {
                     // The peer's receive took the message and its memory failed the copy: as
                     // the socket path's refusal (the receiver's memory), the connection breaks.
-                    let request =
-                        Request { seq: 0, cookie: out.cookie, operation: out.operation, length: 0, report: out.report, extended: None, bind: None };
-                    ep.complete_request(&request, dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER, 0);
+                    let request = Request {
+                        seq: 0,
+                        cookie: out.cookie,
+                        operation: out.operation,
+                        length: 0,
+                        report: out.report,
+                        extended: None,
+                        bind: None,
+                    };
+                    ep.complete_request(
+                        &request,
+                        dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+                        0,
+                    );
                     drop(w);
                     self.stop(Ok(Stop::Broken));
                     return Ok(Posted::Queued);
@@ -1313,12 +1409,20 @@ impl Link for TcpLink {
         // The only request in flight: a ping-pong's, not a stream's (see the yield below).
         let alone_in_flight = inner.outstanding.len() == 1;
         if op.answered_with_data() {
-            inner.wire.tcp.read_targets.push_back(Segments::from_slice(out.segments));
+            inner
+                .wire
+                .tcp
+                .read_targets
+                .push_back(Segments::from_slice(out.segments));
         }
         drop(inner);
         let mut h = Header::new(op);
         h.id = seq;
-        h.payload_len = if operands.is_some() { ATOMIC_OPERANDS } else { total as u32 };
+        h.payload_len = if operands.is_some() {
+            ATOMIC_OPERANDS
+        } else {
+            total as u32
+        };
         // A write with immediate data: the immediate follows it, in the same system call.
         let immediate = match out.extended {
             Some(Extended::WriteImmediate(data)) => {
@@ -1344,14 +1448,21 @@ impl Link for TcpLink {
         }
         // A request answered with data carries none of its segments: they are where the
         // answer lands.
-        let payload = if op.answered_with_data() { &[][..] } else { out.segments };
+        let payload = if op.answered_with_data() {
+            &[][..]
+        } else {
+            out.segments
+        };
         let copied = operands.as_ref().map_or(&[][..], |o| &o[..]);
-        let pieces = payload.iter().map(|s| (s.virtual_address as *const u8, s.segment_length as usize));
+        let pieces = payload
+            .iter()
+            .map(|s| (s.virtual_address as *const u8, s.segment_length as usize));
         let frame = |headers: &[&Header]| {
             // SAFETY: each segment was checked against a live LMR with local read privilege,
             // and the consumer keeps the memory until the DTO completes, which it does only
             // after the frame is written (or the connection ended, which drops it unwritten).
-            let f = unsafe { Frame::new(headers, copied).with_pieces(pieces.clone()) }.for_request(seq);
+            let f =
+                unsafe { Frame::new(headers, copied).with_pieces(pieces.clone()) }.for_request(seq);
             match &immediate {
                 Some(i) => f.with_tail(i),
                 None => f,
@@ -1361,7 +1472,8 @@ impl Link for TcpLink {
         // Behind a frame the socket has not taken, behind held requests, fenced behind reads
         // in flight, or a read beyond what the peer takes at once: it waits (see `held`).
         if w.has_rest() || self.held.any() || !self.reads().may_start(out.fence, read) {
-            self.held.push(&w, HeldRequest::new(frame(&[&h]), out.fence, read));
+            self.held
+                .push(&w, HeldRequest::new(frame(&[&h]), out.fence, read));
             drop(w);
             // The reads may have landed meanwhile (against `read_landed`).
             fence(Ordering::SeqCst);
@@ -1375,7 +1487,13 @@ impl Link for TcpLink {
         // request: inside a send's header, else as a frame ahead of it in the same system call.
         let mut ack = None;
         let poll_lone_at = self.poll_lone_at.swap(0, Ordering::Relaxed);
-        if poll_lone_at != 0 && self.polls.load(Ordering::Relaxed).wrapping_sub(poll_lone_at) < ACK_HOLD_POLLS {
+        if poll_lone_at != 0
+            && self
+                .polls
+                .load(Ordering::Relaxed)
+                .wrapping_sub(poll_lone_at)
+                < ACK_HOLD_POLLS
+        {
             // A polling thread's acknowledgements went alone and this request came within
             // their hold: it would have carried them (a ping-pong's reply), so they wait again.
             self.poll_lone_streak.store(0, Ordering::Relaxed);
@@ -1389,7 +1507,8 @@ impl Link for TcpLink {
             let answered_after = sys::monotonic_micros().saturating_sub(lone_at);
             if answered_after < ACK_HOLD_MAX_US / 2 {
                 self.lone_streak.store(0, Ordering::Relaxed);
-                self.ack_hold_us.store((answered_after * 2).max(ACK_HOLD_MIN_US), Ordering::Relaxed);
+                self.ack_hold_us
+                    .store((answered_after * 2).max(ACK_HOLD_MIN_US), Ordering::Relaxed);
             }
         }
         if let Some(last) = self.answers.take_acks() {
@@ -1397,7 +1516,8 @@ impl Link for TcpLink {
                 // They rode: the engine may hold the next ones longer.
                 self.lone_streak.store(0, Ordering::Relaxed);
                 let hold = self.ack_hold_us.load(Ordering::Relaxed);
-                self.ack_hold_us.store((hold * 2).min(ACK_HOLD_MAX_US), Ordering::Relaxed);
+                self.ack_hold_us
+                    .store((hold * 2).min(ACK_HOLD_MAX_US), Ordering::Relaxed);
                 // Nothing left for the engine's timer to send (its own wake-up would take a
                 // CPU from the threads that run).
                 self.set_timer();
@@ -1429,7 +1549,8 @@ impl Link for TcpLink {
         if wrote != Wrote::All {
             // The rest goes as the socket drains: the engine watches for room (or the thread
             // that holds the connection on lease writes it as it polls).
-            if !self.out_blocked.swap(true, Ordering::AcqRel) && !self.lent.load(Ordering::Acquire) {
+            if !self.out_blocked.swap(true, Ordering::AcqRel) && !self.lent.load(Ordering::Acquire)
+            {
                 self.rearm();
             }
             // Answers queued while we held the writer wait behind the rest, as it goes.
@@ -1464,7 +1585,13 @@ impl Link for TcpLink {
 }
 
 /// Starts an active connect on the engine: ESTABLISHED or the failure's event follows.
-pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
+pub fn connect(
+    ep: Arc<Ep>,
+    remote: SocketAddrV4,
+    conn_qual: u64,
+    private_data: Vec<u8>,
+    timeout: Option<Duration>,
+) -> DatResult {
     // The EP's zone, for the direct offer our confirmation may carry.
     let zone = ep.pz().map(|pz| Arc::as_ptr(&pz) as u64);
     let reads = read_limits(&ep);
@@ -1472,14 +1599,39 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
         let failure = |event: dat_event_number, pd: &[u8]| ep.ended(End::Broken, event, pd);
         let est = match result {
             Ok(est) => est,
-            Err(ConnectFailure::Rejected(pd)) => return failure(dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, &pd),
-            Err(ConnectFailure::Refused) => return failure(dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]),
-            Err(ConnectFailure::Unreachable) => return failure(dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE, &[]),
-            Err(ConnectFailure::TimedOut) => return failure(dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[]),
+            Err(ConnectFailure::Rejected(pd)) => {
+                return failure(dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED, &pd)
+            }
+            Err(ConnectFailure::Refused) => {
+                return failure(
+                    dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                    &[],
+                )
+            }
+            Err(ConnectFailure::Unreachable) => {
+                return failure(dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE, &[])
+            }
+            Err(ConnectFailure::TimedOut) => {
+                return failure(dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[])
+            }
         };
-        let link = match TcpLink::start(est.stream, est.reader, &ep, Phase::Open, false, est.exported, est.peer_offer, est.peer_reads) {
+        let link = match TcpLink::start(
+            est.stream,
+            est.reader,
+            &ep,
+            Phase::Open,
+            false,
+            est.exported,
+            est.peer_offer,
+            est.peer_reads,
+        ) {
             Ok(l) => l,
-            Err(_) => return failure(dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]),
+            Err(_) => {
+                return failure(
+                    dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                    &[],
+                )
+            }
         };
         if !ep.established(Some((link.clone(), est.remote)), &est.private_data) {
             // Disconnected or freed while connecting: the peer sees us leave.
@@ -1487,8 +1639,17 @@ pub fn connect(ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: 
         }
         link.begin();
     };
-    cm::connect(remote, conn_qual, private_data, timeout, wire_limits(), zone, reads, on_done)
-        .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
+    cm::connect(
+        remote,
+        conn_qual,
+        private_data,
+        timeout,
+        wire_limits(),
+        zone,
+        reads,
+        on_done,
+    )
+    .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
 }
 
 /// Accepts a request onto `ep` (already COMPLETION_PENDING): ESTABLISHED follows when the
@@ -1506,8 +1667,17 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
         }
     };
     let deadline = sys::monotonic_micros() + HANDSHAKE_TIMEOUT.as_micros() as u64;
-    let link = TcpLink::start(stream, reader, &ep, Phase::Handshake { deadline }, peer_direct, None, None, peer_reads)
-        .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))?;
+    let link = TcpLink::start(
+        stream,
+        reader,
+        &ep,
+        Phase::Handshake { deadline },
+        peer_direct,
+        None,
+        None,
+        peer_reads,
+    )
+    .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))?;
     if !ep.accepting(link.clone(), remote) {
         link.close(Close::Released);
     }
@@ -1518,11 +1688,23 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
 /// How many RDMA reads `ep` answers and starts at once, as its attributes say.
 fn read_limits(ep: &Ep) -> ReadLimits {
     let attr = ep.inner.lock().attr;
-    ReadLimits { inbound: attr.max_rdma_read_in.max(0) as u32, outbound: attr.max_rdma_read_out.max(0) as u32 }
+    ReadLimits {
+        inbound: attr.max_rdma_read_in.max(0) as u32,
+        outbound: attr.max_rdma_read_out.max(0) as u32,
+    }
 }
 
 /// Whether a socket failed because the peer could not be reached any more (the peer timeout
 /// ran out, or no route is left), not because the peer closed or reset it.
 fn peer_unreachable(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ETIMEDOUT | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EHOSTDOWN | libc::ENETDOWN))
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::ETIMEDOUT
+                | libc::EHOSTUNREACH
+                | libc::ENETUNREACH
+                | libc::EHOSTDOWN
+                | libc::ENETDOWN
+        )
+    )
 }

@@ -36,12 +36,27 @@ use crate::objects::limits;
 pub struct Tcp;
 
 impl Transport for Tcp {
-    fn listen(&self, ip: Ipv4Addr, port: u16, conn_qual: u64, on_request: OnRequest) -> io::Result<Box<dyn Listening>> {
-        let listener = cm::Listener::bind(ip, port, conn_qual, wire_limits(), move |r| on_request(Box::new(r)))?;
+    fn listen(
+        &self,
+        ip: Ipv4Addr,
+        port: u16,
+        conn_qual: u64,
+        on_request: OnRequest,
+    ) -> io::Result<Box<dyn Listening>> {
+        let listener = cm::Listener::bind(ip, port, conn_qual, wire_limits(), move |r| {
+            on_request(Box::new(r))
+        })?;
         Ok(Box::new(listener))
     }
 
-    fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
+    fn connect(
+        &self,
+        ep: Arc<Ep>,
+        remote: SocketAddrV4,
+        conn_qual: u64,
+        private_data: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> DatResult {
         link::connect(ep, remote, conn_qual, private_data, timeout)
     }
 
@@ -53,7 +68,13 @@ impl Transport for Tcp {
         datagram::open(ep)
     }
 
-    fn connect_datagram(&self, ep: Arc<Ep>, remote: SocketAddrV4, conn_qual: u64, private_data: Vec<u8>) -> DatResult {
+    fn connect_datagram(
+        &self,
+        ep: Arc<Ep>,
+        remote: SocketAddrV4,
+        conn_qual: u64,
+        private_data: Vec<u8>,
+    ) -> DatResult {
         datagram::connect(ep, remote, conn_qual, private_data)
     }
 
@@ -64,7 +85,9 @@ impl Transport for Tcp {
     /// The network interface the IA's address is on, and its MTU (what a program that sizes
     /// its messages by the transport's MTU should use).
     fn provider_specific(&self, ip: Ipv4Addr) -> Vec<(&'static str, String)> {
-        let Some(netdev) = crate::registry::builtin::interface_of(ip) else { return Vec::new() };
+        let Some(netdev) = crate::registry::builtin::interface_of(ip) else {
+            return Vec::new();
+        };
         let mtu = std::fs::read_to_string(format!("/sys/class/net/{netdev}/mtu")).ok();
         let mut attrs = vec![("DAT_IB_DEVICE_NAME", netdev)];
         attrs.extend(mtu.map(|m| ("DAT_IB_TRANSPORT_MTU", m.trim().to_string())));
@@ -116,7 +139,11 @@ pub fn peer_timeout(entry: &crate::registry::Entry) -> Duration {
     const DEFAULT: Duration = Duration::from_secs(20);
     static FROM_ENV: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
     let from_env = *FROM_ENV.get_or_init(|| {
-        let secs = std::env::var("LIBDAT_PEER_TIMEOUT").ok()?.trim().parse::<f64>().ok()?;
+        let secs = std::env::var("LIBDAT_PEER_TIMEOUT")
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()?;
         (secs.is_finite() && secs > 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
     });
     entry.peer_timeout().or(from_env).unwrap_or(DEFAULT)
@@ -124,5 +151,8 @@ pub fn peer_timeout(entry: &crate::registry::Entry) -> Duration {
 
 /// The frame limits: what the objects advertise.
 pub fn wire_limits() -> wire::Limits {
-    wire::Limits { max_private_data: limits::MAX_PRIVATE_DATA_SIZE as u32, max_message: limits::MAX_MESSAGE_SIZE }
+    wire::Limits {
+        max_private_data: limits::MAX_PRIVATE_DATA_SIZE as u32,
+        max_message: limits::MAX_MESSAGE_SIZE,
+    }
 }

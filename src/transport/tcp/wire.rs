@@ -112,7 +112,10 @@ impl ReadLimits {
     }
 
     pub fn decode(v: u64) -> ReadLimits {
-        ReadLimits { inbound: v as u32, outbound: (v >> 32) as u32 }
+        ReadLimits {
+            inbound: v as u32,
+            outbound: (v >> 32) as u32,
+        }
     }
 }
 
@@ -153,7 +156,10 @@ pub enum WireError {
     BadVersion(u8),
     UnknownOp(u8),
     /// A payload longer than this operation may carry.
-    TooLong { op: Op, len: u32 },
+    TooLong {
+        op: Op,
+        len: u32,
+    },
     /// Bits set that no frame of this operation uses.
     BadFlags(u16),
 }
@@ -167,7 +173,14 @@ pub struct Limits {
 
 impl Header {
     pub fn new(op: Op) -> Header {
-        Header { op, flags: 0, payload_len: 0, rkey: 0, remote_addr: 0, id: 0 }
+        Header {
+            op,
+            flags: 0,
+            payload_len: 0,
+            rkey: 0,
+            remote_addr: 0,
+            id: 0,
+        }
     }
 
     pub fn encode(&self) -> [u8; HEADER_LEN] {
@@ -216,15 +229,27 @@ impl Header {
         let max = match op {
             Op::ConnectRequest | Op::Accept | Op::Reject => limits.max_private_data,
             // A read request carries no payload: its payload_len is the length asked for.
-            Op::Send | Op::RdmaWrite | Op::RdmaReadResponse | Op::RdmaReadRequest => limits.max_message,
+            Op::Send | Op::RdmaWrite | Op::RdmaReadResponse | Op::RdmaReadRequest => {
+                limits.max_message
+            }
             Op::FetchAdd | Op::CompareSwap => ATOMIC_OPERANDS,
             Op::Ready => OFFER_COOKIE,
             Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate | Op::Doorbell => 0,
         };
         if payload_len > max {
-            return Err(WireError::TooLong { op, len: payload_len });
+            return Err(WireError::TooLong {
+                op,
+                len: payload_len,
+            });
         }
-        Ok(Header { op, flags, payload_len, rkey: le32(12), remote_addr: le64(16), id: le64(24) })
+        Ok(Header {
+            op,
+            flags,
+            payload_len,
+            rkey: le32(12),
+            remote_addr: le64(16),
+            id: le64(24),
+        })
     }
 }
 
@@ -232,7 +257,10 @@ impl Header {
 mod tests {
     use super::*;
 
-    const LIMITS: Limits = Limits { max_private_data: 56, max_message: 1 << 20 };
+    const LIMITS: Limits = Limits {
+        max_private_data: 56,
+        max_message: 1 << 20,
+    };
 
     #[test]
     fn every_field_round_trips() {
@@ -252,7 +280,10 @@ mod tests {
         let good = Header::new(Op::Send).encode();
         let mut b = good;
         b[0] ^= 1;
-        assert!(matches!(Header::decode(&b, LIMITS), Err(WireError::BadMagic(_))));
+        assert!(matches!(
+            Header::decode(&b, LIMITS),
+            Err(WireError::BadMagic(_))
+        ));
         let mut b = good;
         b[2] = 1;
         assert_eq!(Header::decode(&b, LIMITS), Err(WireError::BadVersion(1)));
@@ -263,10 +294,16 @@ mod tests {
         assert_eq!(Header::decode(&b, LIMITS), Err(WireError::UnknownOp(200)));
         let mut b = good;
         b[4] = 0x80;
-        assert!(matches!(Header::decode(&b, LIMITS), Err(WireError::BadFlags(_))));
+        assert!(matches!(
+            Header::decode(&b, LIMITS),
+            Err(WireError::BadFlags(_))
+        ));
         let mut b = good;
         b[7] = 1;
-        assert!(matches!(Header::decode(&b, LIMITS), Err(WireError::BadFlags(_))));
+        assert!(matches!(
+            Header::decode(&b, LIMITS),
+            Err(WireError::BadFlags(_))
+        ));
     }
 
     #[test]
@@ -275,10 +312,20 @@ mod tests {
         h.flags = flags::ACK | flags::SOLICITED;
         h.remote_addr = 7;
         assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
-        for op in [Op::RdmaWrite, Op::RdmaReadRequest, Op::RdmaReadResponse, Op::Ack, Op::Disconnect, Op::FetchAdd] {
+        for op in [
+            Op::RdmaWrite,
+            Op::RdmaReadRequest,
+            Op::RdmaReadResponse,
+            Op::Ack,
+            Op::Disconnect,
+            Op::FetchAdd,
+        ] {
             let mut h = Header::new(op);
             h.flags = flags::ACK;
-            assert_eq!(Header::decode(&h.encode(), LIMITS), Err(WireError::BadFlags(flags::ACK)));
+            assert_eq!(
+                Header::decode(&h.encode(), LIMITS),
+                Err(WireError::BadFlags(flags::ACK))
+            );
         }
     }
 
@@ -286,21 +333,36 @@ mod tests {
     fn payloads_are_bounded_per_operation() {
         let mut h = Header::new(Op::ConnectRequest);
         h.payload_len = 57;
-        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        assert!(matches!(
+            Header::decode(&h.encode(), LIMITS),
+            Err(WireError::TooLong { .. })
+        ));
         h.payload_len = 56;
         assert!(Header::decode(&h.encode(), LIMITS).is_ok());
         let mut h = Header::new(Op::Send);
         h.payload_len = (1 << 20) + 1;
-        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        assert!(matches!(
+            Header::decode(&h.encode(), LIMITS),
+            Err(WireError::TooLong { .. })
+        ));
         let mut h = Header::new(Op::Ack);
         h.payload_len = 1;
-        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        assert!(matches!(
+            Header::decode(&h.encode(), LIMITS),
+            Err(WireError::TooLong { .. })
+        ));
         let mut h = Header::new(Op::CompareSwap);
         h.payload_len = ATOMIC_OPERANDS + 1;
-        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        assert!(matches!(
+            Header::decode(&h.encode(), LIMITS),
+            Err(WireError::TooLong { .. })
+        ));
         let mut h = Header::new(Op::Immediate);
         h.payload_len = 1;
-        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        assert!(matches!(
+            Header::decode(&h.encode(), LIMITS),
+            Err(WireError::TooLong { .. })
+        ));
     }
 
     #[test]
@@ -310,7 +372,10 @@ mod tests {
         assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
         let mut h = Header::new(Op::Send);
         h.flags = flags::IMMEDIATE;
-        assert_eq!(Header::decode(&h.encode(), LIMITS), Err(WireError::BadFlags(flags::IMMEDIATE)));
+        assert_eq!(
+            Header::decode(&h.encode(), LIMITS),
+            Err(WireError::BadFlags(flags::IMMEDIATE))
+        );
     }
 
     #[test]
@@ -323,14 +388,20 @@ mod tests {
         for op in [Op::Reject, Op::Send, Op::RdmaWrite, Op::Ack] {
             let mut h = Header::new(op);
             h.flags = flags::DIRECT;
-            assert_eq!(Header::decode(&h.encode(), LIMITS), Err(WireError::BadFlags(flags::DIRECT)));
+            assert_eq!(
+                Header::decode(&h.encode(), LIMITS),
+                Err(WireError::BadFlags(flags::DIRECT))
+            );
         }
         let mut h = Header::new(Op::Ready);
         h.flags = flags::DIRECT;
         h.payload_len = OFFER_COOKIE;
         assert_eq!(Header::decode(&h.encode(), LIMITS), Ok(h));
         h.payload_len = OFFER_COOKIE + 1;
-        assert!(matches!(Header::decode(&h.encode(), LIMITS), Err(WireError::TooLong { .. })));
+        assert!(matches!(
+            Header::decode(&h.encode(), LIMITS),
+            Err(WireError::TooLong { .. })
+        ));
     }
 
     #[test]

@@ -20,7 +20,8 @@ use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys::debug;
 
 /// The watcher of each open device context, by the context's address.
-static WATCHERS: LazyLock<Mutex<HashMap<usize, Weak<DeviceEvents>>>> = LazyLock::new(Default::default);
+static WATCHERS: LazyLock<Mutex<HashMap<usize, Weak<DeviceEvents>>>> =
+    LazyLock::new(Default::default);
 
 pub struct DeviceEvents {
     context: *mut ibv::ibv_context,
@@ -54,8 +55,15 @@ impl DeviceEvents {
             libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
             fd
         };
-        let events = Arc::new(DeviceEvents { context, engine: Engine::get(), token: OnceLock::new(), sinks: Mutex::new(Vec::new()) });
-        let token = events.engine.register(fd, Arc::new(Reader(Arc::downgrade(&events))))?;
+        let events = Arc::new(DeviceEvents {
+            context,
+            engine: Engine::get(),
+            token: OnceLock::new(),
+            sinks: Mutex::new(Vec::new()),
+        });
+        let token = events
+            .engine
+            .register(fd, Arc::new(Reader(Arc::downgrade(&events))))?;
         let _ = events.token.set(token);
         events.engine.arm(token, fd, libc::EPOLLIN as u32);
         watchers.retain(|_, w| w.strong_count() > 0);
@@ -99,12 +107,26 @@ impl DeviceEvents {
         if debug() {
             eprintln!("libdat: device event {kind} ({})", event_name(kind));
         }
-        if [T::IBV_EVENT_QP_FATAL, T::IBV_EVENT_QP_REQ_ERR, T::IBV_EVENT_QP_ACCESS_ERR, T::IBV_EVENT_PATH_MIG_ERR].into_iter().any(is) {
+        if [
+            T::IBV_EVENT_QP_FATAL,
+            T::IBV_EVENT_QP_REQ_ERR,
+            T::IBV_EVENT_QP_ACCESS_ERR,
+            T::IBV_EVENT_PATH_MIG_ERR,
+        ]
+        .into_iter()
+        .any(is)
+        {
             // SAFETY: for QP events the element is the QP, live until the event is acked.
-            let Some(qp) = (unsafe { event.element.qp.as_ref() }) else { return };
-            let Some(conn) = conn_of_qp(self.context as usize, qp.qp_num) else { return };
+            let Some(qp) = (unsafe { event.element.qp.as_ref() }) else {
+                return;
+            };
+            let Some(conn) = conn_of_qp(self.context as usize, qp.qp_num) else {
+                return;
+            };
             let Some(ep) = conn.ep() else { return };
-            ep.ia.counters.bump(dat_ia_counters::DCNT_IA_ASYNC_QP_ERROR as u32);
+            ep.ia
+                .counters
+                .bump(dat_ia_counters::DCNT_IA_ASYNC_QP_ERROR as u32);
             conn.fail();
             if let Some(evd) = ep.ia.async_evd_object() {
                 evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_EP_BROKEN, ep.handle());
@@ -114,7 +136,10 @@ impl DeviceEvents {
             if let Some(cq) = unsafe { event.element.cq.as_ref() } {
                 super::completions::overflowed(cq as *const ibv::ibv_cq as *mut ibv::ibv_cq);
             }
-        } else if [T::IBV_EVENT_DEVICE_FATAL, T::IBV_EVENT_PORT_ERR].into_iter().any(is) {
+        } else if [T::IBV_EVENT_DEVICE_FATAL, T::IBV_EVENT_PORT_ERR]
+            .into_iter()
+            .any(is)
+        {
             for (ia, evd) in self.sinks.lock().iter() {
                 if let Some(evd) = evd.upgrade() {
                     evd.post_async_error(dat_event_number::DAT_ASYNC_ERROR_IA_CATASTROPHIC, *ia);
@@ -130,12 +155,15 @@ fn event_name(kind: u32) -> String {
     }
     // SAFETY: `kind` is one of the enum's values (checked above: they run from 0 without a
     // gap); ibv_event_type_str returns a static string or NULL.
-    let s = unsafe { ibv::ibv_event_type_str(std::mem::transmute::<u32, ibv::ibv_event_type>(kind)) };
+    let s =
+        unsafe { ibv::ibv_event_type_str(std::mem::transmute::<u32, ibv::ibv_event_type>(kind)) };
     if s.is_null() {
         return "unknown".into();
     }
     // SAFETY: a NUL-terminated static string.
-    unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    unsafe { std::ffi::CStr::from_ptr(s) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// What the engine reports the device's async descriptor to.
@@ -143,7 +171,9 @@ struct Reader(Weak<DeviceEvents>);
 
 impl Source for Reader {
     fn on_event(self: Arc<Self>, _events: u32) {
-        let Some(events) = self.0.upgrade() else { return };
+        let Some(events) = self.0.upgrade() else {
+            return;
+        };
         events.read();
         if let Some(token) = events.token.get() {
             events.engine.arm(*token, events.fd(), libc::EPOLLIN as u32);

@@ -94,9 +94,16 @@ impl Channel {
             // SAFETY: no arguments; NULL on failure with errno set.
             let raw = unsafe { ibv::rdma_create_event_channel() };
             if raw.is_null() {
-                return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENODEV));
+                return Err(io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::ENODEV));
             }
-            let channel = Arc::new(Channel { raw, handlers: Mutex::new(Handlers::default()), token: OnceLock::new(), engine: Engine::get() });
+            let channel = Arc::new(Channel {
+                raw,
+                handlers: Mutex::new(Handlers::default()),
+                token: OnceLock::new(),
+                engine: Engine::get(),
+            });
             let fd = channel.fd();
             // SAFETY: `fd` is the channel's open descriptor; O_NONBLOCK makes rdma_get_cm_event
             // return EAGAIN instead of blocking the engine.
@@ -104,7 +111,10 @@ impl Channel {
                 let flags = libc::fcntl(fd, libc::F_GETFL);
                 libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
             }
-            let token = channel.engine.register(fd, channel.clone()).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+            let token = channel
+                .engine
+                .register(fd, channel.clone())
+                .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
             let _ = channel.token.set(token);
             channel.engine.arm(token, fd, libc::EPOLLIN as u32);
             Ok(channel)
@@ -125,7 +135,11 @@ impl Channel {
     }
 
     fn handler(&self, key: usize) -> Option<Arc<dyn CmHandler>> {
-        self.handlers.lock().by_key.get(&key).and_then(Weak::upgrade)
+        self.handlers
+            .lock()
+            .by_key
+            .get(&key)
+            .and_then(Weak::upgrade)
     }
 
     /// Takes every waiting event, acknowledges it, and hands its copy to its handler.
@@ -169,7 +183,11 @@ unsafe fn copy_event(e: &ibv::rdma_cm_event) -> (usize, CmEvent) {
     // A datagram id's events carry datagram parameters, others connection parameters.
     let conn = e.param.conn;
     // SAFETY: the union member the id's port space names.
-    let (data, len) = if datagram_id { unsafe { (e.param.ud.private_data, e.param.ud.private_data_len) } } else { (conn.private_data, conn.private_data_len) };
+    let (data, len) = if datagram_id {
+        unsafe { (e.param.ud.private_data, e.param.ud.private_data_len) }
+    } else {
+        (conn.private_data, conn.private_data_len)
+    };
     let private_data = if data.is_null() || len == 0 {
         Vec::new()
     } else {
@@ -179,16 +197,27 @@ unsafe fn copy_event(e: &ibv::rdma_cm_event) -> (usize, CmEvent) {
     let datagram = (datagram_id && e.event == EventType::RDMA_CM_EVENT_ESTABLISHED).then(|| {
         // SAFETY: as above.
         let ud = unsafe { e.param.ud };
-        DatagramReply { ah_attr: ud.ah_attr, qp_num: ud.qp_num, qkey: ud.qkey }
+        DatagramReply {
+            ah_attr: ud.ah_attr,
+            qp_num: ud.qp_num,
+            qkey: ud.qkey,
+        }
     });
     // SAFETY: the event's id is live until the event is acknowledged.
     let key = unsafe { (*e.id).context } as usize;
-    let request = (e.event == EventType::RDMA_CM_EVENT_CONNECT_REQUEST).then(|| CmId { raw: e.id, key: Mutex::new(None) });
+    let request = (e.event == EventType::RDMA_CM_EVENT_CONNECT_REQUEST).then(|| CmId {
+        raw: e.id,
+        key: Mutex::new(None),
+    });
     let copy = CmEvent {
         kind: e.event,
         status: e.status,
         private_data,
-        responder_resources: if datagram_id { 0 } else { conn.responder_resources },
+        responder_resources: if datagram_id {
+            0
+        } else {
+            conn.responder_resources
+        },
         initiator_depth: if datagram_id { 0 } else { conn.initiator_depth },
         request,
         datagram,
@@ -230,18 +259,25 @@ impl CmId {
         Self::in_space(handler, ibv::rdma_port_space::RDMA_PS_UDP)
     }
 
-    fn in_space(handler: Weak<dyn CmHandler>, space: ibv::rdma_port_space::Type) -> io::Result<CmId> {
+    fn in_space(
+        handler: Weak<dyn CmHandler>,
+        space: ibv::rdma_port_space::Type,
+    ) -> io::Result<CmId> {
         let channel = Channel::get()?;
         let key = channel.add(handler);
         let mut raw: *mut ibv::rdma_cm_id = std::ptr::null_mut();
         // SAFETY: the channel is live; `raw` receives the new id; the context is our key.
-        let rc = unsafe { ibv::rdma_create_id(channel.raw, &mut raw, key as *mut libc::c_void, space) };
+        let rc =
+            unsafe { ibv::rdma_create_id(channel.raw, &mut raw, key as *mut libc::c_void, space) };
         if rc != 0 {
             let e = io::Error::last_os_error();
             channel.remove(key);
             return Err(e);
         }
-        Ok(CmId { raw, key: Mutex::new(Some(key)) })
+        Ok(CmId {
+            raw,
+            key: Mutex::new(Some(key)),
+        })
     }
 
     /// A connect request's id reports to `handler` from now on.
@@ -301,12 +337,26 @@ impl CmId {
     }
 
     /// Starts resolving `remote` from `local` (ADDR_RESOLVED or ADDR_ERROR follows).
-    pub fn resolve_addr(&self, local: Option<Ipv4Addr>, remote: SocketAddrV4, timeout_ms: i32) -> io::Result<()> {
+    pub fn resolve_addr(
+        &self,
+        local: Option<Ipv4Addr>,
+        remote: SocketAddrV4,
+        timeout_ms: i32,
+    ) -> io::Result<()> {
         let mut src = local.map(|ip| sockaddr_in(SocketAddrV4::new(ip, 0)));
         let mut dst = sockaddr_in(remote);
-        let src_ptr = src.as_mut().map_or(std::ptr::null_mut(), |s| s as *mut _ as *mut libc::sockaddr);
+        let src_ptr = src
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |s| s as *mut _ as *mut libc::sockaddr);
         // SAFETY: the id is live; the addresses are valid for the call.
-        check(unsafe { ibv::rdma_resolve_addr(self.raw, src_ptr, &mut dst as *mut _ as *mut libc::sockaddr, timeout_ms) })
+        check(unsafe {
+            ibv::rdma_resolve_addr(
+                self.raw,
+                src_ptr,
+                &mut dst as *mut _ as *mut libc::sockaddr,
+                timeout_ms,
+            )
+        })
     }
 
     /// Starts resolving the route (ROUTE_RESOLVED or ROUTE_ERROR follows).
@@ -334,19 +384,29 @@ impl CmId {
     pub fn connect(&self, param: &ConnParam) -> io::Result<()> {
         // SAFETY: the id is live with its route resolved and QP made; the parameters (and the
         // private data they point to) live through the call, which copies them.
-        check(Self::with_param(param, |p| unsafe { ibv::rdma_connect(self.raw, p) }))
+        check(Self::with_param(param, |p| unsafe {
+            ibv::rdma_connect(self.raw, p)
+        }))
     }
 
     /// Accepts a connect request (ESTABLISHED follows when the peer confirms).
     pub fn accept(&self, param: &ConnParam) -> io::Result<()> {
         // SAFETY: as `connect`, on a request's id.
-        check(Self::with_param(param, |p| unsafe { ibv::rdma_accept(self.raw, p) }))
+        check(Self::with_param(param, |p| unsafe {
+            ibv::rdma_accept(self.raw, p)
+        }))
     }
 
     /// Refuses a connect request with `private_data`.
     pub fn reject(&self, private_data: &[u8]) -> io::Result<()> {
         // SAFETY: the id is a live request's; the data lives through the call.
-        check(unsafe { ibv::rdma_reject(self.raw, private_data.as_ptr() as *const libc::c_void, private_data.len().min(255) as u8) })
+        check(unsafe {
+            ibv::rdma_reject(
+                self.raw,
+                private_data.as_ptr() as *const libc::c_void,
+                private_data.len().min(255) as u8,
+            )
+        })
     }
 
     /// Starts ending the connection (DISCONNECTED follows on both sides).
@@ -380,5 +440,7 @@ pub fn event_name(kind: EventType::Type) -> String {
         return format!("event {kind}");
     }
     // SAFETY: a static C string.
-    unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    unsafe { std::ffi::CStr::from_ptr(s) }
+        .to_string_lossy()
+        .into_owned()
 }

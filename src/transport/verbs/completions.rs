@@ -18,8 +18,8 @@ use super::srq::{VerbsSrq, SRQ_RECV_ID};
 use super::transport::Verbs;
 use crate::abi::*;
 use crate::objects::ep::Ep;
-use crate::objects::rmr::Window;
 use crate::objects::evd::{Catch, Evd};
+use crate::objects::rmr::Window;
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::Progress;
 
@@ -77,26 +77,34 @@ impl CqSource {
         let _ = source.token.set(token);
         source.watch();
         evd.attach_sole_source(source.clone());
-        BY_CQ.lock().insert(source.cq.raw() as usize, Arc::downgrade(&source));
+        BY_CQ
+            .lock()
+            .insert(source.cq.raw() as usize, Arc::downgrade(&source));
         Ok(source)
     }
 
     /// The EVD was resized to `qlen`: the CQ follows.
     pub fn resize(&self, qlen: usize) -> std::io::Result<()> {
         let _one = self.polling.lock();
-        self.cq.resize((qlen.min(i32::MAX as usize) as i32).max(MIN_DEPTH))
+        self.cq
+            .resize((qlen.min(i32::MAX as usize) as i32).max(MIN_DEPTH))
     }
 
     /// The CQ source of a DTO EVD of this transport.
     pub fn of(evd: &Evd) -> Option<Arc<CqSource>> {
-        evd.completion_queue.get()?.clone().downcast::<CqSource>().ok()
+        evd.completion_queue
+            .get()?
+            .clone()
+            .downcast::<CqSource>()
+            .ok()
     }
 
     /// Asks the CQ and the engine for a report of the next completion.
     fn watch(&self) {
         if self.cq.arm(false).is_ok() {
             if let Some(token) = self.token.get() {
-                self.engine.arm(*token, self.cq.channel_fd(), libc::EPOLLIN as u32);
+                self.engine
+                    .arm(*token, self.cq.channel_fd(), libc::EPOLLIN as u32);
             }
         }
     }
@@ -138,9 +146,16 @@ impl CqSource {
     /// or the transport's table's (None: the connection is gone, its DTOs flushed).
     fn known<'a>(&self, qp_num: u32, last: &'a mut LastConn) -> Option<&'a Known> {
         // A live connection keeps its QP, so no other QP of the device has its number.
-        if !last.as_ref().is_some_and(|k| k.qp_num == qp_num && k.conn.strong_count() > 0) {
+        if !last
+            .as_ref()
+            .is_some_and(|k| k.qp_num == qp_num && k.conn.strong_count() > 0)
+        {
             let conn = self.verbs.upgrade()?.conn_of_qp(qp_num)?;
-            *last = Some(Known { qp_num, conn: Arc::downgrade(&conn), ep: conn.ep_link() });
+            *last = Some(Known {
+                qp_num,
+                conn: Arc::downgrade(&conn),
+                ep: conn.ep_link(),
+            });
         }
         last.as_ref()
     }
@@ -172,7 +187,9 @@ struct Watch(Weak<CqSource>);
 
 impl Source for Watch {
     fn on_event(self: Arc<Self>, _events: u32) {
-        let Some(source) = self.0.upgrade() else { return };
+        let Some(source) = self.0.upgrade() else {
+            return;
+        };
         source.cq.take_reports();
         source.poll();
         if source.evd.upgrade().is_some_and(|e| e.has_sleeper()) {
@@ -205,7 +222,9 @@ pub fn status(s: ibv::ibv_wc_status::Type) -> dat_dto_completion_status {
         W::IBV_WC_MW_BIND_ERR => D::DAT_RMR_OPERATION_FAILED,
         W::IBV_WC_BAD_RESP_ERR => D::DAT_DTO_ERR_BAD_RESPONSE,
         W::IBV_WC_REM_ACCESS_ERR => D::DAT_DTO_ERR_REMOTE_ACCESS,
-        W::IBV_WC_REM_INV_REQ_ERR | W::IBV_WC_REM_OP_ERR | W::IBV_WC_REM_ABORT_ERR => D::DAT_DTO_ERR_REMOTE_RESPONDER,
+        W::IBV_WC_REM_INV_REQ_ERR | W::IBV_WC_REM_OP_ERR | W::IBV_WC_REM_ABORT_ERR => {
+            D::DAT_DTO_ERR_REMOTE_RESPONDER
+        }
         W::IBV_WC_RNR_RETRY_EXC_ERR => D::DAT_DTO_ERR_RECEIVER_NOT_READY,
         _ => D::DAT_DTO_ERR_TRANSPORT,
     }
@@ -240,7 +259,11 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
         // A receive of the EP's SRQ: its cookie waits in the SRQ, whichever EP took it.
         let inner = ep.inner.lock();
         let srq = inner.srq.as_ref().map(|s| s.arc().clone());
-        let cookie = srq.as_ref().and_then(|s| s.queue.as_deref()).and_then(VerbsSrq::of).and_then(|q| q.completed(wc.wr_id));
+        let cookie = srq
+            .as_ref()
+            .and_then(|s| s.queue.as_deref())
+            .and_then(VerbsSrq::of)
+            .and_then(|q| q.completed(wc.wr_id));
         if let Some(cookie) = cookie {
             complete_receive(&ep, inner.recv_evd.as_deref(), cookie, st, wc, catch);
             drop(inner);
@@ -266,7 +289,13 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
         // failure has a completion of its own): their slots are free now.
         while inner.outstanding.front().is_some_and(|r| r.seq < wc.wr_id) {
             let r = inner.outstanding.pop_front().expect("front");
-            ep.complete_request_catching(inner.request_evd.as_deref(), &r, dat_dto_completion_status::DAT_DTO_SUCCESS, r.length, catch);
+            ep.complete_request_catching(
+                inner.request_evd.as_deref(),
+                &r,
+                dat_dto_completion_status::DAT_DTO_SUCCESS,
+                r.length,
+                catch,
+            );
         }
         if inner.outstanding.front().is_some_and(|r| r.seq == wc.wr_id) {
             let r = inner.outstanding.pop_front().expect("front");
@@ -292,19 +321,30 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
 /// The flags of a receive that invalidated a window: IBV_WC_WITH_INV, and the kernel's own
 /// value of it, which soft-RoCE passes to user space unchanged (where it reads as
 /// IBV_WC_IP_CSUM_OK, which no RC receive carries otherwise).
-const WITH_INVALIDATE: u32 = ibv::ibv_wc_flags::IBV_WC_WITH_INV.0 | ibv::ibv_wc_flags::IBV_WC_IP_CSUM_OK.0;
+const WITH_INVALIDATE: u32 =
+    ibv::ibv_wc_flags::IBV_WC_WITH_INV.0 | ibv::ibv_wc_flags::IBV_WC_IP_CSUM_OK.0;
 
 /// Reports the receive a work completion finished (with the immediate data of a write that
 /// carried some).
 #[inline]
-fn complete_receive(ep: &Ep, evd: Option<&Evd>, cookie: u64, st: dat_dto_completion_status, wc: &WorkCompletion, catch: &mut Catch<'_>) {
+fn complete_receive(
+    ep: &Ep,
+    evd: Option<&Evd>,
+    cookie: u64,
+    st: dat_dto_completion_status,
+    wc: &WorkCompletion,
+    catch: &mut Catch<'_>,
+) {
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
     if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV && wc.wc_flags & WITH_INVALIDATE != 0 {
         // A send with invalidate: the device invalidated our window of that key; its RMR is
         // unbound before the receive is reported (a key that names no window bound through
         // this EP changes nothing).
         // SAFETY: a completion flagged so carries the invalidated key.
-        Window::invalidate(unsafe { wc.imm_data_invalidated_rkey_union.invalidated_rkey }, ep);
+        Window::invalidate(
+            unsafe { wc.imm_data_invalidated_rkey_union.invalidated_rkey },
+            ep,
+        );
     }
     let len = if ok { wc.byte_len } else { 0 };
     if ok && wc.opcode == ibv::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {

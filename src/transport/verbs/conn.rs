@@ -26,9 +26,11 @@ use super::srq::{VerbsSrq, SRQ_RECV_ID};
 use super::transport::Verbs;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
-use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Report, Request as Outstanding};
-use crate::objects::extension::Extended;
+use crate::objects::ep::{
+    Close, End, Ep, EpInner, Outgoing, Posted, Report, Request as Outstanding,
+};
 use crate::objects::evd::Evd;
+use crate::objects::extension::Extended;
 use crate::transport::engine::{Engine, Source, Token};
 use crate::transport::sys::{self, debug};
 use crate::transport::{ConnRequest, Link, Progress, SharedQueue, WindowBind};
@@ -110,7 +112,12 @@ impl QpShape {
         let caps = QpCaps {
             send_wr: a.max_request_dtos.max(1) as u32,
             recv_wr: a.max_recv_dtos.max(1) as u32,
-            send_sge: (a.max_request_iov.max(a.max_rdma_write_iov).max(a.max_rdma_read_iov).max(1) as u32).min(MAX_SGE as u32),
+            send_sge: (a
+                .max_request_iov
+                .max(a.max_rdma_write_iov)
+                .max(a.max_rdma_read_iov)
+                .max(1) as u32)
+                .min(MAX_SGE as u32),
             recv_sge: (a.max_recv_iov.max(1) as u32).min(MAX_SGE as u32),
             inline: INLINE,
             datagram: Ep::is_datagram(inner),
@@ -119,14 +126,38 @@ impl QpShape {
         if srq.as_deref().is_some_and(|q| VerbsSrq::of(q).is_none()) {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
-        Ok(QpShape { pd, send_cq, recv_cq, srq, caps })
+        Ok(QpShape {
+            pd,
+            send_cq,
+            recv_cq,
+            srq,
+            caps,
+        })
     }
 
     /// A QP of this shape on `id`.
     fn create(&self, id: &CmId) -> io::Result<Qp> {
-        Qp::create(id, &self.pd, &self.send_cq, &self.recv_cq, self.srq.as_ref(), self.caps).or_else(|_| {
-            let caps = QpCaps { inline: 0, ..self.caps }; // a device without inline sends
-            Qp::create(id, &self.pd, &self.send_cq, &self.recv_cq, self.srq.as_ref(), caps)
+        Qp::create(
+            id,
+            &self.pd,
+            &self.send_cq,
+            &self.recv_cq,
+            self.srq.as_ref(),
+            self.caps,
+        )
+        .or_else(|_| {
+            let caps = QpCaps {
+                inline: 0,
+                ..self.caps
+            }; // a device without inline sends
+            Qp::create(
+                id,
+                &self.pd,
+                &self.send_cq,
+                &self.recv_cq,
+                self.srq.as_ref(),
+                caps,
+            )
         })
     }
 }
@@ -155,7 +186,10 @@ impl Prepared {
         })();
         match made {
             Ok(p) => inner.wire.verbs_prepared = Some(p),
-            Err(e) if debug() => eprintln!("libdat: EP {:p}: no QP before its connection: {e}", ep.handle()),
+            Err(e) if debug() => eprintln!(
+                "libdat: EP {:p}: no QP before its connection: {e}",
+                ep.handle()
+            ),
             Err(_) => {}
         }
     }
@@ -173,7 +207,12 @@ impl Source for Deadline {
             if debug() {
                 eprintln!("libdat: EP {:p}: the connect timed out", ep.handle());
             }
-            conn.end(&ep, End::Broken, dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT, &[]);
+            conn.end(
+                &ep,
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT,
+                &[],
+            );
         }
     }
 }
@@ -188,7 +227,9 @@ pub(super) struct SgList {
 impl SgList {
     #[inline(always)]
     pub(super) fn new() -> SgList {
-        SgList { entries: [MaybeUninit::uninit(); MAX_SGE] }
+        SgList {
+            entries: [MaybeUninit::uninit(); MAX_SGE],
+        }
     }
 
     /// The pieces of a DAT segment list, as the work request carries them.
@@ -198,7 +239,11 @@ impl SgList {
             return Err(DatError::invalid_arg(2));
         }
         for (o, s) in self.entries.iter_mut().zip(segments) {
-            o.write(Sge { addr: s.virtual_address, length: s.segment_length, lkey: s.lmr_context });
+            o.write(Sge {
+                addr: s.virtual_address,
+                length: s.segment_length,
+                lkey: s.lmr_context,
+            });
         }
         // SAFETY: the first `segments.len()` entries were just written.
         Ok(unsafe { std::slice::from_raw_parts(self.entries.as_ptr().cast(), segments.len()) })
@@ -235,7 +280,13 @@ fn first_seq() -> u64 {
 const SETTLE: Duration = Duration::from_millis(200);
 
 impl Conn {
-    fn new(verbs: &Arc<Verbs>, id: CmId, ep: &Arc<Ep>, active: bool, private_data: Vec<u8>) -> io::Result<Arc<Conn>> {
+    fn new(
+        verbs: &Arc<Verbs>,
+        id: CmId,
+        ep: &Arc<Ep>,
+        active: bool,
+        private_data: Vec<u8>,
+    ) -> io::Result<Arc<Conn>> {
         let first_seq = first_seq();
         let conn = Arc::new(Conn {
             id,
@@ -261,7 +312,13 @@ impl Conn {
 
     /// Starts an active connect: address, route, QP, then the request; TIMED_OUT if it is
     /// not established within `timeout`.
-    pub fn connect(verbs: &Arc<Verbs>, ep: Arc<Ep>, remote: SocketAddrV4, private_data: Vec<u8>, timeout: Option<Duration>) -> io::Result<()> {
+    pub fn connect(
+        verbs: &Arc<Verbs>,
+        ep: Arc<Ep>,
+        remote: SocketAddrV4,
+        private_data: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
         let quiet: Weak<dyn CmHandler> = Weak::<Conn>::new();
         let id = CmId::new(quiet)?;
         let conn = Conn::new(verbs, id, &ep, true, private_data)?;
@@ -269,9 +326,13 @@ impl Conn {
             let engine = Engine::get();
             let token = engine.register_timer_only(Arc::new(Deadline(Arc::downgrade(&conn))));
             let _ = conn.timer.set(token);
-            engine.set_timer(token, sys::monotonic_micros().saturating_add(t.as_micros().min(u64::MAX as u128) as u64));
+            engine.set_timer(
+                token,
+                sys::monotonic_micros().saturating_add(t.as_micros().min(u64::MAX as u128) as u64),
+            );
         }
-        conn.id.resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS)
+        conn.id
+            .resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS)
     }
 
     /// A UD EP's datagram endpoint: an id of rdma-cm's datagram space bound to the IA's
@@ -323,7 +384,12 @@ impl Conn {
     fn make_qp(self: &Arc<Self>, ep: &Ep) -> io::Result<()> {
         let mut inner = ep.inner.lock();
         let shape = QpShape::of(&inner, &self.verbs)?;
-        let qp = match inner.wire.verbs_prepared.take().filter(|p| p.shape == shape) {
+        let qp = match inner
+            .wire
+            .verbs_prepared
+            .take()
+            .filter(|p| p.shape == shape)
+        {
             Some(p) => {
                 p.qp.move_to(&p.id, &self.id);
                 p.qp
@@ -331,7 +397,12 @@ impl Conn {
             None => shape.create(&self.id)?,
         };
         for r in &inner.recvs {
-            qp.post_recv(RECV_ID, SgList::new().fill(&r.segments).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?)?;
+            qp.post_recv(
+                RECV_ID,
+                SgList::new()
+                    .fill(&r.segments)
+                    .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?,
+            )?;
         }
         self.verbs.add_qp(qp.number(), self);
         let _ = self.qp.set(qp);
@@ -343,8 +414,12 @@ impl Conn {
     fn read_depths(&self, ep: &Ep) -> (u8, u8) {
         let a = ep.inner.lock().attr;
         let dev = &self.verbs.device.attr;
-        let inbound = (a.max_rdma_read_in.max(0) as i64).min(i64::from(dev.max_qp_rd_atom)).min(255) as u8;
-        let outbound = (a.max_rdma_read_out.max(0) as i64).min(i64::from(dev.max_qp_init_rd_atom)).min(255) as u8;
+        let inbound = (a.max_rdma_read_in.max(0) as i64)
+            .min(i64::from(dev.max_qp_rd_atom))
+            .min(255) as u8;
+        let outbound = (a.max_rdma_read_out.max(0) as i64)
+            .min(i64::from(dev.max_qp_init_rd_atom))
+            .min(255) as u8;
         (inbound, outbound)
     }
 
@@ -352,8 +427,11 @@ impl Conn {
     /// lock, as the receive joins the EP's list.
     #[inline]
     pub fn post_recv(&self, segments: &[DAT_LMR_TRIPLET]) -> DatResult {
-        let Some(qp) = self.qp.get() else { return Ok(()) };
-        qp.post_recv(RECV_ID, SgList::new().fill(segments)?).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEP))
+        let Some(qp) = self.qp.get() else {
+            return Ok(());
+        };
+        qp.post_recv(RECV_ID, SgList::new().fill(segments)?)
+            .map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEP))
     }
 
     /// A work request failed: the connection breaks (the peer hears of it).
@@ -380,9 +458,13 @@ impl Conn {
     fn drain(&self, ep: &Ep) {
         let (recv_evd, request_evd) = {
             let inner = ep.inner.lock();
-            (inner.recv_evd.as_ref().map(|e| e.arc().clone()), inner.request_evd.as_ref().map(|e| e.arc().clone()))
+            (
+                inner.recv_evd.as_ref().map(|e| e.arc().clone()),
+                inner.request_evd.as_ref().map(|e| e.arc().clone()),
+            )
         };
-        let [recv_cq, request_cq] = [recv_evd, request_evd].map(|evd| evd.as_deref().and_then(CqSource::of));
+        let [recv_cq, request_cq] =
+            [recv_evd, request_evd].map(|evd| evd.as_deref().and_then(CqSource::of));
         for source in recv_cq.iter().chain(&request_cq) {
             source.poll();
         }
@@ -406,7 +488,9 @@ impl Conn {
             if Ep::is_datagram(&inner) {
                 return;
             }
-            let Some(r) = inner.outstanding.back() else { return };
+            let Some(r) = inner.outstanding.back() else {
+                return;
+            };
             r.seq
         };
         if newest_posted <= self.last_signalled.load(Ordering::Relaxed) {
@@ -414,15 +498,29 @@ impl Conn {
         }
         let Some(qp) = self.qp.get() else { return };
         let marker = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        let op = SendOp::Write { remote_address: 0, rkey: 0 };
-        let flags = SendFlags { signalled: true, solicited: false, fence: false };
+        let op = SendOp::Write {
+            remote_address: 0,
+            rkey: 0,
+        };
+        let flags = SendFlags {
+            signalled: true,
+            solicited: false,
+            fence: false,
+        };
         if qp.post_send(marker, op, &[], flags).is_err() {
             return;
         }
         let deadline = Instant::now() + SETTLE;
         loop {
             source.poll();
-            if ep.inner.lock().outstanding.front().is_none_or(|r| r.seq > marker) || Instant::now() >= deadline {
+            if ep
+                .inner
+                .lock()
+                .outstanding
+                .front()
+                .is_none_or(|r| r.seq > marker)
+                || Instant::now() >= deadline
+            {
                 return;
             }
             std::thread::sleep(Duration::from_micros(100));
@@ -435,7 +533,12 @@ impl Conn {
     /// path's direct call (`EpWire::post_direct`): no reference to the link taken, no dynamic
     /// dispatch, inlined into the caller.
     #[inline(always)]
-    pub fn post_ready(&self, outstanding: &mut VecDeque<Outstanding>, max_request_dtos: DAT_COUNT, out: &Outgoing<'_>) -> Option<DatResult<Posted>> {
+    pub fn post_ready(
+        &self,
+        outstanding: &mut VecDeque<Outstanding>,
+        max_request_dtos: DAT_COUNT,
+        out: &Outgoing<'_>,
+    ) -> Option<DatResult<Posted>> {
         let qp = self.qp.get()?;
         if send_queue_full(outstanding, max_request_dtos) {
             return None;
@@ -445,7 +548,13 @@ impl Conn {
 
     /// Posts a request on `qp`, the send queue having room, recording it among `outstanding`.
     #[inline(always)]
-    fn post_on(&self, qp: &Qp, outstanding: &mut VecDeque<Outstanding>, max_request_dtos: DAT_COUNT, out: &Outgoing<'_>) -> DatResult<Posted> {
+    fn post_on(
+        &self,
+        qp: &Qp,
+        outstanding: &mut VecDeque<Outstanding>,
+        max_request_dtos: DAT_COUNT,
+        out: &Outgoing<'_>,
+    ) -> DatResult<Posted> {
         let mut sg = SgList::new();
         let list = sg.fill(out.segments)?;
         let total = out.length;
@@ -455,27 +564,58 @@ impl Conn {
         let op = match (out.extended, out.operation, out.remote) {
             (Some(Extended::Datagram { ah, qpn }), _, _) => {
                 let ah = held.insert(datagram::address_handle(ah).ok_or(DatError::invalid_arg(4))?);
-                SendOp::Datagram { ah: ah.raw(), qpn, qkey: datagram::QKEY }
+                SendOp::Datagram {
+                    ah: ah.raw(),
+                    qpn,
+                    qkey: datagram::QKEY,
+                }
             }
             (Some(x), _, Some(r)) => {
                 let (remote_address, rkey) = (r.virtual_address, r.rmr_context);
                 match x {
-                    Extended::WriteImmediate(data) => SendOp::WriteImmediate { remote_address, rkey, data },
-                    Extended::FetchAdd(add) => SendOp::FetchAdd { remote_address, rkey, add },
-                    Extended::CompareSwap { compare, swap } => SendOp::CompareSwap { remote_address, rkey, compare, swap },
+                    Extended::WriteImmediate(data) => SendOp::WriteImmediate {
+                        remote_address,
+                        rkey,
+                        data,
+                    },
+                    Extended::FetchAdd(add) => SendOp::FetchAdd {
+                        remote_address,
+                        rkey,
+                        add,
+                    },
+                    Extended::CompareSwap { compare, swap } => SendOp::CompareSwap {
+                        remote_address,
+                        rkey,
+                        compare,
+                        swap,
+                    },
                     // Matched above: a datagram names no remote region.
                     Extended::Datagram { .. } => return Err(DatError::invalid_arg(4)),
                 }
             }
-            (_, dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write { remote_address: r.virtual_address, rkey: r.rmr_context },
-            (_, dat_dtos::DAT_DTO_RDMA_READ, Some(r)) => SendOp::Read { remote_address: r.virtual_address, rkey: r.rmr_context },
+            (_, dat_dtos::DAT_DTO_RDMA_WRITE, Some(r)) => SendOp::Write {
+                remote_address: r.virtual_address,
+                rkey: r.rmr_context,
+            },
+            (_, dat_dtos::DAT_DTO_RDMA_READ, Some(r)) => SendOp::Read {
+                remote_address: r.virtual_address,
+                rkey: r.rmr_context,
+            },
             _ => match out.invalidate {
                 Some(rkey) => SendOp::SendWithInvalidate { rkey },
                 None => SendOp::Send,
             },
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        outstanding.push_back(Outstanding { seq, cookie: out.cookie, operation: out.operation, length: total as u32, report: out.report, extended: out.extended.map(Extended::kind), bind: None });
+        outstanding.push_back(Outstanding {
+            seq,
+            cookie: out.cookie,
+            operation: out.operation,
+            length: total as u32,
+            report: out.report,
+            extended: out.extended.map(Extended::kind),
+            bind: None,
+        });
         // A suppressed request goes unsignalled, as OpenFabrics posts it: the device writes no
         // completion for its success, and its send-queue slot comes free with the completion
         // of a signalled request behind it (a failure has a completion of its own). One in
@@ -483,7 +623,11 @@ impl Conn {
         // still frees its slots.
         let run = self.unsignalled_run.load(Ordering::Relaxed) + 1;
         let signalled = out.report.reports_success() || run >= (max_request_dtos.max(2) as u32) / 2;
-        let flags = SendFlags { signalled, solicited: out.solicited, fence: out.fence };
+        let flags = SendFlags {
+            signalled,
+            solicited: out.solicited,
+            fence: out.fence,
+        };
         if qp.post_send_sized(seq, op, list, total, flags).is_err() {
             outstanding.pop_back();
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
@@ -518,9 +662,18 @@ impl CmHandler for Conn {
         };
         use dat_event_number as E;
         use EventType as T;
-        let unreachable = if self.active { E::DAT_CONNECTION_EVENT_UNREACHABLE } else { E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR };
+        let unreachable = if self.active {
+            E::DAT_CONNECTION_EVENT_UNREACHABLE
+        } else {
+            E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR
+        };
         if debug() {
-            eprintln!("libdat: EP {:p}: {} (status {})", ep.handle(), super::cm::event_name(event.kind), event.status);
+            eprintln!(
+                "libdat: EP {:p}: {} (status {})",
+                ep.handle(),
+                super::cm::event_name(event.kind),
+                event.status
+            );
         }
         match event.kind {
             T::RDMA_CM_EVENT_ADDR_RESOLVED => {
@@ -542,38 +695,66 @@ impl CmHandler for Conn {
                     eprintln!("libdat: connecting: responder resources {inbound}, initiator depth {outbound}");
                 }
                 if me.make_qp(&ep).is_err() || self.id.connect(&param).is_err() {
-                    self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]);
+                    self.end(
+                        &ep,
+                        End::Broken,
+                        E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                        &[],
+                    );
                 }
             }
-            T::RDMA_CM_EVENT_ADDR_ERROR | T::RDMA_CM_EVENT_ROUTE_ERROR | T::RDMA_CM_EVENT_UNREACHABLE | T::RDMA_CM_EVENT_CONNECT_ERROR => {
+            T::RDMA_CM_EVENT_ADDR_ERROR
+            | T::RDMA_CM_EVENT_ROUTE_ERROR
+            | T::RDMA_CM_EVENT_UNREACHABLE
+            | T::RDMA_CM_EVENT_CONNECT_ERROR => {
                 self.end(&ep, End::Broken, unreachable, &[]);
             }
             T::RDMA_CM_EVENT_REJECTED => {
-                let consumer = self.active && event.status == CONSUMER_REJECT && event.private_data.len() >= REJECT_HEADER.len();
+                let consumer = self.active
+                    && event.status == CONSUMER_REJECT
+                    && event.private_data.len() >= REJECT_HEADER.len();
                 if consumer {
-                    self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_PEER_REJECTED, &event.private_data[REJECT_HEADER.len()..]);
+                    self.end(
+                        &ep,
+                        End::Broken,
+                        E::DAT_CONNECTION_EVENT_PEER_REJECTED,
+                        &event.private_data[REJECT_HEADER.len()..],
+                    );
                 } else if self.active {
-                    self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &[]);
+                    self.end(
+                        &ep,
+                        End::Broken,
+                        E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                        &[],
+                    );
                 } else {
                     self.end(&ep, End::Broken, unreachable, &[]);
                 }
             }
             T::RDMA_CM_EVENT_ESTABLISHED => {
                 if debug() {
-                    if let Some((out, inb, timeout, retry)) = self.qp.get().and_then(Qp::connected_attributes) {
+                    if let Some((out, inb, timeout, retry)) =
+                        self.qp.get().and_then(Qp::connected_attributes)
+                    {
                         eprintln!("libdat: EP {:p}: connected, RDMA reads in flight: {out} out, {inb} in; timeout exponent {timeout}, retries {retry}", ep.handle());
                     }
                 }
                 let link: Arc<dyn Link> = me.clone();
                 let up = if self.active {
-                    let remote = self.id.remote().unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
+                    let remote = self
+                        .id
+                        .remote()
+                        .unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
                     ep.established(Some((link, remote)), &event.private_data)
                 } else {
                     ep.established(None, &[])
                 };
                 if !up {
                     if debug() {
-                        eprintln!("libdat: EP {:p} left its pending state: the connection ends", ep.handle());
+                        eprintln!(
+                            "libdat: EP {:p} left its pending state: the connection ends",
+                            ep.handle()
+                        );
                     }
                     let _ = self.id.disconnect();
                 }
@@ -587,8 +768,13 @@ impl CmHandler for Conn {
                 // tells them apart where it matters: the disconnect flushed it (the kernel
                 // moves the QP to its error state first) or will, so the connection broke
                 // under it. An idle peer's end is a disconnect, as OpenFabrics reports it.
-                let in_flight = self.request_flushed.load(Ordering::Acquire) || !ep.inner.lock().outstanding.is_empty();
-                let end = if self.broken.load(Ordering::Acquire) || in_flight { End::Broken } else { End::Orderly };
+                let in_flight = self.request_flushed.load(Ordering::Acquire)
+                    || !ep.inner.lock().outstanding.is_empty();
+                let end = if self.broken.load(Ordering::Acquire) || in_flight {
+                    End::Broken
+                } else {
+                    End::Orderly
+                };
                 ep.ended(end, E::DAT_CONNECTION_EVENT_BROKEN, &[]);
             }
             T::RDMA_CM_EVENT_DEVICE_REMOVAL => {
@@ -618,10 +804,18 @@ impl Link for Conn {
         }
     }
 
-    fn post(&self, ep: &Ep, inner: MutexGuard<'_, EpInner>, out: &Outgoing<'_>) -> DatResult<Posted> {
-        let Some(qp) = self.qp.get() else { return Ok(Posted::Flush) };
+    fn post(
+        &self,
+        ep: &Ep,
+        inner: MutexGuard<'_, EpInner>,
+        out: &Outgoing<'_>,
+    ) -> DatResult<Posted> {
+        let Some(qp) = self.qp.get() else {
+            return Ok(Posted::Flush);
+        };
         let mut inner = inner;
-        let full = |inner: &EpInner| send_queue_full(&inner.outstanding, inner.attr.max_request_dtos);
+        let full =
+            |inner: &EpInner| send_queue_full(&inner.outstanding, inner.attr.max_request_dtos);
         if full(&inner) {
             // Completions of requests the program does not reap (suppressed ones) may wait in
             // the request CQ: take them here, as a verbs provider frees unsignalled work
@@ -639,17 +833,26 @@ impl Link for Conn {
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
             }
         }
-        let EpInner { outstanding, attr, .. } = &mut *inner;
+        let EpInner {
+            outstanding, attr, ..
+        } = &mut *inner;
         self.post_on(qp, outstanding, attr.max_request_dtos, out)
     }
 
     fn receive_posted(&self, _ep: &Ep) {}
 
     fn bind_window(&self, inner: MutexGuard<'_, EpInner>, bind: &WindowBind) -> DatResult<u32> {
-        let Some(qp) = self.qp.get() else { return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_DISCONNECTED)) };
-        let mw = Mw::of(&bind.window).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_RMR))?;
+        let Some(qp) = self.qp.get() else {
+            return Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_DISCONNECTED,
+            ));
+        };
+        let mw =
+            Mw::of(&bind.window).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_RMR))?;
         let region = match &bind.region {
-            Some(r) => Some(Mr::of(r).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_LMR))?),
+            Some(r) => {
+                Some(Mr::of(r).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_LMR))?)
+            }
             None => None,
         };
         if region.as_ref().is_some_and(|mr| !mr.window_binds) {
@@ -666,7 +869,11 @@ impl Link for Conn {
         // that alone), by a request of the bind's that reports only a failure.
         if bind.bound && region.is_some() {
             let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-            inner.outstanding.push_back(Outstanding { seq, report: Report::FailureOnly, ..bind.request });
+            inner.outstanding.push_back(Outstanding {
+                seq,
+                report: Report::FailureOnly,
+                ..bind.request
+            });
             if qp.post_window(seq, &mw, None, mw.rkey()).is_err() {
                 inner.outstanding.pop_back();
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
@@ -674,10 +881,19 @@ impl Link for Conn {
             self.last_signalled.store(seq, Ordering::Relaxed);
         }
         // A bind takes the window's next key; an unbind invalidates the one it has.
-        let rkey = if region.is_some() { mw.next_rkey() } else { mw.rkey() };
+        let rkey = if region.is_some() {
+            mw.next_rkey()
+        } else {
+            mw.rkey()
+        };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        inner.outstanding.push_back(Outstanding { seq, ..bind.request });
-        let target = region.as_deref().map(|mr| (mr, bind.address, bind.length, access));
+        inner.outstanding.push_back(Outstanding {
+            seq,
+            ..bind.request
+        });
+        let target = region
+            .as_deref()
+            .map(|mr| (mr, bind.address, bind.length, access));
         if let Err(e) = qp.post_window(seq, &mw, target, rkey) {
             inner.outstanding.pop_back();
             if debug() {
@@ -718,7 +934,9 @@ pub struct Request {
 
 impl Request {
     pub fn new(verbs: Arc<Verbs>, id: CmId, event: CmEvent) -> Request {
-        let remote = id.remote().unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
+        let remote = id
+            .remote()
+            .unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
         Request {
             verbs,
             id,
@@ -740,8 +958,21 @@ impl ConnRequest for Request {
     }
 
     fn accept(self: Box<Self>, ep: Arc<Ep>, private_data: &[u8]) -> DatResult {
-        let Request { verbs, id, remote, responder_resources, initiator_depth, .. } = *self;
-        let failed = |ep: &Ep| ep.ended(End::Broken, dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, &[]);
+        let Request {
+            verbs,
+            id,
+            remote,
+            responder_resources,
+            initiator_depth,
+            ..
+        } = *self;
+        let failed = |ep: &Ep| {
+            ep.ended(
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR,
+                &[],
+            )
+        };
         let conn = match Conn::new(&verbs, id, &ep, false, Vec::new()) {
             Ok(c) => c,
             Err(_) => {

@@ -48,7 +48,11 @@ impl Cq {
             unsafe { ibv::ibv_destroy_comp_channel(channel) };
             return Err(e);
         }
-        Ok(Cq { raw, channel, device: device.clone() })
+        Ok(Cq {
+            raw,
+            channel,
+            device: device.clone(),
+        })
     }
 
     pub fn raw(&self) -> *mut ibv::ibv_cq {

@@ -25,8 +25,8 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::objects::ep::Ep;
 use crate::objects::extension::DatagramPeer;
-use crate::transport::sys::debug;
 use crate::transport::address_handles::{next_exchange, AddressHandles};
+use crate::transport::sys::debug;
 use crate::transport::ConnRequest;
 
 /// The Q_Key rdma-cm gives every QP of its datagram port space (RDMA_UDP_QKEY).
@@ -133,18 +133,31 @@ struct Exchange {
 /// The datagram endpoint (QP) of a UD EP.
 fn endpoint_of(ep: &Ep) -> Option<Arc<Conn>> {
     let inner = ep.inner.lock();
-    Ep::is_datagram(&inner).then(|| inner.wire.verbs.clone()).flatten()
+    Ep::is_datagram(&inner)
+        .then(|| inner.wire.verbs.clone())
+        .flatten()
 }
 
 /// How peers reach the QP of `endpoint`.
 fn hello_of(verbs: &Verbs, endpoint: &Conn) -> std::io::Result<Hello> {
     let port = verbs.device.port_address()?;
-    let qpn = endpoint.qp_number().ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-    Ok(Hello { qpn, lid: port.lid, gid: port.gid })
+    let qpn = endpoint
+        .qp_number()
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    Ok(Hello {
+        qpn,
+        lid: port.lid,
+        gid: port.gid,
+    })
 }
 
 /// Starts a UD EP's exchange with the service point at `remote` (its port, the qualifier's).
-pub fn connect(verbs: &Arc<Verbs>, ep: Arc<Ep>, remote: SocketAddrV4, private_data: Vec<u8>) -> DatResult {
+pub fn connect(
+    verbs: &Arc<Verbs>,
+    ep: Arc<Ep>,
+    remote: SocketAddrV4,
+    private_data: Vec<u8>,
+) -> DatResult {
     if private_data.len() > MAX_CONNECT_DATA {
         return Err(DatError::invalid_arg(5));
     }
@@ -169,15 +182,22 @@ pub fn connect(verbs: &Arc<Verbs>, ep: Arc<Ep>, remote: SocketAddrV4, private_da
     let id = CmId::datagram(Arc::downgrade(&handler)).map_err(failed)?;
     let id = exchange.id.get_or_init(|| id);
     EXCHANGES.lock().insert(context, exchange.clone());
-    id.resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS).map_err(|e| {
-        EXCHANGES.lock().remove(&context);
-        failed(e)
-    })
+    id.resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS)
+        .map_err(|e| {
+            EXCHANGES.lock().remove(&context);
+            failed(e)
+        })
 }
 
 impl Exchange {
     /// The exchange ended: its id goes (after the handler returns, with the last reference).
-    fn finish(&self, ep: &Ep, number: dat_ib_event_number, private_data: &[u8], peer: Option<&DatagramPeer>) {
+    fn finish(
+        &self,
+        ep: &Ep,
+        number: dat_ib_event_number,
+        private_data: &[u8],
+        peer: Option<&DatagramPeer>,
+    ) {
         EXCHANGES.lock().remove(&self.context);
         ep.datagram_event(number, private_data, peer);
     }
@@ -200,8 +220,19 @@ impl Exchange {
         let data = read_answer(private_data);
         match made {
             Some(ah) => {
-                let peer = DatagramPeer { ah, qpn: reply.qp_num, remote: self.remote, passive: false, context: self.context };
-                self.finish(ep, E::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, data, Some(&peer));
+                let peer = DatagramPeer {
+                    ah,
+                    qpn: reply.qp_num,
+                    remote: self.remote,
+                    passive: false,
+                    context: self.context,
+                };
+                self.finish(
+                    ep,
+                    E::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED,
+                    data,
+                    Some(&peer),
+                );
             }
             None => self.finish(ep, E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None),
         }
@@ -220,7 +251,12 @@ impl CmHandler for Exchange {
         };
         let Some(id) = self.id.get() else { return };
         if debug() {
-            eprintln!("libdat: UD EP {:p}: {} (status {})", ep.handle(), super::cm::event_name(event.kind), event.status);
+            eprintln!(
+                "libdat: UD EP {:p}: {} (status {})",
+                ep.handle(),
+                super::cm::event_name(event.kind),
+                event.status
+            );
         }
         match event.kind {
             T::RDMA_CM_EVENT_ADDR_RESOLVED => {
@@ -229,7 +265,10 @@ impl CmHandler for Exchange {
                 }
             }
             T::RDMA_CM_EVENT_ROUTE_RESOLVED => {
-                let param = ConnParam { private_data: self.request.clone(), ..ConnParam::default() };
+                let param = ConnParam {
+                    private_data: self.request.clone(),
+                    ..ConnParam::default()
+                };
                 if id.connect(&param).is_err() {
                     self.finish(&ep, E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None);
                 }
@@ -239,14 +278,21 @@ impl CmHandler for Exchange {
                 None => self.finish(&ep, E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None),
             },
             T::RDMA_CM_EVENT_UNREACHABLE if REFUSED.contains(&event.status) => {
-                self.finish(&ep, E::DAT_IB_UD_CONNECTION_REJECT_EVENT, read_answer(&event.private_data), None);
+                self.finish(
+                    &ep,
+                    E::DAT_IB_UD_CONNECTION_REJECT_EVENT,
+                    read_answer(&event.private_data),
+                    None,
+                );
             }
             T::RDMA_CM_EVENT_ADDR_ERROR
             | T::RDMA_CM_EVENT_ROUTE_ERROR
             | T::RDMA_CM_EVENT_UNREACHABLE
             | T::RDMA_CM_EVENT_CONNECT_ERROR
             | T::RDMA_CM_EVENT_REJECTED
-            | T::RDMA_CM_EVENT_DEVICE_REMOVAL => self.finish(&ep, E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None),
+            | T::RDMA_CM_EVENT_DEVICE_REMOVAL => {
+                self.finish(&ep, E::DAT_IB_UD_CONNECTION_ERROR_EVENT, &[], None)
+            }
             _ => {}
         }
     }
@@ -264,14 +310,23 @@ impl DatagramRequest {
     /// None: a request without our header (not a DAT UD EP's), which its id's drop refuses.
     pub fn new(id: CmId, event: &CmEvent) -> Option<DatagramRequest> {
         let (hello, private_data) = read_hello(&event.private_data)?;
-        let remote = id.remote().unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
-        Some(DatagramRequest { private_data: private_data.to_vec(), id, remote, hello })
+        let remote = id
+            .remote()
+            .unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
+        Some(DatagramRequest {
+            private_data: private_data.to_vec(),
+            id,
+            remote,
+            hello,
+        })
     }
 
     /// The address handle from the accepting EP's port to the requester's.
     fn reach_requester(&self, endpoint: &Conn) -> std::io::Result<usize> {
         let port = endpoint.transport().device.port_address()?;
-        let pd = endpoint.protection_domain().ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let pd = endpoint
+            .protection_domain()
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
         let ah = Ah::create(&pd, &port.towards(self.hello.gid, self.hello.lid))?;
         Ok(keep(ah, endpoint))
     }
@@ -296,14 +351,32 @@ impl ConnRequest for DatagramRequest {
 
     fn accept(self: Box<Self>, ep: Arc<Ep>, private_data: &[u8]) -> DatResult {
         use dat_ib_event_number as E;
-        let endpoint = endpoint_of(&ep).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))?;
+        let endpoint =
+            endpoint_of(&ep).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))?;
         let context = next_exchange();
-        let param = ConnParam { private_data: answer(private_data), qp_num: endpoint.qp_number().unwrap_or(0), ..ConnParam::default() };
-        let made = self.id.accept(&param).and_then(|()| self.reach_requester(&endpoint));
+        let param = ConnParam {
+            private_data: answer(private_data),
+            qp_num: endpoint.qp_number().unwrap_or(0),
+            ..ConnParam::default()
+        };
+        let made = self
+            .id
+            .accept(&param)
+            .and_then(|()| self.reach_requester(&endpoint));
         match made {
             Ok(ah) => {
-                let peer = DatagramPeer { ah, qpn: self.hello.qpn, remote: self.remote, passive: true, context };
-                ep.datagram_event(E::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, &self.private_data, Some(&peer));
+                let peer = DatagramPeer {
+                    ah,
+                    qpn: self.hello.qpn,
+                    remote: self.remote,
+                    passive: true,
+                    context,
+                };
+                ep.datagram_event(
+                    E::DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED,
+                    &self.private_data,
+                    Some(&peer),
+                );
             }
             Err(e) => {
                 if debug() {
@@ -326,7 +399,11 @@ mod tests {
 
     #[test]
     fn a_request_header_carries_the_qp_and_the_consumers_data() {
-        let hello = Hello { qpn: 0x12_3456, lid: 7, gid: [9; 16] };
+        let hello = Hello {
+            qpn: 0x12_3456,
+            lid: 7,
+            gid: [9; 16],
+        };
         let mut wire = hello_with(&hello, b"four");
         // rdma-cm hands the whole field, padded.
         wire.resize(REQUEST_SPACE, 0);

@@ -56,7 +56,13 @@ impl Device {
         // SAFETY: `ctx` is the bound id's open device context; every device holding the
         // watcher lets go of it before its own bound id, which keeps the context open.
         let events = unsafe { DeviceEvents::watch(ctx)? };
-        Ok(Arc::new(Device { events, bound, ip, attr, port_address: std::sync::OnceLock::new() }))
+        Ok(Arc::new(Device {
+            events,
+            bound,
+            ip,
+            attr,
+            port_address: std::sync::OnceLock::new(),
+        }))
     }
 
     pub fn context(&self) -> *mut ibv::ibv_context {
@@ -68,7 +74,13 @@ impl Device {
     pub fn provider_specific(&self) -> Vec<(&'static str, String)> {
         let mut attrs = vec![("DAT_IB_DEVICE_NAME", self.name())];
         let guid = u64::from_be(self.attr.node_guid).to_be_bytes();
-        let groups = |bytes: &[u8]| bytes.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":");
+        let groups = |bytes: &[u8]| {
+            bytes
+                .chunks(2)
+                .map(|c| format!("{:02x}{:02x}", c[0], c[1]))
+                .collect::<Vec<_>>()
+                .join(":")
+        };
         attrs.push(("DAT_IB_NODE_GUID", groups(&guid)));
         // SAFETY: the bound id is live; rdma-cm set its port as it bound.
         let number = unsafe { (*self.bound.raw()).port_num };
@@ -83,8 +95,15 @@ impl Device {
         // SAFETY: as above.
         if unsafe { ibv::ibv_query_port(self.context(), number, &mut port) } == 0 {
             // IBV_MTU_256 is 1, each next one doubles.
-            attrs.push(("DAT_IB_TRANSPORT_MTU", (128u32 << (port.active_mtu as u32).clamp(1, 5)).to_string()));
-            let state = if port.state == ibv::ibv_port_state::IBV_PORT_ACTIVE { "ACTIVE" } else { "DOWN" };
+            attrs.push((
+                "DAT_IB_TRANSPORT_MTU",
+                (128u32 << (port.active_mtu as u32).clamp(1, 5)).to_string(),
+            ));
+            let state = if port.state == ibv::ibv_port_state::IBV_PORT_ACTIVE {
+                "ACTIVE"
+            } else {
+                "DOWN"
+            };
             attrs.push(("DAT_IB_PORT_STATUS", state.to_string()));
         }
         attrs.push(("DAT_IB_PORT_NUMBER", number.to_string()));
@@ -117,19 +136,35 @@ impl Device {
             // SAFETY: plain data, all-zero valid; filled by the query.
             let mut entry: ibv::ibv_gid_entry = unsafe { std::mem::zeroed() };
             // SAFETY: as above; the size is the structure's.
-            if unsafe { ibv::_ibv_query_gid_ex(self.context(), u32::from(port), index, &mut entry, 0, std::mem::size_of::<ibv::ibv_gid_entry>()) } != 0 {
+            if unsafe {
+                ibv::_ibv_query_gid_ex(
+                    self.context(),
+                    u32::from(port),
+                    index,
+                    &mut entry,
+                    0,
+                    std::mem::size_of::<ibv::ibv_gid_entry>(),
+                )
+            } != 0
+            {
                 continue; // an empty slot
             }
             // SAFETY: every bit pattern of the union is a valid byte array.
             let gid = unsafe { entry.gid.raw };
             let first = found.is_none() && index == 0;
-            let carries_ip = gid == mapped && found.is_none_or(|(_, g, t)| g != mapped || t != ibv::IBV_GID_TYPE_ROCE_V2);
+            let carries_ip = gid == mapped
+                && found.is_none_or(|(_, g, t)| g != mapped || t != ibv::IBV_GID_TYPE_ROCE_V2);
             if first || carries_ip {
                 found = Some((index, gid, entry.gid_type));
             }
         }
         let (index, gid, _) = found.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
-        Ok(PortAddress { port, gid_index: index as u8, gid, lid: attr.lid })
+        Ok(PortAddress {
+            port,
+            gid_index: index as u8,
+            gid,
+            lid: attr.lid,
+        })
     }
 
     /// The number of the IA's port.
@@ -140,7 +175,9 @@ impl Device {
     /// The device's name (`rxe0`, `mlx5_0`).
     pub fn name(&self) -> String {
         // SAFETY: the context is open; its device and name live as long.
-        unsafe { std::ffi::CStr::from_ptr(ibv::ibv_get_device_name((*self.context()).device)) }.to_string_lossy().into_owned()
+        unsafe { std::ffi::CStr::from_ptr(ibv::ibv_get_device_name((*self.context()).device)) }
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -187,7 +224,10 @@ impl Ah {
         if raw.is_null() {
             return Err(last_error());
         }
-        Ok(Ah { raw, _pd: pd.clone() })
+        Ok(Ah {
+            raw,
+            _pd: pd.clone(),
+        })
     }
 
     pub fn raw(&self) -> *mut ibv::ibv_ah {
@@ -220,7 +260,10 @@ impl Pd {
         if raw.is_null() {
             return Err(last_error());
         }
-        Ok(Arc::new(Pd { raw, device: device.clone() }))
+        Ok(Arc::new(Pd {
+            raw,
+            device: device.clone(),
+        }))
     }
 
     /// The protection domain a PZ of this transport holds.
@@ -286,11 +329,22 @@ impl Mr {
     pub fn register(pd: &Arc<Pd>, address: u64, length: u64, access: u32) -> io::Result<Mr> {
         // SAFETY: the PD is live; the caller vouches for the memory (a DAT consumer registers
         // memory it owns, and keeps it while registered).
-        let raw = unsafe { ibv::ibv_reg_mr(pd.raw, address as *mut libc::c_void, length as usize, access as i32) };
+        let raw = unsafe {
+            ibv::ibv_reg_mr(
+                pd.raw,
+                address as *mut libc::c_void,
+                length as usize,
+                access as i32,
+            )
+        };
         if raw.is_null() {
             return Err(last_error());
         }
-        Ok(Mr { raw, pd: pd.clone(), window_binds: access & access::MW_BIND != 0 })
+        Ok(Mr {
+            raw,
+            pd: pd.clone(),
+            window_binds: access & access::MW_BIND != 0,
+        })
     }
 
     pub fn lkey(&self) -> u32 {
@@ -337,7 +391,11 @@ impl Mw {
         }
         // SAFETY: allocated just now.
         let rkey = unsafe { (*raw).rkey };
-        Ok(Mw { raw, rkey: std::sync::atomic::AtomicU32::new(rkey), _pd: pd.clone() })
+        Ok(Mw {
+            raw,
+            rkey: std::sync::atomic::AtomicU32::new(rkey),
+            _pd: pd.clone(),
+        })
     }
 
     pub fn of(window: &crate::transport::Resource) -> Option<Arc<Mw>> {

@@ -48,7 +48,11 @@ pub fn list() -> Result<Vec<Device>, Absent> {
     let list = unsafe { ibv::ibv_get_device_list(&mut count) };
     if list.is_null() {
         let errno = std::io::Error::last_os_error().raw_os_error();
-        return Err(if errno == Some(libc::EOPNOTSUPP) { Absent::NoRdmaCore } else { Absent::NoDevice });
+        return Err(if errno == Some(libc::EOPNOTSUPP) {
+            Absent::NoRdmaCore
+        } else {
+            Absent::NoDevice
+        });
     }
     let mut devices = Vec::new();
     for i in 0..count.max(0) as usize {
@@ -58,8 +62,13 @@ pub fn list() -> Result<Vec<Device>, Absent> {
             break;
         }
         // SAFETY: a listed device's name is a C string it owns.
-        let name = unsafe { CStr::from_ptr(ibv::ibv_get_device_name(dev)) }.to_string_lossy().into_owned();
-        devices.push(Device { name, ports: ports(dev) });
+        let name = unsafe { CStr::from_ptr(ibv::ibv_get_device_name(dev)) }
+            .to_string_lossy()
+            .into_owned();
+        devices.push(Device {
+            name,
+            ports: ports(dev),
+        });
     }
     // SAFETY: freed once, after the last use of its devices.
     unsafe { ibv::ibv_free_device_list(list) };
@@ -92,7 +101,11 @@ fn ports(dev: *mut ibv::ibv_device) -> Vec<Port> {
             if ok {
                 // SAFETY: every bit pattern of the union is a valid byte array.
                 let raw = if gid_ok { unsafe { gid.raw } } else { [0; 16] };
-                ports.push(Port { number, state: port.state as u32, gid: raw });
+                ports.push(Port {
+                    number,
+                    state: port.state as u32,
+                    gid: raw,
+                });
             }
         }
     }
@@ -115,20 +128,30 @@ const SYSFS: &str = "/sys/class/infiniband";
 /// The RDMA ports of this machine, by device name and port number.
 pub fn rdma_ports() -> Vec<RdmaPort> {
     let mut out = Vec::new();
-    let Ok(devices) = std::fs::read_dir(SYSFS) else { return out };
-    let mut devices: Vec<String> = devices.flatten().map(|d| d.file_name().to_string_lossy().into_owned()).collect();
+    let Ok(devices) = std::fs::read_dir(SYSFS) else {
+        return out;
+    };
+    let mut devices: Vec<String> = devices
+        .flatten()
+        .map(|d| d.file_name().to_string_lossy().into_owned())
+        .collect();
     devices.sort();
     for device in devices {
-        let mut ports: Vec<u8> = std::fs::read_dir(std::path::Path::new(SYSFS).join(&device).join("ports"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|p| p.file_name().to_string_lossy().parse().ok())
-            .collect();
+        let mut ports: Vec<u8> =
+            std::fs::read_dir(std::path::Path::new(SYSFS).join(&device).join("ports"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|p| p.file_name().to_string_lossy().parse().ok())
+                .collect();
         ports.sort();
         for port in ports {
             let netdev = port_netdevs(&device, port).into_iter().next();
-            out.push(RdmaPort { device: device.clone(), port, netdev });
+            out.push(RdmaPort {
+                device: device.clone(),
+                port,
+                netdev,
+            });
         }
     }
     out
@@ -159,7 +182,13 @@ fn port_netdevs(device: &str, port: u8) -> Vec<String> {
         }
         index += 1;
     }
-    names.extend(std::fs::read_dir(base.join("device/net")).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().into_owned()));
+    names.extend(
+        std::fs::read_dir(base.join("device/net"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned()),
+    );
     names
 }
 
@@ -172,5 +201,7 @@ pub fn ipv4_of_port(ia_params: &str) -> Option<std::net::Ipv4Addr> {
     if device.contains('/') || device.starts_with('.') {
         return None;
     }
-    port_netdevs(device, port).iter().find_map(|n| crate::objects::ia::resolve_ipv4(n))
+    port_netdevs(device, port)
+        .iter()
+        .find_map(|n| crate::objects::ia::resolve_ipv4(n))
 }

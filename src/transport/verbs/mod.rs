@@ -40,11 +40,20 @@ pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transpor
     };
     if let Err(absent) = devices::list() {
         say(&absent);
-        return Err(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED));
+        return Err(DatError::new(
+            Type::DAT_PROVIDER_NOT_FOUND,
+            Sub::DAT_NAME_NOT_REGISTERED,
+        ));
     }
-    let unreachable = DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE);
+    let unreachable = DatError::new(
+        Type::DAT_INVALID_ADDRESS,
+        Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
+    );
     let Some(ip) = ip.or_else(|| devices::ipv4_of_port(&entry.ia_params)) else {
-        say(&format_args!("no IPv4 address for \"{}\" (a network interface, an address, or a device and port)", entry.ia_params));
+        say(&format_args!(
+            "no IPv4 address for \"{}\" (a network interface, an address, or a device and port)",
+            entry.ia_params
+        ));
         return Err(unreachable);
     };
     match transport::Verbs::open(ip) {

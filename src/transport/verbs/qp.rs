@@ -25,17 +25,42 @@ pub type Sge = ibv::ibv_sge;
 pub enum SendOp {
     Send,
     /// A send that invalidates the peer's memory window of key `rkey` as it lands.
-    SendWithInvalidate { rkey: u32 },
-    Write { remote_address: u64, rkey: u32 },
-    Read { remote_address: u64, rkey: u32 },
+    SendWithInvalidate {
+        rkey: u32,
+    },
+    Write {
+        remote_address: u64,
+        rkey: u32,
+    },
+    Read {
+        remote_address: u64,
+        rkey: u32,
+    },
     /// An RDMA write whose immediate data (as the consumer gave it: OpenFabrics passes it
     /// through unswapped) the peer's receive reports.
-    WriteImmediate { remote_address: u64, rkey: u32, data: u32 },
+    WriteImmediate {
+        remote_address: u64,
+        rkey: u32,
+        data: u32,
+    },
     /// The atomics: the original word lands in the local segment.
-    FetchAdd { remote_address: u64, rkey: u32, add: u64 },
-    CompareSwap { remote_address: u64, rkey: u32, compare: u64, swap: u64 },
+    FetchAdd {
+        remote_address: u64,
+        rkey: u32,
+        add: u64,
+    },
+    CompareSwap {
+        remote_address: u64,
+        rkey: u32,
+        compare: u64,
+        swap: u64,
+    },
     /// A datagram (a UD QP's send) to QP `qpn` at the port `ah` reaches.
-    Datagram { ah: *mut ibv::ibv_ah, qpn: u32, qkey: u32 },
+    Datagram {
+        ah: *mut ibv::ibv_ah,
+        qpn: u32,
+        qkey: u32,
+    },
 }
 
 /// Flags of a send-queue request.
@@ -84,10 +109,21 @@ impl Qp {
     /// Makes the id's QP in `pd` with the two CQs, on `srq` if given (a [`VerbsSrq`]); the
     /// device may lower the inline size. rdma-cm readies a datagram QP to send and receive
     /// at once (its id must be bound).
-    pub fn create(id: &CmId, pd: &Arc<Pd>, send_cq: &Arc<Cq>, recv_cq: &Arc<Cq>, srq: Option<&Arc<dyn SharedQueue>>, caps: QpCaps) -> io::Result<Qp> {
+    pub fn create(
+        id: &CmId,
+        pd: &Arc<Pd>,
+        send_cq: &Arc<Cq>,
+        recv_cq: &Arc<Cq>,
+        srq: Option<&Arc<dyn SharedQueue>>,
+        caps: QpCaps,
+    ) -> io::Result<Qp> {
         // SAFETY: plain data; all-zero valid.
         let mut attr: ibv::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-        attr.qp_type = if caps.datagram { ibv::ibv_qp_type::IBV_QPT_UD } else { ibv::ibv_qp_type::IBV_QPT_RC };
+        attr.qp_type = if caps.datagram {
+            ibv::ibv_qp_type::IBV_QPT_UD
+        } else {
+            ibv::ibv_qp_type::IBV_QPT_RC
+        };
         attr.send_cq = send_cq.raw();
         attr.recv_cq = recv_cq.raw();
         attr.cap.max_send_wr = caps.send_wr.max(1);
@@ -146,8 +182,14 @@ impl Qp {
             | ibv::ibv_qp_attr_mask::IBV_QP_TIMEOUT.0
             | ibv::ibv_qp_attr_mask::IBV_QP_RETRY_CNT.0;
         // SAFETY: the QP is live; the out-structures are ours.
-        (unsafe { ibv::ibv_query_qp(self.raw, &mut attr, mask as i32, &mut init) } == 0)
-            .then_some((attr.max_rd_atomic, attr.max_dest_rd_atomic, attr.timeout, attr.retry_cnt))
+        (unsafe { ibv::ibv_query_qp(self.raw, &mut attr, mask as i32, &mut init) } == 0).then_some(
+            (
+                attr.max_rd_atomic,
+                attr.max_dest_rd_atomic,
+                attr.timeout,
+                attr.retry_cnt,
+            ),
+        )
     }
 
     pub fn number(&self) -> u32 {
@@ -156,7 +198,13 @@ impl Qp {
     }
 
     /// Posts one send-queue request; `wr_id` comes back in its completion.
-    pub fn post_send(&self, wr_id: u64, op: SendOp, local: &[Sge], flags: SendFlags) -> io::Result<()> {
+    pub fn post_send(
+        &self,
+        wr_id: u64,
+        op: SendOp,
+        local: &[Sge],
+        flags: SendFlags,
+    ) -> io::Result<()> {
         let total = local.iter().map(|s| u64::from(s.length)).sum();
         self.post_send_sized(wr_id, op, local, total, flags)
     }
@@ -166,7 +214,14 @@ impl Qp {
     // Inlined into each poster: the request's operation goes straight into the work request,
     // with no call and no `SendOp` passed between.
     #[inline(always)]
-    pub fn post_send_sized(&self, wr_id: u64, op: SendOp, local: &[Sge], total: u64, flags: SendFlags) -> io::Result<()> {
+    pub fn post_send_sized(
+        &self,
+        wr_id: u64,
+        op: SendOp,
+        local: &[Sge],
+        total: u64,
+        flags: SendFlags,
+    ) -> io::Result<()> {
         // Written member by member, each union whole (its largest member zeroed): zeroing the
         // whole request first cost a call to memset on every post.
         let mut wr = ibv::ibv_send_wr {
@@ -177,13 +232,27 @@ impl Qp {
             opcode: ibv::ibv_wr_opcode::IBV_WR_SEND,
             send_flags: 0,
             imm_data_invalidated_rkey_union: ibv::imm_data_invalidated_rkey_union_t { imm_data: 0 },
-            wr: ibv::wr_t { atomic: ibv::atomic_t { remote_addr: 0, compare_add: 0, swap: 0, rkey: 0 } },
-            qp_type: ibv::qp_type_t { xrc: ibv::xrc_t { remote_srqn: 0 } },
+            wr: ibv::wr_t {
+                atomic: ibv::atomic_t {
+                    remote_addr: 0,
+                    compare_add: 0,
+                    swap: 0,
+                    rkey: 0,
+                },
+            },
+            qp_type: ibv::qp_type_t {
+                xrc: ibv::xrc_t { remote_srqn: 0 },
+            },
             bind_mw_tso_union: ibv::bind_mw_tso_union_t {
                 bind_mw: ibv::bind_mw_t {
                     mw: std::ptr::null_mut(),
                     rkey: 0,
-                    bind_info: ibv::ibv_mw_bind_info { mr: std::ptr::null_mut(), addr: 0, length: 0, mw_access_flags: 0 },
+                    bind_info: ibv::ibv_mw_bind_info {
+                        mr: std::ptr::null_mut(),
+                        addr: 0,
+                        length: 0,
+                        mw_access_flags: 0,
+                    },
                 },
             },
         };
@@ -203,35 +272,80 @@ impl Qp {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_SEND_WITH_INV;
                 wr.imm_data_invalidated_rkey_union.invalidated_rkey = rkey;
             }
-            SendOp::Write { remote_address, rkey } => {
+            SendOp::Write {
+                remote_address,
+                rkey,
+            } => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
-                wr.wr.rdma = ibv::rdma_t { remote_addr: remote_address, rkey };
+                wr.wr.rdma = ibv::rdma_t {
+                    remote_addr: remote_address,
+                    rkey,
+                };
             }
-            SendOp::Read { remote_address, rkey } => {
+            SendOp::Read {
+                remote_address,
+                rkey,
+            } => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_RDMA_READ;
-                wr.wr.rdma = ibv::rdma_t { remote_addr: remote_address, rkey };
+                wr.wr.rdma = ibv::rdma_t {
+                    remote_addr: remote_address,
+                    rkey,
+                };
             }
-            SendOp::WriteImmediate { remote_address, rkey, data } => {
+            SendOp::WriteImmediate {
+                remote_address,
+                rkey,
+                data,
+            } => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM;
-                wr.wr.rdma = ibv::rdma_t { remote_addr: remote_address, rkey };
+                wr.wr.rdma = ibv::rdma_t {
+                    remote_addr: remote_address,
+                    rkey,
+                };
                 wr.imm_data_invalidated_rkey_union.imm_data = data;
             }
-            SendOp::FetchAdd { remote_address, rkey, add } => {
+            SendOp::FetchAdd {
+                remote_address,
+                rkey,
+                add,
+            } => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD;
-                wr.wr.atomic = ibv::atomic_t { remote_addr: remote_address, compare_add: add, swap: 0, rkey };
+                wr.wr.atomic = ibv::atomic_t {
+                    remote_addr: remote_address,
+                    compare_add: add,
+                    swap: 0,
+                    rkey,
+                };
             }
-            SendOp::CompareSwap { remote_address, rkey, compare, swap } => {
+            SendOp::CompareSwap {
+                remote_address,
+                rkey,
+                compare,
+                swap,
+            } => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP;
-                wr.wr.atomic = ibv::atomic_t { remote_addr: remote_address, compare_add: compare, swap, rkey };
+                wr.wr.atomic = ibv::atomic_t {
+                    remote_addr: remote_address,
+                    compare_add: compare,
+                    swap,
+                    rkey,
+                };
             }
             SendOp::Datagram { ah, qpn, qkey } => {
                 wr.opcode = ibv::ibv_wr_opcode::IBV_WR_SEND;
-                wr.wr.ud = ibv::ud_t { ah, remote_qpn: qpn, remote_qkey: qkey };
+                wr.wr.ud = ibv::ud_t {
+                    ah,
+                    remote_qpn: qpn,
+                    remote_qkey: qkey,
+                };
             }
         }
         // Small sends and writes go inline: the device copies them at the post, and the
         // region need not be read later (what lands locally cannot).
-        let lands_locally = matches!(op, SendOp::Read { .. } | SendOp::FetchAdd { .. } | SendOp::CompareSwap { .. });
+        let lands_locally = matches!(
+            op,
+            SendOp::Read { .. } | SendOp::FetchAdd { .. } | SendOp::CompareSwap { .. }
+        );
         if !lands_locally && total <= u64::from(self.max_inline) && total > 0 {
             send_flags |= ibv::ibv_send_flags::IBV_SEND_INLINE.0;
         }
@@ -254,7 +368,13 @@ impl Qp {
     /// `access` (IBV_ACCESS_REMOTE_* flags) under key `rkey`, or invalidates the window's key
     /// `rkey` (no region); `wr_id` comes back in its completion (always signalled, as every
     /// request: each completion names the oldest request).
-    pub fn post_window(&self, wr_id: u64, mw: &Mw, region: Option<(&Mr, u64, u64, u32)>, rkey: u32) -> io::Result<()> {
+    pub fn post_window(
+        &self,
+        wr_id: u64,
+        mw: &Mw,
+        region: Option<(&Mr, u64, u64, u32)>,
+        rkey: u32,
+    ) -> io::Result<()> {
         // SAFETY: plain data; all-zero valid.
         let mut wr: ibv::ibv_send_wr = unsafe { std::mem::zeroed() };
         wr.wr_id = wr_id;
@@ -265,7 +385,12 @@ impl Qp {
                 wr.bind_mw_tso_union.bind_mw = ibv::bind_mw_t {
                     mw: mw.raw(),
                     rkey,
-                    bind_info: ibv::ibv_mw_bind_info { mr: mr.raw(), addr: address, length, mw_access_flags: access },
+                    bind_info: ibv::ibv_mw_bind_info {
+                        mr: mr.raw(),
+                        addr: address,
+                        length,
+                        mw_access_flags: access,
+                    },
                 };
             }
             None => {
@@ -280,7 +405,12 @@ impl Qp {
     /// Posts one receive; `wr_id` comes back in its completion.
     #[inline]
     pub fn post_recv(&self, wr_id: u64, local: &[Sge]) -> io::Result<()> {
-        let mut wr = ibv::ibv_recv_wr { wr_id, next: std::ptr::null_mut(), sg_list: sg_list(local), num_sge: local.len() as i32 };
+        let mut wr = ibv::ibv_recv_wr {
+            wr_id,
+            next: std::ptr::null_mut(),
+            sg_list: sg_list(local),
+            num_sge: local.len() as i32,
+        };
         let mut bad: *mut ibv::ibv_recv_wr = std::ptr::null_mut();
         // SAFETY: as `post_send`.
         match unsafe { ibv::ibv_post_recv(self.raw, &mut wr, &mut bad) } {

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use rdma_mummy_sys as ibv;
 use slab::Slab;
 
-use super::device::Pd;
 use super::conn::SgList;
+use super::device::Pd;
 use super::qp::{sg_list, MAX_SGE};
 use crate::abi::DAT_LMR_TRIPLET;
 use crate::error::{DatError, DatResult, Sub};
@@ -52,7 +52,12 @@ impl VerbsSrq {
             return Err(io::Error::last_os_error());
         }
         let capacity = AtomicU32::new(attr.attr.max_wr);
-        Ok(Arc::new(VerbsSrq { raw, _pd: pd.clone(), cookies: Mutex::new(Slab::new()), capacity }))
+        Ok(Arc::new(VerbsSrq {
+            raw,
+            _pd: pd.clone(),
+            cookies: Mutex::new(Slab::new()),
+            capacity,
+        }))
     }
 
     pub fn raw(&self) -> *mut ibv::ibv_srq {
@@ -108,7 +113,13 @@ impl SharedQueue for VerbsSrq {
         let mut attr: ibv::ibv_srq_attr = unsafe { std::mem::zeroed() };
         attr.max_wr = max_recv;
         // SAFETY: the SRQ is live; the attributes are ours.
-        match unsafe { ibv::ibv_modify_srq(self.raw, &mut attr, ibv::ibv_srq_attr_mask::IBV_SRQ_MAX_WR.0 as i32) } {
+        match unsafe {
+            ibv::ibv_modify_srq(
+                self.raw,
+                &mut attr,
+                ibv::ibv_srq_attr_mask::IBV_SRQ_MAX_WR.0 as i32,
+            )
+        } {
             0 => {
                 self.capacity.fetch_max(max_recv, Ordering::AcqRel);
                 Ok(())

@@ -76,7 +76,11 @@ pub fn conn_of_qp(context: usize, qp_num: u32) -> Option<Arc<Conn>> {
 impl Verbs {
     pub fn open(ip: Ipv4Addr) -> io::Result<Arc<Verbs>> {
         let device = Device::open(ip)?;
-        Ok(Arc::new_cyclic(|me| Verbs { device, me: me.clone(), spare: OnceLock::new() }))
+        Ok(Arc::new_cyclic(|me| Verbs {
+            device,
+            me: me.clone(),
+            spare: OnceLock::new(),
+        }))
     }
 
     fn arc(&self) -> Arc<Verbs> {
@@ -99,7 +103,10 @@ impl Verbs {
     pub fn remove_qp(&self, qp_num: u32, conn: *const Conn) {
         let key = self.key(qp_num);
         let mut qps = QPS.write();
-        if qps.get(&key).is_some_and(|w| std::ptr::eq(w.as_ptr(), conn)) {
+        if qps
+            .get(&key)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), conn))
+        {
             qps.remove(&key);
         }
     }
@@ -117,16 +124,36 @@ impl Transport for Verbs {
     // A service point listens in both of rdma-cm's port spaces on its port: RC EPs' requests
     // come in one, UD EPs' in the other (a port another program holds there leaves the
     // service point without UD requests, which `LIBDAT_DEBUG` reports).
-    fn listen(&self, ip: Ipv4Addr, port: u16, _conn_qual: u64, on_request: OnRequest) -> io::Result<Box<dyn Listening>> {
+    fn listen(
+        &self,
+        ip: Ipv4Addr,
+        port: u16,
+        _conn_qual: u64,
+        on_request: OnRequest,
+    ) -> io::Result<Box<dyn Listening>> {
         let on_request = Arc::new(on_request);
-        let reliable = Arc::new(Listen { verbs: self.me.clone(), on_request: on_request.clone(), datagram: false });
+        let reliable = Arc::new(Listen {
+            verbs: self.me.clone(),
+            on_request: on_request.clone(),
+            datagram: false,
+        });
         let as_handler: Arc<dyn CmHandler> = reliable.clone();
         let id = CmId::new(Arc::downgrade(&as_handler))?;
         let port = id.listen(ip, port, 128)?;
-        let mut listener = Listener { ids: vec![id], port, _handlers: vec![reliable] };
-        let datagram = Arc::new(Listen { verbs: self.me.clone(), on_request, datagram: true });
+        let mut listener = Listener {
+            ids: vec![id],
+            port,
+            _handlers: vec![reliable],
+        };
+        let datagram = Arc::new(Listen {
+            verbs: self.me.clone(),
+            on_request,
+            datagram: true,
+        });
         let as_handler: Arc<dyn CmHandler> = datagram.clone();
-        match CmId::datagram(Arc::downgrade(&as_handler)).and_then(|id| id.listen(ip, port, 128).map(|_| id)) {
+        match CmId::datagram(Arc::downgrade(&as_handler))
+            .and_then(|id| id.listen(ip, port, 128).map(|_| id))
+        {
             Ok(id) => {
                 listener.ids.push(id);
                 listener._handlers.push(datagram);
@@ -137,7 +164,14 @@ impl Transport for Verbs {
         Ok(Box::new(listener))
     }
 
-    fn connect(&self, ep: Arc<Ep>, remote: SocketAddrV4, _conn_qual: u64, private_data: Vec<u8>, timeout: Option<Duration>) -> DatResult {
+    fn connect(
+        &self,
+        ep: Arc<Ep>,
+        remote: SocketAddrV4,
+        _conn_qual: u64,
+        private_data: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> DatResult {
         Conn::connect(&self.arc(), ep, remote, private_data, timeout).map_err(|e| {
             if debug() {
                 eprintln!("libdat: verbs connect to {remote}: {e}");
@@ -146,9 +180,15 @@ impl Transport for Verbs {
             // rdma_resolve_addr's errno).
             match e.raw_os_error() {
                 Some(libc::ENETUNREACH | libc::EHOSTUNREACH | libc::EADDRNOTAVAIL) => {
-                    DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_UNREACHABLE)
+                    DatError::new(
+                        Type::DAT_INVALID_ADDRESS,
+                        Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
+                    )
                 }
-                Some(libc::EAFNOSUPPORT) => DatError::new(Type::DAT_INVALID_ADDRESS, Sub::DAT_INVALID_ADDRESS_MALFORMED),
+                Some(libc::EAFNOSUPPORT) => DatError::new(
+                    Type::DAT_INVALID_ADDRESS,
+                    Sub::DAT_INVALID_ADDRESS_MALFORMED,
+                ),
                 _ => DatError::resources(Sub::DAT_RESOURCE_TEP),
             }
         })
@@ -163,17 +203,31 @@ impl Transport for Verbs {
     }
 
     fn protection_domain(&self) -> DatResult<Option<Resource>> {
-        let pd = Pd::new(&self.device).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_PROTECTION_DOMAIN))?;
+        let pd = Pd::new(&self.device)
+            .map_err(|_| DatError::resources(Sub::DAT_RESOURCE_PROTECTION_DOMAIN))?;
         Ok(Some(pd))
     }
 
-    fn register_memory(&self, domain: Option<&Resource>, address: u64, length: u64, privileges: u32, writable: bool) -> DatResult<Option<Registration>> {
-        let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
+    fn register_memory(
+        &self,
+        domain: Option<&Resource>,
+        address: u64,
+        length: u64,
+        privileges: u32,
+        writable: bool,
+    ) -> DatResult<Option<Registration>> {
+        let pd = domain
+            .and_then(Pd::of)
+            .ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
         // Local write wherever the memory allows it: a region a DTO receives into, or an RDMA
         // read lands in, needs it, and verbs requires it beside remote write. Read-only memory
         // (registered with privileges that write nothing) is pinned for reading, which any
         // write access (memory window binds too) would refuse.
-        let flags = if writable { access::LOCAL_WRITE | access::MW_BIND } else { 0 } | access::remote(privileges);
+        let flags = if writable {
+            access::LOCAL_WRITE | access::MW_BIND
+        } else {
+            0
+        } | access::remote(privileges);
         let mr = Mr::register(&pd, address, length, flags).map_err(|e| {
             if debug() {
                 let hint = if matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM)) {
@@ -181,7 +235,10 @@ impl Transport for Verbs {
                 } else {
                     ""
                 };
-                eprintln!("libdat: registering {length} bytes at {address:#x} on {}: {e}{hint}", self.device.name());
+                eprintln!(
+                    "libdat: registering {length} bytes at {address:#x} on {}: {e}{hint}",
+                    self.device.name()
+                );
             }
             if e.raw_os_error() == Some(libc::EFAULT) {
                 // Pages that could not be pinned as asked (unmapped or protected since the
@@ -191,7 +248,11 @@ impl Transport for Verbs {
             DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION)
         })?;
         let (lmr_context, rmr_context) = (mr.lkey(), mr.rkey());
-        Ok(Some(Registration { lmr_context, rmr_context, keep: Arc::new(mr) }))
+        Ok(Some(Registration {
+            lmr_context,
+            rmr_context,
+            keep: Arc::new(mr),
+        }))
     }
 
     fn local_address(&self) -> Option<Ipv4Addr> {
@@ -234,7 +295,13 @@ impl Transport for Verbs {
         Ok(())
     }
 
-    fn connect_datagram(&self, ep: Arc<Ep>, remote: SocketAddrV4, _conn_qual: u64, private_data: Vec<u8>) -> DatResult {
+    fn connect_datagram(
+        &self,
+        ep: Arc<Ep>,
+        remote: SocketAddrV4,
+        _conn_qual: u64,
+        private_data: Vec<u8>,
+    ) -> DatResult {
         datagram::connect(&self.arc(), ep, remote, private_data)
     }
 
@@ -257,7 +324,9 @@ impl Transport for Verbs {
     }
 
     fn memory_window(&self, domain: Option<&Resource>) -> DatResult<Resource> {
-        let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
+        let pd = domain
+            .and_then(Pd::of)
+            .ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
         let mw = Mw::alloc(&pd).map_err(|e| {
             if debug() {
                 eprintln!("libdat: a memory window on {}: {e}", self.device.name());
@@ -272,11 +341,21 @@ impl Transport for Verbs {
         (a.max_srq > 0 && a.max_srq_wr > 0).then_some((a.max_srq, a.max_srq_wr))
     }
 
-    fn shared_receive_queue(&self, domain: Option<&Resource>, max_recv: u32, max_iov: u32) -> DatResult<Option<Arc<dyn SharedQueue>>> {
-        let pd = domain.and_then(Pd::of).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
+    fn shared_receive_queue(
+        &self,
+        domain: Option<&Resource>,
+        max_recv: u32,
+        max_iov: u32,
+    ) -> DatResult<Option<Arc<dyn SharedQueue>>> {
+        let pd = domain
+            .and_then(Pd::of)
+            .ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ))?;
         let srq = VerbsSrq::create(&pd, max_recv, max_iov).map_err(|e| {
             if debug() {
-                eprintln!("libdat: an SRQ of {max_recv} receives on {}: {e}", self.device.name());
+                eprintln!(
+                    "libdat: an SRQ of {max_recv} receives on {}: {e}",
+                    self.device.name()
+                );
             }
             DatError::resources(Sub::DAT_RESOURCE_SRQ)
         })?;
@@ -296,7 +375,8 @@ impl Transport for Verbs {
     }
 
     fn completion_queue(&self, evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
-        let source = CqSource::attach(&self.arc(), evd).map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEVD))?;
+        let source = CqSource::attach(&self.arc(), evd)
+            .map_err(|_| DatError::resources(Sub::DAT_RESOURCE_TEVD))?;
         Ok(Some(source))
     }
 }
@@ -314,7 +394,9 @@ impl CmHandler for Listen {
         if event.kind != EventType::RDMA_CM_EVENT_CONNECT_REQUEST {
             return;
         }
-        let (Some(id), Some(verbs)) = (event.request.take(), self.verbs.upgrade()) else { return };
+        let (Some(id), Some(verbs)) = (event.request.take(), self.verbs.upgrade()) else {
+            return;
+        };
         if !self.datagram {
             (self.on_request)(Box::new(Request::new(verbs, id, event)));
         } else if let Some(request) = DatagramRequest::new(id, &event) {

@@ -31,13 +31,22 @@ enum Functions {
     Only(&'static [&'static str]),
 }
 
-const REGISTRY_FUNCTIONS: &[&str] =
-    &["dat_registry_add_provider", "dat_registry_remove_provider", "dat_registry_providers_related"];
+const REGISTRY_FUNCTIONS: &[&str] = &[
+    "dat_registry_add_provider",
+    "dat_registry_remove_provider",
+    "dat_registry_providers_related",
+];
 
 const IB_EXTENSION_FUNCTIONS: &[&str] = &["dat_strerror_extension", "dat_strerror_ext_status"];
 
 const HEADERS: &[Header] = &[
-    Header { file: "udat_config.h", guard: "_UDAT_CONFIG_H_", modules: &["config"], includes: &[], functions: Functions::None },
+    Header {
+        file: "udat_config.h",
+        guard: "_UDAT_CONFIG_H_",
+        modules: &["config"],
+        includes: &[],
+        functions: Functions::None,
+    },
     Header {
         file: "dat_platform_specific.h",
         guard: "_DAT_PLATFORM_SPECIFIC_H_",
@@ -52,7 +61,13 @@ const HEADERS: &[Header] = &[
         includes: &["dat2/dat_platform_specific.h"],
         functions: Functions::None,
     },
-    Header { file: "dat_vendor_specific.h", guard: "_DAT_VENDOR_SPECIFIC_H_", modules: &[], includes: &[], functions: Functions::None },
+    Header {
+        file: "dat_vendor_specific.h",
+        guard: "_DAT_VENDOR_SPECIFIC_H_",
+        modules: &[],
+        includes: &[],
+        functions: Functions::None,
+    },
     Header {
         file: "udat_vendor_specific.h",
         guard: "_UDAT_VENDOR_SPECIFIC_H_",
@@ -64,14 +79,23 @@ const HEADERS: &[Header] = &[
         file: "dat.h",
         guard: "_DAT_H_",
         modules: &["dat"],
-        includes: &["dat2/udat_config.h", "dat2/dat_platform_specific.h", "dat2/dat_error.h"],
+        includes: &[
+            "dat2/udat_config.h",
+            "dat2/dat_platform_specific.h",
+            "dat2/dat_error.h",
+        ],
         functions: Functions::None,
     },
     Header {
         file: "udat.h",
         guard: "_UDAT_H_",
         modules: &["udat"],
-        includes: &["dat2/udat_config.h", "dat2/dat_platform_specific.h", "dat2/dat.h", "dat2/udat_vendor_specific.h"],
+        includes: &[
+            "dat2/udat_config.h",
+            "dat2/dat_platform_specific.h",
+            "dat2/dat.h",
+            "dat2/udat_vendor_specific.h",
+        ],
         functions: Functions::Rest,
     },
     Header {
@@ -121,12 +145,10 @@ fn scan_module(text: &str) -> ModuleItems {
                 last_raw = Some(name.to_string());
                 items.names.push(name.to_string());
             }
-            ["pub", "enum", tag, ..] => {
-                match last_raw.take() {
-                    Some(raw) => items.enums.push((tag.to_string(), raw)),
-                    None => items.names.push(tag.to_string()),
-                }
-            }
+            ["pub", "enum", tag, ..] => match last_raw.take() {
+                Some(raw) => items.enums.push((tag.to_string(), raw)),
+                None => items.names.push(tag.to_string()),
+            },
             ["pub", kind, name, ..] if ["struct", "union", "type", "const"].contains(kind) => {
                 let name = name.trim_end_matches([':', ';', '{', '<']).to_string();
                 items.names.push(name);
@@ -155,7 +177,11 @@ fn dispatch_macros(redirection_rs: &str) -> String {
         if let Some(rest) = line.strip_prefix("pub type ") {
             if let Some((name, ty)) = rest.split_once(" = Option<unsafe extern \"C\" fn(") {
                 let params = ty.split(')').next().unwrap_or("");
-                let count = if params.trim().is_empty() { 0 } else { params.split(',').count() };
+                let count = if params.trim().is_empty() {
+                    0
+                } else {
+                    params.split(',').count()
+                };
                 arity.insert(name.to_string(), count);
             }
         }
@@ -170,9 +196,15 @@ fn dispatch_macros(redirection_rs: &str) -> String {
         if in_provider && line.starts_with('}') {
             break;
         }
-        let Some(field) = line.trim().strip_prefix("pub ") else { continue };
-        let Some((name, ty)) = field.trim_end_matches(',').split_once(": ") else { continue };
-        let Some(base) = name.strip_suffix("_func") else { continue };
+        let Some(field) = line.trim().strip_prefix("pub ") else {
+            continue;
+        };
+        let Some((name, ty)) = field.trim_end_matches(',').split_once(": ") else {
+            continue;
+        };
+        let Some(base) = name.strip_suffix("_func") else {
+            continue;
+        };
         if !in_provider || ["ia_open", "ia_close", "ia_ha_related"].contains(&base) {
             continue;
         }
@@ -182,7 +214,11 @@ fn dispatch_macros(redirection_rs: &str) -> String {
         }
         let args: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
         let list = args.join(", ");
-        let call = args.iter().map(|a| format!("({a})")).collect::<Vec<_>>().join(", ");
+        let call = args
+            .iter()
+            .map(|a| format!("({a})"))
+            .collect::<Vec<_>>()
+            .join(", ");
         out += &format!(
             "#define DAT_{}({list}) (*DAT_HANDLE_TO_PROVIDER(a0)->{name})({call})\n",
             base.to_uppercase()
@@ -200,8 +236,14 @@ fn defined_functions(root: &Path, prefix: &str) -> Vec<String> {
         let text = fs::read_to_string(entry.expect("entry").path()).expect("read");
         for line in text.lines() {
             let line = line.trim();
-            if let Some(rest) = line.strip_prefix("pub unsafe extern \"C\" fn ").or_else(|| line.strip_prefix("pub fn ")) {
-                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if let Some(rest) = line
+                .strip_prefix("pub unsafe extern \"C\" fn ")
+                .or_else(|| line.strip_prefix("pub fn "))
+            {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
                 if name.starts_with(prefix) {
                     names.push(name);
                 }
@@ -215,11 +257,16 @@ fn defined_functions(root: &Path, prefix: &str) -> Vec<String> {
 /// The module roots: cbindgen follows their `mod` declarations to the other files (naming
 /// those too would declare every function twice).
 fn rust_sources(root: &Path) -> Vec<std::path::PathBuf> {
-    ["src/abi/mod.rs", "src/api/mod.rs"].iter().map(|p| root.join(p)).collect()
+    ["src/abi/mod.rs", "src/api/mod.rs"]
+        .iter()
+        .map(|p| root.join(p))
+        .collect()
 }
 
 fn main() {
-    let out = std::env::args().nth(1).expect("usage: headergen OUTPUT_DIR");
+    let out = std::env::args()
+        .nth(1)
+        .expect("usage: headergen OUTPUT_DIR");
     let out = Path::new(&out);
     let root = Path::new(".");
     let toml_text = fs::read_to_string(root.join("cbindgen.toml")).expect("cbindgen.toml");
@@ -233,15 +280,18 @@ fn main() {
     let mut modules: BTreeMap<String, ModuleItems> = BTreeMap::new();
     for h in HEADERS {
         for m in h.modules {
-            let text = fs::read_to_string(root.join(format!("src/abi/{m}.rs"))).expect("abi module");
+            let text =
+                fs::read_to_string(root.join(format!("src/abi/{m}.rs"))).expect("abi module");
             modules.insert(m.to_string(), scan_module(&text));
         }
     }
     let functions = defined_functions(root, "dat_");
     let internal = defined_functions(root, "libdat_");
     let sources = rust_sources(root);
-    let enum_tags: BTreeMap<String, String> =
-        modules.values().flat_map(|m| m.enums.iter().map(|(tag, raw)| (raw.clone(), tag.clone()))).collect();
+    let enum_tags: BTreeMap<String, String> = modules
+        .values()
+        .flat_map(|m| m.enums.iter().map(|(tag, raw)| (raw.clone(), tag.clone())))
+        .collect();
     fs::create_dir_all(out).expect("output dir");
 
     for h in HEADERS {
@@ -249,18 +299,30 @@ fn main() {
         cfg.include_guard = Some(h.guard.to_string());
         cfg.includes = h.includes.iter().map(|s| s.to_string()).collect();
         let text_of = |key: &str| {
-            verbatim.get(h.file).and_then(|t| t.get(key)).and_then(|v| v.as_str()).map(str::to_string)
+            verbatim
+                .get(h.file)
+                .and_then(|t| t.get(key))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
         };
         cfg.after_includes = text_of("after_includes");
         // The trailer goes inside the include guard (cbindgen's would follow it, and a header
         // included twice would define its trailer's types twice): see `inside_guard`.
         let mut trailer = text_of("trailer").unwrap_or_default();
         if h.file == "dat_redirection.h" {
-            let redirection = fs::read_to_string(root.join("src/abi/redirection.rs")).expect("redirection.rs");
+            let redirection =
+                fs::read_to_string(root.join("src/abi/redirection.rs")).expect("redirection.rs");
             trailer += &dispatch_macros(&redirection);
         }
-        if let Some(sys) = verbatim.get(h.file).and_then(|t| t.get("sys_includes")).and_then(|v| v.as_array()) {
-            cfg.sys_includes = sys.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+        if let Some(sys) = verbatim
+            .get(h.file)
+            .and_then(|t| t.get("sys_includes"))
+            .and_then(|v| v.as_array())
+        {
+            cfg.sys_includes = sys
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect();
         }
         let mut include = Vec::new();
         let mut exclude = Vec::new();
@@ -274,20 +336,30 @@ fn main() {
         for (name, items) in &modules {
             let mine = h.modules.contains(&name.as_str());
             for n in &items.names {
-                if mine { include.push(n.clone()) } else { exclude.push(n.clone()) }
+                if mine {
+                    include.push(n.clone())
+                } else {
+                    exclude.push(n.clone())
+                }
             }
             for (tag, raw) in &items.enums {
                 // The raw integer alias is how Rust sees a C enum; C sees the enum itself.
                 exclude.push(raw.clone());
                 cfg.export.rename.insert(tag.clone(), raw.clone());
-                if mine { include.push(tag.clone()) } else { exclude.push(tag.clone()) }
+                if mine {
+                    include.push(tag.clone())
+                } else {
+                    exclude.push(tag.clone())
+                }
             }
         }
         for f in &functions {
             let here = match h.functions {
                 Functions::None => false,
                 Functions::Only(list) => list.contains(&f.as_str()),
-                Functions::Rest => ![REGISTRY_FUNCTIONS, IB_EXTENSION_FUNCTIONS].concat().contains(&f.as_str()),
+                Functions::Rest => ![REGISTRY_FUNCTIONS, IB_EXTENSION_FUNCTIONS]
+                    .concat()
+                    .contains(&f.as_str()),
             };
             if !here {
                 exclude.push(f.clone());
@@ -306,7 +378,9 @@ fn main() {
         for s in &sources {
             builder = builder.with_src(s);
         }
-        let bindings = builder.generate().unwrap_or_else(|e| panic!("{}: {e}", h.file));
+        let bindings = builder
+            .generate()
+            .unwrap_or_else(|e| panic!("{}: {e}", h.file));
         let mut text = Vec::new();
         bindings.write(&mut text);
         let text = String::from_utf8(text).expect("cbindgen writes UTF-8");
@@ -330,7 +404,9 @@ fn with_tags(text: &str, enum_tags: &BTreeMap<String, String>) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = String::with_capacity(text.len() + 4096);
     for (i, line) in lines.iter().enumerate() {
-        let kind = ["struct", "union", "enum"].into_iter().find(|k| *line == format!("typedef {k} {{"));
+        let kind = ["struct", "union", "enum"]
+            .into_iter()
+            .find(|k| *line == format!("typedef {k} {{"));
         let Some(kind) = kind else {
             out += line;
             out.push('\n');
@@ -347,7 +423,10 @@ fn with_tags(text: &str, enum_tags: &BTreeMap<String, String>) -> String {
             continue;
         }
         let tag = match kind {
-            "enum" => enum_tags.get(name).cloned().unwrap_or_else(|| panic!("enum {name}: no Rust enum names its tag")),
+            "enum" => enum_tags
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| panic!("enum {name}: no Rust enum names its tag")),
             _ => name.to_lowercase(),
         };
         out += &format!("typedef {kind} {tag} {{\n");

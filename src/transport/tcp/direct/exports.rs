@@ -65,7 +65,10 @@ fn exports() -> Option<&'static Exports> {
 
 /// The table if it exists (registration and release do not make it).
 fn existing() -> Option<&'static Exports> {
-    EXPORTS.get()?.as_ref().filter(|e| e.pid == sys::current_pid())
+    EXPORTS
+        .get()?
+        .as_ref()
+        .filter(|e| e.pid == sys::current_pid())
 }
 
 /// A region was registered (called as it is, under the regions' lock).
@@ -84,7 +87,11 @@ pub fn withdraw(context: u32) {
 
 /// Our offer to the peer at `remote` of a connection of ours at `local`, for an EP of zone `pz`
 /// (its identity), and the connection's slot in our table; None when we cannot make one.
-pub fn offer(pz: u64, local: SocketAddrV4, remote: SocketAddrV4) -> Option<(Offer, Arc<ExportedSlot>)> {
+pub fn offer(
+    pz: u64,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+) -> Option<(Offer, Arc<ExportedSlot>)> {
     let exports = exports()?;
     let slot = exports.open_slot(pz, local, remote)?;
     let offer = Offer {
@@ -100,7 +107,12 @@ pub fn offer(pz: u64, local: SocketAddrV4, remote: SocketAddrV4) -> Option<(Offe
 impl Exports {
     fn create() -> Option<Exports> {
         // SAFETY: a NUL-terminated name and flags; returns a new descriptor or -1.
-        let fd = unsafe { libc::memfd_create(c"libdat-direct".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        let fd = unsafe {
+            libc::memfd_create(
+                c"libdat-direct".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
         if fd < 0 {
             return None;
         }
@@ -116,17 +128,32 @@ impl Exports {
         let map = Mapping::map(&file)?;
         let mut cookie = Box::new([0u8; 16]);
         // SAFETY: getrandom writes at most 16 bytes into the 16-byte buffer.
-        if unsafe { libc::getrandom(cookie.as_mut_ptr().cast(), cookie.len(), 0) } != cookie.len() as isize {
+        if unsafe { libc::getrandom(cookie.as_mut_ptr().cast(), cookie.len(), 0) }
+            != cookie.len() as isize
+        {
             return None;
         }
         let pid = sys::current_pid();
         let t = map.table();
         t.owner.store(u64::from(pid), Ordering::Relaxed);
-        t.cookie[0].store(u64::from_le_bytes(cookie[..8].try_into().expect("8 bytes")), Ordering::Relaxed);
-        t.cookie[1].store(u64::from_le_bytes(cookie[8..].try_into().expect("8 bytes")), Ordering::Relaxed);
+        t.cookie[0].store(
+            u64::from_le_bytes(cookie[..8].try_into().expect("8 bytes")),
+            Ordering::Relaxed,
+        );
+        t.cookie[1].store(
+            u64::from_le_bytes(cookie[8..].try_into().expect("8 bytes")),
+            Ordering::Relaxed,
+        );
         t.cookie_at.store(cookie.as_ptr() as u64, Ordering::Relaxed);
         t.magic.store(MAGIC, Ordering::Release);
-        Some(Exports { map, file, pid, cookie, writers: Mutex::new(()), slots: Mutex::new(Slots::default()) })
+        Some(Exports {
+            map,
+            file,
+            pid,
+            cookie,
+            writers: Mutex::new(()),
+            slots: Mutex::new(Slots::default()),
+        })
     }
 
     fn table(&self) -> &Table {
@@ -149,7 +176,15 @@ impl Exports {
             if slot.context.load(Ordering::Relaxed) != context {
                 return; // never published (its slot was another's)
             }
-            slot.write(0, &Region { pz: 0, address: 0, length: 0, privileges: 0 });
+            slot.write(
+                0,
+                &Region {
+                    pz: 0,
+                    address: 0,
+                    length: 0,
+                    privileges: 0,
+                },
+            );
         }
         // A peer's access marks itself begun before it reads the region's slot (both in one
         // total order with the clearing above): one that began after the clearing finds the
@@ -161,7 +196,12 @@ impl Exports {
     }
 
     /// Opens a connection slot for a peer at `remote` of our EP of zone `pz` (its identity).
-    fn open_slot(&'static self, pz: u64, local: SocketAddrV4, remote: SocketAddrV4) -> Option<ExportedSlot> {
+    fn open_slot(
+        &'static self,
+        pz: u64,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+    ) -> Option<ExportedSlot> {
         let index = {
             let mut s = self.slots.lock();
             match s.free.pop() {
@@ -186,13 +226,19 @@ impl Exports {
         // A previous holder's accesses ended (its connection's end waited for them as long as
         // it lived): any it left unfinished, dying, are settled. The counts only grow, so a
         // free that read them before, and waits for them now, is not fooled.
-        conn.finished.fetch_max(conn.begun.load(Ordering::SeqCst), Ordering::SeqCst);
+        conn.finished
+            .fetch_max(conn.begun.load(Ordering::SeqCst), Ordering::SeqCst);
         for d in &conn.ring {
             d.seq.store(0, Ordering::Relaxed);
             d.filled.store(0, Ordering::Relaxed);
         }
         conn.state.store((generation << 1) | OPEN, Ordering::SeqCst);
-        Some(ExportedSlot { exports: self, index, generation: generation as u32, handled: AtomicU64::new(0) })
+        Some(ExportedSlot {
+            exports: self,
+            index,
+            generation: generation as u32,
+            handled: AtomicU64::new(0),
+        })
     }
 }
 
@@ -212,13 +258,20 @@ fn wait_for_accesses(conn: &ConnSlot, why: &str) {
         sys::yield_now();
     }
     let pid = conn.attached.load(Ordering::Acquire);
-    let peer = libc::pid_t::try_from(pid).ok().filter(|p| *p > 0).and_then(process_watch);
+    let peer = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|p| *p > 0)
+        .and_then(process_watch);
     let Some(peer) = peer else {
         // No process to watch: the peer never said who it is, or is gone already.
         return settle_dead(conn, begun, why);
     };
     while conn.finished.load(Ordering::SeqCst) < begun {
-        let mut fd = libc::pollfd { fd: peer.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut fd = libc::pollfd {
+            fd: peer.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one live pollfd for our own pidfd; it becomes readable as the process exits.
         let r = unsafe { libc::poll(&mut fd, 1, 1) };
         if r > 0 && conn.finished.load(Ordering::SeqCst) < begun {
@@ -296,7 +349,8 @@ impl ExportedSlot {
     /// before are waited for (a receive it is filling then completes before the rest flush).
     pub fn close(&self) {
         let conn = self.conn();
-        conn.state.store(u64::from(self.generation) << 1, Ordering::SeqCst);
+        conn.state
+            .store(u64::from(self.generation) << 1, Ordering::SeqCst);
         wait_for_accesses(conn, "a connection that ends");
     }
 
@@ -315,7 +369,9 @@ impl ExportedSlot {
     /// A thread of ours polls the connection now (it took it on lease), or no longer does.
     /// Cleared before the owner looks at its receives a last time (see `Direct::send`).
     pub fn set_polled(&self, polled: bool) {
-        self.conn().polled.store(u64::from(polled), Ordering::SeqCst);
+        self.conn()
+            .polled
+            .store(u64::from(polled), Ordering::SeqCst);
     }
 }
 
@@ -349,7 +405,11 @@ pub enum Filled {
 
 impl Receives {
     pub fn new(slot: Arc<ExportedSlot>) -> Receives {
-        Receives { slot, handled: 0, published: 0 }
+        Receives {
+            slot,
+            handled: 0,
+            published: 0,
+        }
     }
 
     /// Publishes the receives at the front of `queue` the ring has room for, in order, up to
@@ -360,7 +420,9 @@ impl Receives {
             return;
         }
         let conn = self.slot.conn();
-        while self.published < self.handled + queue.len() as u64 && self.published < self.handled + RING as u64 {
+        while self.published < self.handled + queue.len() as u64
+            && self.published < self.handled + RING as u64
+        {
             let n = self.published + 1;
             let r = &queue[(n - self.handled - 1) as usize];
             if r.segments.len() > RING_SEGMENTS {
@@ -369,8 +431,10 @@ impl Receives {
             let d = &conn.ring[((n - 1) % RING as u64) as usize];
             for (to, s) in d.segments.iter().zip(r.segments.iter()) {
                 to.address.store(s.virtual_address, Ordering::Relaxed);
-                to.length.store(u64::from(s.segment_length), Ordering::Relaxed);
-                to.context.store(u64::from(s.lmr_context), Ordering::Relaxed);
+                to.length
+                    .store(u64::from(s.segment_length), Ordering::Relaxed);
+                to.context
+                    .store(u64::from(s.lmr_context), Ordering::Relaxed);
             }
             d.count.store(r.segments.len() as u64, Ordering::Relaxed);
             d.seq.store(n, Ordering::Release);
@@ -381,7 +445,12 @@ impl Receives {
 
     /// Takes the receives the peer filled off the front of `queue`, in order, each to `each`
     /// with what landed in it; then publishes more.
-    pub fn take_filled(&mut self, queue: &mut VecDeque<PostedRecv>, messages_waiting: bool, mut each: impl FnMut(PostedRecv, Filled)) {
+    pub fn take_filled(
+        &mut self,
+        queue: &mut VecDeque<PostedRecv>,
+        messages_waiting: bool,
+        mut each: impl FnMut(PostedRecv, Filled),
+    ) {
         let conn = self.slot.conn();
         while self.handled < self.published {
             let n = self.handled + 1;
@@ -394,7 +463,14 @@ impl Receives {
             self.took(n);
             // A length beyond the receive's room is the peer's lie: as a failure.
             let room = crate::objects::lmr::total_length(&r.segments);
-            each(r, if length & FAILED != 0 || length > room { Filled::Failed } else { Filled::Landed(length as u32) });
+            each(
+                r,
+                if length & FAILED != 0 || length > room {
+                    Filled::Failed
+                } else {
+                    Filled::Landed(length as u32)
+                },
+            );
         }
         self.publish(queue, messages_waiting);
     }
@@ -416,7 +492,11 @@ impl Receives {
                 return None;
             }
             let n = self.handled + 1;
-            if conn.taken.compare_exchange(n - 1, n, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            if conn
+                .taken
+                .compare_exchange(n - 1, n, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
                 self.took(n);
                 let r = queue.pop_front();
                 self.publish(queue, messages_waiting);
@@ -464,7 +544,15 @@ mod tests {
 
     /// A region of the table, to be freed.
     fn publish_region(table: &Exports, context: u32) {
-        table.publish(context, &Region { pz: 1, address: 0x1000, length: 0x1000, privileges: u32::MAX });
+        table.publish(
+            context,
+            &Region {
+                pz: 1,
+                address: 0x1000,
+                length: 0x1000,
+                privileges: u32::MAX,
+            },
+        );
     }
 
     /// Process `pid` took up the offer of `conn` and began an access it has not finished.
@@ -488,7 +576,14 @@ mod tests {
             // SAFETY: an all-zero siginfo_t is a valid buffer for waitid to fill.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
             // SAFETY: waits for our own child to exit, leaving it unreaped (WNOWAIT).
-            let rc = unsafe { libc::waitid(libc::P_PID, p.pid() as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+            let rc = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    p.pid() as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
             assert_eq!(rc, 0);
             p
         }
@@ -544,7 +639,10 @@ mod tests {
         );
         // The access finishes: the free returns.
         slot.conn().finished.fetch_add(1, Ordering::SeqCst);
-        assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok(), "the free did not return once the access finished");
+        assert!(
+            returned.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "the free did not return once the access finished"
+        );
     }
 
     #[test]
@@ -555,19 +653,35 @@ mod tests {
         access_begun(slot.conn(), peer.pid());
         publish_region(table, 8);
         let returned = withdraw_in_background(table, 8);
-        assert!(returned.recv_timeout(Duration::from_millis(100)).is_err(), "the free waits while the peer lives");
+        assert!(
+            returned.recv_timeout(Duration::from_millis(100)).is_err(),
+            "the free waits while the peer lives"
+        );
         peer.kill();
         let killed = Instant::now();
-        assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok(), "the free did not return after the peer died");
+        assert!(
+            returned.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "the free did not return after the peer died"
+        );
         let waited = killed.elapsed();
         // Its unfinished access is settled: no later free waits for it.
         let later: Vec<Duration> = (0..3).map(|i| time_withdraw(table, 9 + i)).collect();
         let conn = slot.conn();
-        assert_eq!(conn.finished.load(Ordering::SeqCst), conn.begun.load(Ordering::SeqCst), "the dead peer's accesses are settled");
+        assert_eq!(
+            conn.finished.load(Ordering::SeqCst),
+            conn.begun.load(Ordering::SeqCst),
+            "the dead peer's accesses are settled"
+        );
         // Each of these returns at once (a spin of microseconds); the bound is generous for a
         // loaded machine and well under the 1 s a wait for a dead peer once took, each time.
-        assert!(waited < Duration::from_millis(500), "the free returned {waited:?} after the peer died");
-        assert!(later.iter().all(|t| *t < Duration::from_millis(300)), "frees after the peer died took {later:?}");
+        assert!(
+            waited < Duration::from_millis(500),
+            "the free returned {waited:?} after the peer died"
+        );
+        assert!(
+            later.iter().all(|t| *t < Duration::from_millis(300)),
+            "frees after the peer died took {later:?}"
+        );
     }
 
     #[test]
@@ -577,9 +691,15 @@ mod tests {
         let peer = Process::exited();
         access_begun(slot.conn(), peer.pid());
         let took = time_withdraw(table, 12);
-        assert!(took < Duration::from_millis(300), "a free waited {took:?} for a peer that had exited");
+        assert!(
+            took < Duration::from_millis(300),
+            "a free waited {took:?} for a peer that had exited"
+        );
         let again = time_withdraw(table, 13);
-        assert!(again < Duration::from_millis(300), "the next free waited {again:?} for it again");
+        assert!(
+            again < Duration::from_millis(300),
+            "the next free waited {again:?} for it again"
+        );
     }
 
     #[test]
@@ -597,7 +717,10 @@ mod tests {
         let again = open(table);
         assert_eq!(again.index, index, "the slot is given out again");
         let conn = again.conn();
-        let (begun, finished) = (conn.begun.load(Ordering::SeqCst), conn.finished.load(Ordering::SeqCst));
+        let (begun, finished) = (
+            conn.begun.load(Ordering::SeqCst),
+            conn.finished.load(Ordering::SeqCst),
+        );
         // Settled, not reset: the counts only grow (a free that read them before waits right).
         assert!(finished >= begun && begun >= 3, "the new connection's slot counts its previous peer's accesses: begun {begun}, finished {finished}");
     }

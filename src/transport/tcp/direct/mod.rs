@@ -87,7 +87,11 @@ impl Offer {
     /// The offer a `Ready` frame carries with its payload, if any.
     pub fn from_ready(h: &Header, payload: &[u8]) -> Result<Option<Offer>, MalformedOffer> {
         if h.flags & flags::DIRECT == 0 {
-            return if payload.is_empty() { Ok(None) } else { Err(MalformedOffer) };
+            return if payload.is_empty() {
+                Ok(None)
+            } else {
+                Err(MalformedOffer)
+            };
         }
         let cookie = payload.try_into().map_err(|_| MalformedOffer)?;
         Ok(Some(Offer {
@@ -103,4 +107,3 @@ impl Offer {
 /// A `Ready` flagged `DIRECT` without its cookie, or with a payload and no flag.
 #[derive(Debug)]
 pub struct MalformedOffer;
-

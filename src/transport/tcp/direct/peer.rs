@@ -71,8 +71,13 @@ pub fn attach(offer: &Offer, local: SocketAddrV4, remote: SocketAddrV4) -> Optio
     }
     // Our frames are counted from now on (see `ConnSlot::frames`), and the owner knows whose
     // accesses it waits for.
-    conn.attached.store(u64::from(sys::current_pid()), Ordering::Release);
-    Some(Direct { peer, slot: offer.slot as usize, state })
+    conn.attached
+        .store(u64::from(sys::current_pid()), Ordering::Release);
+    Some(Direct {
+        peer,
+        slot: offer.slot as usize,
+        state,
+    })
 }
 
 /// The peer's table, mapped now or earlier for another connection.
@@ -80,25 +85,48 @@ fn peer(offer: &Offer) -> Option<Arc<Peer>> {
     let pid = libc::pid_t::try_from(offer.pid).ok().filter(|p| *p > 0)?;
     let mut peers = PEERS.lock();
     peers.retain(|p| p.strong_count() > 0);
-    if let Some(p) = peers.iter().filter_map(Weak::upgrade).find(|p| p.pid == pid && p.cookie == offer.cookie) {
+    if let Some(p) = peers
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|p| p.pid == pid && p.cookie == offer.cookie)
+    {
         return Some(p);
     }
     let map = map_peer_table(pid, offer.fd)?;
     let t = map.table();
-    let cookie = [t.cookie[0].load(Ordering::Relaxed).to_le_bytes(), t.cookie[1].load(Ordering::Relaxed).to_le_bytes()].concat();
-    if t.magic.load(Ordering::Acquire) != MAGIC || t.owner.load(Ordering::Relaxed) != u64::from(offer.pid) || cookie[..] != offer.cookie[..] {
+    let cookie = [
+        t.cookie[0].load(Ordering::Relaxed).to_le_bytes(),
+        t.cookie[1].load(Ordering::Relaxed).to_le_bytes(),
+    ]
+    .concat();
+    if t.magic.load(Ordering::Acquire) != MAGIC
+        || t.owner.load(Ordering::Relaxed) != u64::from(offer.pid)
+        || cookie[..] != offer.cookie[..]
+    {
         return None;
     }
     // The owner keeps the same cookie in its own memory, where the table says.
     let mut kept = [0u8; OFFER_COOKIE as usize];
-    let local = [libc::iovec { iov_base: kept.as_mut_ptr().cast(), iov_len: kept.len() }];
-    let remote = [libc::iovec { iov_base: t.cookie_at.load(Ordering::Acquire) as *mut libc::c_void, iov_len: kept.len() }];
+    let local = [libc::iovec {
+        iov_base: kept.as_mut_ptr().cast(),
+        iov_len: kept.len(),
+    }];
+    let remote = [libc::iovec {
+        iov_base: t.cookie_at.load(Ordering::Acquire) as *mut libc::c_void,
+        iov_len: kept.len(),
+    }];
     // SAFETY: `local` is our 16-byte buffer, writable for the call; the kernel checks `remote`
     // against the peer's mappings.
-    if unsafe { sys::process_vm_readv(pid, &local, &remote) } != Ok(kept.len()) || kept != offer.cookie {
+    if unsafe { sys::process_vm_readv(pid, &local, &remote) } != Ok(kept.len())
+        || kept != offer.cookie
+    {
         return None;
     }
-    let p = Arc::new(Peer { map, pid, cookie: offer.cookie });
+    let p = Arc::new(Peer {
+        map,
+        pid,
+        cookie: offer.cookie,
+    });
     peers.push(Arc::downgrade(&p));
     Some(p)
 }
@@ -146,7 +174,13 @@ struct Pieces {
 
 impl Pieces {
     fn new() -> Pieces {
-        Pieces { list: [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; MAX_IOV + 1], n: 0 }
+        Pieces {
+            list: [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; MAX_IOV + 1],
+            n: 0,
+        }
     }
 
     fn push(&mut self, address: u64, length: u64) -> bool {
@@ -156,7 +190,10 @@ impl Pieces {
         if self.n == self.list.len() {
             return false;
         }
-        self.list[self.n] = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: length as usize };
+        self.list[self.n] = libc::iovec {
+            iov_base: address as *mut libc::c_void,
+            iov_len: length as usize,
+        };
         self.n += 1;
         true
     }
@@ -164,7 +201,10 @@ impl Pieces {
     /// Ours: the non-empty segments of a DTO (checked as local by the caller).
     fn of(segments: &[DAT_LMR_TRIPLET]) -> Option<Pieces> {
         let mut p = Pieces::new();
-        segments.iter().all(|s| p.push(s.virtual_address, u64::from(s.segment_length))).then_some(p)
+        segments
+            .iter()
+            .all(|s| p.push(s.virtual_address, u64::from(s.segment_length)))
+            .then_some(p)
     }
 
     fn all(&self) -> &[libc::iovec] {
@@ -187,23 +227,46 @@ impl Direct {
 
     /// A frame of ours went into the socket (after it did): the peer's poll looks there.
     pub fn wrote_frame(&self) {
-        self.peer.map.table().conns[self.slot].frames.fetch_add(1, Ordering::SeqCst);
+        self.peer.map.table().conns[self.slot]
+            .frames
+            .fetch_add(1, Ordering::SeqCst);
     }
 
     /// Whether `length` bytes at `address` lie in the peer's region `context` with
     /// `privilege`, in the connection's zone.
-    fn reaches(t: &Table, conn: &ConnSlot, context: u32, address: u64, length: u64, privilege: u32) -> bool {
-        let Some(region) = t.regions[context as usize % REGION_SLOTS].read(context) else { return false };
+    fn reaches(
+        t: &Table,
+        conn: &ConnSlot,
+        context: u32,
+        address: u64,
+        length: u64,
+        privilege: u32,
+    ) -> bool {
+        let Some(region) = t.regions[context as usize % REGION_SLOTS].read(context) else {
+            return false;
+        };
         let inside = address >= region.address
-            && address.checked_add(length).is_some_and(|end| end <= region.address.saturating_add(region.length));
-        region.privileges & privilege != 0 && region.pz == conn.pz.load(Ordering::Relaxed) as usize && inside
+            && address
+                .checked_add(length)
+                .is_some_and(|end| end <= region.address.saturating_add(region.length));
+        region.privileges & privilege != 0
+            && region.pz == conn.pz.load(Ordering::Relaxed) as usize
+            && inside
     }
 
     /// Writes the bytes of `segments` (`total` of them, checked as local) at `address` of the
     /// peer's region `rkey`: the final byte last, after all the others (a program polling it
     /// sees the rest).
-    pub fn write(&self, rkey: u32, address: u64, segments: &[DAT_LMR_TRIPLET], total: u64) -> Outcome {
-        let Some(mut local) = Pieces::of(segments) else { return Outcome::Socket };
+    pub fn write(
+        &self,
+        rkey: u32,
+        address: u64,
+        segments: &[DAT_LMR_TRIPLET],
+        total: u64,
+    ) -> Outcome {
+        let Some(mut local) = Pieces::of(segments) else {
+            return Outcome::Socket;
+        };
         self.counted(|t, conn| {
             if conn.state.load(Ordering::SeqCst) != self.state {
                 return Outcome::Socket;
@@ -216,13 +279,24 @@ impl Direct {
             }
             let mut remote = Pieces::new();
             remote.push(address, total);
-            outcome(write_last_byte_last(self.peer.pid, &mut local, &mut remote), total)
+            outcome(
+                write_last_byte_last(self.peer.pid, &mut local, &mut remote),
+                total,
+            )
         })
     }
 
     /// Reads `total` bytes at `address` of the peer's region `rkey` into `segments`.
-    pub fn read(&self, rkey: u32, address: u64, segments: &[DAT_LMR_TRIPLET], total: u64) -> Outcome {
-        let Some(local) = Pieces::of(segments) else { return Outcome::Socket };
+    pub fn read(
+        &self,
+        rkey: u32,
+        address: u64,
+        segments: &[DAT_LMR_TRIPLET],
+        total: u64,
+    ) -> Outcome {
+        let Some(local) = Pieces::of(segments) else {
+            return Outcome::Socket;
+        };
         self.counted(|t, conn| {
             if conn.state.load(Ordering::SeqCst) != self.state {
                 return Outcome::Socket;
@@ -233,11 +307,17 @@ impl Direct {
             if !Self::reaches(t, conn, rkey, address, total, lmr::PRIV_REMOTE_READ) {
                 return Outcome::Socket;
             }
-            let remote = [libc::iovec { iov_base: address as *mut libc::c_void, iov_len: total as usize }];
+            let remote = [libc::iovec {
+                iov_base: address as *mut libc::c_void,
+                iov_len: total as usize,
+            }];
             // SAFETY: `local` names the caller's checked segments (registered, local write
             // privilege, kept by the consumer until the DTO completes); the kernel writes them
             // and reads the peer's pages, checking both address spaces itself.
-            outcome(unsafe { sys::process_vm_readv(self.peer.pid, local.all(), &remote) }, total)
+            outcome(
+                unsafe { sys::process_vm_readv(self.peer.pid, local.all(), &remote) },
+                total,
+            )
         })
     }
 
@@ -247,7 +327,9 @@ impl Direct {
     /// claimed (a compare-and-swap against the peer's own claims for messages by the socket),
     /// filled with the final byte last, and marked filled with the length.
     pub fn send(&self, segments: &[DAT_LMR_TRIPLET], total: u64) -> Outcome {
-        let Some(mut local) = Pieces::of(segments) else { return Outcome::Socket };
+        let Some(mut local) = Pieces::of(segments) else {
+            return Outcome::Socket;
+        };
         self.counted(|t, conn| {
             if conn.state.load(Ordering::SeqCst) != self.state {
                 return Outcome::Socket;
@@ -269,9 +351,18 @@ impl Direct {
                 if rest == 0 {
                     break;
                 }
-                let length = s.length.load(Ordering::Relaxed).min(u64::from(u32::MAX)).min(rest);
-                let (address, context) = (s.address.load(Ordering::Relaxed), s.context.load(Ordering::Relaxed) as u32);
-                if !Self::reaches(t, conn, context, address, length, lmr::PRIV_LOCAL_WRITE) || !remote.push(address, length) {
+                let length = s
+                    .length
+                    .load(Ordering::Relaxed)
+                    .min(u64::from(u32::MAX))
+                    .min(rest);
+                let (address, context) = (
+                    s.address.load(Ordering::Relaxed),
+                    s.context.load(Ordering::Relaxed) as u32,
+                );
+                if !Self::reaches(t, conn, context, address, length, lmr::PRIV_LOCAL_WRITE)
+                    || !remote.push(address, length)
+                {
                     return Outcome::Socket;
                 }
                 rest -= length;
@@ -281,18 +372,29 @@ impl Direct {
             }
             // The receive is ours once claimed: the segments read above were its (another
             // receive takes its place in the ring only after it was taken).
-            if conn.taken.compare_exchange(n - 1, n, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+            if conn
+                .taken
+                .compare_exchange(n - 1, n, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
                 return Outcome::Socket;
             }
-            let copied = if total == 0 { Ok(0) } else { write_last_byte_last(self.peer.pid, &mut local, &mut remote) };
+            let copied = if total == 0 {
+                Ok(0)
+            } else {
+                write_last_byte_last(self.peer.pid, &mut local, &mut remote)
+            };
             let failed = outcome(copied, total) != DONE;
-            d.length.store(if failed { FAILED } else { total }, Ordering::Release);
+            d.length
+                .store(if failed { FAILED } else { total }, Ordering::Release);
             d.filled.store(n, Ordering::SeqCst);
             if failed {
                 return Outcome::Failed;
             }
             // Against the peer's lease ending: it clears `polled`, then looks at its receives.
-            Outcome::Done { doorbell: conn.polled.load(Ordering::SeqCst) == 0 }
+            Outcome::Done {
+                doorbell: conn.polled.load(Ordering::SeqCst) == 0,
+            }
         })
     }
 }
@@ -311,9 +413,15 @@ fn outcome(copied: sys::SysResult, total: u64) -> Outcome {
 /// final byte after all the others. The kernel copies the pieces of one call in order, each a
 /// copy of its own: with the final byte a piece of its own, x86's stores are seen in the order
 /// they were made, so one call orders them. Elsewhere the final byte goes in a second call.
-fn write_last_byte_last(pid: libc::pid_t, local: &mut Pieces, remote: &mut Pieces) -> sys::SysResult {
+fn write_last_byte_last(
+    pid: libc::pid_t,
+    local: &mut Pieces,
+    remote: &mut Pieces,
+) -> sys::SysResult {
     // The peer's final byte, cut off its last piece.
-    let Some(last) = remote.list[..remote.n].last_mut() else { return Ok(0) };
+    let Some(last) = remote.list[..remote.n].last_mut() else {
+        return Ok(0);
+    };
     let tail = last.iov_base as u64 + last.iov_len as u64 - 1;
     last.iov_len -= 1;
     if last.iov_len == 0 {
@@ -327,8 +435,13 @@ fn write_last_byte_last(pid: libc::pid_t, local: &mut Pieces, remote: &mut Piece
         return unsafe { sys::process_vm_writev(pid, local.all(), remote.all()) };
     }
     // Ours too: the local byte that lands last is cut off our last piece.
-    let Some(mine) = local.list[..local.n].last_mut() else { return Ok(0) };
-    let byte = libc::iovec { iov_base: (mine.iov_base as usize + mine.iov_len - 1) as *mut libc::c_void, iov_len: 1 };
+    let Some(mine) = local.list[..local.n].last_mut() else {
+        return Ok(0);
+    };
+    let byte = libc::iovec {
+        iov_base: (mine.iov_base as usize + mine.iov_len - 1) as *mut libc::c_void,
+        iov_len: 1,
+    };
     mine.iov_len -= 1;
     let mut first = 0;
     if remote.n != 0 {
@@ -339,7 +452,10 @@ fn write_last_byte_last(pid: libc::pid_t, local: &mut Pieces, remote: &mut Piece
         }
         fence(Ordering::SeqCst);
     }
-    let tail = [libc::iovec { iov_base: tail as *mut libc::c_void, iov_len: 1 }];
+    let tail = [libc::iovec {
+        iov_base: tail as *mut libc::c_void,
+        iov_len: 1,
+    }];
     // SAFETY: as above, the final byte.
     unsafe { sys::process_vm_writev(pid, &[byte], &tail) }.map(|n| first + n)
 }

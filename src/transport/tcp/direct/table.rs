@@ -164,9 +164,18 @@ impl Mapping {
     pub fn map(fd: &OwnedFd) -> Option<Mapping> {
         // SAFETY: a new shared mapping of a descriptor we own; the kernel picks the address.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), TABLE_LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                TABLE_LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
         };
-        (p != libc::MAP_FAILED).then_some(Mapping { table: p as *const Table })
+        (p != libc::MAP_FAILED).then_some(Mapping {
+            table: p as *const Table,
+        })
     }
 
     pub fn table(&self) -> &Table {
