@@ -5,5 +5,9 @@ fn main() {
     for s in sources {
         println!("cargo:rerun-if-changed={s}");
     }
-    cc::Build::new().files(sources).warnings(true).extra_warnings(true).compile("datshim");
+    cc::Build::new()
+        .files(sources)
+        .warnings(true)
+        .extra_warnings(true)
+        .compile("datshim");
 }
