@@ -38,6 +38,8 @@ install_check() {
     rm -rf "$dest"
     return $rc
 }
+step "formatted as cargo fmt formats (cargo fmt --check)" cargo fmt --all --check
+step "clippy, its warnings denied" cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "rust tests" cargo test --workspace --quiet
 step "headers are what the Rust source generates" make -s check-headers
 step "ABI equal to the reference headers" python3 tests/abi/compare.py "$ref" include
