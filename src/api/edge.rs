@@ -23,7 +23,7 @@ macro_rules! entry {
 }
 pub(crate) use entry;
 
-// Inlined: one frame fewer above a poll's system call (see `transport::sys`).
+// Inlined: one frame fewer above a poll's system call (see `runtime::sys`).
 #[inline(always)]
 pub fn run(body: impl FnOnce() -> DatResult) -> DAT_RETURN {
     match catch_unwind(AssertUnwindSafe(body)) {

@@ -20,7 +20,7 @@ use super::{make_room, Held};
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use crate::handle::{Kind, Object, SelfHandle};
-use crate::transport::sys::sockaddr_in;
+use crate::runtime::sys::sockaddr_in;
 use crate::transport::{EpWire, Link};
 
 /// What the EP holds and its state, under one lock.

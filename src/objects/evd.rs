@@ -103,7 +103,7 @@ impl Polled {
 
 thread_local! {
     /// The progress engine leaves a connection to a consumer's thread that polls it
-    /// (`transport::lease`). A thread that polls several EVDs in turn keeps all of them moving:
+    /// (`runtime::lease`). A thread that polls several EVDs in turn keeps all of them moving:
     /// held acknowledgements and frames of the ones it is not polling now do not wait for the
     /// engine to take them back. When it goes to sleep, whatever it waits for, they are handed
     /// back at once.
@@ -182,7 +182,7 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const
     });
     if keep_alive_due {
         // The connections this thread holds on lease stay its own: it still polls.
-        crate::transport::lease::keep_alive();
+        crate::runtime::lease::keep_alive();
     }
     if others_due {
         every_few_polls(key);
@@ -271,7 +271,7 @@ fn progress_others(key: usize) {
 /// This thread is about to sleep: the EVDs it polled send what their sources held for a ride
 /// (`Progress::flush`), and the connections it holds on lease go back to the engine.
 pub fn before_sleep() {
-    crate::transport::lease::return_all();
+    crate::runtime::lease::return_all();
     let polled = POLLED.with(|p| {
         let list = p.list();
         p.len.set(0);
@@ -688,7 +688,7 @@ impl Evd {
     }
 
     /// `dat_evd_dequeue`: the oldest event, into `out`, or `DAT_QUEUE_EMPTY`.
-    // Inlined: one frame fewer above a poll's system call (see `transport::sys`).
+    // Inlined: one frame fewer above a poll's system call (see `runtime::sys`).
     #[inline(always)]
     pub fn dequeue(&self, out: &mut MaybeUninit<DAT_EVENT>) -> DatResult {
         let waiter = || Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));

@@ -118,9 +118,9 @@ impl Ia {
             provider_specific: OnceLock::new(),
             counters: Counters::default(),
             transport,
-            address: Box::new(transport::sys::sockaddr_in(std::net::SocketAddrV4::new(
-                ip, 0,
-            ))),
+            address: Box::new(crate::runtime::sys::sockaddr_in(
+                std::net::SocketAddrV4::new(ip, 0),
+            )),
             async_evd: Mutex::new(None),
             handle: std::sync::atomic::AtomicUsize::new(0),
             children: Mutex::new(Children::default()),

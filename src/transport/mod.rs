@@ -4,17 +4,10 @@
 //! flushes) stays in the objects; a transport folder holds one data path whole.
 //!
 //! - `tcp`: the software transport that runs everywhere;
-//! - `verbs`: RDMA through rdma-cm and verbs (devices found; connections not yet);
-//! - `address_handles`: the UD address handles both transports hand out;
-//! - `engine`: the thread the kernel wakes when no thread of the program is in the library;
-//!   `lease`: which thread reads a connection when;
-//! - `mappings`: how the process's memory is mapped (asked before memory is registered).
+//! - `verbs`: RDMA through rdma-cm and verbs.
+//!
+//! The machinery both use (the progress engine, leases, system calls) is in `runtime`.
 
-pub mod address_handles;
-pub mod engine;
-pub mod lease;
-pub mod mappings;
-pub(crate) mod sys;
 pub mod tcp;
 pub mod verbs;
 

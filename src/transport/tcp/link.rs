@@ -42,9 +42,9 @@ use crate::error::{DatError, DatResult};
 use crate::objects::ep::{Close, End, Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::extension::Extended;
 use crate::objects::srq::Segments;
-use crate::transport::engine::{self, Engine, Source, Token};
-use crate::transport::lease::{self, Lent};
-use crate::transport::sys::{self, debug};
+use crate::runtime::engine::{self, Engine, Source, Token};
+use crate::runtime::lease::{self, Lent};
+use crate::runtime::sys::{self, debug};
 use crate::transport::{Link, Progress};
 
 /// How long the engine's acknowledgements wait for company (more of them, or a request of the

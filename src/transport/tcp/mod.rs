@@ -1,5 +1,5 @@
 //! The software transport over TCP: one TCP connection per connected EP, moved by the
-//! consumer's polling threads and the progress engine (`transport::engine`).
+//! consumer's polling threads and the progress engine (`runtime::engine`).
 //!
 //! - `wire`: the frames; `conn`: the socket's two halves;
 //! - `cm`: listening and the connection handshake;

@@ -31,8 +31,8 @@ use crate::objects::ep::{
 };
 use crate::objects::evd::Evd;
 use crate::objects::extension::Extended;
-use crate::transport::engine::{Engine, Source, Token};
-use crate::transport::sys::{self, debug};
+use crate::runtime::engine::{Engine, Source, Token};
+use crate::runtime::sys::{self, debug};
 use crate::transport::{ConnRequest, Link, Progress, SharedQueue, WindowBind};
 
 /// How long address and route resolution may take, in milliseconds.

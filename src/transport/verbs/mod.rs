@@ -34,7 +34,7 @@ use crate::registry::Entry;
 /// port, whose network interface gives the address).
 pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transport>> {
     let say = |what: &dyn std::fmt::Display| {
-        if super::sys::debug() {
+        if crate::runtime::sys::debug() {
             eprintln!("libdat: IA {} (RDMA): {what}", entry.ia_name);
         }
     };
