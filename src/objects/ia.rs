@@ -266,35 +266,7 @@ pub fn resolve_ipv4(ia_params: &str) -> Option<std::net::Ipv4Addr> {
     if let Ok(ip) = first.parse::<std::net::Ipv4Addr>() {
         return Some(ip);
     }
-    netdev_ipv4(first)
-}
-
-fn netdev_ipv4(name: &str) -> Option<std::net::Ipv4Addr> {
-    let mut found = None;
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `list`, freed below with freeifaddrs.
-    if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return None;
-    }
-    let mut cur = list;
-    while !cur.is_null() && found.is_none() {
-        // SAFETY: cur is a node of the list getifaddrs returned; an AF_INET address is a
-        // sockaddr_in.
-        unsafe {
-            let ifa = &*cur;
-            if !ifa.ifa_addr.is_null()
-                && i32::from((*ifa.ifa_addr).sa_family) == libc::AF_INET
-                && std::ffi::CStr::from_ptr(ifa.ifa_name).to_bytes() == name.as_bytes()
-            {
-                let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
-                found = Some(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
-            }
-            cur = ifa.ifa_next;
-        }
-    }
-    // SAFETY: list came from a successful getifaddrs and is freed once.
-    unsafe { libc::freeifaddrs(list) };
-    found
+    crate::runtime::interfaces::ipv4_of(first)
 }
 
 /// The counters of an object kind's creation and free (a CR's creation is its arrival; its

@@ -5,10 +5,12 @@
 //!   `lease`: which thread reads a connection when;
 //! - `sys`: the data path's system calls, made as plain system calls, and its clock;
 //! - `mappings`: how the process's memory is mapped (asked before memory is registered);
+//! - `interfaces`: the network interfaces and their IPv4 addresses;
 //! - `address_handles`: the UD address handles both transports hand out.
 
 pub mod address_handles;
 pub mod engine;
+pub mod interfaces;
 pub mod lease;
 pub mod mappings;
 pub(crate) mod sys;

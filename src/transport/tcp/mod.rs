@@ -85,7 +85,7 @@ impl Transport for Tcp {
     /// The network interface the IA's address is on, and its MTU (what a program that sizes
     /// its messages by the transport's MTU should use).
     fn provider_specific(&self, ip: Ipv4Addr) -> Vec<(&'static str, String)> {
-        let Some(netdev) = crate::registry::builtin::interface_of(ip) else {
+        let Some(netdev) = crate::runtime::interfaces::interface_of(ip) else {
             return Vec::new();
         };
         let mtu = std::fs::read_to_string(format!("/sys/class/net/{netdev}/mtu")).ok();
