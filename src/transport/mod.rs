@@ -369,7 +369,7 @@ pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transpor
             ip.ok_or_else(unreachable)?;
             Ok(Arc::new(tcp::Tcp))
         }
-        Kind::Rdma => verbs::for_ia(entry, ip),
+        Kind::Rdma => verbs::for_ia(&entry.ia_name, &entry.ia_params, ip),
         // Providers registered at run time are listed, not opened.
         Kind::Foreign => Err(DatError::not_implemented()),
     }

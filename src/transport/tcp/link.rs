@@ -255,7 +255,7 @@ impl TcpLink {
     ) -> std::io::Result<Arc<TcpLink>> {
         let ends = cm::ends(&stream);
         reader.grow();
-        let peer_timeout = super::peer_timeout(&ep.ia.entry);
+        let peer_timeout = super::peer_timeout(ep.ia.entry.peer_timeout());
         // A peer that stops acknowledging what we send, or stops answering the kernel's
         // probes of an idle connection, is gone after the peer timeout: the socket fails, and
         // the connection breaks, as an RC QP's retries run out.
