@@ -13,7 +13,7 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{self, Kind, Object};
 use crate::registry::Entry;
-use crate::transport::{self, Transport};
+use crate::transport::Transport;
 
 pub struct Ia {
     pub entry: Arc<Entry>,
@@ -103,10 +103,13 @@ impl Object for Ia {
 }
 
 impl Ia {
-    /// Opens an IA of `entry`; the transport must be one we serve.
-    pub fn open(entry: Arc<Entry>) -> DatResult<Arc<Ia>> {
-        let ip = resolve_ipv4(&entry.ia_params);
-        let transport = transport::for_ia(&entry, ip)?;
+    /// Opens an IA of `entry` on `transport`, the one its provider made for it, at `ip` (the
+    /// address its parameters name, [`resolve_ipv4`]; None: the transport's own).
+    pub fn open(
+        entry: Arc<Entry>,
+        transport: Arc<dyn Transport>,
+        ip: Option<std::net::Ipv4Addr>,
+    ) -> DatResult<Arc<Ia>> {
         let ip = ip
             .or_else(|| transport.local_address())
             .ok_or(DatError::new(

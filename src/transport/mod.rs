@@ -1,13 +1,14 @@
 //! Transports move bytes for the objects above them, and the objects reach them only through
-//! the traits here: a [`Transport`] per IA, chosen as it opens ([`for_ia`]), makes connections;
-//! each connection is a [`Link`]. Every rule of the specification (states, checks, events,
-//! flushes) stays in the objects; a transport folder holds one data path whole.
+//! the traits here: a [`Transport`] per IA, chosen as the API opens it (`providers::for_ia`),
+//! makes connections; each connection is a [`Link`]. Every rule of the specification (states,
+//! checks, events, flushes) stays in the objects; a transport folder holds one data path whole.
 //!
 //! - `tcp`: the software transport that runs everywhere;
 //! - `verbs`: RDMA through rdma-cm and verbs.
 //!
 //! The machinery both use (the progress engine, leases, system calls) is in `runtime`.
 
+pub mod providers;
 pub mod tcp;
 pub mod verbs;
 
@@ -20,10 +21,9 @@ use std::time::Duration;
 use parking_lot::MutexGuard;
 
 use crate::abi::{DAT_IA_HANDLE, DAT_LMR_TRIPLET};
-use crate::error::{DatError, DatResult, Sub, Type};
+use crate::error::{DatError, DatResult, Type};
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
 use crate::objects::evd::Evd;
-use crate::registry::Entry;
 
 /// What a transport keeps for one of the objects (a protection domain, a memory
 /// registration, a completion queue): opaque to them, released with them.
@@ -352,25 +352,4 @@ pub fn region_registered(context: u32, region: &crate::objects::region_table::Re
 /// it through any transport.
 pub fn region_released(context: u32) {
     tcp::direct::withdraw(context);
-}
-
-/// The transport an IA of `entry` runs on, at its address (None: the IA's parameters name
-/// none).
-pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transport>> {
-    use crate::registry::Transport as Kind;
-    let unreachable = || {
-        DatError::new(
-            Type::DAT_INVALID_ADDRESS,
-            Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
-        )
-    };
-    match entry.transport {
-        Kind::Tcp => {
-            ip.ok_or_else(unreachable)?;
-            Ok(Arc::new(tcp::Tcp))
-        }
-        Kind::Rdma => verbs::for_ia(&entry.ia_name, &entry.ia_params, ip),
-        // Providers registered at run time are listed, not opened.
-        Kind::Foreign => Err(DatError::not_implemented()),
-    }
 }
