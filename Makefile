@@ -55,7 +55,7 @@ else
 RELEASE_DIR := $(TARGET_DIR)/release
 endif
 
-.PHONY: FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
+.PHONY: callcount FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -168,6 +168,12 @@ demo: all
 
 bench: all
 	@bench/run.sh $(BUILD) $(or $(ROUNDS),5)
+
+# Instructions per call of dat_ep_post_send, dat_ep_post_recv and a dequeue that finds a
+# completion, counted by callgrind over tcp-lo (bench/callcount.sh): what a change to the data
+# path costs, free of the machine's timing noise.
+callcount: all
+	@bench/callcount.sh $(BUILD) $(or $(DAT_IA),tcp-lo)
 
 LIBDAT ?= $(LIBDIR)/$(SONAME)
 
