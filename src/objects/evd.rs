@@ -342,7 +342,7 @@ pub struct Evd {
     /// The connections that feed this EVD, progressed by whoever dequeues or waits. Held
     /// until they end (`detach`): a poll calls them without taking a reference. A poll holds
     /// this lock while its sources take their EPs' locks, so it is taken before any EP's
-    /// (see `objects` for the lock order).
+    /// (the lock order: docs/architecture.md).
     sources: Mutex<Vec<Arc<dyn Progress>>>,
     /// Connections attached and not yet moved into `sources`: an EP attaches its new link
     /// under its own lock, which a poll holding `sources` may be waiting for, so attaching

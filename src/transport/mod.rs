@@ -1,10 +1,17 @@
 //! Transports move bytes for the objects above them, and the objects reach them only through
 //! the traits here: a [`Transport`] per IA, chosen as it opens ([`for_ia`]), makes connections;
-//! each connection is a [`Link`]. Every rule of the specification (states, checks, events,
-//! flushes) stays in the objects; a transport folder holds one data path whole.
+//! each connection is a [`Link`]. The rules of the specification that need no wire (states,
+//! the checks of a call's arguments and segments, connection events, flushes) are kept above
+//! the seam, in `api` and `objects`, for both transports. A transport adds the limits and
+//! refusals only it knows (the segments a frame or a work request holds, what a device
+//! refuses), carries requests out and reports how they ended; where no device does it, the
+//! transport also applies the objects' region checks to what a peer asks of our memory and
+//! picks the status of the failures its peer causes (TCP: `tcp::inbound`). A transport folder
+//! holds one data path whole.
 //!
 //! - `tcp`: the software transport that runs everywhere;
-//! - `verbs`: RDMA through rdma-cm and verbs (devices found; connections not yet);
+//! - `verbs`: RDMA through rdma-cm and verbs: devices, RC connections and UD EPs, memory
+//!   regions and windows, CQs, SRQs, the device's asynchronous events;
 //! - `address_handles`: the UD address handles both transports hand out;
 //! - `engine`: the thread the kernel wakes when no thread of the program is in the library;
 //!   `lease`: which thread reads a connection when;
