@@ -30,20 +30,6 @@ pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
     | dat_evd_flags::DAT_EVD_RMR_BIND_FLAG as u32
     | dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32;
 
-/// How long `dat_evd_wait` keeps making progress itself before it sleeps, at least: an answer
-/// that comes back within this is seen without a thread hand-off. `LIBDAT_SPIN_US` changes it.
-/// Each EVD adapts its own budget from there (`next_spin`).
-fn spin_budget() -> Duration {
-    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *SPIN.get_or_init(|| {
-        let us = std::env::var("LIBDAT_SPIN_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(50);
-        Duration::from_micros(us)
-    })
-}
-
 /// The most an EVD's spin budget grows to, in multiples of the base budget.
 const SPIN_GROWTH: u32 = 4;
 
@@ -356,7 +342,7 @@ pub struct Evd {
     /// The connections that feed this EVD, progressed by whoever dequeues or waits. Held
     /// until they end (`detach`): a poll calls them without taking a reference. A poll holds
     /// this lock while its sources take their EPs' locks, so it is taken before any EP's
-    /// (see `objects` for the lock order).
+    /// (the lock order: docs/architecture.md).
     sources: Mutex<Vec<Arc<dyn Progress>>>,
     /// Connections attached and not yet moved into `sources`: an EP attaches its new link
     /// under its own lock, which a poll holding `sources` may be waiting for, so attaching
@@ -439,7 +425,7 @@ impl Evd {
             queued: AtomicUsize::new(0),
             waiting: AtomicBool::new(false),
             has_cno: AtomicBool::new(has_cno),
-            spin_us: AtomicU64::new(spin_budget().as_micros() as u64),
+            spin_us: AtomicU64::new(crate::runtime::settings::SPIN_US.get().as_micros() as u64),
             completion_queue: std::sync::OnceLock::new(),
             sole_source: std::sync::OnceLock::new(),
             counters: Counters::default(),
@@ -849,7 +835,7 @@ impl Evd {
             Ok(()),
         ) = (w, &result)
         {
-            let next = next_spin(spin, at.elapsed(), spin_budget());
+            let next = next_spin(spin, at.elapsed(), crate::runtime::settings::SPIN_US.get());
             self.spin_us
                 .store(next.as_micros() as u64, Ordering::Relaxed);
         }

@@ -1,12 +1,20 @@
 //! Transports move bytes for the objects above them, and the objects reach them only through
 //! the traits here: a [`Transport`] per IA, chosen as the API opens it (`providers::for_ia`),
-//! makes connections; each connection is a [`Link`]. Every rule of the specification (states,
-//! checks, events, flushes) stays in the objects; a transport folder holds one data path whole.
+//! makes connections; each connection is a [`Link`]. The rules of the specification that need
+//! no wire (states, the checks of a call's arguments and segments, connection events, flushes)
+//! are kept above the seam, in `api` and `objects`, for both transports. A transport adds the
+//! limits and refusals only it knows (the segments a frame or a work request holds, what a
+//! device refuses), carries requests out and reports how they ended; where no device does it,
+//! the transport also applies the objects' region checks to what a peer asks of our memory and
+//! picks the status of the failures its peer causes (TCP: `tcp::inbound`). A transport folder
+//! holds one data path whole.
 //!
 //! - `tcp`: the software transport that runs everywhere;
-//! - `verbs`: RDMA through rdma-cm and verbs.
+//! - `verbs`: RDMA through rdma-cm and verbs: devices, RC connections and UD EPs, memory
+//!   regions and windows, CQs, SRQs, the device's asynchronous events.
 //!
-//! The machinery both use (the progress engine, leases, system calls) is in `runtime`.
+//! The machinery both use (the progress engine, leases, system calls, memory mappings, network
+//! interfaces, UD address handles) is in `runtime`, which knows nothing of DAT.
 
 pub mod providers;
 pub mod tcp;

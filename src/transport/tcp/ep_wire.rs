@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::datagram::DatagramPort;
 use super::direct::Receives;
@@ -43,18 +43,6 @@ const MAX_KEPT_BYTES_PER_EP: usize = 64 << 20;
 static KEPT: AtomicUsize = AtomicUsize::new(0);
 const KEPT_OVERHEAD: usize = 64;
 
-/// The most the process holds for its peers (`LIBDAT_PEER_MEMORY` MiB, else 256 MiB).
-fn peer_memory() -> usize {
-    static MAX: OnceLock<usize> = OnceLock::new();
-    *MAX.get_or_init(|| {
-        let mib = std::env::var("LIBDAT_PEER_MEMORY")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(256);
-        mib.saturating_mul(1 << 20)
-    })
-}
-
 /// A message kept until a receive is posted for it.
 pub struct EarlyMessage {
     /// The sender's sequence number: acknowledged when the message lands.
@@ -81,7 +69,9 @@ impl EpWire {
             return false;
         }
         let charge = len + KEPT_OVERHEAD;
-        if KEPT.fetch_add(charge, Ordering::AcqRel) + charge > peer_memory() {
+        if KEPT.fetch_add(charge, Ordering::AcqRel) + charge
+            > crate::runtime::settings::PEER_MEMORY.get()
+        {
             KEPT.fetch_sub(charge, Ordering::AcqRel);
             return false;
         }

@@ -134,19 +134,10 @@ pub fn take_landed(ep: &Ep, inner: &mut crate::objects::ep::EpInner) {
 /// How long a peer of an IA may go unheard while its connection owes or expects something
 /// before the connection breaks (see `conn::watch_peer`): `configured`, the IA's
 /// `peer_timeout=SECONDS` in its dat.conf line's platform parameters, else
-/// `LIBDAT_PEER_TIMEOUT` (seconds), else 20 s, about what an RC QP's default retries take.
+/// `LIBDAT_PEER_TIMEOUT` (seconds), else 20 s (`settings::PEER_TIMEOUT`), about what an RC
+/// QP's default retries take.
 pub fn peer_timeout(configured: Option<Duration>) -> Duration {
-    const DEFAULT: Duration = Duration::from_secs(20);
-    static FROM_ENV: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
-    let from_env = *FROM_ENV.get_or_init(|| {
-        let secs = std::env::var("LIBDAT_PEER_TIMEOUT")
-            .ok()?
-            .trim()
-            .parse::<f64>()
-            .ok()?;
-        (secs.is_finite() && secs > 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
-    });
-    configured.or(from_env).unwrap_or(DEFAULT)
+    configured.unwrap_or_else(|| crate::runtime::settings::PEER_TIMEOUT.get())
 }
 
 /// The frame limits: what the objects advertise.

@@ -247,7 +247,7 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
     let Some(ep) = known.ep.upgrade() else { return };
     let st = status(wc.status);
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
-    if crate::runtime::sys::debug() && (!ok || std::env::var_os("LIBDAT_DEBUG_WC").is_some()) {
+    if crate::runtime::sys::debug() && (!ok || crate::runtime::settings::DEBUG_WC.get()) {
         // SAFETY: ibv_wc_status_str returns a static string for any status.
         let name = unsafe { std::ffi::CStr::from_ptr(ibv::ibv_wc_status_str(wc.status)) };
         eprintln!(
