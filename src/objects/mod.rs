@@ -21,6 +21,8 @@ pub mod lmr;
 pub mod pz;
 pub mod region_table;
 pub mod rmr;
+#[cfg(test)]
+mod rules_tests;
 pub mod sp;
 pub mod srq;
 pub mod wakeup;
