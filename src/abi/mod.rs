@@ -40,6 +40,7 @@ mod platform;
 mod redirection;
 mod registry;
 mod udat;
+mod zeroable;
 
 pub use config::*;
 pub use dat::*;
@@ -49,3 +50,4 @@ pub use platform::*;
 pub use redirection::*;
 pub use registry::*;
 pub use udat::*;
+pub use zeroable::*;

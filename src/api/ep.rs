@@ -183,8 +183,7 @@ pub unsafe extern "C" fn dat_ep_query(
         let out = edge::out(ep_param, 3)?;
         let inner = ep.inner.lock();
         let handle_of = |e: &Option<crate::objects::Held<Evd>>| e.as_ref().map_or(std::ptr::null_mut(), |e| e.handle());
-        // SAFETY: DAT_EP_PARAM is plain data for which all-zero bytes are a valid value.
-        let mut p: DAT_EP_PARAM = unsafe { std::mem::zeroed() };
+        let mut p = DAT_EP_PARAM::zeroed();
         p.ia_handle = ep.ia.handle();
         p.ep_state = inner.state as DAT_EP_STATE;
         p.local_ia_address_ptr = ep.ia.address_ptr();

@@ -188,9 +188,7 @@ pub(crate) fn fill_name(dst: &mut [c_char], s: &str) {
 }
 
 fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
-    // SAFETY: DAT_IA_ATTR is plain data (integers, arrays, nullable pointers) for which
-    // all-zero bytes are a valid value.
-    let mut a: DAT_IA_ATTR = unsafe { std::mem::zeroed() };
+    let mut a = DAT_IA_ATTR::zeroed();
     fill_name(&mut a.adapter_name, &ia.entry.ia_name);
     fill_name(&mut a.vendor_name, "libdat");
     a.hardware_version_major = 0;
@@ -230,8 +228,7 @@ fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
 }
 
 fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
-    // SAFETY: DAT_PROVIDER_ATTR is plain data for which all-zero bytes are a valid value.
-    let mut p: DAT_PROVIDER_ATTR = unsafe { std::mem::zeroed() };
+    let mut p = DAT_PROVIDER_ATTR::zeroed();
     let t = dat_boolean::DAT_TRUE as DAT_BOOLEAN;
     fill_name(
         &mut p.provider_name,

@@ -95,8 +95,7 @@ pub unsafe extern "C" fn dat_lmr_query(
         let lmr = edge::object::<Lmr>(lmr_handle, Sub::DAT_INVALID_HANDLE_LMR)?;
         edge::flags_in(lmr_param_mask, dat_lmr_param_mask::DAT_LMR_FIELD_ALL as u32, 2)?;
         let out = edge::out(lmr_param, 3)?;
-        // SAFETY: DAT_LMR_PARAM is plain data for which all-zero bytes are a valid value.
-        let mut p: DAT_LMR_PARAM = unsafe { std::mem::zeroed() };
+        let mut p = DAT_LMR_PARAM::zeroed();
         p.ia_handle = lmr.ia.handle();
         p.mem_type = lmr.mem_type as DAT_MEM_TYPE;
         match &lmr.parent {

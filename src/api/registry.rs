@@ -11,8 +11,7 @@ use crate::error::{DatError, Sub, Type};
 use crate::registry;
 
 fn info_of(e: &registry::Entry) -> DAT_PROVIDER_INFO {
-    // SAFETY: DAT_PROVIDER_INFO is plain data for which all-zero bytes are a valid value.
-    let mut info: DAT_PROVIDER_INFO = unsafe { std::mem::zeroed() };
+    let mut info = DAT_PROVIDER_INFO::zeroed();
     fill_name(&mut info.ia_name, &e.ia_name);
     info.dapl_version_major = e.api_major;
     info.dapl_version_minor = e.api_minor;

@@ -48,8 +48,7 @@ pub unsafe extern "C" fn dat_rmr_query(
         let rmr = edge::object::<Rmr>(rmr_handle, Sub::DAT_INVALID_HANDLE_RMR)?;
         edge::flags_in(rmr_param_mask, dat_rmr_param_mask::DAT_RMR_FIELD_ALL as u32, 2)?;
         let out = edge::out(rmr_param, 3)?;
-        // SAFETY: DAT_RMR_PARAM is plain data for which all-zero bytes are a valid value.
-        let mut p: DAT_RMR_PARAM = unsafe { std::mem::zeroed() };
+        let mut p = DAT_RMR_PARAM::zeroed();
         p.ia_handle = rmr.ia.handle();
         p.pz_handle = rmr.pz.handle();
         p.rmr_scope = dat_rmr_scope::DAT_RMR_SCOPE_EP as DAT_RMR_SCOPE;

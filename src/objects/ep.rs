@@ -250,8 +250,7 @@ fn detach(link: &Arc<dyn Link>, evds: &[Option<Arc<Evd>>; 2]) {
 
 /// The attributes an EP gets when the consumer gives none.
 pub fn default_attr() -> DAT_EP_ATTR {
-    // SAFETY: DAT_EP_ATTR is plain data for which all-zero bytes are a valid value.
-    let mut a: DAT_EP_ATTR = unsafe { std::mem::zeroed() };
+    let mut a = DAT_EP_ATTR::zeroed();
     a.service_type = dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE;
     a.max_message_size = limits::MAX_MESSAGE_SIZE;
     a.max_rdma_size = limits::MAX_RDMA_SIZE;
@@ -403,8 +402,7 @@ impl Ep {
         operation: dat_dtos,
         length: u32,
     ) -> DAT_EVENT {
-        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        let mut e = DAT_EVENT::zeroed();
         e.event_number = dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER;
         e.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
             ep_handle: self.handle(),
@@ -476,8 +474,7 @@ impl Ep {
         let mut buffer = vec![0u8; limits::MAX_PRIVATE_DATA_SIZE as usize].into_boxed_slice();
         let n = private_data.len().min(buffer.len());
         buffer[..n].copy_from_slice(&private_data[..n]);
-        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        let mut e = DAT_EVENT::zeroed();
         e.event_number = number;
         e.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
             ep_handle: self.handle(),
@@ -798,8 +795,7 @@ mod tests {
     use super::*;
 
     fn inner(requests: i32, recvs: i32) -> EpInner {
-        // SAFETY: DAT_EP_ATTR is a C struct of integers, enums with a zero member and pointers.
-        let mut attr: DAT_EP_ATTR = unsafe { std::mem::zeroed() };
+        let mut attr = DAT_EP_ATTR::zeroed();
         attr.max_request_dtos = requests;
         attr.max_recv_dtos = recvs;
         EpInner::new(

@@ -386,12 +386,14 @@ pub fn debug() -> bool {
 
 /// An IPv4 socket address as the C library takes it.
 pub fn sockaddr_in(a: std::net::SocketAddrV4) -> libc::sockaddr_in {
-    // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
-    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
-    sin.sin_port = a.port().to_be();
-    sin
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*a.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
 }
 
 /// The IPv4 address a C socket address holds; None for another family.

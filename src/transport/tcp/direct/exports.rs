@@ -531,6 +531,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::abi::Zeroable;
 
     /// An export table of the test's own (not the process's): no other test sees its slots.
     fn own_table() -> &'static Exports {
@@ -573,8 +574,7 @@ mod tests {
         /// One that has exited, not reaped yet (its pid stays its own meanwhile).
         fn exited() -> Process {
             let p = Process(Command::new("true").spawn().expect("true"));
-            // SAFETY: an all-zero siginfo_t is a valid buffer for waitid to fill.
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let mut info = libc::siginfo_t::zeroed();
             // SAFETY: waits for our own child to exit, leaving it unreaped (WNOWAIT).
             let rc = unsafe {
                 libc::waitid(
