@@ -33,6 +33,7 @@ macro_rules! c_enum {
 }
 
 mod config;
+mod context;
 mod dat;
 mod dat_error;
 mod ib_extensions;

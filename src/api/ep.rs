@@ -743,8 +743,7 @@ pub(super) unsafe fn post_request(
             } else {
                 ep_state::post_request(inner.state)?
             };
-            // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-            let cookie = unsafe { user_cookie.as_64 };
+            let cookie = user_cookie.as_u64();
             let posted = match post {
                 Post::Run => {
                     // Made where it is used: the direct post, inlined, keeps its fields in
@@ -963,8 +962,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
             match post {
                 Post::Flush => {
                     drop(inner);
-                    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                    ep.complete_recv(unsafe { user_cookie.as_64 }, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
+                    ep.complete_recv(user_cookie.as_u64(), dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
                 }
                 Post::Run => {
                     if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
@@ -974,8 +972,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                     if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
                         return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
                     }
-                    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                    let cookie = unsafe { user_cookie.as_64 };
+                    let cookie = user_cookie.as_u64();
                     let kept = if inner.wire.keeps_receive_segments() { Segments::from_slice(segments) } else { Segments::new() };
                     inner.recvs.push_back(PostedRecv { cookie, segments: kept });
                     let EpInner { wire, recvs, .. } = &mut *inner;

@@ -59,7 +59,7 @@ pub unsafe extern "C" fn libdat_extension_op(
             dat_ib_op::DAT_IB_RDMA_WRITE_IMMED_OP => unsafe {
                 let (segments, local, remote) = (v[0] as i64 as DAT_COUNT, v[1] as *const DAT_LMR_TRIPLET, v[3] as *const DAT_RMR_TRIPLET);
                 let write = Extended::WriteImmediate(v[4] as u32);
-                let cookie = DAT_DTO_COOKIE { as_64: v[2] };
+                let cookie = DAT_DTO_COOKIE::from_u64(v[2]);
                 ep::post_request(handle, segments, local, cookie, Some(remote), v[5] as u32, 7, write.carrier(), Some(write), None)
             },
             dat_ib_op::DAT_IB_UD_SEND_OP => unsafe {
@@ -182,7 +182,7 @@ unsafe fn post_atomic(
         return Err(DatError::invalid_arg(local_position));
     }
     segment.segment_length = ATOMIC_LEN;
-    let cookie = DAT_DTO_COOKIE { as_64: cookie };
+    let cookie = DAT_DTO_COOKIE::from_u64(cookie);
     // SAFETY: `segment` is one triplet on our stack; `remote` is forwarded from our caller.
     unsafe {
         ep::post_request(
@@ -238,7 +238,7 @@ unsafe fn post_datagram(
         ah: ah.ah as usize,
         qpn: ah.qpn,
     };
-    let cookie = DAT_DTO_COOKIE { as_64: cookie };
+    let cookie = DAT_DTO_COOKIE::from_u64(cookie);
     // SAFETY: forwarded from our caller.
     unsafe {
         ep::post_request(

@@ -174,10 +174,9 @@ pub unsafe extern "C" fn dat_rmr_bind(
                     address: triplet.virtual_address,
                     length: u64::from(triplet.segment_length),
                     privileges: mem_priv,
-                    // SAFETY: every member of DAT_RMR_COOKIE is 64 bits of plain data.
                     request: Request {
                         seq: 0,
-                        cookie: unsafe { user_cookie.as_64 },
+                        cookie: user_cookie.as_u64(),
                         operation: dat_dtos::DAT_DTO_BIND_MW,
                         length: 0,
                         report,

@@ -633,9 +633,7 @@ impl Ep {
         let Some(evd) = evd.filter(|_| request.report.reports(status)) else {
             return;
         };
-        let cookie = DAT_DTO_COOKIE {
-            as_64: request.cookie,
-        };
+        let cookie = DAT_DTO_COOKIE::from_u64(request.cookie);
         let event = match (request.bind, request.extended) {
             (Some(rmr), _) => super::rmr::bind_event(rmr.get() as DAT_RMR_HANDLE, cookie, status),
             (None, Some(op)) => {
@@ -693,7 +691,7 @@ impl Ep {
             // A full EVD reports its own overflow on the async EVD; the completion is lost as
             // a CQ overrun loses it.
             let event = self.dto_event(
-                DAT_DTO_COOKIE { as_64: cookie },
+                DAT_DTO_COOKIE::from_u64(cookie),
                 status,
                 dat_dtos::DAT_DTO_RECEIVE,
                 length,

@@ -167,9 +167,7 @@ pub fn datagram_connection_data(peer: &DatagramPeer) -> DAT_IB_EXTENSION_EVENT_D
         qpn: peer.qpn,
         ia_addr,
     };
-    x.context = DAT_CONTEXT {
-        as_64: peer.context,
-    };
+    x.context = DAT_CONTEXT::from_u64(peer.context);
     x
 }
 
@@ -197,7 +195,7 @@ fn event(
     e.event_number = dat_ib_event_number::DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER;
     e.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
         ep_handle: ep,
-        user_cookie: DAT_DTO_COOKIE { as_64: cookie },
+        user_cookie: DAT_DTO_COOKIE::from_u64(cookie),
         status: status as DAT_DTO_COMPLETION_STATUS,
         transfered_length: length,
         operation: operation as DAT_DTOS,
