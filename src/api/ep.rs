@@ -51,15 +51,16 @@ fn stream_evd(
     Ok(evd)
 }
 
+/// `ep_attributes`: the consumer's attributes, if it gave any.
 #[allow(clippy::too_many_arguments)]
-unsafe fn create(
+fn create(
     ia_handle: DAT_IA_HANDLE,
     pz_handle: DAT_PZ_HANDLE,
     recv_evd_handle: DAT_EVD_HANDLE,
     request_evd_handle: DAT_EVD_HANDLE,
     connect_evd_handle: DAT_EVD_HANDLE,
     srq_handle: Option<DAT_SRQ_HANDLE>,
-    ep_attributes: *const DAT_EP_ATTR,
+    ep_attributes: Option<DAT_EP_ATTR>,
     attr_position: u8,
     ep_handle: *mut DAT_EP_HANDLE,
 ) -> DatResult {
@@ -96,8 +97,7 @@ unsafe fn create(
         }
         None => None,
     };
-    // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
-    let attr = match unsafe { edge::read_in(ep_attributes) } {
+    let attr = match ep_attributes {
         Some(a) => ep::check_attr(&a, attr_position, ia.transport.datagrams())?,
         // dat_ep_create_with_srq: "Consumer can not specify NULL for ep_attributes".
         None if srq.is_some() => return Err(DatError::invalid_arg(attr_position)),
@@ -147,8 +147,9 @@ pub unsafe extern "C" fn dat_ep_create(
     ep_handle: *mut DAT_EP_HANDLE,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
-        unsafe { create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, None, ep_attributes, 6, ep_handle) }
+        // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
+        let attr = unsafe { edge::read_in(ep_attributes) };
+        create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, None, attr, 6, ep_handle)
     }
 }
 
@@ -164,8 +165,9 @@ pub unsafe extern "C" fn dat_ep_create_with_srq(
     ep_handle: *mut DAT_EP_HANDLE,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
-        unsafe { create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, Some(srq_handle), ep_attributes, 7, ep_handle) }
+        // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
+        let attr = unsafe { edge::read_in(ep_attributes) };
+        create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, Some(srq_handle), attr, 7, ep_handle)
     }
 }
 

@@ -65,15 +65,21 @@ pub unsafe extern "C" fn libdat_extension_op(
             dat_ib_op::DAT_IB_UD_SEND_OP => unsafe {
                 post_datagram(handle, v[0] as i64 as DAT_COUNT, v[1] as *const DAT_LMR_TRIPLET, v[2] as *const DAT_IB_ADDR_HANDLE, v[3], v[4] as u32)
             },
-            dat_ib_op::DAT_IB_UD_AH_FREE_OP => unsafe { free_address_handle(handle, v[0] as *const DAT_IB_ADDR_HANDLE) },
+            dat_ib_op::DAT_IB_UD_AH_FREE_OP => {
+                // SAFETY: a non-NULL address handle pointer points to one (API contract).
+                let ah = unsafe { edge::read_in(v[0] as *const DAT_IB_ADDR_HANDLE) };
+                free_address_handle(handle, ah)
+            }
             // A UD exchange's resources go as it ends (its answer or its failure): nothing is
             // left to free.
             dat_ib_op::DAT_IB_UD_CM_FREE_OP => edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP).map(drop),
             dat_ib_op::DAT_IB_START_COUNTERS_OP => sample_device_counters(handle, v[0], device_counters::start),
             dat_ib_op::DAT_IB_STOP_COUNTERS_OP => sample_device_counters(handle, v[0], device_counters::stop),
-            dat_ib_op::DAT_IB_OPEN_QUERY_OP => unsafe {
-                ia::open_query(v[0] as *const c_char, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
-            },
+            dat_ib_op::DAT_IB_OPEN_QUERY_OP => {
+                // SAFETY: the macro passes the caller's name (read no further than a name may go).
+                let name = unsafe { edge::name_in(v[0] as *const c_char, 1)? };
+                ia::open_query(name, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
+            }
             dat_ib_op::DAT_IB_CLOSE_QUERY_OP => ia::close_query(handle),
             dat_ib_op::DAT_IB_QUERY_COUNTERS_OP => unsafe { query_counters(handle, v[0] as i64, v[1] as *mut u64, v[2] as i64 != 0) },
             dat_ib_op::DAT_IB_PRINT_COUNTERS_OP => print_counters(handle, v[0] as i64, v[1] as i64 != 0),
@@ -256,11 +262,11 @@ unsafe fn post_datagram(
     }
 }
 
-/// `dat_ib_ud_ah_free`: destroys an address handle a UD connection event brought.
-unsafe fn free_address_handle(handle: DAT_HANDLE, ah: *const DAT_IB_ADDR_HANDLE) -> DatResult {
+/// `dat_ib_ud_ah_free`: destroys an address handle a UD connection event brought (`ah`: the
+/// consumer's, None for NULL).
+fn free_address_handle(handle: DAT_HANDLE, ah: Option<DAT_IB_ADDR_HANDLE>) -> DatResult {
     let ep = edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
-    // SAFETY: a non-NULL address handle pointer points to one (API contract).
-    let ah = unsafe { edge::required_in(ah, 2)? };
+    let ah = ah.ok_or(DatError::invalid_arg(2))?;
     if !ep.ia.transport.free_address_handle(ah.ah as usize) {
         return Err(DatError::invalid_arg(2));
     }

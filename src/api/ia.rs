@@ -135,16 +135,14 @@ fn close(ia: &Arc<Ia>, h: DAT_IA_HANDLE, flags: dat_close_flags) -> DatResult {
 /// handle is closed by `dat_ib_close_query` (or `dat_ia_close`). As OpenFabrics: a name no
 /// provider has is `DAT_PROVIDER_NOT_FOUND` (as `dat_ia_open` says it), and both attribute
 /// pointers NULL is argument 5.
-pub(crate) unsafe fn open_query(
-    name: *const c_char,
+pub(crate) fn open_query(
+    name: &str,
     ia_handle: *mut DAT_IA_HANDLE,
     ia_attr_mask: DAT_IA_ATTR_MASK,
     ia_attr: *mut DAT_IA_ATTR,
     provider_attr_mask: DAT_PROVIDER_ATTR_MASK,
     provider_attr: *mut DAT_PROVIDER_ATTR,
 ) -> DatResult {
-    // SAFETY: the macro passes the caller's name (read no further than a name may go).
-    let name = unsafe { edge::name_in(name, 1)? };
     let entry = registry::find(name)
         .filter(|e| e.api_major == API_MAJOR)
         .ok_or(DatError::new(

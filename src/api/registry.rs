@@ -50,13 +50,8 @@ pub unsafe extern "C" fn dat_registry_list_providers(
     }
 }
 
-/// # Safety
-/// `info`, if non-NULL, points to a `DAT_PROVIDER_INFO`.
-unsafe fn provider_key(
-    info: *const DAT_PROVIDER_INFO,
-) -> crate::error::DatResult<(String, u32, u32, bool)> {
-    // SAFETY: forwarded from our caller.
-    let info = unsafe { edge::required_in(info, 2)? };
+/// A provider's name, version and thread safety (argument 2 when malformed).
+fn provider_key(info: &DAT_PROVIDER_INFO) -> crate::error::DatResult<(String, u32, u32, bool)> {
     let bytes: Vec<u8> = info
         .ia_name
         .iter()
@@ -84,7 +79,9 @@ pub unsafe extern "C" fn dat_registry_add_provider(
         if provider.is_null() {
             return Err(DatError::invalid_arg(1));
         }
-        let (name, major, minor, thread_safe) = provider_key(provider_info)?;
+        // SAFETY: a non-NULL provider info points to one (API contract).
+        let info = unsafe { edge::required_in(provider_info, 2)? };
+        let (name, major, minor, thread_safe) = provider_key(&info)?;
         if registry::add_runtime(&name, major, minor, thread_safe) {
             Ok(())
         } else {
@@ -102,7 +99,9 @@ pub unsafe extern "C" fn dat_registry_remove_provider(
         if provider.is_null() {
             return Err(DatError::invalid_arg(1));
         }
-        let (name, major, minor, _) = provider_key(provider_info)?;
+        // SAFETY: a non-NULL provider info points to one (API contract).
+        let info = unsafe { edge::required_in(provider_info, 2)? };
+        let (name, major, minor, _) = provider_key(&info)?;
         if registry::remove_runtime(&name, major, minor) {
             Ok(())
         } else {
