@@ -405,6 +405,9 @@ pub unsafe extern "C" fn dat_ep_set_watermark(
 
 /// Private data as a slice: a negative size, a size over the provider's limit, or a NULL
 /// pointer with a size are `DAT_INVALID_PARAMETER` naming the size's position.
+///
+/// # Safety
+/// `data` points to `size` bytes when `size` is positive.
 unsafe fn private_data<'a>(size: DAT_COUNT, data: DAT_PVOID, position: u8) -> DatResult<&'a [u8]> {
     if size > limits::MAX_PRIVATE_DATA_SIZE {
         return Err(DatError::invalid_arg(position));
@@ -414,6 +417,9 @@ unsafe fn private_data<'a>(size: DAT_COUNT, data: DAT_PVOID, position: u8) -> Da
 }
 
 /// An IPv4 remote address: NULL or another family is `DAT_INVALID_ADDRESS`.
+///
+/// # Safety
+/// A non-NULL `p` points to a sockaddr, a sockaddr_in when its family is AF_INET.
 unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr> {
     let malformed = DatError::new(
         Type::DAT_INVALID_ADDRESS,
@@ -499,14 +505,16 @@ pub unsafe extern "C" fn dat_ep_connect(
 ) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
-        // SAFETY: forwarded from our caller.
+        // SAFETY: a non-NULL remote address points to a sockaddr, an AF_INET one to a sockaddr_in
+        // (API contract).
         let ip = unsafe { remote_address(remote_ia_address)? };
         // Qualifier 0 names no listener (it listens on any port); every other 64-bit value
         // does, on the port it maps to.
         if remote_conn_qual == 0 {
             return Err(DatError::invalid_arg(3));
         }
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
+        // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 5)? };
         best_effort_only(quality_of_service, 7)?;
         edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
@@ -530,7 +538,8 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
     entry! {
         let ep = ep(ep_handle)?;
         let dup = edge::object::<Ep>(ep_dup_handle, Sub::DAT_INVALID_HANDLE2)?;
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
+        // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
         best_effort_only(quality_of_service, 6)?;
         // The duplicate names its peer: connected, with an address and a port.
@@ -557,12 +566,14 @@ pub unsafe extern "C" fn dat_ep_common_connect(
 ) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
-        // SAFETY: forwarded from our caller.
+        // SAFETY: a non-NULL remote address points to a sockaddr, an AF_INET one to a sockaddr_in
+        // (API contract).
         let ip = unsafe { remote_address(remote_ia_address)? };
         // The common service point is named by the address's port (a CSP listens there).
-        // SAFETY: forwarded from our caller.
+        // SAFETY: as above.
         let sin = unsafe { super::cm::common_address(remote_ia_address, 2)? };
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
+        // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
         check_connectable(&ep)?;
         start_connect(ep, ip, u64::from(u16::from_be(sin.sin_port)), timeout, pd)
@@ -677,6 +688,9 @@ fn check_completion_flags(flags: DAT_COMPLETION_FLAGS, ep_flags: u32, position: 
 
 /// The common checks and the flush of a request DTO (send, RDMA write, RDMA read, and the
 /// IB extension's, `extended`, which move data as `operation`).
+///
+/// # Safety
+/// `local_iov` points to `num_segments` triplets, and a non-NULL `remote_iov` to a triplet.
 // Never inlined: every request DTO runs this one copy, so a program that sends and writes
 // keeps one post path in its instruction cache, not one per entry point.
 #[inline(never)]
@@ -846,7 +860,7 @@ pub unsafe extern "C" fn dat_ep_post_send(
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `local_iov` holds `num_segments` triplets (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, None) }
     }
 }
@@ -868,7 +882,7 @@ pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
         // send's frame; verbs: IBV_WR_SEND_WITH_INV, the peer's device invalidating the
         // window).
         let invalidate = invalidate.then_some(rmr_context);
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `local_iov` holds `num_segments` triplets (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, invalidate) }
     }
 }
@@ -883,7 +897,8 @@ pub unsafe extern "C" fn dat_ep_post_rdma_write(
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `local_iov` holds `num_segments` triplets, and a non-NULL `remote_iov` points to
+        // a triplet (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, None, None) }
     }
 }
@@ -898,7 +913,8 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `local_iov` holds `num_segments` triplets, and a non-NULL `remote_iov` points to
+        // a triplet (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, None, None) }
     }
 }
@@ -928,7 +944,8 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read_to_rmr(
             .and_then(|w| w.reach(local.virtual_address, length, lmr::PRIV_REMOTE_WRITE))
             .ok_or(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_RDMA_WRITE))?;
         let segment = DAT_LMR_TRIPLET { lmr_context: lmr.context, virtual_address: local.virtual_address, segment_length: local.segment_length };
-        // SAFETY: `segment` is one triplet on our stack; `remote_iov` is forwarded from our caller.
+        // SAFETY: `segment` is one triplet on our stack; `remote_iov` points to a triplet (read
+        // above).
         unsafe { post_request(ep_handle, 1, &segment, user_cookie, Some(remote_iov), completion_flags, 5, dat_dtos::DAT_DTO_RDMA_READ, None, None) }
     }
 }

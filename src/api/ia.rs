@@ -39,7 +39,9 @@ pub unsafe extern "C" fn dat_ia_openv(
         let entry = registry::find(name)
             .filter(|e| e.api_major == dapl_major && dapl_major == API_MAJOR)
             .ok_or(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))?;
-        let requested = edge::read_in(async_evd_handle as *const DAT_EVD_HANDLE)
+        // SAFETY: the in-out handle is non-NULL (checked by `out` above) and points to a
+        // handle, or to DAT_HANDLE_NULL (API contract).
+        let requested = unsafe { edge::read_in(async_evd_handle as *const DAT_EVD_HANDLE) }
             .unwrap_or(std::ptr::null_mut());
         // Check the consumer's async EVD before creating anything.
         let shared = match requested as usize {

@@ -38,7 +38,9 @@ pub unsafe extern "C" fn dat_registry_list_providers(
             count_out.set(entries.len() as DAT_COUNT);
             return Err(DatError::invalid_arg(if dat_provider_list.is_null() && max_to_return > 0 { 3 } else { 1 }));
         }
-        let slots = edge::slice_in(dat_provider_list as *const *mut DAT_PROVIDER_INFO, max_to_return, 3)?;
+        // SAFETY: the list is the caller's array of `max_to_return` pointers to provider infos
+        // (API contract).
+        let slots = unsafe { edge::slice_in(dat_provider_list as *const *mut DAT_PROVIDER_INFO, max_to_return, 3)? };
         let mut written = 0;
         for (slot, e) in slots.iter().zip(entries.iter()) {
             let out = edge::out(*slot, 3)?;

@@ -1,6 +1,7 @@
 //! datinfo: lists the registered IAs (name, transport, parameters, where each came from); with
 //! `-v` opens each one and prints its IA and provider attributes. Then the RDMA devices present,
 //! with their ports.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{c_char, CString};
 

@@ -443,7 +443,7 @@ mod tests {
         let a = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (b, _) = listener.accept().unwrap();
         let mut buf = [0u8; 16];
-        // SAFETY (each call below): the buffers and the msghdr's iovecs live across the call.
+        // SAFETY: the buffer lives across the call, writable for its length.
         let empty = unsafe {
             recv(
                 b.as_raw_fd(),
@@ -454,6 +454,7 @@ mod tests {
         };
         assert_eq!(empty, Err(libc::EAGAIN));
         assert_eq!(
+            // SAFETY: the 4 bytes live across the call.
             unsafe { send(a.as_raw_fd(), b"ping".as_ptr(), 4, libc::MSG_NOSIGNAL) },
             Ok(4)
         );
@@ -472,18 +473,22 @@ mod tests {
         msg.msg_iov = parts.as_mut_ptr();
         msg.msg_iovlen = 2;
         assert_eq!(
+            // SAFETY: the msghdr names the two iovecs, whose bytes live across the call.
             unsafe { sendmsg(a.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) },
             Ok(4)
         );
         assert_eq!(
+            // SAFETY: 8 of the buffer's 16 bytes, writable across the call.
             unsafe { recv(b.as_raw_fd(), buf.as_mut_ptr(), 8, libc::MSG_WAITALL) },
             Ok(8)
         );
         assert_eq!(&buf[..8], b"pingpong");
         assert_eq!(
+            // SAFETY: one byte of the buffer (the bad descriptor fails first).
             unsafe { recv(-1, buf.as_mut_ptr(), 1, 0) },
             Err(libc::EBADF)
         );
+        // SAFETY: as above.
         assert_eq!(unsafe { send(-1, buf.as_ptr(), 1, 0) }, Err(libc::EBADF));
     }
 }

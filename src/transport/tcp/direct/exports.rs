@@ -121,6 +121,7 @@ impl Exports {
         // SAFETY: our memfd, sized once (its pages are zero until written), then sealed at that
         // size: a peer knows a table from any other file by its seals.
         if unsafe { libc::ftruncate(file.as_raw_fd(), TABLE_LEN as libc::off_t) } != 0
+            // SAFETY: as above: F_ADD_SEALS takes an integer, the seals.
             || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, TABLE_SEALS) } != 0
         {
             return None;
