@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use super::TcpLink;
 use crate::transport::sys;
 use crate::transport::tcp::answers::Answer;
+use crate::transport::tcp::wire::{flags, Header, Op};
 
 /// How long the engine's acknowledgements wait for company (more of them, or a request of the
 /// consumer's to ride on), in microseconds, at least and at most. Each connection adapts: the
@@ -93,5 +94,60 @@ impl TcpLink {
         if self.answers.hand_to_engine(due) {
             self.set_timer();
         }
+    }
+
+    /// The acknowledgements a request about to go carries (they wait, and only those: answers
+    /// keep their order): inside a send's header (`h`), else as a frame ahead of it in the
+    /// same system call (returned). A request coming soon after acknowledgements went alone
+    /// makes the next ones wait again.
+    #[inline]
+    pub(super) fn acks_to_ride(&self, op: Op, h: &mut Header) -> Option<Header> {
+        let mut ack = None;
+        let poll_lone_at = self.poll_lone_at.swap(0, Ordering::Relaxed);
+        if poll_lone_at != 0
+            && self
+                .polls
+                .load(Ordering::Relaxed)
+                .wrapping_sub(poll_lone_at)
+                < ACK_HOLD_POLLS
+        {
+            // A polling thread's acknowledgements went alone and this request came within
+            // their hold: it would have carried them (a ping-pong's reply), so they wait again.
+            self.poll_lone_streak.store(0, Ordering::Relaxed);
+        }
+        let engine_held = self.answers.ack_due() != 0;
+        let lone_at = self.lone_acks_held_at.swap(0, Ordering::Relaxed);
+        if lone_at != 0 && !engine_held {
+            // The engine's acknowledgements went alone, and this request came after them: a
+            // program that takes a while to answer (it checks what landed, or computes). The
+            // next ones wait twice its answer's time, and ride.
+            let answered_after = sys::monotonic_micros().saturating_sub(lone_at);
+            if answered_after < ACK_HOLD_MAX_US / 2 {
+                self.lone_streak.store(0, Ordering::Relaxed);
+                self.ack_hold_us
+                    .store((answered_after * 2).max(ACK_HOLD_MIN_US), Ordering::Relaxed);
+            }
+        }
+        if let Some(last) = self.answers.take_acks() {
+            if engine_held {
+                // They rode: the engine may hold the next ones longer.
+                self.lone_streak.store(0, Ordering::Relaxed);
+                let hold = self.ack_hold_us.load(Ordering::Relaxed);
+                self.ack_hold_us
+                    .store((hold * 2).min(ACK_HOLD_MAX_US), Ordering::Relaxed);
+                // Nothing left for the engine's timer to send (its own wake-up would take a
+                // CPU from the threads that run).
+                self.set_timer();
+            }
+            if op == Op::Send {
+                h.flags |= flags::ACK;
+                h.remote_addr = last;
+            } else {
+                let mut a = Header::new(Op::Ack);
+                a.id = last;
+                ack = Some(a);
+            }
+        }
+        ack
     }
 }
