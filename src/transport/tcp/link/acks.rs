@@ -5,6 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::stats::count;
 use super::TcpLink;
 use crate::transport::sys;
 use crate::transport::tcp::answers::Answer;
@@ -17,17 +18,17 @@ use crate::transport::tcp::wire::{flags, Header, Op};
 /// to the least when none came (a program that only receives: its peer's requests complete
 /// soon).
 pub(super) const ACK_HOLD_MIN_US: u64 = 20;
-pub(super) const ACK_HOLD_MAX_US: u64 = 1000;
+const ACK_HOLD_MAX_US: u64 = 1000;
 
 /// After this many holds in a row that nothing came for, the engine holds acknowledgements no
 /// more (hold 0) until a request comes soon after one went: a program that sends and waits
 /// for each completion, and never answers, would wait out every hold.
-pub(super) const LONE_ACKS_BEFORE_NO_HOLD: u32 = 3;
+const LONE_ACKS_BEFORE_NO_HOLD: u32 = 3;
 
 /// How many of its polls a thread that holds the connection on lease holds acknowledgements
 /// for its next request to carry (a ping-pong's reply): counted, not timed, so the poll reads
 /// no clock. About the engine's `ACK_HOLD_MIN_US` at the usual half microsecond a poll.
-pub(super) const ACK_HOLD_POLLS: u64 = 32;
+const ACK_HOLD_POLLS: u64 = 32;
 
 impl TcpLink {
     /// Acknowledges a request the peer made: a consumer's poll owes it (written as it finishes
@@ -149,5 +150,28 @@ impl TcpLink {
             }
         }
         ack
+    }
+
+    /// The engine's held acknowledgements whose time is up go alone (nothing came for them),
+    /// and the next ones wait less (unless the consumer's request comes soon after: see
+    /// `acks_to_ride`).
+    #[inline]
+    pub(super) fn send_lone_acks_if_due(&self, now: u64) {
+        let due = self.answers.ack_due();
+        if due != 0 && now >= due {
+            count(&self.stats.lone_acks);
+            // After a few in a row that nothing came for, the engine holds them no more.
+            let streak = self.lone_streak.fetch_add(1, Ordering::Relaxed) + 1;
+            let next = if streak >= LONE_ACKS_BEFORE_NO_HOLD {
+                0
+            } else {
+                ACK_HOLD_MIN_US
+            };
+            let hold = self.ack_hold_us.swap(next, Ordering::Relaxed);
+            self.lone_acks_held_at
+                .store(due.saturating_sub(hold).max(1), Ordering::Relaxed);
+            self.answers.acks_gone();
+            self.flush_answers();
+        }
     }
 }

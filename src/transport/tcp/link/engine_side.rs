@@ -7,13 +7,11 @@ use std::sync::Arc;
 
 use parking_lot::MutexGuard;
 
-use super::acks::{ACK_HOLD_MIN_US, LONE_ACKS_BEFORE_NO_HOLD};
 use super::life::{Phase, LINGER};
 use super::stats::count;
 use super::TcpLink;
 use crate::transport::engine::Source;
 use crate::transport::sys;
-use crate::transport::tcp::conn::ConnError;
 use crate::transport::tcp::inbound::{self, Inbound};
 
 /// How many times the exiting thread tries a lock another thread holds (see `on_exit`).
@@ -170,72 +168,13 @@ impl TcpLink {
         // before its kick is seen here).
         self.kicked.swap(false, Ordering::AcqRel);
         let now = sys::monotonic_micros();
-        if self.ending.load(Ordering::Acquire)
-            && !matches!(self.phase(), Phase::Lingering { .. } | Phase::Closed)
-        {
-            return self.end_now();
+        if self.life_ends_this_look(now) {
+            return;
         }
-        match self.phase() {
-            Phase::Handshake { deadline } if now >= deadline => {
-                self.stopped.lock().get_or_insert(Err(ConnError::Closed));
-                self.ending.store(true, Ordering::Release);
-                return self.end_now();
-            }
-            Phase::Lingering { deadline } if now >= deadline => return self.close_now(),
-            Phase::Closed => return,
-            _ => {}
-        }
-        let closed = self.closed_at.load(Ordering::Acquire);
-        if closed != 0
-            && (now >= closed + LINGER.as_micros() as u64
-                || now >= self.close_deadline.load(Ordering::Acquire))
-        {
-            if self.active.swap(false, Ordering::Relaxed)
-                && now < self.close_deadline.load(Ordering::Acquire)
-            {
-                self.closed_at.store(now, Ordering::Release);
-            } else {
-                // The peer did not answer our goodbye in time, or kept sending past the close's
-                // deadline.
-                self.stop(Err(ConnError::Closed));
-                return self.end_now();
-            }
-        }
-        let due = self.answers.ack_due();
-        if due != 0 && now >= due {
-            // Nothing came for them: they go alone, and the next ones wait less (unless the
-            // consumer's request comes soon after: see `post`).
-            count(&self.stats.lone_acks);
-            // After a few in a row that nothing came for, the engine holds them no more.
-            let streak = self.lone_streak.fetch_add(1, Ordering::Relaxed) + 1;
-            let next = if streak >= LONE_ACKS_BEFORE_NO_HOLD {
-                0
-            } else {
-                ACK_HOLD_MIN_US
-            };
-            let hold = self.ack_hold_us.swap(next, Ordering::Relaxed);
-            self.lone_acks_held_at
-                .store(due.saturating_sub(hold).max(1), Ordering::Relaxed);
-            self.answers.acks_gone();
-            self.flush_answers();
-        }
-        let mut rearm = false;
-        if self.offered.load(Ordering::Acquire) != 0
-            && (now >= self.offer_deadline.load(Ordering::Acquire)
-                || self.offer.load(Ordering::Acquire) == 0)
-        {
-            // Taken, or withdrawn (by the thread as it went to sleep, or now): settled, and
-            // the engine may offer it again.
-            self.settle_offer();
-            self.polls_seen
-                .store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
-            rearm = true;
-        }
-        let retry = self.retry_at.load(Ordering::Acquire);
-        if retry != 0 && now >= retry {
-            self.retry_at.store(0, Ordering::Release);
-            rearm = true;
-        }
+        self.send_lone_acks_if_due(now);
+        let offer_settled = self.settle_offer_if_due(now);
+        let retry_due = self.retry_if_due(now);
+        let rearm = offer_settled || retry_due;
         // A kick (the first frames read ahead, or a consumer's late answers) looks at all.
         if !self.lent.load(Ordering::Acquire) {
             self.engine_reads();
@@ -247,6 +186,18 @@ impl TcpLink {
             self.rearm_unless_waiting();
         }
         self.set_timer();
+    }
+
+    /// The look again a consumer's poll put off (`busy_retry`), when it is due: true when it
+    /// was, and the socket is to be armed again.
+    #[inline]
+    fn retry_if_due(&self, now: u64) -> bool {
+        let retry = self.retry_at.load(Ordering::Acquire);
+        if retry != 0 && now >= retry {
+            self.retry_at.store(0, Ordering::Release);
+            return true;
+        }
+        false
     }
 }
 

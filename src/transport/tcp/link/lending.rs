@@ -113,6 +113,23 @@ impl TcpLink {
                 .compare_exchange(offered, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
     }
+
+    /// The engine's offer, once taken, withdrawn (by the thread as it went to sleep), or run
+    /// out, is settled, and the engine may offer the connection again: true when it was, and
+    /// the socket is to be armed again.
+    #[inline]
+    pub(super) fn settle_offer_if_due(&self, now: u64) -> bool {
+        if self.offered.load(Ordering::Acquire) != 0
+            && (now >= self.offer_deadline.load(Ordering::Acquire)
+                || self.offer.load(Ordering::Acquire) == 0)
+        {
+            self.settle_offer();
+            self.polls_seen
+                .store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
 }
 
 impl Lent for TcpLink {

@@ -132,66 +132,21 @@ impl TcpLink {
 
     /// The connection ended (`stopped`): carried out on the engine's thread.
     pub(super) fn end_now(&self) {
-        {
-            let mut phase = self.phase.lock();
-            if matches!(*phase, Phase::Lingering { .. } | Phase::Closed) {
-                return;
-            }
-            *phase = Phase::Lingering {
-                deadline: sys::monotonic_micros() + LINGER.as_micros() as u64,
-            };
+        if !self.begin_lingering() {
+            return;
         }
         self.ending.store(true, Ordering::Release);
         self.lent.store(false, Ordering::Release);
         self.close_direct();
         let outcome = self.stopped.lock().take().unwrap_or(Err(ConnError::Closed));
         if debug() {
-            let s = &self.stats;
-            let (local, remote) = {
-                let inb = self.inbound.lock();
-                (inb.reader.local_addr(), inb.reader.peer_addr())
-            };
-            eprintln!(
-                "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, held {} us now; {} requests carried out directly)",
-                self.ep.handle(),
-                (sys::monotonic_micros() - self.started) / 1000,
-                self.polls.load(Ordering::Relaxed),
-                s.engine_events.load(Ordering::Relaxed),
-                s.engine_reads.load(Ordering::Relaxed),
-                s.offers.load(Ordering::Relaxed),
-                s.leases.load(Ordering::Relaxed),
-                s.taken_back.load(Ordering::Relaxed),
-                s.taken_back_waiting.load(Ordering::Relaxed),
-                s.lone_acks.load(Ordering::Relaxed),
-                self.ack_hold_us.load(Ordering::Relaxed),
-                s.direct.load(Ordering::Relaxed),
-            );
+            self.report_end(&outcome);
         }
         self.inbound.lock().abandon(&self.ep);
-        {
-            // What was not written goes unwritten: the requests are flushed below, and the
-            // consumer may reuse their memory then. A frame the socket took in part is cut
-            // short, so nothing may follow it: the peer reads the end of the stream.
-            let mut w = self.writer.lock();
-            self.held.clear(&w);
-            if w.has_rest() {
-                w.drop_rest();
-                self.answers.cut();
-            }
-        }
+        self.drop_unwritten();
         if let Err(ConnError::Io(e)) = &outcome {
             if peer_unreachable(e) {
-                // The peer stopped acknowledging (its host is gone, or the network between):
-                // the request in flight fails as an RC QP's whose retries ran out, the rest
-                // flush.
-                let oldest = ep_wire::pop_request(&self.ep);
-                if let Some((request, _)) = oldest {
-                    self.ep.complete_request(
-                        &request,
-                        dat_dto_completion_status::DAT_DTO_ERR_TRANSPORT,
-                        0,
-                    );
-                }
+                self.fail_request_in_flight();
             }
         }
         let end = match outcome {
@@ -208,6 +163,89 @@ impl TcpLink {
         self.flush_answers();
         self.set_timer();
         self.rearm();
+    }
+
+    /// The connection starts to linger (until `LINGER` from now); false when it lingers, or
+    /// is closed, already.
+    fn begin_lingering(&self) -> bool {
+        let mut phase = self.phase.lock();
+        if matches!(*phase, Phase::Lingering { .. } | Phase::Closed) {
+            return false;
+        }
+        *phase = Phase::Lingering {
+            deadline: sys::monotonic_micros() + LINGER.as_micros() as u64,
+        };
+        true
+    }
+
+    /// What was not written goes unwritten: the requests are flushed as the connection ends,
+    /// and the consumer may reuse their memory then. A frame the socket took in part is cut
+    /// short, so nothing may follow it: the peer reads the end of the stream.
+    fn drop_unwritten(&self) {
+        let mut w = self.writer.lock();
+        self.held.clear(&w);
+        if w.has_rest() {
+            w.drop_rest();
+            self.answers.cut();
+        }
+    }
+
+    /// The peer stopped acknowledging (its host is gone, or the network between): the request
+    /// in flight fails as an RC QP's whose retries ran out, the rest flush.
+    fn fail_request_in_flight(&self) {
+        let oldest = ep_wire::pop_request(&self.ep);
+        if let Some((request, _)) = oldest {
+            self.ep.complete_request(
+                &request,
+                dat_dto_completion_status::DAT_DTO_ERR_TRANSPORT,
+                0,
+            );
+        }
+    }
+
+    /// The deadlines of the connection's life as the engine's timer looks (the handshake's,
+    /// the linger's, a close's), and an end found meanwhile: true when the look ends here
+    /// (the end carried out, or the socket let go).
+    #[inline]
+    pub(super) fn life_ends_this_look(&self, now: u64) -> bool {
+        if self.ending.load(Ordering::Acquire)
+            && !matches!(self.phase(), Phase::Lingering { .. } | Phase::Closed)
+        {
+            self.end_now();
+            return true;
+        }
+        match self.phase() {
+            Phase::Handshake { deadline } if now >= deadline => {
+                self.stopped.lock().get_or_insert(Err(ConnError::Closed));
+                self.ending.store(true, Ordering::Release);
+                self.end_now();
+                return true;
+            }
+            Phase::Lingering { deadline } if now >= deadline => {
+                self.close_now();
+                return true;
+            }
+            Phase::Closed => return true,
+            _ => {}
+        }
+        let closed = self.closed_at.load(Ordering::Acquire);
+        if closed != 0
+            && (now >= closed + LINGER.as_micros() as u64
+                || now >= self.close_deadline.load(Ordering::Acquire))
+        {
+            if self.active.swap(false, Ordering::Relaxed)
+                && now < self.close_deadline.load(Ordering::Acquire)
+            {
+                self.closed_at.store(now, Ordering::Release);
+            } else {
+                // The peer did not answer our goodbye in time, or kept sending past the close's
+                // deadline.
+                self.stop(Err(ConnError::Closed));
+                self.end_now();
+                return true;
+            }
+        }
+        false
     }
 
     /// Reads and drops what the peer still sends while the connection lingers; closes at

@@ -3,6 +3,11 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::TcpLink;
+use crate::transport::sys;
+use crate::transport::tcp::conn::ConnError;
+use crate::transport::tcp::inbound::Stop;
+
 /// Counts of how a connection was moved, printed as it ends when `LIBDAT_DEBUG` is set.
 #[derive(Default, Debug)]
 pub(super) struct Stats {
@@ -23,4 +28,30 @@ pub(super) struct Stats {
 
 pub(super) fn count(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl TcpLink {
+    /// Says how the connection ended, and how it was moved (`LIBDAT_DEBUG`).
+    pub(super) fn report_end(&self, outcome: &Result<Stop, ConnError>) {
+        let s = &self.stats;
+        let (local, remote) = {
+            let inb = self.inbound.lock();
+            (inb.reader.local_addr(), inb.reader.peer_addr())
+        };
+        eprintln!(
+            "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, held {} us now; {} requests carried out directly)",
+            self.ep.handle(),
+            (sys::monotonic_micros() - self.started) / 1000,
+            self.polls.load(Ordering::Relaxed),
+            s.engine_events.load(Ordering::Relaxed),
+            s.engine_reads.load(Ordering::Relaxed),
+            s.offers.load(Ordering::Relaxed),
+            s.leases.load(Ordering::Relaxed),
+            s.taken_back.load(Ordering::Relaxed),
+            s.taken_back_waiting.load(Ordering::Relaxed),
+            s.lone_acks.load(Ordering::Relaxed),
+            self.ack_hold_us.load(Ordering::Relaxed),
+            s.direct.load(Ordering::Relaxed),
+        );
+    }
 }
