@@ -45,7 +45,7 @@ mod writing;
 
 use std::net::{SocketAddrV4, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ use crate::transport::engine::{Engine, Token};
 use crate::transport::sys;
 use crate::transport::Link;
 
-use acks::ACK_HOLD_MIN_US;
+use acks::AckPolicy;
 pub use life::{accept, connect};
 use life::{read_limits, Phase};
 use stats::Stats;
@@ -141,22 +141,10 @@ pub struct TcpLink {
     /// `max_rdma_read_in` (a peer that asks for more breaks the connection, as a verbs
     /// responder refuses them).
     reads_in_limit: usize,
-    /// How long the engine holds acknowledgements now (`ACK_HOLD_MIN_US` to `_MAX_US`).
-    ack_hold_us: AtomicU64,
-    /// When the engine began to hold acknowledgements that then went alone (monotonic
-    /// microseconds; 0: none did since the consumer's last request).
-    lone_acks_held_at: AtomicU64,
-    /// How many times in a row the engine's acknowledgements went alone, nothing coming for
-    /// them (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
-    lone_streak: AtomicU32,
-    /// How many times in a row the acknowledgements a polling thread held went alone, its
-    /// `ACK_HOLD_POLLS` run out (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
-    poll_lone_streak: AtomicU32,
-    /// The poll (`polls`) at which a polling thread's acknowledgements last went alone (0:
-    /// none did since the consumer's last request).
-    poll_lone_at: AtomicU64,
+    /// When acknowledgements go: how long the engine holds them now, and how they went.
+    acks: AckPolicy,
     /// The peer runs on this machine (a loopback or local address): its engine's wake-ups
-    /// compete with our threads for the same CPUs (see `post`).
+    /// compete with our threads for the same CPUs (see `write_request`).
     peer_on_this_host: bool,
     /// Our end of the connection and the peer's.
     ends: Option<(SocketAddrV4, SocketAddrV4)>,
@@ -242,11 +230,7 @@ impl TcpLink {
             peer_timeout,
             read_depth,
             reads_in_limit,
-            ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
-            lone_acks_held_at: AtomicU64::new(0),
-            poll_lone_streak: AtomicU32::new(0),
-            poll_lone_at: AtomicU64::new(0),
-            lone_streak: AtomicU32::new(0),
+            acks: AckPolicy::new(),
             peer_on_this_host,
             ends,
             peer_direct,
