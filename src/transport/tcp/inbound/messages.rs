@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
-use super::payload::{Sink, Walk};
-use super::replies::settle;
-use super::{refuse, Stop};
+use super::payload::{start, Sink, Walk};
+use super::peer_checks;
+use super::replies::{acknowledged, settle};
+use super::{refuse, Inbound, Stop};
 use crate::abi::*;
 use crate::objects::ep::{Ep, EpInner};
 use crate::objects::evd::Evd;
-use crate::objects::lmr::{self, Lmr, SegmentHold};
+use crate::objects::lmr::SegmentHold;
 use crate::objects::pz::Pz;
 use crate::objects::rmr::Window;
 use crate::objects::srq::PostedRecv;
@@ -20,6 +21,29 @@ use crate::transport::tcp::direct::Filled;
 use crate::transport::tcp::ep_wire::EarlyMessage;
 use crate::transport::tcp::link::TcpLink;
 use crate::transport::tcp::wire::{flags, Header};
+
+/// The peer's message (a send, and the acknowledgement of our requests it may carry): landed
+/// at once when its payload is buffered and a receive takes it; else its payload starts into
+/// where it goes (`message_sink`).
+#[inline]
+pub(super) fn on_send(
+    ep: &Arc<Ep>,
+    link: &TcpLink,
+    inb: &mut Inbound,
+    h: Header,
+    in_caller: bool,
+) -> Option<Stop> {
+    let ack = (h.flags & flags::ACK != 0).then_some(h.remote_addr);
+    if inb.reader.buffered() >= h.payload_len as usize {
+        if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller) {
+            return done;
+        }
+    } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, link, last)) {
+        return start(inb, h, Sink::Drop { then: Some(stop) });
+    }
+    let sink = message_sink(ep, link, &h);
+    start(inb, h, sink)
+}
 
 /// A message whose payload is buffered whole: the acknowledgement it carries (`ack`: our
 /// requests it covers complete first), then its payload into the next posted receive, all
@@ -56,7 +80,7 @@ pub(super) fn deliver_buffered(
     };
     let evd = inner.recv_evd.as_deref();
     let complete = |status, n| ep.complete_recv_on(evd, recv.cookie, status, n);
-    if len as u64 > lmr::total_length(&recv.segments) {
+    if !peer_checks::fits_receive(len, &recv.segments) {
         reader.skip_buffered(len);
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);
         refuse(
@@ -88,15 +112,7 @@ pub(super) fn deliver_buffered(
     };
     // Each held registered until its bytes are in (`dat_lmr_free` waits for the holds).
     let holds: Result<smallvec::SmallVec<[SegmentHold; 4]>, _> = parts()
-        .map(|(s, n)| {
-            Lmr::hold_segment(
-                s.lmr_context,
-                s.virtual_address,
-                n as u64,
-                lmr::PRIV_LOCAL_WRITE,
-                pz,
-            )
-        })
+        .map(|(s, n)| peer_checks::hold_landing(s.lmr_context, s.virtual_address, n as u64, pz))
         .collect();
     let Ok(holds) = holds else {
         reader.skip_buffered(len);
@@ -122,20 +138,6 @@ pub(super) fn deliver_buffered(
     Some(None)
 }
 
-/// The `rmr_context` a send with invalidate names.
-pub(super) fn invalidated_context(h: &Header) -> Option<u32> {
-    (h.flags & flags::INVALIDATE != 0).then_some(h.rkey)
-}
-
-/// A send with invalidate of `context` landed: the RMR it names, bound through this EP, is
-/// unbound before the receive completes (the consumer that sees the message finds the window
-/// closed).
-pub(super) fn invalidate(ep: &Ep, context: Option<u32>) {
-    if let Some(context) = context {
-        Window::invalidate(context, ep);
-    }
-}
-
 /// Where a message's payload goes when it cannot land at once: a posted receive (the payload
 /// still coming in), or kept for a receive posted later, or refused.
 pub(super) fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
@@ -147,7 +149,7 @@ pub(super) fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
             let evd = inner.recv_evd.as_ref().map(|e| e.arc().clone());
             let pz = inner.pz.as_ref().map(|p| p.arc().clone());
             drop(inner);
-            if len as u64 > lmr::total_length(&recv.segments) || pz.is_none() {
+            if !peer_checks::fits_receive(len, &recv.segments) || pz.is_none() {
                 let status = if pz.is_none() {
                     dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION
                 } else {
@@ -172,7 +174,7 @@ pub(super) fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
         }
         // Counted now, so several arriving at once stay under the bounds; beyond them the
         // sender hears "receiver not ready", as a verbs sender whose retries ran out.
-        None if !inner.wire.tcp.reserve_kept(len) => {
+        None if !inner.wire.tcp.kept.reserve(len) => {
             drop(inner);
             refuse(
                 link,
@@ -187,6 +189,72 @@ pub(super) fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
             data: vec![0u8; len],
             filled: 0,
         },
+    }
+}
+
+/// A message's payload filled its receive (or a segment failed its check, `failed`): the
+/// receive completes, and the peer's send is acknowledged, or refused (the connection
+/// breaks).
+#[inline]
+pub(super) fn receive_landed(
+    ep: &Ep,
+    link: &TcpLink,
+    h: &Header,
+    recv: PostedRecv,
+    evd: Option<Arc<Evd>>,
+    failed: Option<dat_dto_completion_status>,
+    in_caller: bool,
+) -> Option<Stop> {
+    match failed {
+        None => {
+            link.acknowledge(h.id, in_caller);
+            invalidate(ep, invalidated_context(h));
+            ep.complete_recv_on(
+                evd.as_deref(),
+                recv.cookie,
+                dat_dto_completion_status::DAT_DTO_SUCCESS,
+                h.payload_len,
+            );
+            None
+        }
+        Some(status) => {
+            ep.complete_recv_on(evd.as_deref(), recv.cookie, status, 0);
+            refuse(
+                link,
+                h.id,
+                dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+            );
+            Some(Stop::Broken)
+        }
+    }
+}
+
+/// A message that came before its receive is in: kept.
+#[inline]
+pub(super) fn keep_arrived(ep: &Arc<Ep>, link: &TcpLink, h: &Header, data: Vec<u8>) {
+    keep(
+        ep,
+        link,
+        EarlyMessage {
+            seq: h.id,
+            data,
+            immediate: None,
+            invalidate: invalidated_context(h),
+        },
+    );
+}
+
+/// The `rmr_context` a send with invalidate names.
+pub(super) fn invalidated_context(h: &Header) -> Option<u32> {
+    (h.flags & flags::INVALIDATE != 0).then_some(h.rkey)
+}
+
+/// A send with invalidate of `context` landed: the RMR it names, bound through this EP, is
+/// unbound before the receive completes (the consumer that sees the message finds the window
+/// closed).
+pub(super) fn invalidate(ep: &Ep, context: Option<u32>) {
+    if let Some(context) = context {
+        Window::invalidate(context, ep);
     }
 }
 
@@ -222,7 +290,7 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
             break;
         };
         let message = inner.wire.tcp.unexpected.pop_front().expect("not empty");
-        inner.wire.tcp.release_kept(message.data.len());
+        inner.wire.tcp.kept.release(message.data.len());
         let status = place(&recv.segments, &message.data, &pz);
         // The sender hears first: a consumer that answers the message must not overtake it.
         link.landed(message.seq, status);
@@ -315,7 +383,7 @@ pub(in crate::transport::tcp) fn place(
     message: &[u8],
     pz: &Arc<Pz>,
 ) -> dat_dto_completion_status {
-    if message.len() as u64 > lmr::total_length(segments) {
+    if !peer_checks::fits_receive(message.len(), segments) {
         return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH;
     }
     let mut rest = message;
@@ -324,13 +392,8 @@ pub(in crate::transport::tcp) fn place(
             break;
         }
         let n = rest.len().min(s.segment_length as usize);
-        let Ok(hold) = Lmr::hold_segment(
-            s.lmr_context,
-            s.virtual_address,
-            n as u64,
-            lmr::PRIV_LOCAL_WRITE,
-            pz,
-        ) else {
+        let Ok(hold) = peer_checks::hold_landing(s.lmr_context, s.virtual_address, n as u64, pz)
+        else {
             return dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION;
         };
         // SAFETY: just checked, and held registered while the bytes land: inside a live region
@@ -370,7 +433,7 @@ pub(super) fn immediate(
         return None;
     }
     // Kept as a message of no bytes is (counted, so a peer's stream of them is bounded).
-    if !inner.wire.tcp.reserve_kept(0) {
+    if !inner.wire.tcp.kept.reserve(0) {
         drop(inner);
         refuse(
             link,

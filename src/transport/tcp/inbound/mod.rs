@@ -17,7 +17,7 @@
 
 mod messages;
 mod payload;
-mod peer_checks;
+pub(super) mod peer_checks;
 mod remote_access;
 mod replies;
 
@@ -26,20 +26,17 @@ use std::sync::Arc;
 use super::answers::Answer;
 use super::conn::{payload_len, ConnError, Reader, LARGE_PAYLOAD};
 use super::direct::Offer;
-use super::ep_wire::pop_request;
 use super::link::TcpLink;
 use super::wire::{flags, Header, Op, ATOMIC_OPERANDS, OFFER_COOKIE};
 use crate::abi::*;
 use crate::objects::ep::Ep;
-use crate::objects::lmr;
 
+use messages::immediate;
 pub use messages::land_early;
 pub(super) use messages::place;
 pub(crate) use messages::take_filled;
-use messages::{deliver_buffered, immediate, message_sink};
-use payload::{feed_arriving, finish, start, Partial, Sink, Walk};
-use peer_checks::{accessible_region, Share};
-use remote_access::atomic;
+use payload::{feed_arriving, finish, start, Partial, Sink};
+use peer_checks::Share;
 use replies::acknowledged;
 
 /// Why a connection ends, as its frames tell.
@@ -161,11 +158,8 @@ pub fn advance(
         inb.reader.take_header(&h);
         handled = true;
         share.frame();
-        // An immediate comes right after its write, and only then.
         let due = inb.immediate_due.take();
-        if (h.op == Op::Immediate) != due.is_some()
-            || due.is_some_and(|(id, len)| h.id != id || h.remote_addr != len)
-        {
+        if !peer_checks::immediate_in_place(due, &h) {
             return Ok((handled, Some(Stop::Lost)));
         }
         if let Some(stop) = step(ep, link, inb, h, in_caller)? {
@@ -186,7 +180,7 @@ fn step(
 ) -> Result<Option<Stop>, ConnError> {
     match h.op {
         Op::Ready if h.flags & flags::DIRECT == 0 => {
-            if h.payload_len != 0 {
+            if !peer_checks::ready_length_fits(&h) {
                 return Ok(Some(Stop::Lost));
             }
             return Ok(established(link, None));
@@ -197,7 +191,7 @@ fn step(
                 OFFER_COOKIE == ATOMIC_OPERANDS,
                 "an offer's cookie fills an operands sink"
             );
-            if h.payload_len != OFFER_COOKIE {
+            if !peer_checks::ready_length_fits(&h) {
                 return Ok(Some(Stop::Lost));
             }
             if inb.reader.buffered() >= OFFER_COOKIE as usize {
@@ -217,43 +211,17 @@ fn step(
                 },
             ));
         }
-        Op::Send => {
-            let ack = (h.flags & flags::ACK != 0).then_some(h.remote_addr);
-            if inb.reader.buffered() >= h.payload_len as usize {
-                if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller)
-                {
-                    return Ok(done);
-                }
-            } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, link, last)) {
-                return Ok(start(inb, h, Sink::Drop { then: Some(stop) }));
-            }
-            let sink = message_sink(ep, link, &h);
-            return Ok(start(inb, h, sink));
-        }
+        Op::Send => return Ok(messages::on_send(ep, link, inb, h, in_caller)),
         Op::RdmaWrite => {
-            let sink = match accessible_region(ep, &h, lmr::PRIV_REMOTE_WRITE) {
-                Some((region, at)) => Sink::Memory {
-                    at,
-                    region,
-                    last: None,
-                },
-                None => {
-                    refuse(
-                        link,
-                        h.id,
-                        dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
-                    );
-                    Sink::Drop {
-                        then: Some(Stop::Broken),
-                    }
-                }
-            };
+            let sink = remote_access::write_sink(ep, link, &h);
             return Ok(start(inb, h, sink));
         }
         // Beyond the reads and atomics the EP answers at once (its `max_rdma_read_in`, which
         // the handshake told the peer): the peer broke the rules, and hears so, as a verbs
         // responder refuses such a request.
-        Op::RdmaReadRequest | Op::FetchAdd | Op::CompareSwap if !link.may_answer_read() => {
+        Op::RdmaReadRequest | Op::FetchAdd | Op::CompareSwap
+            if !peer_checks::may_answer_read(link) =>
+        {
             refuse(
                 link,
                 h.id,
@@ -261,91 +229,21 @@ fn step(
             );
             return Ok(Some(Stop::Broken));
         }
-        Op::RdmaReadRequest => match accessible_region(ep, &h, lmr::PRIV_REMOTE_READ) {
-            Some((lmr, address)) => link.answer(Answer::ReadData {
-                seq: h.id,
-                lmr,
-                address,
-                length: h.payload_len,
-            }),
-            None => {
-                refuse(
-                    link,
-                    h.id,
-                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
-                );
-                return Ok(Some(Stop::Broken));
-            }
-        },
+        Op::RdmaReadRequest => return Ok(remote_access::on_read_request(ep, link, &h)),
         Op::Ack => {
             if let Some(stop) = acknowledged(ep, link, h.id) {
                 return Ok(Some(stop));
             }
         }
         Op::Immediate => {
-            let Ok(length) = u32::try_from(h.remote_addr) else {
+            let Some(length) = peer_checks::immediate_length(&h) else {
                 return Ok(Some(Stop::Lost));
             };
             return Ok(immediate(ep, link, h.id, h.rkey, length, in_caller));
         }
-        Op::FetchAdd | Op::CompareSwap => {
-            if h.payload_len != ATOMIC_OPERANDS {
-                return Ok(Some(Stop::Lost));
-            }
-            if inb.reader.buffered() >= ATOMIC_OPERANDS as usize {
-                let mut operands = [0u8; ATOMIC_OPERANDS as usize];
-                inb.reader.take_buffered(&mut operands);
-                return Ok(atomic(ep, link, &h, operands));
-            }
-            return Ok(start(
-                inb,
-                h,
-                Sink::Operands {
-                    data: [0; ATOMIC_OPERANDS as usize],
-                    filled: 0,
-                },
-            ));
-        }
-        Op::RdmaReadResponse => {
-            let Some((request, targets)) = pop_request(ep) else {
-                return Ok(Some(Stop::Lost));
-            };
-            if request.seq != h.id
-                || request.operation != dat_dtos::DAT_DTO_RDMA_READ
-                || h.payload_len != request.length
-            {
-                ep.complete_request(
-                    &request,
-                    dat_dto_completion_status::DAT_DTO_ERR_BAD_RESPONSE,
-                    0,
-                );
-                return Ok(Some(Stop::Lost));
-            }
-            let sink = Sink::Read {
-                request,
-                targets,
-                pz: ep.pz(),
-                walk: Walk::default(),
-            };
-            return Ok(start(inb, h, sink));
-        }
-        Op::RemoteAccessError => {
-            // Only a request that went out whole can have been refused (see `settle`): the
-            // oldest, which the refusal completes.
-            let front = ep.inner.lock().outstanding.front().map(|r| r.seq);
-            if front.is_some_and(|seq| !link.sent_through(seq)) {
-                return Ok(Some(Stop::Lost));
-            }
-            if let Some((r, _)) = pop_request(ep) {
-                let status = u32::try_from(h.remote_addr)
-                    .ok()
-                    .and_then(|s| dat_dto_completion_status::try_from(s).ok())
-                    .filter(|s| *s != dat_dto_completion_status::DAT_DTO_SUCCESS)
-                    .unwrap_or(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER);
-                ep.complete_request(&r, status, 0);
-            }
-            return Ok(Some(Stop::Broken));
-        }
+        Op::FetchAdd | Op::CompareSwap => return Ok(remote_access::on_atomic(ep, link, inb, h)),
+        Op::RdmaReadResponse => return Ok(replies::on_read_response(ep, inb, h)),
+        Op::RemoteAccessError => return Ok(replies::on_refusal(ep, link, &h)),
         Op::Disconnect => return Ok(Some(Stop::Goodbye)),
         // Messages that landed directly before it: an advance takes them as it begins, but
         // this one may have begun before the last of them was in.

@@ -4,21 +4,21 @@
 
 use std::sync::Arc;
 
-use super::messages::{invalidate, invalidated_context, keep};
-use super::peer_checks::Share;
-use super::remote_access::atomic;
+use super::messages::{keep_arrived, receive_landed};
+use super::peer_checks::{self, Share};
+use super::remote_access::{atomic, land_write_piece, take_last_byte, write_landed};
+use super::replies::read_data_landed;
 use super::{established, refuse, Inbound, Stop};
 use crate::abi::*;
 use crate::objects::ep::{Ep, Request};
 use crate::objects::evd::Evd;
-use crate::objects::lmr::{self, Lmr};
+use crate::objects::lmr::Lmr;
 use crate::objects::pz::Pz;
 use crate::objects::srq::{PostedRecv, Segments};
 use crate::transport::tcp::conn::{ConnError, Reader};
 use crate::transport::tcp::direct::Offer;
-use crate::transport::tcp::ep_wire::EarlyMessage;
 use crate::transport::tcp::link::TcpLink;
-use crate::transport::tcp::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN};
+use crate::transport::tcp::wire::{Header, Op, ATOMIC_OPERANDS};
 
 /// A frame whose payload is still arriving.
 pub(super) struct Partial {
@@ -132,32 +132,11 @@ fn feed(reader: &mut Reader, p: &mut Partial, share: &mut Share) -> Result<bool,
             return Ok(false);
         }
         let got = match &mut p.sink {
-            Sink::Memory { last, .. } if p.left == 1 => {
-                // The final byte, aside (stored by `finish`): through the buffer, with the
-                // next frame's header when it is there.
-                if reader.buffered() == 0 && reader.fill(HEADER_LEN + 1)? == 0 {
-                    Some(0)
-                } else {
-                    let mut b = [0u8];
-                    reader.take_buffered(&mut b);
-                    *last = Some(b[0]);
-                    Some(1)
-                }
+            Sink::Memory { last, .. } if p.left == 1 => Some(take_last_byte(reader, last)?),
+            // None: freed under the write; the rest is dropped, the peer refused (below).
+            Sink::Memory { at, region, .. } => {
+                land_write_piece(reader, at, region.as_ref(), p.left)?
             }
-            Sink::Memory { at, region, .. } => match region.as_ref().map(|r| r.access()) {
-                // Freed under the write: the rest is dropped, the peer refused (below).
-                Some(None) => None,
-                gate => {
-                    // SAFETY: checked when the frame began (`peer_checks::accessible_region`): inside a region
-                    // registered with remote write privilege in the EP's zone, registered
-                    // still (its gate is held while the piece lands). All but the final byte.
-                    let dst = unsafe { std::slice::from_raw_parts_mut(*at as *mut u8, p.left - 1) };
-                    let n = reader.read_some(dst, 1)?;
-                    *at += n as u64;
-                    drop(gate);
-                    Some(n)
-                }
-            },
             Sink::Early { data, filled } => {
                 let n = reader.read_some(&mut data[*filled..], 0)?;
                 *filled += n;
@@ -224,9 +203,7 @@ impl Walk {
             let at = s.virtual_address + self.within as u64;
             // Checked, and held registered while this piece lands (a region freed between two
             // pieces of a message takes no byte after its free returned).
-            let Ok(hold) =
-                Lmr::hold_segment(s.lmr_context, at, n as u64, lmr::PRIV_LOCAL_WRITE, pz)
-            else {
+            let Ok(hold) = peer_checks::hold_landing(s.lmr_context, at, n as u64, pz) else {
                 self.failed = Some(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION);
                 break;
             };
@@ -249,92 +226,19 @@ pub(super) fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) 
         refuse(link, h.id, status);
     }
     match p.sink {
-        Sink::Memory { at, region, last } => {
-            // A write whose immediate follows is acknowledged with it.
-            let acknowledge = |in_caller| {
-                if h.flags & flags::IMMEDIATE == 0 {
-                    link.acknowledge(h.id, in_caller)
-                }
-            };
-            let Some(byte) = last else {
-                acknowledge(in_caller); // a write of nothing
-                return None;
-            };
-            let gate = region.as_ref().map(|r| r.access());
-            if matches!(gate, Some(None)) {
-                // Freed under the write.
-                refuse(
-                    link,
-                    h.id,
-                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
-                );
-                return Some(Stop::Broken);
-            }
-            acknowledge(in_caller);
-            // The bytes before it are stored first (a poller that sees it sees them).
-            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-            // SAFETY: the frame's last byte, inside the region checked when the frame began
-            // (`peer_checks::accessible_region`), registered still (its gate is held).
-            unsafe { (at as *mut u8).write_volatile(byte) };
-            drop(gate);
-            None
-        }
+        Sink::Memory { at, region, last } => write_landed(link, &h, at, region, last, in_caller),
         Sink::Receive {
             recv, evd, walk, ..
-        } => match walk.failed {
-            None => {
-                link.acknowledge(h.id, in_caller);
-                invalidate(ep, invalidated_context(&h));
-                ep.complete_recv_on(
-                    evd.as_deref(),
-                    recv.cookie,
-                    dat_dto_completion_status::DAT_DTO_SUCCESS,
-                    h.payload_len,
-                );
-                None
-            }
-            Some(status) => {
-                ep.complete_recv_on(evd.as_deref(), recv.cookie, status, 0);
-                refuse(
-                    link,
-                    h.id,
-                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
-                );
-                Some(Stop::Broken)
-            }
-        },
+        } => receive_landed(ep, link, &h, recv, evd, walk.failed, in_caller),
         Sink::Early { data, .. } => {
-            keep(
-                ep,
-                link,
-                EarlyMessage {
-                    seq: h.id,
-                    data,
-                    immediate: None,
-                    invalidate: invalidated_context(&h),
-                },
-            );
+            keep_arrived(ep, link, &h, data);
             None
         }
         Sink::Operands { data, .. } if h.op == Op::Ready => {
             established(link, Offer::from_ready(&h, &data).ok().flatten())
         }
         Sink::Operands { data, .. } => atomic(ep, link, &h, data),
-        Sink::Read { request, walk, .. } => match walk.failed {
-            None => {
-                ep.complete_request(
-                    &request,
-                    dat_dto_completion_status::DAT_DTO_SUCCESS,
-                    request.length,
-                );
-                link.read_landed();
-                None
-            }
-            Some(status) => {
-                ep.complete_request(&request, status, 0);
-                Some(Stop::Broken)
-            }
-        },
+        Sink::Read { request, walk, .. } => read_data_landed(ep, link, request, walk.failed),
         Sink::Drop { then } => then,
     }
 }
