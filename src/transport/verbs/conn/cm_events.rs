@@ -112,107 +112,125 @@ impl CmHandler for Conn {
                     self.end(&ep, End::Broken, unreachable, &[]);
                 }
             }
-            T::RDMA_CM_EVENT_ROUTE_RESOLVED => {
-                let (inbound, outbound) = self.read_depths(&ep);
-                let param = ConnParam {
-                    private_data: self.private_data.clone(),
-                    responder_resources: inbound,
-                    initiator_depth: outbound,
-                    retry_count: RETRY,
-                    rnr_retry_count: RNR_RETRY,
-                    ..ConnParam::default()
-                };
-                if debug() {
-                    eprintln!("libdat: connecting: responder resources {inbound}, initiator depth {outbound}");
-                }
-                if me.make_qp(&ep).is_err() || self.id.connect(&param).is_err() {
-                    self.end(
-                        &ep,
-                        End::Broken,
-                        E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
-                        &[],
-                    );
-                }
-            }
+            T::RDMA_CM_EVENT_ROUTE_RESOLVED => self.route_resolved(&me, &ep),
             T::RDMA_CM_EVENT_ADDR_ERROR
             | T::RDMA_CM_EVENT_ROUTE_ERROR
             | T::RDMA_CM_EVENT_UNREACHABLE
             | T::RDMA_CM_EVENT_CONNECT_ERROR => {
                 self.end(&ep, End::Broken, unreachable, &[]);
             }
-            T::RDMA_CM_EVENT_REJECTED => {
-                let consumer = self.active
-                    && event.status == CONSUMER_REJECT
-                    && event.private_data.len() >= REJECT_HEADER.len();
-                if consumer {
-                    self.end(
-                        &ep,
-                        End::Broken,
-                        E::DAT_CONNECTION_EVENT_PEER_REJECTED,
-                        &event.private_data[REJECT_HEADER.len()..],
-                    );
-                } else if self.active {
-                    self.end(
-                        &ep,
-                        End::Broken,
-                        E::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
-                        &[],
-                    );
-                } else {
-                    self.end(&ep, End::Broken, unreachable, &[]);
-                }
-            }
-            T::RDMA_CM_EVENT_ESTABLISHED => {
-                if debug() {
-                    if let Some((out, inb, timeout, retry)) =
-                        self.qp.get().and_then(Qp::connected_attributes)
-                    {
-                        eprintln!("libdat: EP {:p}: connected, RDMA reads in flight: {out} out, {inb} in; timeout exponent {timeout}, retries {retry}", ep.handle());
-                    }
-                }
-                let link: Arc<dyn Link> = me.clone();
-                let up = if self.active {
-                    let remote = self
-                        .id
-                        .remote()
-                        .unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
-                    ep.established(Some((link, remote)), &event.private_data)
-                } else {
-                    ep.established(None, &[])
-                };
-                if !up {
-                    if debug() {
-                        eprintln!(
-                            "libdat: EP {:p} left its pending state: the connection ends",
-                            ep.handle()
-                        );
-                    }
-                    let _ = self.id.disconnect();
-                }
-            }
-            T::RDMA_CM_EVENT_DISCONNECTED => {
-                // The answer the side that ended waits for.
-                let _ = self.id.disconnect();
-                self.drain(&ep);
-                // rdma-cm's disconnect is the same whether the peer disconnected or its
-                // process ended (the kernel disconnects for it). A request of ours in flight
-                // tells them apart where it matters: the disconnect flushed it (the kernel
-                // moves the QP to its error state first) or will, so the connection broke
-                // under it. An idle peer's end is a disconnect, as OpenFabrics reports it.
-                let in_flight = self.request_flushed.load(Ordering::Acquire)
-                    || !ep.inner.lock().outstanding.is_empty();
-                let end = if self.broken.load(Ordering::Acquire) || in_flight {
-                    End::Broken
-                } else {
-                    End::Orderly
-                };
-                ep.ended(end, E::DAT_CONNECTION_EVENT_BROKEN, &[]);
-            }
+            T::RDMA_CM_EVENT_REJECTED => self.rejected(&ep, &event, unreachable),
+            T::RDMA_CM_EVENT_ESTABLISHED => self.established(&me, &ep, &event),
+            T::RDMA_CM_EVENT_DISCONNECTED => self.disconnected(&ep),
             T::RDMA_CM_EVENT_DEVICE_REMOVAL => {
                 self.broken.store(true, Ordering::Release);
                 self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_BROKEN, &[]);
             }
             _ => {}
         }
+    }
+}
+
+impl Conn {
+    /// The route to the peer is there: the QP, then the connect request with the read depths.
+    fn route_resolved(&self, me: &Arc<Conn>, ep: &Arc<Ep>) {
+        let (inbound, outbound) = self.read_depths(ep);
+        let param = ConnParam {
+            private_data: self.private_data.clone(),
+            responder_resources: inbound,
+            initiator_depth: outbound,
+            retry_count: RETRY,
+            rnr_retry_count: RNR_RETRY,
+            ..ConnParam::default()
+        };
+        if debug() {
+            eprintln!(
+                "libdat: connecting: responder resources {inbound}, initiator depth {outbound}"
+            );
+        }
+        if me.make_qp(ep).is_err() || self.id.connect(&param).is_err() {
+            self.end(
+                ep,
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                &[],
+            );
+        }
+    }
+
+    /// The connection was rejected: by the peer's consumer (its private data follows the
+    /// reject header), or by anything else on the way.
+    fn rejected(&self, ep: &Arc<Ep>, event: &CmEvent, unreachable: dat_event_number) {
+        let consumer = self.active
+            && event.status == CONSUMER_REJECT
+            && event.private_data.len() >= REJECT_HEADER.len();
+        if consumer {
+            self.end(
+                ep,
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED,
+                &event.private_data[REJECT_HEADER.len()..],
+            );
+        } else if self.active {
+            self.end(
+                ep,
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                &[],
+            );
+        } else {
+            self.end(ep, End::Broken, unreachable, &[]);
+        }
+    }
+
+    /// The connection is up: ESTABLISHED (the active side's with the peer's private data), or,
+    /// for an EP that left its pending state meanwhile, the connection ends.
+    fn established(&self, me: &Arc<Conn>, ep: &Arc<Ep>, event: &CmEvent) {
+        if debug() {
+            if let Some((out, inb, timeout, retry)) =
+                self.qp.get().and_then(Qp::connected_attributes)
+            {
+                eprintln!("libdat: EP {:p}: connected, RDMA reads in flight: {out} out, {inb} in; timeout exponent {timeout}, retries {retry}", ep.handle());
+            }
+        }
+        let link: Arc<dyn Link> = me.clone();
+        let up = if self.active {
+            let remote = self
+                .id
+                .remote()
+                .unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
+            ep.established(Some((link, remote)), &event.private_data)
+        } else {
+            ep.established(None, &[])
+        };
+        if !up {
+            if debug() {
+                eprintln!(
+                    "libdat: EP {:p} left its pending state: the connection ends",
+                    ep.handle()
+                );
+            }
+            let _ = self.id.disconnect();
+        }
+    }
+
+    /// The connection is down: DISCONNECTED, or BROKEN when it broke under a request.
+    fn disconnected(&self, ep: &Arc<Ep>) {
+        // The answer the side that ended waits for.
+        let _ = self.id.disconnect();
+        self.drain(ep);
+        // rdma-cm's disconnect is the same whether the peer disconnected or its process ended
+        // (the kernel disconnects for it). A request of ours in flight tells them apart where
+        // it matters: the disconnect flushed it (the kernel moves the QP to its error state
+        // first) or will, so the connection broke under it. An idle peer's end is a
+        // disconnect, as OpenFabrics reports it.
+        let in_flight =
+            self.request_flushed.load(Ordering::Acquire) || !ep.inner.lock().outstanding.is_empty();
+        let end = if self.broken.load(Ordering::Acquire) || in_flight {
+            End::Broken
+        } else {
+            End::Orderly
+        };
+        ep.ended(end, dat_event_number::DAT_CONNECTION_EVENT_BROKEN, &[]);
     }
 }
