@@ -38,13 +38,17 @@ RUST_SRC := $(shell find src -name '*.rs' -o -name '*.c') Cargo.toml build.rs
 # Without llvm-profdata the release build is a plain one.
 #
 # The RDMA data path is trained too where it can run (PGO_RDMA=auto): over this machine's RDMA
-# IA that PGO_RDMA_IA names (e.g. ofa-v2-ib0), else in the soft-RoCE guest when it is ready here
-# (root, its runner and QEMU installed: make test-rdma or `$(RXE_VM) --prepare` set it up).
-# PGO_RDMA=1 requires that training (preparing the guest if needed), PGO_RDMA=0 leaves it out.
-# Without it the verbs data path, which tcp-lo never runs, is compiled as cold code.
+# IA that PGO_RDMA_IA names (e.g. ofa-v2-ib0), else, with PGO_GUEST=1, in the soft-RoCE guest
+# when it is ready here (root, its runner and QEMU installed: make test-rdma or
+# `$(RXE_VM) --prepare` set it up). PGO_GUEST=0, the default, never boots the guest for the
+# training: a plain `make` starts no VM. `.ci/run` and `make bench-rdma` opt in.
+# PGO_RDMA=1 requires that training: over PGO_RDMA_IA, else in the guest (asked for by name, so
+# booted, and prepared if needed, whatever PGO_GUEST says). PGO_RDMA=0 leaves it out. Without it
+# the verbs data path, which tcp-lo never runs, is compiled as cold code.
 PGO ?= 1
 PGO_RDMA ?= auto
 PGO_RDMA_IA ?=
+PGO_GUEST ?= 0
 RXE_VM   ?= ../shared/rxe-vm/rxe-vm.sh
 RUST_HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 PROFDATA := $(wildcard $(shell rustc --print sysroot 2>/dev/null)/lib/rustlib/$(RUST_HOST)/bin/llvm-profdata)
@@ -55,7 +59,7 @@ else
 RELEASE_DIR := $(TARGET_DIR)/release
 endif
 
-.PHONY: FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
+.PHONY: callcount callcount-rdma FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -91,7 +95,7 @@ $(PGO_DIR)/libdat.profdata: $(PGO_DIR)/lib/$(SONAME) bench/datperf.c bench/pgo-t
 	case "$$(cat $(PGO_DIR)/rdma-where)" in \
 	  guest) $(RXE_VM) -t 600 -- env "$$rdma_raw" bench/pgo-train.sh $(PGO_DIR)/lib $(PGO_DIR)/datperf guest ;; \
 	  ia\ *) env "$$rdma_raw" bench/pgo-train.sh $(PGO_DIR)/lib $(PGO_DIR)/datperf "$(PGO_RDMA_IA)" ;; \
-	  *) echo "pgo: no RDMA training (no PGO_RDMA_IA, no soft-RoCE guest ready): the verbs data path is compiled cold" ;; \
+	  *) echo "pgo: no RDMA training (no PGO_RDMA_IA; the soft-RoCE guest only with PGO_GUEST=1 and ready): the verbs data path is compiled cold" ;; \
 	esac || { rm -rf $(PGO_DIR)/raw-rdma; \
 	  if [ "$(PGO_RDMA)" = auto ] && [ -z "$(PGO_RDMA_IA)" ]; then echo "pgo: the RDMA training failed: the profile is tcp-lo's alone"; \
 	  else echo "pgo: the RDMA training failed" >&2; exit 1; fi; }
@@ -104,7 +108,7 @@ $(PGO_DIR)/rdma-where: FORCE
 	@where=none; \
 	if [ -n "$(PGO_RDMA_IA)" ] && [ "$(PGO_RDMA)" != 0 ]; then where="ia $(PGO_RDMA_IA)"; \
 	elif [ "$(PGO_RDMA)" = 1 ]; then where=guest; \
-	elif [ "$(PGO_RDMA)" = auto ] && [ "$$(id -u)" = 0 ] && [ -x $(RXE_VM) ] && command -v qemu-system-x86_64 >/dev/null; then where=guest; fi; \
+	elif [ "$(PGO_RDMA)" = auto ] && [ "$(PGO_GUEST)" = 1 ] && [ "$$(id -u)" = 0 ] && [ -x $(RXE_VM) ] && command -v qemu-system-x86_64 >/dev/null; then where=guest; fi; \
 	echo "$$where" | cmp -s - $@ || echo "$$where" > $@
 
 $(RELEASE_DIR)/libdat.a $(RELEASE_DIR)/datinfo &: $(RUST_SRC) $(PGO_DIR)/libdat.profdata
@@ -169,6 +173,16 @@ demo: all
 bench: all
 	@bench/run.sh $(BUILD) $(or $(ROUNDS),5)
 
+# Instructions per call of dat_ep_post_send, dat_ep_post_recv and a dequeue that finds a
+# completion, counted by callgrind over tcp-lo (bench/callcount.sh): what a change to the data
+# path costs, free of the machine's timing noise.
+callcount: all
+	@bench/callcount.sh $(BUILD) $(or $(DAT_IA),tcp-lo)
+
+# The same on the RDMA transport, in the soft-RoCE guest (about 5 minutes under emulation).
+callcount-rdma: all
+	@$(RXE_VM) -t 1800 -- bench/callcount.sh $(BUILD) ofa-v2-rxenet0 300
+
 LIBDAT ?= $(LIBDIR)/$(SONAME)
 
 ctest: all
@@ -178,10 +192,10 @@ test-rdma: all
 	@tests/rdma/run.sh $(BUILD)/bin/datinfo $(LIBDIR)
 
 # Ours, OpenFabrics' and raw verbs side by side, in one run of the soft-RoCE guest.
-# The guest is made ready first, so the build trains the RDMA data path (PGO_RDMA above).
+# The guest is made ready first, so the build trains the RDMA data path there (PGO_GUEST above).
 bench-rdma:
 	@$(RXE_VM) --prepare
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all PGO_GUEST=1
 	@$(RXE_VM) -t 1800 -- bench/rdma.sh $(LIBDIR) $(or $(ROUNDS),15)
 
 ctest-asan: all

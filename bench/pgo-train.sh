@@ -7,9 +7,9 @@
 #   bench/pgo-train.sh LIBDIR DATPERF IA      over IA, an RDMA IA of this machine
 #
 # IA `guest` names the soft-RoCE guest's built-in RDMA IA, ofa-v2-$RXE_VM_NETDEV (the Makefile
-# runs the training there unless PGO_RDMA_IA names an IA of this machine). Without that
-# training the verbs data path, which tcp-lo never runs, is compiled as cold code: placed
-# apart and optimized for size.
+# runs the training there with PGO_GUEST=1, unless PGO_RDMA_IA names an IA of this machine).
+# Without that training the verbs data path, which tcp-lo never runs, is compiled as cold code:
+# placed apart and optimized for size.
 set -eEuo pipefail
 lib=$1
 datperf=$2

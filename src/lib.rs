@@ -12,4 +12,5 @@ pub mod error;
 pub mod handle;
 pub mod objects;
 pub mod registry;
+pub mod runtime;
 pub mod transport;

@@ -1,5 +1,5 @@
 //! Lock order under stress: the DAT calls that take two objects' locks (the order is written in
-//! `src/objects/mod.rs`), run at once from several threads over `tcp-lo`, each scenario
+//! `docs/architecture.md`), run at once from several threads over `tcp-lo`, each scenario
 //! checking what its calls returned and what its events carried:
 //!
 //! - accepting while the passive EPs' EVD (their receive and request EVD both) is polled;

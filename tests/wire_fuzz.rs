@@ -103,14 +103,10 @@ const MAX_KEPT_COUNT: usize = 16384;
 /// What the process's bound on kept messages counts for each beside its bytes.
 const KEPT_OVERHEAD: usize = 64;
 
-/// The most the process keeps for its peers: `LIBDAT_PEER_MEMORY` MiB, as the library reads it
-/// (256 MiB without it).
+/// The most the process keeps for its peers: `LIBDAT_PEER_MEMORY` MiB (256 MiB without it), as
+/// the library reads it.
 fn peer_memory() -> usize {
-    let mib = std::env::var("LIBDAT_PEER_MEMORY")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(256);
-    mib.saturating_mul(1 << 20)
+    dat::runtime::settings::PEER_MEMORY.get()
 }
 
 /// What a side says in its connect request and accept (`remote_addr`): how many RDMA reads

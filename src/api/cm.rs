@@ -9,7 +9,6 @@ use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
-use crate::objects::ep_state;
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
 use crate::objects::limits;
@@ -136,14 +135,11 @@ pub unsafe extern "C" fn dat_rsp_create(
         let ep = edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?;
         let evd = cr_evd(&ia, evd_handle)?;
         let out = edge::out(rsp_handle, 5)?;
-        let mut inner = ep.inner.lock();
-        if inner.state != dat_ep_state::DAT_EP_STATE_UNCONNECTED {
-            return Err(DatError::invalid_state(ep_state::subtype(inner.state)));
-        }
-        let sp = ServicePoint::new(ia.clone(), evd, SpKind::Reserved { ep: ep.clone() });
-        listen(&sp, conn_qual)?;
-        inner.state = dat_ep_state::DAT_EP_STATE_RESERVED;
-        drop(inner);
+        let sp = ep.reserve(|| {
+            let sp = ServicePoint::new(ia.clone(), evd, SpKind::Reserved { ep: ep.clone() });
+            listen(&sp, conn_qual)?;
+            Ok(sp)
+        })?;
         out.set(ia.adopt(Arc::new(Rsp(sp)))?);
         Ok(())
     }
@@ -179,10 +175,7 @@ pub unsafe extern "C" fn dat_rsp_free(rsp_handle: DAT_RSP_HANDLE) -> DAT_RETURN 
         let rsp = edge::object::<Rsp>(rsp_handle, Sub::DAT_INVALID_HANDLE_RSP)?;
         rsp.0.ia.release::<Rsp>(rsp_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_RSP))?;
         if let SpKind::Reserved { ep } = &rsp.0.kind {
-            let mut inner = ep.inner.lock();
-            if inner.state == dat_ep_state::DAT_EP_STATE_RESERVED {
-                inner.state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
-            }
+            ep.unreserve();
         }
         Ok(())
     }
@@ -333,32 +326,17 @@ pub unsafe extern "C" fn dat_cr_accept(
         if pd.len() > cr.accept_data_limit {
             return Err(DatError::invalid_arg(3));
         }
-        if cr.datagram {
-            // A UD EP accepts any number of requests, in any state; it needs its connect EVD.
-            if ep.inner.lock().connect_evd.is_none() {
-                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT));
-            }
-            let request = cr.take_request().ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
-            cr.ia.release::<Cr>(cr_handle);
-            request.accept(ep, pd)?;
-            cr.ia.counters.bump(dat_ia_counters::DCNT_IA_SP_CR_ACCEPTED as u32);
-            return Ok(());
-        }
-        {
-            let mut inner = ep.inner.lock();
-            let next = ep_state::accept(inner.state)?;
-            if inner.connect_evd.is_none() {
-                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT));
-            }
-            let request = cr.take_request().ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
-            inner.state = next;
-            inner.closing = false;
-            drop(inner);
-            // The CR is consumed by the accept.
-            cr.ia.release::<Cr>(cr_handle);
-            request.accept(ep, pd)?;
-            cr.ia.counters.bump(dat_ia_counters::DCNT_IA_SP_CR_ACCEPTED as u32);
-        }
+        let take = || cr.take_request().ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR));
+        let request = if cr.datagram {
+            ep.check_accepts_datagrams()?;
+            take()?
+        } else {
+            ep.begin_accept(take)?
+        };
+        // The CR is consumed by the accept.
+        cr.ia.release::<Cr>(cr_handle);
+        request.accept(ep, pd)?;
+        cr.ia.counters.bump(dat_ia_counters::DCNT_IA_SP_CR_ACCEPTED as u32);
         Ok(())
     }
 }
@@ -379,10 +357,7 @@ pub unsafe extern "C" fn dat_cr_reject(
         cr.ia.counters.bump(dat_ia_counters::DCNT_IA_SP_CR_REJECTED as u32);
         cr.ia.counters.bump(dat_ia_counters::DCNT_IA_CM_USER_REJ_TX as u32);
         if let SpKind::Reserved { ep } = &cr.sp.kind {
-            let mut inner = ep.inner.lock();
-            if inner.state == dat_ep_state::DAT_EP_STATE_RESERVED {
-                inner.state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
-            }
+            ep.unreserve();
         }
         Ok(())
     }

@@ -1,6 +1,9 @@
 //! The edge between C and Rust: the panic boundary and the checked conversions of what C hands
-//! us (handles, out-pointers, in-pointers, arrays, strings, enum values). The only `unsafe` of
-//! the API layer lives here.
+//! us (handles, out-pointers, in-pointers, arrays, strings, enum values). The other files of
+//! the API layer have `unsafe` too, each block with its `// SAFETY:` line: every exported
+//! function is an `unsafe extern "C" fn`, and their blocks call these conversions, read the C
+//! API's unions (cookies, region descriptions), zero C structs before filling them, write the
+//! caller's counter array (`ext`) and hold the object a wait sleeps on (`wait`).
 
 use std::cell::RefCell;
 use std::ffi::CStr;
@@ -23,7 +26,7 @@ macro_rules! entry {
 }
 pub(crate) use entry;
 
-// Inlined: one frame fewer above a poll's system call (see `transport::sys`).
+// Inlined: one frame fewer above a poll's system call (see `runtime::sys`).
 #[inline(always)]
 pub fn run(body: impl FnOnce() -> DatResult) -> DAT_RETURN {
     match catch_unwind(AssertUnwindSafe(body)) {

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
-use crate::objects::conn_qual;
 use crate::objects::counters::{Tally, EP_COUNTERS};
-use crate::objects::ep::{self, Close, End, Ep, EpInner, Outgoing, Parts, Posted, Report};
+use crate::objects::ep::{self, Ep, EpInner, Outgoing, Parts, Posted, Report};
 use crate::objects::ep_state::{self, Post};
 use crate::objects::evd::Evd;
 use crate::objects::extension::Extended;
@@ -335,15 +334,7 @@ pub unsafe extern "C" fn dat_ep_free(ep_handle: DAT_EP_HANDLE) -> DAT_RETURN {
 #[no_mangle]
 pub unsafe extern "C" fn dat_ep_reset(ep_handle: DAT_EP_HANDLE) -> DAT_RETURN {
     entry! {
-        let ep = ep(ep_handle)?;
-        let mut inner = ep.inner.lock();
-        inner.state = ep_state::reset(inner.state)?;
-        // Back to UNCONNECTED: the private data of its connection events may go.
-        inner.event_private_data.clear();
-        inner.remote_addr = None;
-        inner.remote_port = 0;
-        inner.closing = false;
-        Ok(())
+        ep(ep_handle)?.reset()
     }
 }
 
@@ -431,57 +422,9 @@ unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr>
     Ok(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
 }
 
-/// Moves an UNCONNECTED EP to ACTIVE_CONNECTION_PENDING and starts the connect to qualifier
-/// `conn_qual` at `ip`.
-fn start_connect(
-    ep: Arc<Ep>,
-    ip: std::net::Ipv4Addr,
-    conn_qual: DAT_CONN_QUAL,
-    timeout: DAT_TIMEOUT,
-    private_data: &[u8],
-) -> DatResult {
-    {
-        let mut inner = ep.inner.lock();
-        inner.state = ep_state::connect(inner.state)?;
-        inner.remote_port = conn_qual;
-        inner.closing = false;
-    }
-    let timeout = (timeout != DAT_TIMEOUT_INFINITE)
-        .then(|| std::time::Duration::from_micros(u64::from(timeout)));
-    let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
-    let started = ep.ia.transport.connect(
-        ep.clone(),
-        remote,
-        conn_qual,
-        private_data.to_vec(),
-        timeout,
-    );
-    ep.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
-    if started.is_err() {
-        ep.inner.lock().state = dat_ep_state::DAT_EP_STATE_UNCONNECTED;
-    }
-    started
-}
-
-/// A UD EP's connect: an exchange with the service point of `conn_qual` at `ip`, in any
-/// state (a UD EP reaches any number of peers, each through an address handle its UD
-/// connection event brings); it needs its connect EVD.
-fn connect_datagram(
-    ep: Arc<Ep>,
-    ip: std::net::Ipv4Addr,
-    conn_qual: DAT_CONN_QUAL,
-    private_data: &[u8],
-) -> DatResult {
-    if ep.inner.lock().connect_evd.is_none() {
-        return Err(DatError::invalid_state(
-            Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
-        ));
-    }
-    let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
-    ep.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
-    ep.ia
-        .transport
-        .connect_datagram(ep.clone(), remote, conn_qual, private_data.to_vec())
+/// A connect's time limit: DAT_TIMEOUT_INFINITE is none.
+fn connect_timeout(timeout: DAT_TIMEOUT) -> Option<std::time::Duration> {
+    (timeout != DAT_TIMEOUT_INFINITE).then(|| std::time::Duration::from_micros(u64::from(timeout)))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -510,10 +453,10 @@ pub unsafe extern "C" fn dat_ep_connect(
         best_effort_only(quality_of_service, 7)?;
         edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
         if Ep::is_datagram(&ep.inner.lock()) {
-            return connect_datagram(ep, ip, remote_conn_qual, pd);
+            return ep.connect_datagram(ip, remote_conn_qual, pd);
         }
-        check_connectable(&ep)?;
-        start_connect(ep, ip, remote_conn_qual, timeout, pd)
+        ep.check_connectable()?;
+        ep.connect(ip, remote_conn_qual, connect_timeout(timeout), pd)
     }
 }
 
@@ -541,8 +484,8 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
             let sin = inner.remote_addr.as_ref().ok_or(DatError::invalid_state(ep_state::subtype(inner.state)))?;
             (std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), inner.remote_port)
         };
-        check_connectable(&ep)?;
-        start_connect(ep, ip, port, timeout, pd)
+        ep.check_connectable()?;
+        ep.connect(ip, port, connect_timeout(timeout), pd)
     }
 }
 
@@ -563,8 +506,8 @@ pub unsafe extern "C" fn dat_ep_common_connect(
         let sin = unsafe { super::cm::common_address(remote_ia_address, 2)? };
         // SAFETY: forwarded from our caller.
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
-        check_connectable(&ep)?;
-        start_connect(ep, ip, u64::from(u16::from_be(sin.sin_port)), timeout, pd)
+        ep.check_connectable()?;
+        ep.connect(ip, u64::from(u16::from_be(sin.sin_port)), connect_timeout(timeout), pd)
     }
 }
 
@@ -576,28 +519,7 @@ pub unsafe extern "C" fn dat_ep_disconnect(
     entry! {
         let ep = ep(ep_handle)?;
         let flags = edge::enum_in::<dat_close_flags, _>(close_flags, 2)?;
-        let graceful = flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG;
-        ep.counters.bump(dat_ep_counters::DCNT_EP_DISCONNECT as u32);
-        let link = {
-            let mut inner = ep.inner.lock();
-            match ep_state::disconnect(inner.state, graceful)? {
-                ep_state::Disconnect::Nothing => return Ok(()),
-                ep_state::Disconnect::TearDown { next } => {
-                    inner.closing = true;
-                    // A pending connect has no link yet: its thread sees the state and leaves.
-                    let link = inner.link.clone();
-                    if link.is_some() {
-                        inner.state = next;
-                    }
-                    link
-                }
-            }
-        };
-        match link {
-            Some(link) => link.close(if graceful { Close::Graceful } else { Close::Abrupt }),
-            None => ep.ended(End::Orderly, dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED, &[]),
-        }
-        Ok(())
+        ep.disconnect(flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG)
     }
 }
 
@@ -609,21 +531,6 @@ fn best_effort_only(quality_of_service: DAT_QOS, position: u8) -> DatResult {
         dat_qos::DAT_QOS_BEST_EFFORT => Ok(()),
         _ => Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED)),
     }
-}
-
-/// A connect needs the EP's PZ and connect EVD, besides an UNCONNECTED state.
-fn check_connectable(ep: &Ep) -> DatResult {
-    let inner = ep.inner.lock();
-    ep_state::connect(inner.state)?;
-    if inner.connect_evd.is_none() {
-        return Err(DatError::invalid_state(
-            Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
-        ));
-    }
-    if inner.pz.is_none() {
-        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
-    }
-    Ok(())
 }
 
 /// Checks a DTO's local segments (a request's, a receive's, an SRQ's receive's): each names a

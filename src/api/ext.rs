@@ -148,7 +148,7 @@ fn print_counters(handle: DAT_HANDLE, which: i64, reset: bool) -> DatResult {
         .ok()
         .and_then(|w| reading.covered(w))
         .ok_or(DatError::invalid_arg(3))?;
-    let host = crate::transport::sys::hostname();
+    let host = crate::runtime::sys::hostname();
     let pid = std::process::id();
     let mut out = std::io::stdout().lock();
     for i in range {

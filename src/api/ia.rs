@@ -8,9 +8,10 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle;
 use crate::objects::evd::Evd;
-use crate::objects::ia::Ia;
+use crate::objects::ia::{self, Ia};
 use crate::objects::limits;
-use crate::registry::{self, API_MAJOR};
+use crate::registry::{self, Entry, API_MAJOR};
+use crate::transport::providers;
 
 /// `DAT_EVD_ASYNC_EXISTS`: the consumer has an async EVD elsewhere.
 const ASYNC_EXISTS: usize = 0x1;
@@ -55,7 +56,7 @@ pub unsafe extern "C" fn dat_ia_openv(
         if requested.is_null() && async_evd_min_qlen <= 0 {
             return Err(DatError::invalid_arg(2));
         }
-        let ia = Ia::open(entry)?;
+        let ia = open(entry)?;
         let ia_h = ia.register()?;
         if requested.is_null() {
             let qlen = async_evd_min_qlen.min(limits::MAX_EVD_QLEN) as usize;
@@ -123,6 +124,14 @@ pub unsafe extern "C" fn dat_ia_close(
     }
 }
 
+/// Opens an IA of `entry` on the transport the provider table picks for it: the one place that
+/// chooses a provider, above the objects, which are handed the transport.
+fn open(entry: Arc<Entry>) -> DatResult<Arc<Ia>> {
+    let ip = ia::resolve_ipv4(&entry.ia_params);
+    let transport = providers::for_ia(&entry, ip)?;
+    Ia::open(entry, transport, ip)
+}
+
 fn close(ia: &Arc<Ia>, h: DAT_IA_HANDLE, flags: dat_close_flags) -> DatResult {
     ia.begin_close(flags == dat_close_flags::DAT_CLOSE_GRACEFUL_FLAG)?;
     handle::remove::<Ia>(h).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_IA))?;
@@ -161,7 +170,7 @@ pub(crate) unsafe fn open_query(
     if provider_attr_mask & !DAT_PROVIDER_FIELD_ALL != 0 {
         return Err(DatError::invalid_arg(5));
     }
-    let ia = Ia::open(entry)?;
+    let ia = open(entry)?;
     if let Some(o) = edge::optional_out(ia_attr) {
         o.set(ia_attributes(&ia));
     }

@@ -1,5 +1,6 @@
-//! RMR functions. Binding exposes memory to a connected peer, so on a CONNECTED EP it waits
-//! for the transport: `dat_rmr_bind` checks all it can and returns `DAT_NOT_IMPLEMENTED`.
+//! RMR functions. Binding exposes part of an LMR to the peer of a connected EP: where the
+//! transport checks peers' accesses itself (TCP) the window is ours and is bound at once; where
+//! the device checks them (verbs) the transport binds a memory window on the EP's send queue.
 
 use std::sync::Arc;
 
@@ -71,8 +72,9 @@ const BIND_COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS
 
 /// Binds (or, with a zero-length triplet, unbinds) an RMR through an EP. Every check that
 /// needs no transport is made here; on a DISCONNECTED EP the bind is flushed to the EP's
-/// request EVD as the man page says; on a CONNECTED EP it needs the transport and returns
-/// `DAT_NOT_IMPLEMENTED`.
+/// request EVD as the man page says; on a CONNECTED EP it completes with a
+/// `DAT_RMR_BIND_COMPLETION_EVENT` (unless suppressed): at once where the window is ours (TCP),
+/// or once the device has bound the memory window (verbs).
 #[no_mangle]
 pub unsafe extern "C" fn dat_rmr_bind(
     rmr_handle: DAT_RMR_HANDLE,

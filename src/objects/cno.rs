@@ -12,7 +12,7 @@ use super::{Counted, Users};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::handle::{Kind, Object};
-use crate::transport::sys;
+use crate::runtime::sys;
 
 struct State {
     /// EVD handles that triggered and were not yet reported.
@@ -123,7 +123,7 @@ impl Cno {
             // (an EP's, a connection's). The trigger waits for it, so a waiter woken by it
             // finds the agent called.
             let (cno, evd) = (self.clone(), evd as usize);
-            crate::transport::engine::Engine::get()
+            crate::runtime::engine::Engine::get()
                 .defer(Box::new(move || cno.trigger_now(evd as DAT_EVD_HANDLE)));
             return;
         }

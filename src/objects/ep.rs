@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::conn_qual;
 use super::counters::{Counters, Tally, EP_COUNTERS};
 use super::ep_state::{self, State};
 use super::evd::{Catch, Evd};
@@ -18,9 +19,9 @@ use super::pz::Pz;
 use super::srq::{PostedRecv, Srq};
 use super::{make_room, Held};
 use crate::abi::*;
-use crate::error::{DatError, DatResult};
+use crate::error::{DatError, DatResult, Sub};
 use crate::handle::{Kind, Object, SelfHandle};
-use crate::transport::sys::sockaddr_in;
+use crate::runtime::sys::sockaddr_in;
 use crate::transport::{EpWire, Link};
 
 /// What the EP holds and its state, under one lock.
@@ -492,6 +493,165 @@ impl Ep {
         let _ = evd.post(e);
     }
 
+    /// A connect needs the EP's PZ and connect EVD, besides an UNCONNECTED state.
+    pub fn check_connectable(&self) -> DatResult {
+        let inner = self.inner.lock();
+        ep_state::connect(inner.state)?;
+        if inner.connect_evd.is_none() {
+            return Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
+            ));
+        }
+        if inner.pz.is_none() {
+            return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
+        }
+        Ok(())
+    }
+
+    /// `dat_ep_connect` and the like: an UNCONNECTED EP becomes ACTIVE_CONNECTION_PENDING and
+    /// its IA's transport starts connecting to `conn_qual` at `ip` (None: no time limit);
+    /// ESTABLISHED or the failure's event follows. A connect the transport refuses at once
+    /// leaves the EP UNCONNECTED.
+    pub fn connect(
+        self: &Arc<Self>,
+        ip: std::net::Ipv4Addr,
+        conn_qual: u64,
+        timeout: Option<std::time::Duration>,
+        private_data: &[u8],
+    ) -> DatResult {
+        {
+            let mut inner = self.inner.lock();
+            inner.state = ep_state::connect(inner.state)?;
+            inner.remote_port = conn_qual;
+            inner.closing = false;
+        }
+        let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
+        let started = self.ia.transport.connect(
+            self.clone(),
+            remote,
+            conn_qual,
+            private_data.to_vec(),
+            timeout,
+        );
+        self.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
+        if started.is_err() {
+            let mut inner = self.inner.lock();
+            inner.state = ep_state::connect_not_started(inner.state);
+        }
+        started
+    }
+
+    /// A UD EP's connect: an exchange with the service point of `conn_qual` at `ip`, in any
+    /// state (a UD EP reaches any number of peers, each through an address handle its UD
+    /// connection event brings); it needs its connect EVD.
+    pub fn connect_datagram(
+        self: &Arc<Self>,
+        ip: std::net::Ipv4Addr,
+        conn_qual: u64,
+        private_data: &[u8],
+    ) -> DatResult {
+        if self.inner.lock().connect_evd.is_none() {
+            return Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
+            ));
+        }
+        let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
+        self.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
+        self.ia
+            .transport
+            .connect_datagram(self.clone(), remote, conn_qual, private_data.to_vec())
+    }
+
+    /// `dat_ep_disconnect`: a connection is closed gracefully or abruptly, a pending connect
+    /// abandoned (its DISCONNECTED event posted now), a DISCONNECTED EP left as it is.
+    pub fn disconnect(&self, graceful: bool) -> DatResult {
+        self.counters
+            .bump(dat_ep_counters::DCNT_EP_DISCONNECT as u32);
+        let link = {
+            let mut inner = self.inner.lock();
+            match ep_state::disconnect(inner.state, graceful)? {
+                ep_state::Disconnect::Nothing => return Ok(()),
+                ep_state::Disconnect::TearDown { next } => {
+                    inner.closing = true;
+                    // A pending connect has no link yet: its thread sees the state and leaves.
+                    let link = inner.link.clone();
+                    if link.is_some() {
+                        inner.state = next;
+                    }
+                    link
+                }
+            }
+        };
+        match link {
+            Some(link) => link.close(if graceful {
+                Close::Graceful
+            } else {
+                Close::Abrupt
+            }),
+            None => self.ended(
+                End::Orderly,
+                dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED,
+                &[],
+            ),
+        }
+        Ok(())
+    }
+
+    /// `dat_ep_reset`: a DISCONNECTED EP is UNCONNECTED again, its last connection forgotten
+    /// (the private data of its connection events may go).
+    pub fn reset(&self) -> DatResult {
+        let mut inner = self.inner.lock();
+        inner.state = ep_state::reset(inner.state)?;
+        inner.event_private_data.clear();
+        inner.remote_addr = None;
+        inner.remote_port = 0;
+        inner.closing = false;
+        Ok(())
+    }
+
+    /// `dat_rsp_create` reserves the EP for the RSP's request, once `listen` (the RSP's
+    /// listener, started under the EP's lock so no connect takes the EP meanwhile) succeeded.
+    pub fn reserve<T>(&self, listen: impl FnOnce() -> DatResult<T>) -> DatResult<T> {
+        let mut inner = self.inner.lock();
+        let next = ep_state::reserve(inner.state)?;
+        let listening = listen()?;
+        inner.state = next;
+        Ok(listening)
+    }
+
+    /// The RSP is freed or its request rejected: a still RESERVED EP is UNCONNECTED again.
+    pub fn unreserve(&self) {
+        let mut inner = self.inner.lock();
+        inner.state = ep_state::unreserve(inner.state);
+    }
+
+    /// `dat_cr_accept` onto this (RC) EP: it needs its connect EVD; `take` takes the request
+    /// from its CR once the EP may accept it, and the EP is COMPLETION_PENDING until the
+    /// transport confirms (`accepting`, then `established`).
+    pub fn begin_accept<R>(&self, take: impl FnOnce() -> DatResult<R>) -> DatResult<R> {
+        let mut inner = self.inner.lock();
+        let next = ep_state::accept(inner.state)?;
+        if inner.connect_evd.is_none() {
+            return Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
+            ));
+        }
+        let request = take()?;
+        inner.state = next;
+        inner.closing = false;
+        Ok(request)
+    }
+
+    /// A UD EP accepts any number of requests, in any state; it needs its connect EVD.
+    pub fn check_accepts_datagrams(&self) -> DatResult {
+        if self.inner.lock().connect_evd.is_none() {
+            return Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
+            ));
+        }
+        Ok(())
+    }
+
     /// The passive side accepted: the link carries the handshake until the peer confirms.
     /// False when the EP left COMPLETION_PENDING meanwhile.
     pub fn accepting(&self, link: Arc<dyn Link>, remote: std::net::SocketAddrV4) -> bool {
@@ -576,7 +736,7 @@ impl Ep {
             } else {
                 dat_event_number::DAT_CONNECTION_EVENT_BROKEN
             };
-            inner.state = dat_ep_state::DAT_EP_STATE_DISCONNECTED;
+            inner.state = ep_state::end(inner.state);
             let gone = inner.link.take().map(|link| (link, dto_evds(&inner)));
             (event, gone, last_of_srq)
         };

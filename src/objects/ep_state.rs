@@ -52,6 +52,37 @@ pub fn accept(state: State) -> DatResult<State> {
     }
 }
 
+/// A connect that could not start (the transport refused it at once): the EP is UNCONNECTED
+/// again, as it was.
+pub fn connect_not_started(state: State) -> State {
+    match state {
+        S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING => S::DAT_EP_STATE_UNCONNECTED,
+        other => other,
+    }
+}
+
+/// `dat_rsp_create`: an UNCONNECTED EP is reserved for the RSP's one request.
+pub fn reserve(state: State) -> DatResult<State> {
+    match state {
+        S::DAT_EP_STATE_UNCONNECTED => Ok(S::DAT_EP_STATE_RESERVED),
+        other => Err(refuse(other)),
+    }
+}
+
+/// The RSP is freed, or its request rejected: a still RESERVED EP is UNCONNECTED again; one
+/// that went on (its request accepted) stays where it is.
+pub fn unreserve(state: State) -> State {
+    match state {
+        S::DAT_EP_STATE_RESERVED => S::DAT_EP_STATE_UNCONNECTED,
+        other => other,
+    }
+}
+
+/// A connection, or an attempt at one, is over, whatever the state: DISCONNECTED.
+pub fn end(_state: State) -> State {
+    S::DAT_EP_STATE_DISCONNECTED
+}
+
 /// The transport's verdict on a pending connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -201,6 +232,51 @@ mod tests {
             connect(S::DAT_EP_STATE_CONNECTED),
             Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED))
         );
+    }
+
+    #[test]
+    fn a_connect_that_did_not_start_leaves_the_ep_unconnected() {
+        assert_eq!(
+            connect_not_started(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING),
+            S::DAT_EP_STATE_UNCONNECTED
+        );
+        // Settled meanwhile (an event came first): left as it is.
+        assert_eq!(
+            connect_not_started(S::DAT_EP_STATE_DISCONNECTED),
+            S::DAT_EP_STATE_DISCONNECTED
+        );
+    }
+
+    #[test]
+    fn only_an_unconnected_ep_is_reserved_and_only_a_reserved_one_is_given_back() {
+        assert_eq!(
+            reserve(S::DAT_EP_STATE_UNCONNECTED),
+            Ok(S::DAT_EP_STATE_RESERVED)
+        );
+        for s in ALL
+            .into_iter()
+            .filter(|s| *s != S::DAT_EP_STATE_UNCONNECTED)
+        {
+            assert_eq!(
+                reserve(s),
+                Err(DatError::invalid_state(subtype(s))),
+                "{s:?}"
+            );
+        }
+        assert_eq!(
+            unreserve(S::DAT_EP_STATE_RESERVED),
+            S::DAT_EP_STATE_UNCONNECTED
+        );
+        for s in ALL.into_iter().filter(|s| *s != S::DAT_EP_STATE_RESERVED) {
+            assert_eq!(unreserve(s), s, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn every_state_ends_disconnected() {
+        for s in ALL {
+            assert_eq!(end(s), S::DAT_EP_STATE_DISCONNECTED, "{s:?}");
+        }
     }
 
     #[test]

@@ -30,20 +30,6 @@ pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
     | dat_evd_flags::DAT_EVD_RMR_BIND_FLAG as u32
     | dat_evd_flags::DAT_EVD_ASYNC_FLAG as u32;
 
-/// How long `dat_evd_wait` keeps making progress itself before it sleeps, at least: an answer
-/// that comes back within this is seen without a thread hand-off. `LIBDAT_SPIN_US` changes it.
-/// Each EVD adapts its own budget from there (`next_spin`).
-fn spin_budget() -> Duration {
-    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *SPIN.get_or_init(|| {
-        let us = std::env::var("LIBDAT_SPIN_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(50);
-        Duration::from_micros(us)
-    })
-}
-
 /// The most an EVD's spin budget grows to, in multiples of the base budget.
 const SPIN_GROWTH: u32 = 4;
 
@@ -103,7 +89,7 @@ impl Polled {
 
 thread_local! {
     /// The progress engine leaves a connection to a consumer's thread that polls it
-    /// (`transport::lease`). A thread that polls several EVDs in turn keeps all of them moving:
+    /// (`runtime::lease`). A thread that polls several EVDs in turn keeps all of them moving:
     /// held acknowledgements and frames of the ones it is not polling now do not wait for the
     /// engine to take them back. When it goes to sleep, whatever it waits for, they are handed
     /// back at once.
@@ -182,7 +168,7 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const
     });
     if keep_alive_due {
         // The connections this thread holds on lease stay its own: it still polls.
-        crate::transport::lease::keep_alive();
+        crate::runtime::lease::keep_alive();
     }
     if others_due {
         every_few_polls(key);
@@ -271,7 +257,7 @@ fn progress_others(key: usize) {
 /// This thread is about to sleep: the EVDs it polled send what their sources held for a ride
 /// (`Progress::flush`), and the connections it holds on lease go back to the engine.
 pub fn before_sleep() {
-    crate::transport::lease::return_all();
+    crate::runtime::lease::return_all();
     let polled = POLLED.with(|p| {
         let list = p.list();
         p.len.set(0);
@@ -356,7 +342,7 @@ pub struct Evd {
     /// The connections that feed this EVD, progressed by whoever dequeues or waits. Held
     /// until they end (`detach`): a poll calls them without taking a reference. A poll holds
     /// this lock while its sources take their EPs' locks, so it is taken before any EP's
-    /// (see `objects` for the lock order).
+    /// (the lock order: docs/architecture.md).
     sources: Mutex<Vec<Arc<dyn Progress>>>,
     /// Connections attached and not yet moved into `sources`: an EP attaches its new link
     /// under its own lock, which a poll holding `sources` may be waiting for, so attaching
@@ -439,7 +425,7 @@ impl Evd {
             queued: AtomicUsize::new(0),
             waiting: AtomicBool::new(false),
             has_cno: AtomicBool::new(has_cno),
-            spin_us: AtomicU64::new(spin_budget().as_micros() as u64),
+            spin_us: AtomicU64::new(crate::runtime::settings::SPIN_US.get().as_micros() as u64),
             completion_queue: std::sync::OnceLock::new(),
             sole_source: std::sync::OnceLock::new(),
             counters: Counters::default(),
@@ -688,7 +674,7 @@ impl Evd {
     }
 
     /// `dat_evd_dequeue`: the oldest event, into `out`, or `DAT_QUEUE_EMPTY`.
-    // Inlined: one frame fewer above a poll's system call (see `transport::sys`).
+    // Inlined: one frame fewer above a poll's system call (see `runtime::sys`).
     #[inline(always)]
     pub fn dequeue(&self, out: &mut MaybeUninit<DAT_EVENT>) -> DatResult {
         let waiter = || Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
@@ -849,7 +835,7 @@ impl Evd {
             Ok(()),
         ) = (w, &result)
         {
-            let next = next_spin(spin, at.elapsed(), spin_budget());
+            let next = next_spin(spin, at.elapsed(), crate::runtime::settings::SPIN_US.get());
             self.spin_us
                 .store(next.as_micros() as u64, Ordering::Relaxed);
         }

@@ -154,7 +154,7 @@ pub fn datagram_connection_data(peer: &DatagramPeer) -> DAT_IB_EXTENSION_EVENT_D
     } as DAT_IB_EXT_TYPE;
     // SAFETY: plain data; all-zero valid.
     let mut ia_addr: DAT_SOCK_ADDR6 = unsafe { std::mem::zeroed() };
-    let sin = crate::transport::sys::sockaddr_in(peer.remote);
+    let sin = crate::runtime::sys::sockaddr_in(peer.remote);
     // SAFETY: a sockaddr_in fits the sockaddr_in6 it is copied into (OpenFabrics copies the
     // IPv4 address so too).
     unsafe {

@@ -13,7 +13,7 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{self, Kind, Object};
 use crate::registry::Entry;
-use crate::transport::{self, Transport};
+use crate::transport::Transport;
 
 pub struct Ia {
     pub entry: Arc<Entry>,
@@ -103,10 +103,13 @@ impl Object for Ia {
 }
 
 impl Ia {
-    /// Opens an IA of `entry`; the transport must be one we serve.
-    pub fn open(entry: Arc<Entry>) -> DatResult<Arc<Ia>> {
-        let ip = resolve_ipv4(&entry.ia_params);
-        let transport = transport::for_ia(&entry, ip)?;
+    /// Opens an IA of `entry` on `transport`, the one its provider made for it, at `ip` (the
+    /// address its parameters name, [`resolve_ipv4`]; None: the transport's own).
+    pub fn open(
+        entry: Arc<Entry>,
+        transport: Arc<dyn Transport>,
+        ip: Option<std::net::Ipv4Addr>,
+    ) -> DatResult<Arc<Ia>> {
         let ip = ip
             .or_else(|| transport.local_address())
             .ok_or(DatError::new(
@@ -118,9 +121,9 @@ impl Ia {
             provider_specific: OnceLock::new(),
             counters: Counters::default(),
             transport,
-            address: Box::new(transport::sys::sockaddr_in(std::net::SocketAddrV4::new(
-                ip, 0,
-            ))),
+            address: Box::new(crate::runtime::sys::sockaddr_in(
+                std::net::SocketAddrV4::new(ip, 0),
+            )),
             async_evd: Mutex::new(None),
             handle: std::sync::atomic::AtomicUsize::new(0),
             children: Mutex::new(Children::default()),
@@ -266,35 +269,7 @@ pub fn resolve_ipv4(ia_params: &str) -> Option<std::net::Ipv4Addr> {
     if let Ok(ip) = first.parse::<std::net::Ipv4Addr>() {
         return Some(ip);
     }
-    netdev_ipv4(first)
-}
-
-fn netdev_ipv4(name: &str) -> Option<std::net::Ipv4Addr> {
-    let mut found = None;
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `list`, freed below with freeifaddrs.
-    if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return None;
-    }
-    let mut cur = list;
-    while !cur.is_null() && found.is_none() {
-        // SAFETY: cur is a node of the list getifaddrs returned; an AF_INET address is a
-        // sockaddr_in.
-        unsafe {
-            let ifa = &*cur;
-            if !ifa.ifa_addr.is_null()
-                && i32::from((*ifa.ifa_addr).sa_family) == libc::AF_INET
-                && std::ffi::CStr::from_ptr(ifa.ifa_name).to_bytes() == name.as_bytes()
-            {
-                let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
-                found = Some(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
-            }
-            cur = ifa.ifa_next;
-        }
-    }
-    // SAFETY: list came from a successful getifaddrs and is freed once.
-    unsafe { libc::freeifaddrs(list) };
-    found
+    crate::runtime::interfaces::ipv4_of(first)
 }
 
 /// The counters of an object kind's creation and free (a CR's creation is its arrival; its

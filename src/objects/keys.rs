@@ -5,7 +5,7 @@
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::transport::sys;
+use crate::runtime::sys;
 
 /// Random words drawn ahead, one `getrandom` per batch, and the process that drew them: a
 /// child of `fork` draws its own rather than hand out the keys its parent does.

@@ -194,7 +194,7 @@ impl From<MemoryRefusal> for crate::error::DatError {
 /// be read locally), and writable where a privilege lets us or a peer write (local or remote
 /// write, the remote atomics). Returns whether the memory is writable. `length` is not 0.
 pub fn check_memory(address: u64, length: u64, privileges: u32) -> Result<bool, MemoryRefusal> {
-    let access = crate::transport::mappings::access(address, length).map_err(|u| {
+    let access = crate::runtime::mappings::access(address, length).map_err(|u| {
         if u.at == address {
             MemoryRefusal::Unmapped
         } else {

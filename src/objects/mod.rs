@@ -2,58 +2,10 @@
 //!
 //! # Lock order
 //!
-//! A thread may block on a lock only while it holds locks listed above it (outer first);
-//! locks named on one line are never held together, but in the order a "then" or an arrow
-//! gives. A `try_lock` (or a wait bounded in time) may be
-//! taken out of order: it cannot close a cycle. No thread holds two EPs', two EVDs' or two
-//! links' locks of one kind at once. `tests/lock_order.rs` runs the pairs of calls that take
-//! two objects' locks at once.
-//!
-//! 1. `tcp::cm::Connector::done` (a connect's outcome runs under it, on the progress thread).
-//! 2. `Evd::sources`: a poll (dequeue, wait, `dat_evd_modify_cno`) holds it while its
-//!    sources take everything below. Blocked on only by `Evd::detach` (a connection's end,
-//!    with nothing else held but 1) and `Evd::set_cno`; polls try it. An EP attaches a link
-//!    under its own lock through the leaf `Evd::joining` instead (the deadlock of 4172703).
-//! 3. A source's own: `TcpLink::inbound` (polls try it, or wait 20 ms at most),
-//!    `verbs::completions::CqSource::polling`.
-//! 4. `TcpLink::writer`: blocked on under 3 (the peer's confirmation), never under `Ep::inner`
-//!    (`Link::post` tries it there, or lets the EP go first). `Srq::waiting`.
-//! 5. `Ep::receiving`, then `Ep::inner`.
-//! 6. Below `Ep::inner` (taken under it, or under nothing), each taking only what follows it:
-//!    `Srq::state` -> verbs SRQ `cookies`; `ServicePoint::listener` and `Cr::request` (the
-//!    transport's listener and request); `Rmr::binding` -> `rmr::WINDOWS`; the handle table
-//!    (read); `Ia::children`, `Ia::async_evd` (the EVD is taken out, its queue locked after);
-//!    the link's `answers`, `held`, `stopped`, `timer` -> `phase`, `watch` -> `phase`; verbs
-//!    `QPS`, `CmId::key` -> `cm::Channel::handlers`, `async_events::sinks`; a connect's or a
-//!    handshake's `state` (`tcp::cm`). `rmr::WINDOWS` takes `CONTEXTS` (7) for a window's key.
-//! 7. Regions: a segment's hold (`Lmr::hold_segment`: a slot of the lock-free `REGIONS`, or the
-//!    region's `gate` read-locked) -> `lmr::CONTEXTS` -> `direct::exports` `writers`. A copy
-//!    into or out of a region holds its `gate` for reading. The region's free write-locks its
-//!    `gate`, then clears its slot under `CONTEXTS` (written) and waits for the slot's holds
-//!    after letting it go (`RegionTable::wait_unheld`).
-//! 8. Leaves: `Evd::joining`, `Evd::queue` (a CNO is triggered after it is let go),
-//!    `Cno::state`, `lmr::WINDOW_KEYS`, `keys::BATCH`, `mappings::KEPT`, `lease::Lease::lent`,
-//!    `direct::PEERS`, `exports` `slots`, the address handle tables, verbs `EXCHANGES` and
-//!    `BY_CQ`; the engine's `timers` -> `sources`, its `deferred`, and `ENGINE`.
-//!
-//! Waits that are not locks: `dat_evd_wait` and `dat_cno_wait` sleep holding nothing; an
-//! acknowledgement checked under `Ep::inner` waits for a writer's system call in progress
-//! (`conn::Sent::through`), which holds the writer and takes nothing more; a free of a region
-//! or a connection's end waits for the accesses a peer on this host began through the export
-//! table (`exports::wait_for_accesses`), which take none of our locks.
-//!
-//! Rules that keep the order, each with its test in `tests/lock_order.rs` (the breaches it
-//! found):
-//! - a message lands under its segments' holds, taken one after another; a region's free
-//!   therefore waits for its slot's holds only after it let go of `CONTEXTS`
-//!   (`Lmr::forget`), and a region's `gate` is read recursively (a second segment of the
-//!   region, or an atomic's answer, while a free waits to write it);
-//! - `Cno::trigger` hands the consumer's OS Wait Proxy Agent to the progress thread, which
-//!   calls it holding nothing (`Engine::defer`);
-//! - a region's free waits for the accesses begun through each connection slot as counted
-//!   when it looked; a slot given out again keeps its counts (settled, never reset);
-//! - (not a lock, a race) a post that found an EP before `dat_ep_free` released it refuses
-//!   once it holds the EP's lock: nothing would flush it.
+//! Which lock may be taken while holding which, for the objects and the transports below them,
+//! is written in one place: docs/architecture.md, section "Lock order". A change that takes a
+//! lock in a new place follows it, or changes it there in the same commit;
+//! `tests/lock_order.rs` runs the pairs of calls that take two objects' locks at once.
 pub mod cno;
 pub mod conn_qual;
 pub mod counters;
@@ -69,6 +21,8 @@ pub mod lmr;
 pub mod pz;
 pub mod region_table;
 pub mod rmr;
+#[cfg(test)]
+mod rules_tests;
 pub mod sp;
 pub mod srq;
 pub mod wakeup;

@@ -13,7 +13,7 @@ use super::ia::Ia;
 use super::Held;
 use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
-use crate::transport::sys::sockaddr_in;
+use crate::runtime::sys::sockaddr_in;
 use crate::transport::{ConnRequest, Listening};
 
 /// Which kind of service point.

@@ -11,7 +11,7 @@
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use crate::transport::sys;
+use crate::runtime::sys;
 
 /// How long a sleeper with no eventfd (none could be made) sleeps before it looks again.
 const NAP: Duration = Duration::from_millis(1);

@@ -2,7 +2,6 @@
 //! `$DAT_OVERRIDE`, else `/etc/dat.conf`), and providers added at run time. A `dat.conf` line
 //! overrides a built-in entry of the same name.
 
-pub mod builtin;
 pub mod conf;
 
 use std::path::PathBuf;
@@ -241,7 +240,7 @@ static REGISTRY: LazyLock<RwLock<Vec<Arc<Entry>>>> = LazyLock::new(|| {
     let text = std::fs::read_to_string(&path).ok();
     let conf = text.as_deref().map(|t| (path.as_path(), t));
     let entries = assemble(
-        &builtin::ipv4_interfaces(),
+        &crate::runtime::interfaces::ipv4_interfaces(),
         &crate::transport::verbs::devices::rdma_ports(),
         conf,
         &mut |w| eprintln!("{w}"),
@@ -405,10 +404,5 @@ mod tests {
             Some(Transport::Tcp)
         );
         assert_eq!(Transport::from_lib_path("libother.so"), None);
-    }
-
-    #[test]
-    fn interfaces_include_loopback() {
-        assert!(builtin::ipv4_interfaces().iter().any(|n| n == "lo"));
     }
 }

@@ -1,20 +1,22 @@
 //! Transports move bytes for the objects above them, and the objects reach them only through
-//! the traits here: a [`Transport`] per IA, chosen as it opens ([`for_ia`]), makes connections;
-//! each connection is a [`Link`]. Every rule of the specification (states, checks, events,
-//! flushes) stays in the objects; a transport folder holds one data path whole.
+//! the traits here: a [`Transport`] per IA, chosen as the API opens it (`providers::for_ia`),
+//! makes connections; each connection is a [`Link`]. The rules of the specification that need
+//! no wire (states, the checks of a call's arguments and segments, connection events, flushes)
+//! are kept above the seam, in `api` and `objects`, for both transports. A transport adds the
+//! limits and refusals only it knows (the segments a frame or a work request holds, what a
+//! device refuses), carries requests out and reports how they ended; where no device does it,
+//! the transport also applies the objects' region checks to what a peer asks of our memory and
+//! picks the status of the failures its peer causes (TCP: `tcp::inbound`). A transport folder
+//! holds one data path whole.
 //!
 //! - `tcp`: the software transport that runs everywhere;
-//! - `verbs`: RDMA through rdma-cm and verbs (devices found; connections not yet);
-//! - `address_handles`: the UD address handles both transports hand out;
-//! - `engine`: the thread the kernel wakes when no thread of the program is in the library;
-//!   `lease`: which thread reads a connection when;
-//! - `mappings`: how the process's memory is mapped (asked before memory is registered).
+//! - `verbs`: RDMA through rdma-cm and verbs: devices, RC connections and UD EPs, memory
+//!   regions and windows, CQs, SRQs, the device's asynchronous events.
+//!
+//! The machinery both use (the progress engine, leases, system calls, memory mappings, network
+//! interfaces, UD address handles) is in `runtime`, which knows nothing of DAT.
 
-pub mod address_handles;
-pub mod engine;
-pub mod lease;
-pub mod mappings;
-pub(crate) mod sys;
+pub mod providers;
 pub mod tcp;
 pub mod verbs;
 
@@ -27,10 +29,9 @@ use std::time::Duration;
 use parking_lot::MutexGuard;
 
 use crate::abi::{DAT_IA_HANDLE, DAT_LMR_TRIPLET};
-use crate::error::{DatError, DatResult, Sub, Type};
+use crate::error::{DatError, DatResult, Type};
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
 use crate::objects::evd::Evd;
-use crate::registry::Entry;
 
 /// What a transport keeps for one of the objects (a protection domain, a memory
 /// registration, a completion queue): opaque to them, released with them.
@@ -359,25 +360,4 @@ pub fn region_registered(context: u32, region: &crate::objects::region_table::Re
 /// it through any transport.
 pub fn region_released(context: u32) {
     tcp::direct::withdraw(context);
-}
-
-/// The transport an IA of `entry` runs on, at its address (None: the IA's parameters name
-/// none).
-pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transport>> {
-    use crate::registry::Transport as Kind;
-    let unreachable = || {
-        DatError::new(
-            Type::DAT_INVALID_ADDRESS,
-            Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
-        )
-    };
-    match entry.transport {
-        Kind::Tcp => {
-            ip.ok_or_else(unreachable)?;
-            Ok(Arc::new(tcp::Tcp))
-        }
-        Kind::Rdma => verbs::for_ia(entry, ip),
-        // Providers registered at run time are listed, not opened.
-        Kind::Foreign => Err(DatError::not_implemented()),
-    }
 }

@@ -114,7 +114,7 @@ dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each 
         ${CLIENT_NS:-} env $(loader "${CLIENT_MODE:-$mode}") timeout "${RUN_TIMEOUT:-120}" "$bin" $local_t -s "${server_host:-127.0.0.1}" -D "$ia" "$@" > "$work/client.log" 2>&1
         rc=$?
         # A function test prints "Error" where a case checks a code the man page or we decide
-        # otherwise and still passes it (README); its verdict is its "Result:" lines.
+        # otherwise and still passes it (docs/compatibility.md); its verdict is its "Result:" lines.
         local failed="Error\|FAIL"
         [ "$local_t" = "-T F" ] && failed="Result: FAIL"
         if [ $rc != 0 ] || grep -q "$failed" "$work/client.log"; then

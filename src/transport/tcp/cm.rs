@@ -34,8 +34,8 @@ use parking_lot::Mutex;
 use super::conn::{ConnError, Reader, Writer};
 use super::direct::{self, ExportedSlot, Offer};
 use super::wire::{flags, Header, Limits, Op, ReadLimits};
-use crate::transport::engine::{Engine, Source, Token};
-use crate::transport::sys;
+use crate::runtime::engine::{Engine, Source, Token};
+use crate::runtime::sys;
 
 /// How long a peer may take to send its side of the handshake once connected.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -202,7 +202,7 @@ fn nonblocking_socket() -> io::Result<RawFd> {
 
 /// Starts connecting `fd` to `remote`: Ok(true) connected at once, Ok(false) in progress.
 fn start_connect(fd: RawFd, remote: SocketAddrV4) -> io::Result<bool> {
-    let sin = crate::transport::sys::sockaddr_in(remote);
+    let sin = crate::runtime::sys::sockaddr_in(remote);
     // SAFETY: a live sockaddr_in of its size, on our socket.
     let r = unsafe {
         libc::connect(

@@ -21,7 +21,7 @@ use smallvec::SmallVec;
 
 use super::wire::{Header, Limits, WireError, HEADER_LEN};
 use crate::objects::lmr::Lmr;
-use crate::transport::sys;
+use crate::runtime::sys;
 
 /// Why a connection stopped.
 #[derive(Debug)]

@@ -22,9 +22,9 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::extension::{DatagramPeer, Extended};
-use crate::transport::address_handles::{next_exchange, AddressHandles};
-use crate::transport::engine::{Engine, Source, Token};
-use crate::transport::sys::{self, debug};
+use crate::runtime::address_handles::{next_exchange, AddressHandles};
+use crate::runtime::engine::{Engine, Source, Token};
+use crate::runtime::sys::{self, debug};
 use crate::transport::{Link, Progress};
 
 /// Where a verbs device puts a datagram's routing header, before its data.
@@ -187,7 +187,7 @@ impl Link for DatagramPort {
         };
         let peer = HANDLES.get(ah).ok_or(DatError::invalid_arg(4))?;
         let port = u16::try_from(qpn).map_err(|_| DatError::invalid_arg(4))?;
-        let to = crate::transport::sys::sockaddr_in(SocketAddrV4::new(*peer.ip(), port));
+        let to = crate::runtime::sys::sockaddr_in(SocketAddrV4::new(*peer.ip(), port));
         let mut iov: Vec<libc::iovec> = out
             .segments
             .iter()

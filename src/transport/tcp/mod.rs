@@ -1,5 +1,5 @@
 //! The software transport over TCP: one TCP connection per connected EP, moved by the
-//! consumer's polling threads and the progress engine (`transport::engine`).
+//! consumer's polling threads and the progress engine (`runtime::engine`).
 //!
 //! - `wire`: the frames; `conn`: the socket's two halves;
 //! - `cm`: listening and the connection handshake;
@@ -85,7 +85,7 @@ impl Transport for Tcp {
     /// The network interface the IA's address is on, and its MTU (what a program that sizes
     /// its messages by the transport's MTU should use).
     fn provider_specific(&self, ip: Ipv4Addr) -> Vec<(&'static str, String)> {
-        let Some(netdev) = crate::registry::builtin::interface_of(ip) else {
+        let Some(netdev) = crate::runtime::interfaces::interface_of(ip) else {
             return Vec::new();
         };
         let mtu = std::fs::read_to_string(format!("/sys/class/net/{netdev}/mtu")).ok();
@@ -131,22 +131,13 @@ pub fn take_landed(ep: &Ep, inner: &mut crate::objects::ep::EpInner) {
     inbound::take_filled(ep, inner);
 }
 
-/// How long a peer of an IA of `entry` may go unheard while its connection owes or expects
-/// something before the connection breaks (see `conn::watch_peer`): the IA's
+/// How long a peer of an IA may go unheard while its connection owes or expects something
+/// before the connection breaks (see `conn::watch_peer`): `configured`, the IA's
 /// `peer_timeout=SECONDS` in its dat.conf line's platform parameters, else
-/// `LIBDAT_PEER_TIMEOUT` (seconds), else 20 s, about what an RC QP's default retries take.
-pub fn peer_timeout(entry: &crate::registry::Entry) -> Duration {
-    const DEFAULT: Duration = Duration::from_secs(20);
-    static FROM_ENV: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
-    let from_env = *FROM_ENV.get_or_init(|| {
-        let secs = std::env::var("LIBDAT_PEER_TIMEOUT")
-            .ok()?
-            .trim()
-            .parse::<f64>()
-            .ok()?;
-        (secs.is_finite() && secs > 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
-    });
-    entry.peer_timeout().or(from_env).unwrap_or(DEFAULT)
+/// `LIBDAT_PEER_TIMEOUT` (seconds), else 20 s (`settings::PEER_TIMEOUT`), about what an RC
+/// QP's default retries take.
+pub fn peer_timeout(configured: Option<Duration>) -> Duration {
+    configured.unwrap_or_else(|| crate::runtime::settings::PEER_TIMEOUT.get())
 }
 
 /// The frame limits: what the objects advertise.

@@ -16,8 +16,8 @@ use rdma_mummy_sys as ibv;
 use super::transport::conn_of_qp;
 use crate::abi::*;
 use crate::objects::evd::Evd;
-use crate::transport::engine::{Engine, Source, Token};
-use crate::transport::sys::debug;
+use crate::runtime::engine::{Engine, Source, Token};
+use crate::runtime::sys::debug;
 
 /// The watcher of each open device context, by the context's address.
 static WATCHERS: LazyLock<Mutex<HashMap<usize, Weak<DeviceEvents>>>> =

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use rdma_mummy_sys as ibv;
 use std::collections::HashMap;
 
-use crate::transport::engine::{Engine, Source, Token};
-use crate::transport::sys::{from_sockaddr_in, sockaddr_in};
+use crate::runtime::engine::{Engine, Source, Token};
+use crate::runtime::sys::{from_sockaddr_in, sockaddr_in};
 
 pub use ibv::rdma_cm_event_type as EventType;
 

@@ -20,7 +20,7 @@ use crate::abi::*;
 use crate::objects::ep::Ep;
 use crate::objects::evd::{Catch, Evd};
 use crate::objects::rmr::Window;
-use crate::transport::engine::{Engine, Source, Token};
+use crate::runtime::engine::{Engine, Source, Token};
 use crate::transport::Progress;
 
 /// A receive's work request id (an SRQ's receives have ids of their own, with
@@ -247,7 +247,7 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
     let Some(ep) = known.ep.upgrade() else { return };
     let st = status(wc.status);
     let ok = st == dat_dto_completion_status::DAT_DTO_SUCCESS;
-    if crate::transport::sys::debug() && (!ok || std::env::var_os("LIBDAT_DEBUG_WC").is_some()) {
+    if crate::runtime::sys::debug() && (!ok || crate::runtime::settings::DEBUG_WC.get()) {
         // SAFETY: ibv_wc_status_str returns a static string for any status.
         let name = unsafe { std::ffi::CStr::from_ptr(ibv::ibv_wc_status_str(wc.status)) };
         eprintln!(

@@ -25,8 +25,8 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::objects::ep::Ep;
 use crate::objects::extension::DatagramPeer;
-use crate::transport::address_handles::{next_exchange, AddressHandles};
-use crate::transport::sys::debug;
+use crate::runtime::address_handles::{next_exchange, AddressHandles};
+use crate::runtime::sys::debug;
 use crate::transport::ConnRequest;
 
 /// The Q_Key rdma-cm gives every QP of its datagram port space (RDMA_UDP_QKEY).

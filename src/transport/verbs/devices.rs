@@ -203,5 +203,5 @@ pub fn ipv4_of_port(ia_params: &str) -> Option<std::net::Ipv4Addr> {
     }
     port_netdevs(device, port)
         .iter()
-        .find_map(|n| crate::objects::ia::resolve_ipv4(n))
+        .find_map(|n| crate::runtime::interfaces::ipv4_of(n))
 }

@@ -28,14 +28,17 @@ use std::sync::Arc;
 
 use super::Transport;
 use crate::error::{DatError, DatResult, Sub, Type};
-use crate::registry::Entry;
 
-/// The transport for an RDMA IA of `entry` at `ip` (None: its parameters name a device and
-/// port, whose network interface gives the address).
-pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transport>> {
+/// The transport for the RDMA IA `ia_name` of `ia_params` at `ip` (None: its parameters name
+/// a device and port, whose network interface gives the address).
+pub fn for_ia(
+    ia_name: &str,
+    ia_params: &str,
+    ip: Option<Ipv4Addr>,
+) -> DatResult<Arc<dyn Transport>> {
     let say = |what: &dyn std::fmt::Display| {
-        if super::sys::debug() {
-            eprintln!("libdat: IA {} (RDMA): {what}", entry.ia_name);
+        if crate::runtime::sys::debug() {
+            eprintln!("libdat: IA {ia_name} (RDMA): {what}");
         }
     };
     if let Err(absent) = devices::list() {
@@ -49,10 +52,10 @@ pub fn for_ia(entry: &Entry, ip: Option<Ipv4Addr>) -> DatResult<Arc<dyn Transpor
         Type::DAT_INVALID_ADDRESS,
         Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
     );
-    let Some(ip) = ip.or_else(|| devices::ipv4_of_port(&entry.ia_params)) else {
+    let Some(ip) = ip.or_else(|| devices::ipv4_of_port(ia_params)) else {
         say(&format_args!(
             "no IPv4 address for \"{}\" (a network interface, an address, or a device and port)",
-            entry.ia_params
+            ia_params
         ));
         return Err(unreachable);
     };

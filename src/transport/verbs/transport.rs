@@ -22,7 +22,7 @@ use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
 use crate::objects::lmr::MemoryRefusal;
-use crate::transport::sys::debug;
+use crate::runtime::sys::debug;
 use crate::transport::{Listening, OnRequest, Registration, Resource, SharedQueue, Transport};
 
 /// The connections by device context and QP number: a work completion finds its EP here

@@ -14,7 +14,7 @@ use super::{enabled, Offer};
 use crate::objects::lmr::Lmr;
 use crate::objects::region_table::Region;
 use crate::objects::srq::PostedRecv;
-use crate::transport::sys::{self, debug};
+use crate::runtime::sys::{self, debug};
 
 /// How long a wait for a peer's accesses spins before it watches the peer's process instead
 /// (a copy takes microseconds; a peer that is slow, or stopped, takes as long as it takes).

@@ -42,7 +42,6 @@ mod peer;
 mod table;
 
 use std::net::SocketAddrV4;
-use std::sync::OnceLock;
 
 pub use exports::{offer, publish, withdraw, ExportedSlot, Filled, Receives};
 pub use peer::{attach, Direct, Outcome};
@@ -51,8 +50,7 @@ use super::wire::{flags, Header, Op, OFFER_COOKIE};
 
 /// Whether the direct path is on (`LIBDAT_DIRECT=0` turns it off).
 pub fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("LIBDAT_DIRECT").map_or(true, |v| v != "0"))
+    crate::runtime::settings::DIRECT.get()
 }
 
 /// Whether a connection between these two ends may use the direct path: the peer runs on this

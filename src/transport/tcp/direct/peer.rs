@@ -13,7 +13,7 @@ use super::table::*;
 use super::{enabled, Offer};
 use crate::abi::DAT_LMR_TRIPLET;
 use crate::objects::lmr;
-use crate::transport::sys;
+use crate::runtime::sys;
 use crate::transport::tcp::wire::OFFER_COOKIE;
 
 /// A peer process's table, mapped once for all our connections to it.

@@ -114,7 +114,7 @@ pub(super) fn feed_arriving(
         if !in_caller || share.spent() {
             return Ok(false);
         }
-        let now = crate::transport::sys::monotonic_micros();
+        let now = crate::runtime::sys::monotonic_micros();
         if p.left < left {
             until = now + ARRIVING_US;
         } else if now >= until {

@@ -49,7 +49,7 @@
 //! that queue (`answers`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::abi::*;
 use crate::objects::ep::{Ep, EpInner, Request};
@@ -103,18 +103,6 @@ const MAX_KEPT_BYTES_PER_EP: usize = 64 << 20;
 static KEPT: AtomicUsize = AtomicUsize::new(0);
 const KEPT_OVERHEAD: usize = 64;
 
-/// The most the process holds for its peers (`LIBDAT_PEER_MEMORY` MiB, else 256 MiB).
-fn peer_memory() -> usize {
-    static MAX: OnceLock<usize> = OnceLock::new();
-    *MAX.get_or_init(|| {
-        let mib = std::env::var("LIBDAT_PEER_MEMORY")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(256);
-        mib.saturating_mul(1 << 20)
-    })
-}
-
 /// The bytes and the number of the messages an EP keeps (`EpWire::unexpected`, and those still
 /// arriving that will join it), counted against the bounds.
 #[derive(Default)]
@@ -132,7 +120,9 @@ impl KeptBudget {
             return false;
         }
         let charge = len + KEPT_OVERHEAD;
-        if KEPT.fetch_add(charge, Ordering::AcqRel) + charge > peer_memory() {
+        if KEPT.fetch_add(charge, Ordering::AcqRel) + charge
+            > crate::runtime::settings::PEER_MEMORY.get()
+        {
             KEPT.fetch_sub(charge, Ordering::AcqRel);
             return false;
         }

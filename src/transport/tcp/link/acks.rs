@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::stats::count;
 use super::TcpLink;
-use crate::transport::sys;
+use crate::runtime::sys;
 use crate::transport::tcp::answers::Answer;
 use crate::transport::tcp::wire::{flags, Header, Op};
 

@@ -9,7 +9,7 @@ use super::stats::count;
 use super::TcpLink;
 use crate::abi::*;
 use crate::objects::ep::{Ep, EpInner, Outgoing, Request};
-use crate::transport::sys::debug;
+use crate::runtime::sys::debug;
 use crate::transport::tcp::answers::Answer;
 use crate::transport::tcp::conn::WriterGuard;
 use crate::transport::tcp::direct::{self, Direct, ExportedSlot, Offer, Outcome, Receives};

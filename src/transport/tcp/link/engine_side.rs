@@ -10,8 +10,8 @@ use parking_lot::MutexGuard;
 use super::life::{Phase, LINGER};
 use super::stats::count;
 use super::TcpLink;
-use crate::transport::engine::Source;
-use crate::transport::sys;
+use crate::runtime::engine::Source;
+use crate::runtime::sys;
 use crate::transport::tcp::inbound::{self, Inbound};
 
 /// How many times the exiting thread tries a lock another thread holds (see `on_exit`).

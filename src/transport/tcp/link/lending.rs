@@ -8,9 +8,9 @@ use std::sync::atomic::{fence, Ordering};
 use super::life::Phase;
 use super::stats::count;
 use super::TcpLink;
-use crate::transport::engine;
-use crate::transport::lease::{self, Lent};
-use crate::transport::sys;
+use crate::runtime::engine;
+use crate::runtime::lease::{self, Lent};
+use crate::runtime::sys;
 
 /// How many polls since the engine last looked make a thread worth offering the connection:
 /// a thread in a polling loop makes dozens between two messages; one that reaps completions

@@ -60,8 +60,8 @@ use super::inbound::{self, Inbound, Stop};
 use super::wire::ReadLimits;
 use crate::error::DatResult;
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
-use crate::transport::engine::{Engine, Token};
-use crate::transport::sys;
+use crate::runtime::engine::{Engine, Token};
+use crate::runtime::sys;
 use crate::transport::Link;
 
 use acks::AckPolicy;
@@ -182,7 +182,7 @@ impl TcpLink {
     ) -> std::io::Result<Arc<TcpLink>> {
         let ends = cm::ends(&stream);
         reader.grow();
-        let peer_timeout = super::peer_timeout(&ep.ia.entry);
+        let peer_timeout = super::peer_timeout(ep.ia.entry.peer_timeout());
         // A peer that stops acknowledging what we send, or stops answering the kernel's
         // probes of an idle connection, is gone after the peer timeout: the socket fails, and
         // the connection breaks, as an RC QP's retries run out.

@@ -15,7 +15,7 @@ use crate::error::{DatError, DatResult};
 use crate::objects::ep::{Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::extension::Extended;
 use crate::objects::srq::Segments;
-use crate::transport::sys;
+use crate::runtime::sys;
 use crate::transport::tcp::conn::{ConnError, Frame, WriterGuard, Wrote, MAX_PARTS};
 use crate::transport::tcp::held::{HeldRequest, Reads};
 use crate::transport::tcp::wire::{flags, Header, Op, ATOMIC_OPERANDS};

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::TcpLink;
-use crate::transport::sys;
+use crate::runtime::sys;
 use crate::transport::tcp::conn::ConnError;
 use crate::transport::tcp::inbound::Stop;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::Conn;
 use crate::abi::*;
 use crate::objects::ep::{Close, End, Ep};
-use crate::transport::sys::debug;
+use crate::runtime::sys::debug;
 use crate::transport::verbs::completions::CqSource;
 use crate::transport::verbs::qp::{SendFlags, SendOp};
 

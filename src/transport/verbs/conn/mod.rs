@@ -33,8 +33,8 @@ use super::qp::Qp;
 use super::transport::Verbs;
 use crate::error::DatResult;
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
-use crate::transport::engine::{Engine, Token};
-use crate::transport::sys::debug;
+use crate::runtime::engine::{Engine, Token};
+use crate::runtime::sys::debug;
 use crate::transport::{Link, Progress, WindowBind};
 
 use posting::first_seq;

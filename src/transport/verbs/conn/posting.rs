@@ -12,7 +12,7 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Ep, EpInner, Outgoing, Posted, Report, Request as Outstanding};
 use crate::objects::extension::Extended;
-use crate::transport::sys::debug;
+use crate::runtime::sys::debug;
 use crate::transport::verbs::completions::{CqSource, RECV_ID};
 use crate::transport::verbs::datagram;
 use crate::transport::verbs::device::{access, Mr, Mw};

@@ -10,7 +10,7 @@ use super::posting::SgList;
 use super::Conn;
 use crate::objects::ep::{Ep, EpInner};
 use crate::objects::evd::Evd;
-use crate::transport::sys::debug;
+use crate::runtime::sys::debug;
 use crate::transport::verbs::cm::{CmHandler, CmId};
 use crate::transport::verbs::completions::{CqSource, RECV_ID};
 use crate::transport::verbs::cq::Cq;

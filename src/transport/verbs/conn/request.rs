@@ -9,7 +9,7 @@ use super::Conn;
 use crate::abi::*;
 use crate::error::DatResult;
 use crate::objects::ep::{End, Ep};
-use crate::transport::sys::debug;
+use crate::runtime::sys::debug;
 use crate::transport::verbs::cm::{CmEvent, CmId, ConnParam};
 use crate::transport::verbs::transport::Verbs;
 use crate::transport::{ConnRequest, Link};

@@ -380,8 +380,7 @@ pub fn monotonic_micros() -> u64 {
 // Inlined: every verbs completion asks, and once set the answer is one load.
 #[inline]
 pub fn debug() -> bool {
-    static DEBUG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DEBUG.get_or_init(|| std::env::var_os("LIBDAT_DEBUG").is_some())
+    crate::runtime::settings::DEBUG.get()
 }
 
 /// An IPv4 socket address as the C library takes it.

@@ -42,19 +42,6 @@ pub trait Lent: Send + Sync {
 /// The shortest a thread's lease becomes (see the module's documentation).
 const LEASE_MIN_US: u64 = 100;
 
-/// How long a lease lasts without being pushed back (`LIBDAT_LEASE_US` changes it): the
-/// longest a connection waits for the engine after its polling thread went elsewhere.
-fn lease_us() -> u64 {
-    static US: OnceLock<u64> = OnceLock::new();
-    *US.get_or_init(|| {
-        std::env::var("LIBDAT_LEASE_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(500)
-            .max(20)
-    })
-}
-
 /// One polling thread's lease.
 pub struct Lease {
     engine: Arc<Engine>,
@@ -64,7 +51,7 @@ pub struct Lease {
     has_lent: AtomicBool,
     /// When the lease runs out (monotonic microseconds), as last pushed back.
     deadline: AtomicU64,
-    /// How long this thread's lease lasts now (`LEASE_MIN_US` to `lease_us()`).
+    /// How long this thread's lease lasts now (`LEASE_MIN_US` to `settings::LEASE_US`).
     length: AtomicU64,
 }
 
@@ -89,7 +76,7 @@ impl Lease {
             lent: Mutex::new(Vec::new()),
             has_lent: AtomicBool::new(false),
             deadline: AtomicU64::new(0),
-            length: AtomicU64::new(lease_us()),
+            length: AtomicU64::new(crate::runtime::settings::LEASE_US.get()),
         });
         let token = lease.engine.register(fd, lease.clone())?;
         let _ = lease.token.set(token);
@@ -144,9 +131,9 @@ impl Lease {
         let waited = self.end();
         let length = self.length.load(Ordering::Relaxed);
         let next = if waited {
-            (length / 2).max(LEASE_MIN_US.min(lease_us()))
+            (length / 2).max(LEASE_MIN_US.min(crate::runtime::settings::LEASE_US.get()))
         } else {
-            (length * 2).min(lease_us())
+            (length * 2).min(crate::runtime::settings::LEASE_US.get())
         };
         self.length.store(next, Ordering::Relaxed);
     }

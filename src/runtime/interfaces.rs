@@ -1,6 +1,5 @@
-//! Built-in IAs of the TCP transport: one per network interface with an IPv4 address, named
-//! `tcp-<netdev>`, so a machine with no `dat.conf` still has `tcp-lo`. (Those of the RDMA
-//! transport come from its ports, `transport::verbs::devices::rdma_ports`.)
+//! The machine's network interfaces and their IPv4 addresses, as `getifaddrs` lists them: the
+//! built-in TCP IAs are named after them, and an IA's parameters may name one.
 
 use std::ffi::CStr;
 
@@ -25,6 +24,14 @@ pub fn interface_of(ip: std::net::Ipv4Addr) -> Option<String> {
         .into_iter()
         .find(|(_, a)| *a == ip)
         .map(|(name, _)| name)
+}
+
+/// The IPv4 address of the interface named `name` (its first), if it has one.
+pub fn ipv4_of(name: &str) -> Option<std::net::Ipv4Addr> {
+    ipv4_addresses()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, ip)| ip)
 }
 
 /// Every IPv4 address of the machine with its interface's name, in the kernel's order.
@@ -57,4 +64,19 @@ fn ipv4_addresses() -> Vec<(String, std::net::Ipv4Addr)> {
         unsafe { libc::freeifaddrs(list) };
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn loopback_is_found_both_ways() {
+        assert!(ipv4_interfaces().iter().any(|n| n == "lo"));
+        assert_eq!(ipv4_of("lo"), Some(Ipv4Addr::LOCALHOST));
+        assert_eq!(interface_of(Ipv4Addr::LOCALHOST).as_deref(), Some("lo"));
+        assert_eq!(ipv4_of("no-such-netdev0"), None);
+        assert_eq!(interface_of(Ipv4Addr::new(192, 0, 2, 255)), None);
+    }
 }
