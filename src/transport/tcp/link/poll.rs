@@ -1,0 +1,86 @@
+//! The consumer's poll (`Progress`): a thread that polls or waits on an EVD the EP feeds
+//! handles the frames the socket has, one look, never blocking, and writes the answers they
+//! made; as it goes to sleep, what it held for a ride goes.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::TcpLink;
+use crate::transport::tcp::inbound;
+use crate::transport::Progress;
+
+/// How long a consumer's poll waits at most for the thread handling the connection's frames
+/// (see `progress`): that thread's share of work, or its time off its CPU on a busy machine
+/// (the waiting poll lets it run).
+const LANDING_WAIT: Duration = Duration::from_millis(20);
+
+impl Progress for TcpLink {
+    /// The consumer's thread handles the frames the socket has (one look), then writes the
+    /// answers they produced; it never blocks.
+    fn progress(&self) {
+        // Only "a poll happened" counts: a lost count between two polling threads is
+        // harmless, and a plain store is cheaper than an atomic add every poll.
+        let polls = self.polls.load(Ordering::Relaxed).wrapping_add(1);
+        self.polls.store(polls, Ordering::Relaxed);
+        if self.resting.load(Ordering::Relaxed) {
+            self.resting.store(false, Ordering::Release);
+        }
+        let offer = self.offer.load(Ordering::Relaxed);
+        if offer != 0 && polls >= offer {
+            self.accept_offer(offer);
+        }
+        // Most polls find nothing: they take no lock beyond the inbound's.
+        let mut handled = false;
+        let inbound = self.inbound.try_lock().or_else(|| {
+            // Another thread handles the frames (the engine, woken as they came): it may be
+            // between landing a message where this thread sees it and posting its
+            // completion. A program that saw the message in memory and polls once expects the
+            // completion there, as a device has it: the poll waits for that thread, briefly,
+            // and takes what the peer put in our receives directly meanwhile (when it found
+            // some, that is what the program saw: no wait).
+            if self.take_direct() {
+                return None;
+            }
+            self.inbound.try_lock_for(LANDING_WAIT)
+        });
+        if let Some(mut inb) = inbound {
+            if !self.ending.load(Ordering::Relaxed) {
+                // The end is recorded before the inbound half goes: nobody handles a frame
+                // behind it.
+                match inbound::advance(&self.ep, self, &mut inb, true) {
+                    Ok((h, stop)) => {
+                        handled = h;
+                        if let Some(stop) = stop {
+                            self.stop(Ok(stop));
+                        }
+                    }
+                    Err(e) => self.stop(Err(e)),
+                }
+                // Its share spent: a thread that holds the connection comes back at its next
+                // poll (or hands it back, see `take_back`); else the engine looks.
+                if inb.more && !self.lent.load(Ordering::Relaxed) {
+                    drop(inb);
+                    self.kick();
+                }
+            }
+        }
+        if handled {
+            self.active.store(true, Ordering::Relaxed);
+        }
+        // Answers this round made, or acknowledgements held for a ride whose time may be up;
+        // not those the engine holds, whose timer sends them: a program that reaps its
+        // completions now and then, between a write's arrival and its answer, would send them
+        // alone (and wake the peer a second time for that message).
+        let held = self.answers.acks_held() && !self.answers.only_engine_holds();
+        if handled || held || self.out_blocked.load(Ordering::Relaxed) {
+            self.answer_soon(polls);
+        }
+    }
+
+    /// The consumer's thread is about to sleep: what it held for a ride goes now.
+    fn flush(&self) {
+        self.withdraw_offer();
+        self.answers.acks_gone();
+        self.flush_answers();
+    }
+}

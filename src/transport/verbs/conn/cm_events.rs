@@ -1,0 +1,236 @@
+//! The connection's rdma-cm events, mapped to DAT's as OpenFabrics' openib_cma maps them (so
+//! either side may be OpenFabrics): the active connect's steps (address, route, QP, request),
+//! its deadline, the connection established, rejected, unreachable or disconnected.
+
+use std::io;
+use std::net::SocketAddrV4;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::Conn;
+use crate::abi::*;
+use crate::objects::ep::{End, Ep};
+use crate::runtime::engine::{Engine, Source};
+use crate::runtime::sys::{self, debug};
+use crate::transport::verbs::cm::{self, CmEvent, CmHandler, CmId, ConnParam, EventType};
+use crate::transport::verbs::qp::Qp;
+use crate::transport::verbs::transport::Verbs;
+use crate::transport::Link;
+
+/// How long address and route resolution may take, in milliseconds.
+const RESOLVE_MS: i32 = 4000;
+/// The transport's retries of a lost packet, and of a receiver without a receive posted
+/// (7: for ever), as OpenFabrics sets them.
+pub(super) const RETRY: u8 = 7;
+pub(super) const RNR_RETRY: u8 = 7;
+/// Rejects carry this 4-byte header before the consumer's private data (OpenFabrics' DAT
+/// and provider versions, big-endian), so a peer tells a consumer's reject from others.
+pub(super) const REJECT_HEADER: [u8; 4] = [2, 0, 2, 0];
+/// The status of a reject the consumer made (IB CM's "consumer defined").
+const CONSUMER_REJECT: i32 = 28;
+
+/// What the engine's timer of a connect reports to (a weak link: the connection goes with
+/// its EP).
+struct Deadline(Weak<Conn>);
+
+impl Source for Deadline {
+    fn on_event(self: Arc<Self>, _events: u32) {
+        let Some(conn) = self.0.upgrade() else { return };
+        let Some(ep) = conn.ep() else { return };
+        if ep.state() == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING {
+            if debug() {
+                eprintln!("libdat: EP {:p}: the connect timed out", ep.handle());
+            }
+            conn.end(
+                &ep,
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT,
+                &[],
+            );
+        }
+    }
+}
+
+impl Conn {
+    /// Starts an active connect: address, route, QP, then the request; TIMED_OUT if it is
+    /// not established within `timeout`.
+    pub fn connect(
+        verbs: &Arc<Verbs>,
+        ep: Arc<Ep>,
+        remote: SocketAddrV4,
+        private_data: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        let quiet: Weak<dyn CmHandler> = Weak::<Conn>::new();
+        let id = CmId::new(quiet)?;
+        let conn = Conn::new(verbs, id, &ep, true, private_data)?;
+        if let Some(t) = timeout {
+            let engine = Engine::get();
+            let token = engine.register_timer_only(Arc::new(Deadline(Arc::downgrade(&conn))));
+            let _ = conn.timer.set(token);
+            engine.set_timer(
+                token,
+                sys::monotonic_micros().saturating_add(t.as_micros().min(u64::MAX as u128) as u64),
+            );
+        }
+        conn.id
+            .resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS)
+    }
+}
+
+impl CmHandler for Conn {
+    // An arm's rdma-cm call stays in its body, not in a guard.
+    #[allow(clippy::collapsible_match)]
+    fn on_cm_event(&self, event: CmEvent) {
+        let Some(ep) = self.ep.upgrade() else {
+            let _ = self.id.disconnect();
+            return;
+        };
+        let me = ep.inner.lock().wire.verbs.clone();
+        let Some(me) = me.filter(|c| std::ptr::eq(Arc::as_ptr(c), self)) else {
+            return; // an old connection of this EP
+        };
+        use dat_event_number as E;
+        use EventType as T;
+        let unreachable = if self.active {
+            E::DAT_CONNECTION_EVENT_UNREACHABLE
+        } else {
+            E::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR
+        };
+        if debug() {
+            eprintln!(
+                "libdat: EP {:p}: {} (status {})",
+                ep.handle(),
+                cm::event_name(event.kind),
+                event.status
+            );
+        }
+        match event.kind {
+            T::RDMA_CM_EVENT_ADDR_RESOLVED => {
+                if self.id.resolve_route(RESOLVE_MS).is_err() {
+                    self.end(&ep, End::Broken, unreachable, &[]);
+                }
+            }
+            T::RDMA_CM_EVENT_ROUTE_RESOLVED => self.route_resolved(&me, &ep),
+            T::RDMA_CM_EVENT_ADDR_ERROR
+            | T::RDMA_CM_EVENT_ROUTE_ERROR
+            | T::RDMA_CM_EVENT_UNREACHABLE
+            | T::RDMA_CM_EVENT_CONNECT_ERROR => {
+                self.end(&ep, End::Broken, unreachable, &[]);
+            }
+            T::RDMA_CM_EVENT_REJECTED => self.rejected(&ep, &event, unreachable),
+            T::RDMA_CM_EVENT_ESTABLISHED => self.established(&me, &ep, &event),
+            T::RDMA_CM_EVENT_DISCONNECTED => self.disconnected(&ep),
+            T::RDMA_CM_EVENT_DEVICE_REMOVAL => {
+                self.broken.store(true, Ordering::Release);
+                self.end(&ep, End::Broken, E::DAT_CONNECTION_EVENT_BROKEN, &[]);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Conn {
+    /// The route to the peer is there: the QP, then the connect request with the read depths.
+    fn route_resolved(&self, me: &Arc<Conn>, ep: &Arc<Ep>) {
+        let (inbound, outbound) = self.read_depths(ep);
+        let param = ConnParam {
+            private_data: self.private_data.clone(),
+            responder_resources: inbound,
+            initiator_depth: outbound,
+            retry_count: RETRY,
+            rnr_retry_count: RNR_RETRY,
+            ..ConnParam::default()
+        };
+        if debug() {
+            eprintln!(
+                "libdat: connecting: responder resources {inbound}, initiator depth {outbound}"
+            );
+        }
+        if me.make_qp(ep).is_err() || self.id.connect(&param).is_err() {
+            self.end(
+                ep,
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                &[],
+            );
+        }
+    }
+
+    /// The connection was rejected: by the peer's consumer (its private data follows the
+    /// reject header), or by anything else on the way.
+    fn rejected(&self, ep: &Arc<Ep>, event: &CmEvent, unreachable: dat_event_number) {
+        let consumer = self.active
+            && event.status == CONSUMER_REJECT
+            && event.private_data.len() >= REJECT_HEADER.len();
+        if consumer {
+            self.end(
+                ep,
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED,
+                &event.private_data[REJECT_HEADER.len()..],
+            );
+        } else if self.active {
+            self.end(
+                ep,
+                End::Broken,
+                dat_event_number::DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+                &[],
+            );
+        } else {
+            self.end(ep, End::Broken, unreachable, &[]);
+        }
+    }
+
+    /// The connection is up: ESTABLISHED (the active side's with the peer's private data), or,
+    /// for an EP that left its pending state meanwhile, the connection ends.
+    fn established(&self, me: &Arc<Conn>, ep: &Arc<Ep>, event: &CmEvent) {
+        if debug() {
+            if let Some((out, inb, timeout, retry)) =
+                self.qp.get().and_then(Qp::connected_attributes)
+            {
+                eprintln!("libdat: EP {:p}: connected, RDMA reads in flight: {out} out, {inb} in; timeout exponent {timeout}, retries {retry}", ep.handle());
+            }
+        }
+        let link: Arc<dyn Link> = me.clone();
+        let up = if self.active {
+            let remote = self
+                .id
+                .remote()
+                .unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
+            ep.established(Some((link, remote)), &event.private_data)
+        } else {
+            ep.established(None, &[])
+        };
+        if !up {
+            if debug() {
+                eprintln!(
+                    "libdat: EP {:p} left its pending state: the connection ends",
+                    ep.handle()
+                );
+            }
+            let _ = self.id.disconnect();
+        }
+    }
+
+    /// The connection is down: DISCONNECTED, or BROKEN when it broke under a request.
+    fn disconnected(&self, ep: &Arc<Ep>) {
+        // The answer the side that ended waits for.
+        let _ = self.id.disconnect();
+        self.drain(ep);
+        // rdma-cm's disconnect is the same whether the peer disconnected or its process ended
+        // (the kernel disconnects for it). A request of ours in flight tells them apart where
+        // it matters: the disconnect flushed it (the kernel moves the QP to its error state
+        // first) or will, so the connection broke under it. An idle peer's end is a
+        // disconnect, as OpenFabrics reports it.
+        let in_flight =
+            self.request_flushed.load(Ordering::Acquire) || !ep.inner.lock().outstanding.is_empty();
+        let end = if self.broken.load(Ordering::Acquire) || in_flight {
+            End::Broken
+        } else {
+            End::Orderly
+        };
+        ep.ended(end, dat_event_number::DAT_CONNECTION_EVENT_BROKEN, &[]);
+    }
+}

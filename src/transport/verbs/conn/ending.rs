@@ -1,0 +1,110 @@
+//! The connection's end: completions already in the EP's CQs are reported first, requests
+//! posted unsignalled are settled (finished, or flushed), then the EP hears how it ended.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::Conn;
+use crate::abi::*;
+use crate::objects::ep::{Close, End, Ep};
+use crate::runtime::sys::debug;
+use crate::transport::verbs::completions::CqSource;
+use crate::transport::verbs::qp::{SendFlags, SendOp};
+
+/// How long the end of a connection waits for the device to say what became of requests
+/// posted unsignalled.
+const SETTLE: Duration = Duration::from_millis(200);
+
+impl Conn {
+    /// Disconnects (`Link::close`): a released EP's connection reports what its CQs hold
+    /// now.
+    pub(super) fn begin_close(&self, how: Close) {
+        if debug() {
+            eprintln!("libdat: closing a connection ({how:?})");
+        }
+        let _ = self.id.disconnect();
+        if how == Close::Released {
+            if let Some(ep) = self.ep.upgrade() {
+                self.drain(&ep);
+            }
+        }
+    }
+
+    pub(super) fn end(&self, ep: &Ep, end: End, failure: dat_event_number, private_data: &[u8]) {
+        self.drain(ep);
+        ep.ended(end, failure, private_data);
+    }
+
+    /// Completions already in the EP's CQs are reported before the end flushes the rest.
+    pub(super) fn drain(&self, ep: &Ep) {
+        let (recv_evd, request_evd) = {
+            let inner = ep.inner.lock();
+            (
+                inner.recv_evd.as_ref().map(|e| e.arc().clone()),
+                inner.request_evd.as_ref().map(|e| e.arc().clone()),
+            )
+        };
+        let [recv_cq, request_cq] =
+            [recv_evd, request_evd].map(|evd| evd.as_deref().and_then(CqSource::of));
+        for source in recv_cq.iter().chain(&request_cq) {
+            source.poll();
+        }
+        if let Some(source) = request_cq {
+            self.settle_unsignalled(ep, &source);
+        }
+    }
+
+    /// Requests posted unsignalled after the last completion may have finished (no
+    /// completion says so) or not (the QP's error flushes them, with a completion each).
+    /// A signalled request posted behind them tells which: its completion comes after
+    /// theirs, and the requests before it that had none finished (the way a kernel drains
+    /// a QP). The QP is in its error state by now (the disconnect moved it there), so the
+    /// marker itself is flushed, not sent. If the device takes no marker, or says nothing in
+    /// time, the requests stay outstanding and the end flushes them.
+    fn settle_unsignalled(&self, ep: &Ep, source: &CqSource) {
+        let newest_posted = {
+            let inner = ep.inner.lock();
+            // A UD QP's marker would need an address handle; its datagrams are left to the
+            // flush.
+            if Ep::is_datagram(&inner) {
+                return;
+            }
+            let Some(r) = inner.outstanding.back() else {
+                return;
+            };
+            r.seq
+        };
+        if newest_posted <= self.last_signalled.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(qp) = self.qp.get() else { return };
+        let marker = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let op = SendOp::Write {
+            remote_address: 0,
+            rkey: 0,
+        };
+        let flags = SendFlags {
+            signalled: true,
+            solicited: false,
+            fence: false,
+        };
+        if qp.post_send(marker, op, &[], flags).is_err() {
+            return;
+        }
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            source.poll();
+            if ep
+                .inner
+                .lock()
+                .outstanding
+                .front()
+                .is_none_or(|r| r.seq > marker)
+                || Instant::now() >= deadline
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+}
