@@ -2,6 +2,9 @@
 //!
 //! Data flows one way: C caller -> `api` (the edge) -> objects (DAT semantics) -> transport.
 #![allow(clippy::missing_safety_doc)]
+// Every unsafe operation sits in an `unsafe` block (an unsafe fn's body included), and every
+// block and `unsafe impl` says why it is sound in a `// SAFETY:` comment.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 // The C headers' transcription: one item a line, as the headers lay them out and as the header
 // generator (tools/headergen) reads them.

@@ -33,6 +33,7 @@ macro_rules! c_enum {
 }
 
 mod config;
+mod context;
 mod dat;
 mod dat_error;
 mod ib_extensions;
@@ -40,6 +41,7 @@ mod platform;
 mod redirection;
 mod registry;
 mod udat;
+mod zeroable;
 
 pub use config::*;
 pub use dat::*;
@@ -49,3 +51,4 @@ pub use platform::*;
 pub use redirection::*;
 pub use registry::*;
 pub use udat::*;
+pub use zeroable::*;

@@ -212,6 +212,9 @@ pub unsafe extern "C" fn dat_csp_create(
 
 /// A common service point's address, or the remote one of `dat_ep_common_connect`: IPv4 with
 /// a port (which names the service point, as a qualifier up to 0xffff does).
+///
+/// # Safety
+/// A non-NULL `address` points to a sockaddr, a sockaddr_in when its family is AF_INET.
 pub(crate) unsafe fn common_address(
     address: DAT_IA_ADDRESS_PTR,
     position: u8,
@@ -299,7 +302,7 @@ unsafe fn private_data<'a>(size: DAT_COUNT, data: DAT_PVOID, position: u8) -> Da
     if size > limits::MAX_PRIVATE_DATA_SIZE {
         return Err(DatError::invalid_arg(position));
     }
-    // SAFETY: forwarded from our caller.
+    // SAFETY: `data` points to `size` bytes when `size` is positive (our caller's promise).
     unsafe { edge::slice_in(data as *const u8, size, position) }
 }
 
@@ -317,7 +320,8 @@ pub unsafe extern "C" fn dat_cr_accept(
             (SpKind::Reserved { ep }, true) => ep.clone(),
             _ => edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?,
         };
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
+        // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 3)? };
         if cr.datagram != Ep::is_datagram(&ep.inner.lock()) {
             // A UD EP's request is accepted by a UD EP, an RC one by an RC one.
@@ -349,7 +353,8 @@ pub unsafe extern "C" fn dat_cr_reject(
 ) -> DAT_RETURN {
     entry! {
         let cr = cr(cr_handle)?;
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
+        // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 2)? };
         // Reject with the consumer's private data before the release refuses with none.
         cr.reject(pd);

@@ -37,8 +37,8 @@ pub unsafe extern "C" fn dat_cno_fd_create(
         let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
         let fd_out = edge::out(fd, 2)?;
         let out = edge::out(cno_handle, 3)?;
-        // SAFETY: a NULL proxy agent is all-zero bytes: a NULL data pointer and no function.
-        let no_agent: DAT_OS_WAIT_PROXY_AGENT = unsafe { std::mem::zeroed() };
+        // No agent: a NULL data pointer and no function.
+        let no_agent = DAT_OS_WAIT_PROXY_AGENT::zeroed();
         let (cno, h) = Cno::create(&ia, no_agent, true)?;
         fd_out.set(cno.fd().ok_or(DatError::internal())?);
         out.set(h);
@@ -70,8 +70,7 @@ pub unsafe extern "C" fn dat_cno_query(
             return Err(DatError::invalid_arg(2));
         }
         let out = edge::out(cno_param, 3)?;
-        // SAFETY: DAT_CNO_PARAM is plain data for which all-zero bytes are a valid value.
-        let mut p: DAT_CNO_PARAM = unsafe { std::mem::zeroed() };
+        let mut p = DAT_CNO_PARAM::zeroed();
         p.ia_handle = cno.ia.handle();
         match cno.fd() {
             Some(fd) => {

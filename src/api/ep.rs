@@ -50,15 +50,16 @@ fn stream_evd(
     Ok(evd)
 }
 
+/// `ep_attributes`: the consumer's attributes, if it gave any.
 #[allow(clippy::too_many_arguments)]
-unsafe fn create(
+fn create(
     ia_handle: DAT_IA_HANDLE,
     pz_handle: DAT_PZ_HANDLE,
     recv_evd_handle: DAT_EVD_HANDLE,
     request_evd_handle: DAT_EVD_HANDLE,
     connect_evd_handle: DAT_EVD_HANDLE,
     srq_handle: Option<DAT_SRQ_HANDLE>,
-    ep_attributes: *const DAT_EP_ATTR,
+    ep_attributes: Option<DAT_EP_ATTR>,
     attr_position: u8,
     ep_handle: *mut DAT_EP_HANDLE,
 ) -> DatResult {
@@ -95,8 +96,7 @@ unsafe fn create(
         }
         None => None,
     };
-    // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
-    let attr = match unsafe { edge::read_in(ep_attributes) } {
+    let attr = match ep_attributes {
         Some(a) => ep::check_attr(&a, attr_position, ia.transport.datagrams())?,
         // dat_ep_create_with_srq: "Consumer can not specify NULL for ep_attributes".
         None if srq.is_some() => return Err(DatError::invalid_arg(attr_position)),
@@ -146,8 +146,9 @@ pub unsafe extern "C" fn dat_ep_create(
     ep_handle: *mut DAT_EP_HANDLE,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
-        unsafe { create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, None, ep_attributes, 6, ep_handle) }
+        // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
+        let attr = unsafe { edge::read_in(ep_attributes) };
+        create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, None, attr, 6, ep_handle)
     }
 }
 
@@ -163,8 +164,9 @@ pub unsafe extern "C" fn dat_ep_create_with_srq(
     ep_handle: *mut DAT_EP_HANDLE,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
-        unsafe { create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, Some(srq_handle), ep_attributes, 7, ep_handle) }
+        // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
+        let attr = unsafe { edge::read_in(ep_attributes) };
+        create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, Some(srq_handle), attr, 7, ep_handle)
     }
 }
 
@@ -182,8 +184,7 @@ pub unsafe extern "C" fn dat_ep_query(
         let out = edge::out(ep_param, 3)?;
         let inner = ep.inner.lock();
         let handle_of = |e: &Option<crate::objects::Held<Evd>>| e.as_ref().map_or(std::ptr::null_mut(), |e| e.handle());
-        // SAFETY: DAT_EP_PARAM is plain data for which all-zero bytes are a valid value.
-        let mut p: DAT_EP_PARAM = unsafe { std::mem::zeroed() };
+        let mut p = DAT_EP_PARAM::zeroed();
         p.ia_handle = ep.ia.handle();
         p.ep_state = inner.state as DAT_EP_STATE;
         p.local_ia_address_ptr = ep.ia.address_ptr();
@@ -395,6 +396,9 @@ pub unsafe extern "C" fn dat_ep_set_watermark(
 
 /// Private data as a slice: a negative size, a size over the provider's limit, or a NULL
 /// pointer with a size are `DAT_INVALID_PARAMETER` naming the size's position.
+///
+/// # Safety
+/// `data` points to `size` bytes when `size` is positive.
 unsafe fn private_data<'a>(size: DAT_COUNT, data: DAT_PVOID, position: u8) -> DatResult<&'a [u8]> {
     if size > limits::MAX_PRIVATE_DATA_SIZE {
         return Err(DatError::invalid_arg(position));
@@ -404,6 +408,9 @@ unsafe fn private_data<'a>(size: DAT_COUNT, data: DAT_PVOID, position: u8) -> Da
 }
 
 /// An IPv4 remote address: NULL or another family is `DAT_INVALID_ADDRESS`.
+///
+/// # Safety
+/// A non-NULL `p` points to a sockaddr, a sockaddr_in when its family is AF_INET.
 unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr> {
     let malformed = DatError::new(
         Type::DAT_INVALID_ADDRESS,
@@ -441,14 +448,16 @@ pub unsafe extern "C" fn dat_ep_connect(
 ) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
-        // SAFETY: forwarded from our caller.
+        // SAFETY: a non-NULL remote address points to a sockaddr, an AF_INET one to a sockaddr_in
+        // (API contract).
         let ip = unsafe { remote_address(remote_ia_address)? };
         // Qualifier 0 names no listener (it listens on any port); every other 64-bit value
         // does, on the port it maps to.
         if remote_conn_qual == 0 {
             return Err(DatError::invalid_arg(3));
         }
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
+        // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 5)? };
         best_effort_only(quality_of_service, 7)?;
         edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
@@ -472,7 +481,8 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
     entry! {
         let ep = ep(ep_handle)?;
         let dup = edge::object::<Ep>(ep_dup_handle, Sub::DAT_INVALID_HANDLE2)?;
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
+        // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
         best_effort_only(quality_of_service, 6)?;
         // The duplicate names its peer: connected, with an address and a port.
@@ -499,12 +509,14 @@ pub unsafe extern "C" fn dat_ep_common_connect(
 ) -> DAT_RETURN {
     entry! {
         let ep = ep(ep_handle)?;
-        // SAFETY: forwarded from our caller.
+        // SAFETY: a non-NULL remote address points to a sockaddr, an AF_INET one to a sockaddr_in
+        // (API contract).
         let ip = unsafe { remote_address(remote_ia_address)? };
         // The common service point is named by the address's port (a CSP listens there).
-        // SAFETY: forwarded from our caller.
+        // SAFETY: as above.
         let sin = unsafe { super::cm::common_address(remote_ia_address, 2)? };
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
+        // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
         ep.check_connectable()?;
         ep.connect(ip, u64::from(u16::from_be(sin.sin_port)), connect_timeout(timeout), pd)
@@ -583,6 +595,9 @@ fn check_completion_flags(flags: DAT_COMPLETION_FLAGS, ep_flags: u32, position: 
 
 /// The common checks and the flush of a request DTO (send, RDMA write, RDMA read, and the
 /// IB extension's, `extended`, which move data as `operation`).
+///
+/// # Safety
+/// `local_iov` points to `num_segments` triplets, and a non-NULL `remote_iov` to a triplet.
 // Never inlined: every request DTO runs this one copy, so a program that sends and writes
 // keeps one post path in its instruction cache, not one per entry point.
 #[inline(never)]
@@ -651,8 +666,7 @@ pub(super) unsafe fn post_request(
             } else {
                 ep_state::post_request(inner.state)?
             };
-            // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-            let cookie = unsafe { user_cookie.as_64 };
+            let cookie = user_cookie.as_u64();
             let posted = match post {
                 Post::Run => {
                     // Made where it is used: the direct post, inlined, keeps its fields in
@@ -753,7 +767,7 @@ pub unsafe extern "C" fn dat_ep_post_send(
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `local_iov` holds `num_segments` triplets (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, None) }
     }
 }
@@ -775,7 +789,7 @@ pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
         // send's frame; verbs: IBV_WR_SEND_WITH_INV, the peer's device invalidating the
         // window).
         let invalidate = invalidate.then_some(rmr_context);
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `local_iov` holds `num_segments` triplets (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, invalidate) }
     }
 }
@@ -790,7 +804,8 @@ pub unsafe extern "C" fn dat_ep_post_rdma_write(
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `local_iov` holds `num_segments` triplets, and a non-NULL `remote_iov` points to
+        // a triplet (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, None, None) }
     }
 }
@@ -805,7 +820,8 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
+        // SAFETY: `local_iov` holds `num_segments` triplets, and a non-NULL `remote_iov` points to
+        // a triplet (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, None, None) }
     }
 }
@@ -835,7 +851,8 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read_to_rmr(
             .and_then(|w| w.reach(local.virtual_address, length, lmr::PRIV_REMOTE_WRITE))
             .ok_or(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, Sub::DAT_PRIVILEGES_RDMA_WRITE))?;
         let segment = DAT_LMR_TRIPLET { lmr_context: lmr.context, virtual_address: local.virtual_address, segment_length: local.segment_length };
-        // SAFETY: `segment` is one triplet on our stack; `remote_iov` is forwarded from our caller.
+        // SAFETY: `segment` is one triplet on our stack; `remote_iov` points to a triplet (read
+        // above).
         unsafe { post_request(ep_handle, 1, &segment, user_cookie, Some(remote_iov), completion_flags, 5, dat_dtos::DAT_DTO_RDMA_READ, None, None) }
     }
 }
@@ -871,8 +888,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
             match post {
                 Post::Flush => {
                     drop(inner);
-                    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                    ep.complete_recv(unsafe { user_cookie.as_64 }, dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
+                    ep.complete_recv(user_cookie.as_u64(), dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
                 }
                 Post::Run => {
                     if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
@@ -882,8 +898,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                     if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
                         return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
                     }
-                    // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-                    let cookie = unsafe { user_cookie.as_64 };
+                    let cookie = user_cookie.as_u64();
                     let kept = if inner.wire.keeps_receive_segments() { Segments::from_slice(segments) } else { Segments::new() };
                     inner.recvs.push_back(PostedRecv { cookie, segments: kept });
                     let EpInner { wire, recvs, .. } = &mut *inner;

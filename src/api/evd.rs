@@ -127,7 +127,8 @@ pub unsafe extern "C" fn dat_evd_post_se(
 ) -> DAT_RETURN {
     entry! {
         let evd = evd(evd_handle)?;
-        let mut e = edge::required_in(event, 2)?;
+        // SAFETY: a non-NULL event points to a DAT_EVENT (API contract).
+        let mut e = unsafe { edge::required_in(event, 2)? };
         if !evd.has_stream(dat_evd_flags::DAT_EVD_SOFTWARE_FLAG)
             || e.event_number != dat_event_number::DAT_SOFTWARE_EVENT as DAT_EVENT_NUMBER
         {

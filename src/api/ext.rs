@@ -47,34 +47,48 @@ pub unsafe extern "C" fn libdat_extension_op(
         // SAFETY: the shim passes its argument array, read as the operation's macro passes
         // the arguments.
         let v = unsafe { edge::required_in(args, 3)? }.v;
-        // SAFETY (each post below): the pointers are the caller's, as the macros pass them.
+        // Each operation's pointers are the caller's, in the places its macro passes them.
         match op {
+            // SAFETY: the local and remote triplets the macro passes (API contract).
             dat_ib_op::DAT_IB_FETCH_AND_ADD_OP => unsafe {
                 post_atomic(handle, Extended::FetchAdd(v[0]), v[1] as *const DAT_LMR_TRIPLET, v[2], v[3] as *const DAT_RMR_TRIPLET, v[4] as u32, 4)
             },
+            // SAFETY: as for fetch-and-add.
             dat_ib_op::DAT_IB_CMP_AND_SWAP_OP => unsafe {
                 let compare_swap = Extended::CompareSwap { compare: v[0], swap: v[1] };
                 post_atomic(handle, compare_swap, v[2] as *const DAT_LMR_TRIPLET, v[3], v[4] as *const DAT_RMR_TRIPLET, v[5] as u32, 5)
             },
+            // SAFETY: the local IOV of `segments` triplets and the remote triplet the macro passes
+            // (API contract).
             dat_ib_op::DAT_IB_RDMA_WRITE_IMMED_OP => unsafe {
                 let (segments, local, remote) = (v[0] as i64 as DAT_COUNT, v[1] as *const DAT_LMR_TRIPLET, v[3] as *const DAT_RMR_TRIPLET);
                 let write = Extended::WriteImmediate(v[4] as u32);
-                let cookie = DAT_DTO_COOKIE { as_64: v[2] };
+                let cookie = DAT_DTO_COOKIE::from_u64(v[2]);
                 ep::post_request(handle, segments, local, cookie, Some(remote), v[5] as u32, 7, write.carrier(), Some(write), None)
             },
+            // SAFETY: the local IOV of v[0] triplets and the address handle the macro passes (API
+            // contract).
             dat_ib_op::DAT_IB_UD_SEND_OP => unsafe {
                 post_datagram(handle, v[0] as i64 as DAT_COUNT, v[1] as *const DAT_LMR_TRIPLET, v[2] as *const DAT_IB_ADDR_HANDLE, v[3], v[4] as u32)
             },
-            dat_ib_op::DAT_IB_UD_AH_FREE_OP => unsafe { free_address_handle(handle, v[0] as *const DAT_IB_ADDR_HANDLE) },
+            dat_ib_op::DAT_IB_UD_AH_FREE_OP => {
+                // SAFETY: a non-NULL address handle pointer points to one (API contract).
+                let ah = unsafe { edge::read_in(v[0] as *const DAT_IB_ADDR_HANDLE) };
+                free_address_handle(handle, ah)
+            }
             // A UD exchange's resources go as it ends (its answer or its failure): nothing is
             // left to free.
             dat_ib_op::DAT_IB_UD_CM_FREE_OP => edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP).map(drop),
             dat_ib_op::DAT_IB_START_COUNTERS_OP => sample_device_counters(handle, v[0], device_counters::start),
             dat_ib_op::DAT_IB_STOP_COUNTERS_OP => sample_device_counters(handle, v[0], device_counters::stop),
-            dat_ib_op::DAT_IB_OPEN_QUERY_OP => unsafe {
-                ia::open_query(v[0] as *const c_char, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
-            },
+            dat_ib_op::DAT_IB_OPEN_QUERY_OP => {
+                // SAFETY: the macro passes the caller's name (read no further than a name may go).
+                let name = unsafe { edge::name_in(v[0] as *const c_char, 1)? };
+                ia::open_query(name, v[1] as *mut DAT_IA_HANDLE, v[2], v[3] as *mut DAT_IA_ATTR, v[4], v[5] as *mut DAT_PROVIDER_ATTR)
+            }
             dat_ib_op::DAT_IB_CLOSE_QUERY_OP => ia::close_query(handle),
+            // SAFETY: the counter array the macro passes, as long as the counters asked for (API
+            // contract).
             dat_ib_op::DAT_IB_QUERY_COUNTERS_OP => unsafe { query_counters(handle, v[0] as i64, v[1] as *mut u64, v[2] as i64 != 0) },
             dat_ib_op::DAT_IB_PRINT_COUNTERS_OP => print_counters(handle, v[0] as i64, v[1] as i64 != 0),
             _ => Err(DatError::not_implemented()),
@@ -120,6 +134,9 @@ fn counters_of(handle: DAT_HANDLE) -> DatResult<(Reading, Reset)> {
 
 /// `dat_ib_query_counters`: counter `which` of the object (all of them when `which` is its
 /// count, `DCNT_*_ALL_COUNTERS`) lands at its index in `out`, as OpenFabrics writes it.
+///
+/// # Safety
+/// A non-NULL `out` has room for the counters up to the one asked for.
 unsafe fn query_counters(handle: DAT_HANDLE, which: i64, out: *mut u64, reset: bool) -> DatResult {
     let (reading, zero) = counters_of(handle)?;
     let range = usize::try_from(which)
@@ -167,6 +184,9 @@ fn print_counters(handle: DAT_HANDLE, which: i64, reset: bool) -> DatResult {
 
 /// Posts an atomic: its local segment receives the peer's original word (the first
 /// `ATOMIC_LEN` bytes of it; a shorter one is refused as argument `local_position`).
+///
+/// # Safety
+/// Non-NULL `local` and `remote` point to a triplet each.
 unsafe fn post_atomic(
     handle: DAT_HANDLE,
     op: Extended,
@@ -182,8 +202,9 @@ unsafe fn post_atomic(
         return Err(DatError::invalid_arg(local_position));
     }
     segment.segment_length = ATOMIC_LEN;
-    let cookie = DAT_DTO_COOKIE { as_64: cookie };
-    // SAFETY: `segment` is one triplet on our stack; `remote` is forwarded from our caller.
+    let cookie = DAT_DTO_COOKIE::from_u64(cookie);
+    // SAFETY: `segment` is one triplet on our stack; a non-NULL `remote` points to a triplet
+    // (our caller's promise).
     unsafe {
         ep::post_request(
             handle,
@@ -223,6 +244,9 @@ fn sample_device_counters(handle: DAT_HANDLE, kind: u64, sample: Sample) -> DatR
 /// `dat_ib_post_send_ud`: a datagram from a UD EP to the EP an address handle of its UD
 /// connection events reaches (one the transport does not know, which its post looks up, is
 /// argument 4).
+///
+/// # Safety
+/// `local` points to `segments` triplets, and a non-NULL `ah` to an address handle.
 unsafe fn post_datagram(
     handle: DAT_HANDLE,
     segments: DAT_COUNT,
@@ -238,8 +262,8 @@ unsafe fn post_datagram(
         ah: ah.ah as usize,
         qpn: ah.qpn,
     };
-    let cookie = DAT_DTO_COOKIE { as_64: cookie };
-    // SAFETY: forwarded from our caller.
+    let cookie = DAT_DTO_COOKIE::from_u64(cookie);
+    // SAFETY: `local` points to `segments` triplets (our caller's promise).
     unsafe {
         ep::post_request(
             handle,
@@ -256,11 +280,11 @@ unsafe fn post_datagram(
     }
 }
 
-/// `dat_ib_ud_ah_free`: destroys an address handle a UD connection event brought.
-unsafe fn free_address_handle(handle: DAT_HANDLE, ah: *const DAT_IB_ADDR_HANDLE) -> DatResult {
+/// `dat_ib_ud_ah_free`: destroys an address handle a UD connection event brought (`ah`: the
+/// consumer's, None for NULL).
+fn free_address_handle(handle: DAT_HANDLE, ah: Option<DAT_IB_ADDR_HANDLE>) -> DatResult {
     let ep = edge::object::<Ep>(handle, Sub::DAT_INVALID_HANDLE_EP)?;
-    // SAFETY: a non-NULL address handle pointer points to one (API contract).
-    let ah = unsafe { edge::required_in(ah, 2)? };
+    let ah = ah.ok_or(DatError::invalid_arg(2))?;
     if !ep.ia.transport.free_address_handle(ah.ah as usize) {
         return Err(DatError::invalid_arg(2));
     }

@@ -40,7 +40,9 @@ pub unsafe extern "C" fn dat_ia_openv(
         let entry = registry::find(name)
             .filter(|e| e.api_major == dapl_major && dapl_major == API_MAJOR)
             .ok_or(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))?;
-        let requested = edge::read_in(async_evd_handle as *const DAT_EVD_HANDLE)
+        // SAFETY: the in-out handle is non-NULL (checked by `out` above) and points to a
+        // handle, or to DAT_HANDLE_NULL (API contract).
+        let requested = unsafe { edge::read_in(async_evd_handle as *const DAT_EVD_HANDLE) }
             .unwrap_or(std::ptr::null_mut());
         // Check the consumer's async EVD before creating anything.
         let shared = match requested as usize {
@@ -144,16 +146,14 @@ fn close(ia: &Arc<Ia>, h: DAT_IA_HANDLE, flags: dat_close_flags) -> DatResult {
 /// handle is closed by `dat_ib_close_query` (or `dat_ia_close`). As OpenFabrics: a name no
 /// provider has is `DAT_PROVIDER_NOT_FOUND` (as `dat_ia_open` says it), and both attribute
 /// pointers NULL is argument 5.
-pub(crate) unsafe fn open_query(
-    name: *const c_char,
+pub(crate) fn open_query(
+    name: &str,
     ia_handle: *mut DAT_IA_HANDLE,
     ia_attr_mask: DAT_IA_ATTR_MASK,
     ia_attr: *mut DAT_IA_ATTR,
     provider_attr_mask: DAT_PROVIDER_ATTR_MASK,
     provider_attr: *mut DAT_PROVIDER_ATTR,
 ) -> DatResult {
-    // SAFETY: the macro passes the caller's name (read no further than a name may go).
-    let name = unsafe { edge::name_in(name, 1)? };
     let entry = registry::find(name)
         .filter(|e| e.api_major == API_MAJOR)
         .ok_or(DatError::new(
@@ -197,9 +197,7 @@ pub(crate) fn fill_name(dst: &mut [c_char], s: &str) {
 }
 
 fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
-    // SAFETY: DAT_IA_ATTR is plain data (integers, arrays, nullable pointers) for which
-    // all-zero bytes are a valid value.
-    let mut a: DAT_IA_ATTR = unsafe { std::mem::zeroed() };
+    let mut a = DAT_IA_ATTR::zeroed();
     fill_name(&mut a.adapter_name, &ia.entry.ia_name);
     fill_name(&mut a.vendor_name, "libdat");
     a.hardware_version_major = 0;
@@ -239,8 +237,7 @@ fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
 }
 
 fn provider_attributes(ia: &Ia) -> DAT_PROVIDER_ATTR {
-    // SAFETY: DAT_PROVIDER_ATTR is plain data for which all-zero bytes are a valid value.
-    let mut p: DAT_PROVIDER_ATTR = unsafe { std::mem::zeroed() };
+    let mut p = DAT_PROVIDER_ATTR::zeroed();
     let t = dat_boolean::DAT_TRUE as DAT_BOOLEAN;
     fill_name(
         &mut p.provider_name,

@@ -95,8 +95,7 @@ pub unsafe extern "C" fn dat_lmr_query(
         let lmr = edge::object::<Lmr>(lmr_handle, Sub::DAT_INVALID_HANDLE_LMR)?;
         edge::flags_in(lmr_param_mask, dat_lmr_param_mask::DAT_LMR_FIELD_ALL as u32, 2)?;
         let out = edge::out(lmr_param, 3)?;
-        // SAFETY: DAT_LMR_PARAM is plain data for which all-zero bytes are a valid value.
-        let mut p: DAT_LMR_PARAM = unsafe { std::mem::zeroed() };
+        let mut p = DAT_LMR_PARAM::zeroed();
         p.ia_handle = lmr.ia.handle();
         p.mem_type = lmr.mem_type as DAT_MEM_TYPE;
         match &lmr.parent {
@@ -152,20 +151,15 @@ fn check_sync(ia: &std::sync::Arc<Ia>, segments: &[DAT_LMR_TRIPLET], position: u
     Ok(())
 }
 
-/// Memory is coherent on every platform we run on: after the checks, a sync has nothing to do.
-///
-/// # Safety
-/// `local_segments` points to `num_segments` triplets (API contract).
-unsafe fn lmr_sync(
+/// A sync's IA and count of segments, checked in that order before its segments. Memory is
+/// coherent on every platform we run on: after the checks, a sync has nothing to do.
+fn sync_args(
     ia_handle: DAT_IA_HANDLE,
-    local_segments: *const DAT_LMR_TRIPLET,
     num_segments: DAT_VLEN,
-) -> DatResult {
+) -> DatResult<(std::sync::Arc<Ia>, DAT_COUNT)> {
     let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
     let count = DAT_COUNT::try_from(num_segments).map_err(|_| DatError::invalid_arg(3))?;
-    // SAFETY: forwarded from our caller.
-    let segments = unsafe { edge::slice_in(local_segments, count, 2)? };
-    check_sync(&ia, segments, 2)
+    Ok((ia, count))
 }
 
 #[no_mangle]
@@ -175,8 +169,10 @@ pub unsafe extern "C" fn dat_lmr_sync_rdma_read(
     num_segments: DAT_VLEN,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
-        unsafe { lmr_sync(ia_handle, local_segments, num_segments) }
+        let (ia, count) = sync_args(ia_handle, num_segments)?;
+        // SAFETY: the caller passes `num_segments` triplets at `local_segments` (API contract).
+        let segments = unsafe { edge::slice_in(local_segments, count, 2)? };
+        check_sync(&ia, segments, 2)
     }
 }
 
@@ -187,7 +183,9 @@ pub unsafe extern "C" fn dat_lmr_sync_rdma_write(
     num_segments: DAT_VLEN,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: forwarded from our caller.
-        unsafe { lmr_sync(ia_handle, local_segments, num_segments) }
+        let (ia, count) = sync_args(ia_handle, num_segments)?;
+        // SAFETY: the caller passes `num_segments` triplets at `local_segments` (API contract).
+        let segments = unsafe { edge::slice_in(local_segments, count, 2)? };
+        check_sync(&ia, segments, 2)
     }
 }

@@ -12,8 +12,7 @@ pub unsafe extern "C" fn dat_set_consumer_context(
     context: DAT_CONTEXT,
 ) -> DAT_RETURN {
     entry! {
-        // SAFETY: every member of DAT_CONTEXT is a 64-bit plain value; as_64 reads all of it.
-        let raw = unsafe { context.as_64 };
+        let raw = context.as_u64();
         if handle::set_context(dat_handle, raw) {
             Ok(())
         } else {
@@ -30,7 +29,7 @@ pub unsafe extern "C" fn dat_get_consumer_context(
     entry! {
         let raw = handle::context(dat_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE1))?;
         let out = edge::out(context, 2)?;
-        out.set(DAT_CONTEXT { as_64: raw });
+        out.set(DAT_CONTEXT::from_u64(raw));
         Ok(())
     }
 }

@@ -11,8 +11,7 @@ use crate::error::{DatError, Sub, Type};
 use crate::registry;
 
 fn info_of(e: &registry::Entry) -> DAT_PROVIDER_INFO {
-    // SAFETY: DAT_PROVIDER_INFO is plain data for which all-zero bytes are a valid value.
-    let mut info: DAT_PROVIDER_INFO = unsafe { std::mem::zeroed() };
+    let mut info = DAT_PROVIDER_INFO::zeroed();
     fill_name(&mut info.ia_name, &e.ia_name);
     info.dapl_version_major = e.api_major;
     info.dapl_version_minor = e.api_minor;
@@ -39,7 +38,9 @@ pub unsafe extern "C" fn dat_registry_list_providers(
             count_out.set(entries.len() as DAT_COUNT);
             return Err(DatError::invalid_arg(if dat_provider_list.is_null() && max_to_return > 0 { 3 } else { 1 }));
         }
-        let slots = edge::slice_in(dat_provider_list as *const *mut DAT_PROVIDER_INFO, max_to_return, 3)?;
+        // SAFETY: the list is the caller's array of `max_to_return` pointers to provider infos
+        // (API contract).
+        let slots = unsafe { edge::slice_in(dat_provider_list as *const *mut DAT_PROVIDER_INFO, max_to_return, 3)? };
         let mut written = 0;
         for (slot, e) in slots.iter().zip(entries.iter()) {
             let out = edge::out(*slot, 3)?;
@@ -51,13 +52,8 @@ pub unsafe extern "C" fn dat_registry_list_providers(
     }
 }
 
-/// # Safety
-/// `info`, if non-NULL, points to a `DAT_PROVIDER_INFO`.
-unsafe fn provider_key(
-    info: *const DAT_PROVIDER_INFO,
-) -> crate::error::DatResult<(String, u32, u32, bool)> {
-    // SAFETY: forwarded from our caller.
-    let info = unsafe { edge::required_in(info, 2)? };
+/// A provider's name, version and thread safety (argument 2 when malformed).
+fn provider_key(info: &DAT_PROVIDER_INFO) -> crate::error::DatResult<(String, u32, u32, bool)> {
     let bytes: Vec<u8> = info
         .ia_name
         .iter()
@@ -85,7 +81,9 @@ pub unsafe extern "C" fn dat_registry_add_provider(
         if provider.is_null() {
             return Err(DatError::invalid_arg(1));
         }
-        let (name, major, minor, thread_safe) = provider_key(provider_info)?;
+        // SAFETY: a non-NULL provider info points to one (API contract).
+        let info = unsafe { edge::required_in(provider_info, 2)? };
+        let (name, major, minor, thread_safe) = provider_key(&info)?;
         if registry::add_runtime(&name, major, minor, thread_safe) {
             Ok(())
         } else {
@@ -103,7 +101,9 @@ pub unsafe extern "C" fn dat_registry_remove_provider(
         if provider.is_null() {
             return Err(DatError::invalid_arg(1));
         }
-        let (name, major, minor, _) = provider_key(provider_info)?;
+        // SAFETY: a non-NULL provider info points to one (API contract).
+        let info = unsafe { edge::required_in(provider_info, 2)? };
+        let (name, major, minor, _) = provider_key(&info)?;
         if registry::remove_runtime(&name, major, minor) {
             Ok(())
         } else {

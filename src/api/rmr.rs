@@ -49,8 +49,7 @@ pub unsafe extern "C" fn dat_rmr_query(
         let rmr = edge::object::<Rmr>(rmr_handle, Sub::DAT_INVALID_HANDLE_RMR)?;
         edge::flags_in(rmr_param_mask, dat_rmr_param_mask::DAT_RMR_FIELD_ALL as u32, 2)?;
         let out = edge::out(rmr_param, 3)?;
-        // SAFETY: DAT_RMR_PARAM is plain data for which all-zero bytes are a valid value.
-        let mut p: DAT_RMR_PARAM = unsafe { std::mem::zeroed() };
+        let mut p = DAT_RMR_PARAM::zeroed();
         p.ia_handle = rmr.ia.handle();
         p.pz_handle = rmr.pz.handle();
         p.rmr_scope = dat_rmr_scope::DAT_RMR_SCOPE_EP as DAT_RMR_SCOPE;
@@ -177,10 +176,9 @@ pub unsafe extern "C" fn dat_rmr_bind(
                     address: triplet.virtual_address,
                     length: u64::from(triplet.segment_length),
                     privileges: mem_priv,
-                    // SAFETY: every member of DAT_RMR_COOKIE is 64 bits of plain data.
                     request: Request {
                         seq: 0,
-                        cookie: unsafe { user_cookie.as_64 },
+                        cookie: user_cookie.as_u64(),
                         operation: dat_dtos::DAT_DTO_BIND_MW,
                         length: 0,
                         report,

@@ -88,8 +88,7 @@ pub unsafe extern "C" fn dat_srq_post_recv(
             return Err(DatError::invalid_arg(2));
         }
         super::ep::check_local_segments(segments, Some(srq.pz.arc()), lmr::PRIV_LOCAL_WRITE, 3)?;
-        // SAFETY: every member of DAT_DTO_COOKIE is 64 bits of plain data.
-        let cookie = unsafe { user_cookie.as_64 };
+        let cookie = user_cookie.as_u64();
         srq.post(state, PostedRecv { cookie, segments: Segments::from_slice(segments) })
     }
 }

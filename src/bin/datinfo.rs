@@ -1,6 +1,7 @@
 //! datinfo: lists the registered IAs (name, transport, parameters, where each came from); with
 //! `-v` opens each one and prints its IA and provider attributes. Then the RDMA devices present,
 //! with their ports.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{c_char, CString};
 
@@ -45,10 +46,8 @@ fn show_attributes(ia_name: &str) {
         println!("    open failed: {}", strerror(rc));
         return;
     }
-    // SAFETY: all-zero bytes are valid for these plain-data attribute structs.
-    let mut a: DAT_IA_ATTR = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut p: DAT_PROVIDER_ATTR = unsafe { std::mem::zeroed() };
+    let mut a = DAT_IA_ATTR::zeroed();
+    let mut p = DAT_PROVIDER_ATTR::zeroed();
     // SAFETY: the handle is live and the out-pointers point to live locals.
     let rc = unsafe {
         ia::dat_ia_query(

@@ -251,8 +251,7 @@ fn detach(link: &Arc<dyn Link>, evds: &[Option<Arc<Evd>>; 2]) {
 
 /// The attributes an EP gets when the consumer gives none.
 pub fn default_attr() -> DAT_EP_ATTR {
-    // SAFETY: DAT_EP_ATTR is plain data for which all-zero bytes are a valid value.
-    let mut a: DAT_EP_ATTR = unsafe { std::mem::zeroed() };
+    let mut a = DAT_EP_ATTR::zeroed();
     a.service_type = dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE;
     a.max_message_size = limits::MAX_MESSAGE_SIZE;
     a.max_rdma_size = limits::MAX_RDMA_SIZE;
@@ -404,8 +403,7 @@ impl Ep {
         operation: dat_dtos,
         length: u32,
     ) -> DAT_EVENT {
-        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        let mut e = DAT_EVENT::zeroed();
         e.event_number = dat_event_number::DAT_DTO_COMPLETION_EVENT as DAT_EVENT_NUMBER;
         e.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
             ep_handle: self.handle(),
@@ -477,8 +475,7 @@ impl Ep {
         let mut buffer = vec![0u8; limits::MAX_PRIVATE_DATA_SIZE as usize].into_boxed_slice();
         let n = private_data.len().min(buffer.len());
         buffer[..n].copy_from_slice(&private_data[..n]);
-        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        let mut e = DAT_EVENT::zeroed();
         e.event_number = number;
         e.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
             ep_handle: self.handle(),
@@ -796,9 +793,7 @@ impl Ep {
         let Some(evd) = evd.filter(|_| request.report.reports(status)) else {
             return;
         };
-        let cookie = DAT_DTO_COOKIE {
-            as_64: request.cookie,
-        };
+        let cookie = DAT_DTO_COOKIE::from_u64(request.cookie);
         let event = match (request.bind, request.extended) {
             (Some(rmr), _) => super::rmr::bind_event(rmr.get() as DAT_RMR_HANDLE, cookie, status),
             (None, Some(op)) => {
@@ -856,7 +851,7 @@ impl Ep {
             // A full EVD reports its own overflow on the async EVD; the completion is lost as
             // a CQ overrun loses it.
             let event = self.dto_event(
-                DAT_DTO_COOKIE { as_64: cookie },
+                DAT_DTO_COOKIE::from_u64(cookie),
                 status,
                 dat_dtos::DAT_DTO_RECEIVE,
                 length,
@@ -958,8 +953,7 @@ mod tests {
     use super::*;
 
     fn inner(requests: i32, recvs: i32) -> EpInner {
-        // SAFETY: DAT_EP_ATTR is a C struct of integers, enums with a zero member and pointers.
-        let mut attr: DAT_EP_ATTR = unsafe { std::mem::zeroed() };
+        let mut attr = DAT_EP_ATTR::zeroed();
         attr.max_request_dtos = requests;
         attr.max_recv_dtos = recvs;
         EpInner::new(

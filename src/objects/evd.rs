@@ -594,8 +594,7 @@ impl Evd {
         handle: DAT_HANDLE,
         reason: DAT_COUNT,
     ) {
-        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        let mut e = DAT_EVENT::zeroed();
         e.event_number = number as DAT_EVENT_NUMBER;
         e.event_data.asynch_error_event_data.dat_handle = handle;
         e.event_data.asynch_error_event_data.reason = reason;
@@ -922,8 +921,7 @@ mod tests {
             cno: None,
             epoch: 0,
         };
-        // SAFETY: DAT_EVENT is a C struct of integers, pointers and unions of them.
-        let event = Event(unsafe { std::mem::zeroed() });
+        let event = Event(DAT_EVENT::zeroed());
         q.events.push_back(event);
         let front = q.events.as_slices().0.as_ptr();
         for round in 0..1000 {

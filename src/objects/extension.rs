@@ -145,15 +145,13 @@ pub struct DatagramPeer {
 /// The extension data of a UD connection event: the remote address handle, as OpenFabrics
 /// fills it.
 pub fn datagram_connection_data(peer: &DatagramPeer) -> DAT_IB_EXTENSION_EVENT_DATA {
-    // SAFETY: plain data for which all-zero bytes are valid values.
-    let mut x: DAT_IB_EXTENSION_EVENT_DATA = unsafe { std::mem::zeroed() };
+    let mut x = DAT_IB_EXTENSION_EVENT_DATA::zeroed();
     x.r#type = if peer.passive {
         dat_ib_ext_type::DAT_IB_UD_PASSIVE_REMOTE_AH
     } else {
         dat_ib_ext_type::DAT_IB_UD_REMOTE_AH
     } as DAT_IB_EXT_TYPE;
-    // SAFETY: plain data; all-zero valid.
-    let mut ia_addr: DAT_SOCK_ADDR6 = unsafe { std::mem::zeroed() };
+    let mut ia_addr = DAT_SOCK_ADDR6::zeroed();
     let sin = crate::runtime::sys::sockaddr_in(peer.remote);
     // SAFETY: a sockaddr_in fits the sockaddr_in6 it is copied into (OpenFabrics copies the
     // IPv4 address so too).
@@ -169,9 +167,7 @@ pub fn datagram_connection_data(peer: &DatagramPeer) -> DAT_IB_EXTENSION_EVENT_D
         qpn: peer.qpn,
         ia_addr,
     };
-    x.context = DAT_CONTEXT {
-        as_64: peer.context,
-    };
+    x.context = DAT_CONTEXT::from_u64(peer.context);
     x
 }
 
@@ -195,19 +191,17 @@ fn event(
     ext_type: dat_ib_ext_type,
     immediate: u32,
 ) -> DAT_EVENT {
-    // SAFETY: DAT_EVENT and the extension's event data are plain data for which all-zero
-    // bytes are valid values.
-    let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+    let mut e = DAT_EVENT::zeroed();
     e.event_number = dat_ib_event_number::DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER;
     e.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
         ep_handle: ep,
-        user_cookie: DAT_DTO_COOKIE { as_64: cookie },
+        user_cookie: DAT_DTO_COOKIE::from_u64(cookie),
         status: status as DAT_DTO_COMPLETION_STATUS,
         transfered_length: length,
         operation: operation as DAT_DTOS,
         rmr_context: 0,
     };
-    let mut x: DAT_IB_EXTENSION_EVENT_DATA = unsafe { std::mem::zeroed() };
+    let mut x = DAT_IB_EXTENSION_EVENT_DATA::zeroed();
     // OpenFabrics gives the extension's status the DTO's value, and leaves the type and data
     // of a failed one unset.
     x.status = status as DAT_IB_STATUS;

@@ -201,8 +201,7 @@ pub fn bind_event(
     cookie: DAT_RMR_COOKIE,
     status: dat_dto_completion_status,
 ) -> DAT_EVENT {
-    // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-    let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+    let mut e = DAT_EVENT::zeroed();
     e.event_number = dat_event_number::DAT_RMR_BIND_COMPLETION_EVENT as DAT_EVENT_NUMBER;
     e.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {
         rmr_handle: rmr,

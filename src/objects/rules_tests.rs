@@ -350,8 +350,7 @@ fn a_broken_connection_flushes_the_posted_receives_then_reports_broken() {
             d.status,
             dat_dto_completion_status::DAT_DTO_ERR_FLUSHED as u32
         );
-        // SAFETY: every member of the cookie is 64 bits of plain data.
-        assert_eq!(unsafe { d.user_cookie.as_64 }, cookie);
+        assert_eq!(d.user_cookie.as_u64(), cookie);
     }
     assert!(next(&f.recv_evd).is_none());
     assert_eq!(
@@ -457,8 +456,7 @@ fn an_accept_takes_the_request_only_when_the_ep_may_accept_it() {
 fn an_evd_gives_its_events_in_order_and_refuses_them_beyond_its_length() {
     let f = fixture(USUAL);
     let event = |n: u64| {
-        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        let mut e = DAT_EVENT::zeroed();
         e.event_number = dat_event_number::DAT_SOFTWARE_EVENT as DAT_EVENT_NUMBER;
         e.event_data.software_event_data.pointer = n as DAT_PVOID;
         e
@@ -473,10 +471,8 @@ fn an_evd_gives_its_events_in_order_and_refuses_them_beyond_its_length() {
     for n in 1..=16u64 {
         let e = next(&f.recv_evd).expect("an event");
         // SAFETY: a software event's data is its software_event_data.
-        assert_eq!(
-            unsafe { e.event_data.software_event_data.pointer } as u64,
-            n
-        );
+        let pointer = unsafe { e.event_data.software_event_data.pointer };
+        assert_eq!(pointer as u64, n);
     }
     assert!(next(&f.recv_evd).is_none());
 }

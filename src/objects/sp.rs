@@ -128,8 +128,7 @@ impl ServicePoint {
         let Ok(cr_handle) = self.ia.adopt(cr.clone()) else {
             return;
         };
-        // SAFETY: DAT_EVENT is plain data for which all-zero bytes are a valid value.
-        let mut e: DAT_EVENT = unsafe { std::mem::zeroed() };
+        let mut e = DAT_EVENT::zeroed();
         e.event_number = number;
         let mut data = DAT_CR_ARRIVAL_EVENT_DATA {
             sp_handle: DAT_SP_HANDLE {

@@ -283,8 +283,8 @@ mod tests {
             self.base as u64 + (page as u64) * page_size()
         }
         fn protect(&self, page: usize, pages: usize, prot: i32) {
-            // SAFETY: pages of our own mapping.
             assert_eq!(
+                // SAFETY: pages of our own mapping.
                 unsafe {
                     libc::mprotect(
                         self.at(page) as *mut libc::c_void,
@@ -296,8 +296,8 @@ mod tests {
             );
         }
         fn unmap(&self, page: usize, pages: usize) {
-            // SAFETY: pages of our own mapping, which nothing else uses.
             assert_eq!(
+                // SAFETY: pages of our own mapping, which nothing else uses.
                 unsafe {
                     libc::munmap(
                         self.at(page) as *mut libc::c_void,

@@ -385,12 +385,14 @@ pub fn debug() -> bool {
 
 /// An IPv4 socket address as the C library takes it.
 pub fn sockaddr_in(a: std::net::SocketAddrV4) -> libc::sockaddr_in {
-    // SAFETY: sockaddr_in is plain data for which all-zero bytes are a valid value.
-    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
-    sin.sin_port = a.port().to_be();
-    sin
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*a.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
 }
 
 /// The IPv4 address a C socket address holds; None for another family.
@@ -440,7 +442,7 @@ mod tests {
         let a = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (b, _) = listener.accept().unwrap();
         let mut buf = [0u8; 16];
-        // SAFETY (each call below): the buffers and the msghdr's iovecs live across the call.
+        // SAFETY: the buffer lives across the call, writable for its length.
         let empty = unsafe {
             recv(
                 b.as_raw_fd(),
@@ -451,6 +453,7 @@ mod tests {
         };
         assert_eq!(empty, Err(libc::EAGAIN));
         assert_eq!(
+            // SAFETY: the 4 bytes live across the call.
             unsafe { send(a.as_raw_fd(), b"ping".as_ptr(), 4, libc::MSG_NOSIGNAL) },
             Ok(4)
         );
@@ -469,18 +472,22 @@ mod tests {
         msg.msg_iov = parts.as_mut_ptr();
         msg.msg_iovlen = 2;
         assert_eq!(
+            // SAFETY: the msghdr names the two iovecs, whose bytes live across the call.
             unsafe { sendmsg(a.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) },
             Ok(4)
         );
         assert_eq!(
+            // SAFETY: 8 of the buffer's 16 bytes, writable across the call.
             unsafe { recv(b.as_raw_fd(), buf.as_mut_ptr(), 8, libc::MSG_WAITALL) },
             Ok(8)
         );
         assert_eq!(&buf[..8], b"pingpong");
         assert_eq!(
+            // SAFETY: one byte of the buffer (the bad descriptor fails first).
             unsafe { recv(-1, buf.as_mut_ptr(), 1, 0) },
             Err(libc::EBADF)
         );
+        // SAFETY: as above.
         assert_eq!(unsafe { send(-1, buf.as_ptr(), 1, 0) }, Err(libc::EBADF));
     }
 }

@@ -20,6 +20,7 @@ use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use super::wire::{Header, Limits, WireError, HEADER_LEN};
+use crate::abi::Zeroable;
 use crate::objects::lmr::Lmr;
 use crate::runtime::sys;
 
@@ -427,8 +428,7 @@ impl WriterGuard<'_> {
 fn write_vectored_now(stream: &TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<usize> {
     let mut total = 0;
     while !slices.is_empty() {
-        // SAFETY: msghdr is plain data for which all-zero bytes are a valid value.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        let mut msg = libc::msghdr::zeroed();
         msg.msg_iov = slices.as_mut_ptr() as *mut libc::iovec;
         msg.msg_iovlen = slices.len().min(libc::UIO_MAXIOV as usize) as _;
         // SAFETY: IoSlice is ABI-compatible with iovec (std guarantees it on Unix); the
@@ -718,8 +718,7 @@ impl Reader {
                 iov_len: behind,
             },
         ];
-        // SAFETY: an all-zero msghdr is valid (no address, no control data).
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        let mut msg = libc::msghdr::zeroed();
         msg.msg_iov = iov.as_mut_ptr();
         msg.msg_iovlen = if behind > 0 { 2 } else { 1 };
         loop {

@@ -196,8 +196,7 @@ impl Link for DatagramPort {
                 iov_len: s.segment_length as usize,
             })
             .collect();
-        // SAFETY: plain data; all-zero valid.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        let mut msg = libc::msghdr::zeroed();
         msg.msg_name = &to as *const libc::sockaddr_in as *mut libc::c_void;
         msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
         msg.msg_iov = iov.as_mut_ptr();

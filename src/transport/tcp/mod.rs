@@ -147,3 +147,7 @@ pub fn wire_limits() -> wire::Limits {
         max_message: limits::MAX_MESSAGE_SIZE,
     }
 }
+
+// SAFETY: the C library's structs these are hold integers, raw pointers, and arrays and unions
+// of those (their padding fields too).
+crate::abi::zeroable!(libc::msghdr, libc::stat, libc::siginfo_t);

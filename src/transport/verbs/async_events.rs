@@ -86,8 +86,7 @@ impl DeviceEvents {
     /// Takes every event waiting.
     fn read(&self) {
         loop {
-            // SAFETY: plain data, all-zero valid; filled by the call.
-            let mut event: ibv::ibv_async_event = unsafe { std::mem::zeroed() };
+            let mut event = ibv::ibv_async_event::zeroed();
             // SAFETY: an open context and a valid out-pointer; non-blocking (EAGAIN: none left).
             if unsafe { ibv::ibv_get_async_event(self.context, &mut event) } != 0 {
                 break;

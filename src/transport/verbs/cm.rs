@@ -181,12 +181,16 @@ unsafe fn copy_event(e: &ibv::rdma_cm_event) -> (usize, CmEvent) {
     // SAFETY: the event's id is live until the event is acknowledged.
     let datagram_id = unsafe { (*e.id).ps } == ibv::rdma_port_space::RDMA_PS_UDP;
     // A datagram id's events carry datagram parameters, others connection parameters.
-    let conn = e.param.conn;
-    // SAFETY: the union member the id's port space names.
-    let (data, len) = if datagram_id {
-        unsafe { (e.param.ud.private_data, e.param.ud.private_data_len) }
+    let conn = if datagram_id {
+        None
     } else {
-        (conn.private_data, conn.private_data_len)
+        // SAFETY: the union member the id's port space names.
+        Some(unsafe { e.param.conn })
+    };
+    let (data, len) = match conn {
+        Some(conn) => (conn.private_data, conn.private_data_len),
+        // SAFETY: as above.
+        None => unsafe { (e.param.ud.private_data, e.param.ud.private_data_len) },
     };
     let private_data = if data.is_null() || len == 0 {
         Vec::new()
@@ -195,7 +199,7 @@ unsafe fn copy_event(e: &ibv::rdma_cm_event) -> (usize, CmEvent) {
         unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) }.to_vec()
     };
     let datagram = (datagram_id && e.event == EventType::RDMA_CM_EVENT_ESTABLISHED).then(|| {
-        // SAFETY: as above.
+        // SAFETY: a datagram id's event: the union member its port space names is `ud`.
         let ud = unsafe { e.param.ud };
         DatagramReply {
             ah_attr: ud.ah_attr,
@@ -213,12 +217,8 @@ unsafe fn copy_event(e: &ibv::rdma_cm_event) -> (usize, CmEvent) {
         kind: e.event,
         status: e.status,
         private_data,
-        responder_resources: if datagram_id {
-            0
-        } else {
-            conn.responder_resources
-        },
-        initiator_depth: if datagram_id { 0 } else { conn.initiator_depth },
+        responder_resources: conn.map_or(0, |c| c.responder_resources),
+        initiator_depth: conn.map_or(0, |c| c.initiator_depth),
         request,
         datagram,
     };

@@ -9,6 +9,7 @@ use rdma_mummy_sys as ibv;
 
 use super::async_events::DeviceEvents;
 use super::cm::{CmEvent, CmHandler, CmId};
+use crate::abi::Zeroable;
 
 /// The device an IA runs on: an rdma-cm id bound to the IA's address holds it open.
 pub struct Device {
@@ -47,8 +48,7 @@ impl Device {
         if ctx.is_null() {
             return Err(io::Error::from_raw_os_error(libc::ENODEV));
         }
-        // SAFETY: plain data, all-zero valid; filled by the query.
-        let mut attr: ibv::ibv_device_attr = unsafe { std::mem::zeroed() };
+        let mut attr = ibv::ibv_device_attr::zeroed();
         // SAFETY: `ctx` is the bound id's open device context.
         if unsafe { ibv::ibv_query_device(ctx, &mut attr) } != 0 {
             return Err(last_error());
@@ -84,9 +84,8 @@ impl Device {
         attrs.push(("DAT_IB_NODE_GUID", groups(&guid)));
         // SAFETY: the bound id is live; rdma-cm set its port as it bound.
         let number = unsafe { (*self.bound.raw()).port_num };
-        // SAFETY: plain data, all-zero valid; filled by the queries.
-        let mut port: ibv::ibv_port_attr = unsafe { std::mem::zeroed() };
-        let mut gid: ibv::ibv_gid = unsafe { std::mem::zeroed() };
+        let mut port = ibv::ibv_port_attr::zeroed();
+        let mut gid = ibv::ibv_gid::zeroed();
         // SAFETY: the context is open, `number` its port, the out-structures ours.
         if unsafe { ibv::ibv_query_gid(self.context(), number, 0, &mut gid) } == 0 {
             // SAFETY: every bit pattern of the union is a valid byte array.
@@ -97,7 +96,7 @@ impl Device {
             // IBV_MTU_256 is 1, each next one doubles.
             attrs.push((
                 "DAT_IB_TRANSPORT_MTU",
-                (128u32 << (port.active_mtu as u32).clamp(1, 5)).to_string(),
+                (128u32 << port.active_mtu.clamp(1, 5)).to_string(),
             ));
             let state = if port.state == ibv::ibv_port_state::IBV_PORT_ACTIVE {
                 "ACTIVE"
@@ -124,8 +123,7 @@ impl Device {
 
     fn find_port_address(&self) -> io::Result<PortAddress> {
         let port = self.bound.port_num();
-        // SAFETY: plain data, all-zero valid; filled by the query.
-        let mut attr: ibv::ibv_port_attr = unsafe { std::mem::zeroed() };
+        let mut attr = ibv::ibv_port_attr::zeroed();
         // SAFETY: the context is open, `port` its port, the out-structure ours.
         if unsafe { ibv::ibv_query_port(self.context(), port, &mut attr) } != 0 {
             return Err(last_error());
@@ -133,8 +131,7 @@ impl Device {
         let mapped = self.ip.to_ipv6_mapped().octets();
         let mut found: Option<(u32, [u8; 16], u32)> = None;
         for index in 0..attr.gid_tbl_len.max(0) as u32 {
-            // SAFETY: plain data, all-zero valid; filled by the query.
-            let mut entry: ibv::ibv_gid_entry = unsafe { std::mem::zeroed() };
+            let mut entry = ibv::ibv_gid_entry::zeroed();
             // SAFETY: as above; the size is the structure's.
             if unsafe {
                 ibv::_ibv_query_gid_ex(
@@ -193,8 +190,7 @@ pub struct PortAddress {
 impl PortAddress {
     /// The address vector from this port to the port of `gid` and `lid`.
     pub fn towards(&self, gid: [u8; 16], lid: u16) -> ibv::ibv_ah_attr {
-        // SAFETY: plain data, all-zero valid.
-        let mut a: ibv::ibv_ah_attr = unsafe { std::mem::zeroed() };
+        let mut a = ibv::ibv_ah_attr::zeroed();
         a.dlid = lid;
         a.port_num = self.port;
         a.is_global = 1;

@@ -6,6 +6,8 @@ use std::fmt;
 
 use rdma_mummy_sys as ibv;
 
+use crate::abi::Zeroable;
+
 /// One port of a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Port {
@@ -86,14 +88,12 @@ fn ports(dev: *mut ibv::ibv_device) -> Vec<Port> {
         return Vec::new();
     }
     let mut ports = Vec::new();
-    // SAFETY: plain data, all-zero valid; filled by the query.
-    let mut attr: ibv::ibv_device_attr = unsafe { std::mem::zeroed() };
+    let mut attr = ibv::ibv_device_attr::zeroed();
     // SAFETY: `ctx` is open and `attr` is ours.
     if unsafe { ibv::ibv_query_device(ctx, &mut attr) } == 0 {
         for number in 1..=attr.phys_port_cnt {
-            // SAFETY: plain data, all-zero valid; filled by the queries.
-            let mut port: ibv::ibv_port_attr = unsafe { std::mem::zeroed() };
-            let mut gid: ibv::ibv_gid = unsafe { std::mem::zeroed() };
+            let mut port = ibv::ibv_port_attr::zeroed();
+            let mut gid = ibv::ibv_gid::zeroed();
             // SAFETY: `ctx` is open, `number` one of its ports, the out-structures ours.
             let ok = unsafe { ibv::ibv_query_port(ctx, number, &mut port) } == 0;
             // SAFETY: as above; GID index 0 exists on every port.
@@ -103,7 +103,7 @@ fn ports(dev: *mut ibv::ibv_device) -> Vec<Port> {
                 let raw = if gid_ok { unsafe { gid.raw } } else { [0; 16] };
                 ports.push(Port {
                     number,
-                    state: port.state as u32,
+                    state: port.state,
                     gid: raw,
                 });
             }

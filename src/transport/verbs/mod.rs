@@ -67,3 +67,20 @@ pub fn for_ia(
         }
     }
 }
+
+// SAFETY: rdma-core's structs and unions that these are hold integers (its enums transcribed as
+// integer types, but for ibv_async_event's event type, a Rust enum whose first member,
+// IBV_EVENT_CQ_ERR, is 0), raw pointers, and arrays, structs and unions of those.
+crate::abi::zeroable!(
+    rdma_mummy_sys::ibv_async_event,
+    rdma_mummy_sys::ibv_qp_init_attr,
+    rdma_mummy_sys::ibv_qp_attr,
+    rdma_mummy_sys::ibv_send_wr,
+    rdma_mummy_sys::ibv_srq_init_attr,
+    rdma_mummy_sys::ibv_srq_attr,
+    rdma_mummy_sys::ibv_device_attr,
+    rdma_mummy_sys::ibv_port_attr,
+    rdma_mummy_sys::ibv_gid,
+    rdma_mummy_sys::ibv_gid_entry,
+    rdma_mummy_sys::ibv_ah_attr,
+);

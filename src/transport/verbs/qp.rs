@@ -11,6 +11,7 @@ use super::cm::CmId;
 use super::cq::Cq;
 use super::device::{Mr, Mw, Pd};
 use super::srq::VerbsSrq;
+use crate::abi::Zeroable;
 use crate::transport::SharedQueue;
 
 /// Scatter/gather entries one request carries at most.
@@ -117,8 +118,7 @@ impl Qp {
         srq: Option<&Arc<dyn SharedQueue>>,
         caps: QpCaps,
     ) -> io::Result<Qp> {
-        // SAFETY: plain data; all-zero valid.
-        let mut attr: ibv::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        let mut attr = ibv::ibv_qp_init_attr::zeroed();
         attr.qp_type = if caps.datagram {
             ibv::ibv_qp_type::IBV_QPT_UD
         } else {
@@ -174,9 +174,8 @@ impl Qp {
     /// What the connection gave the QP: its read depths (as initiator, as responder), its
     /// retransmission timeout exponent (0: none) and retry count.
     pub fn connected_attributes(&self) -> Option<(u8, u8, u8, u8)> {
-        // SAFETY: plain data; all-zero valid; filled by the query.
-        let mut attr: ibv::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        let mut init: ibv::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        let mut attr = ibv::ibv_qp_attr::zeroed();
+        let mut init = ibv::ibv_qp_init_attr::zeroed();
         let mask = ibv::ibv_qp_attr_mask::IBV_QP_MAX_QP_RD_ATOMIC.0
             | ibv::ibv_qp_attr_mask::IBV_QP_MAX_DEST_RD_ATOMIC.0
             | ibv::ibv_qp_attr_mask::IBV_QP_TIMEOUT.0
@@ -375,8 +374,7 @@ impl Qp {
         region: Option<(&Mr, u64, u64, u32)>,
         rkey: u32,
     ) -> io::Result<()> {
-        // SAFETY: plain data; all-zero valid.
-        let mut wr: ibv::ibv_send_wr = unsafe { std::mem::zeroed() };
+        let mut wr = ibv::ibv_send_wr::zeroed();
         wr.wr_id = wr_id;
         wr.send_flags = ibv::ibv_send_flags::IBV_SEND_SIGNALED.0;
         match region {

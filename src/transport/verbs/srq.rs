@@ -16,7 +16,7 @@ use slab::Slab;
 use super::conn::SgList;
 use super::device::Pd;
 use super::qp::{sg_list, MAX_SGE};
-use crate::abi::DAT_LMR_TRIPLET;
+use crate::abi::{Zeroable, DAT_LMR_TRIPLET};
 use crate::error::{DatError, DatResult, Sub};
 use crate::transport::SharedQueue;
 
@@ -42,8 +42,7 @@ unsafe impl Sync for VerbsSrq {}
 
 impl VerbsSrq {
     pub fn create(pd: &Arc<Pd>, max_recv: u32, max_iov: u32) -> io::Result<Arc<VerbsSrq>> {
-        // SAFETY: plain data; all-zero valid.
-        let mut attr: ibv::ibv_srq_init_attr = unsafe { std::mem::zeroed() };
+        let mut attr = ibv::ibv_srq_init_attr::zeroed();
         attr.attr.max_wr = max_recv.max(1);
         attr.attr.max_sge = max_iov.clamp(1, MAX_SGE as u32);
         // SAFETY: the PD is live; the attributes are ours and read during the call.
@@ -109,8 +108,7 @@ impl SharedQueue for VerbsSrq {
         if max_recv <= self.capacity.load(Ordering::Acquire) {
             return Ok(());
         }
-        // SAFETY: plain data; all-zero valid.
-        let mut attr: ibv::ibv_srq_attr = unsafe { std::mem::zeroed() };
+        let mut attr = ibv::ibv_srq_attr::zeroed();
         attr.max_wr = max_recv;
         // SAFETY: the SRQ is live; the attributes are ours.
         match unsafe {

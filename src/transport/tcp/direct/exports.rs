@@ -121,6 +121,7 @@ impl Exports {
         // SAFETY: our memfd, sized once (its pages are zero until written), then sealed at that
         // size: a peer knows a table from any other file by its seals.
         if unsafe { libc::ftruncate(file.as_raw_fd(), TABLE_LEN as libc::off_t) } != 0
+            // SAFETY: as above: F_ADD_SEALS takes an integer, the seals.
             || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, TABLE_SEALS) } != 0
         {
             return None;
@@ -531,6 +532,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::abi::Zeroable;
 
     /// An export table of the test's own (not the process's): no other test sees its slots.
     fn own_table() -> &'static Exports {
@@ -573,8 +575,7 @@ mod tests {
         /// One that has exited, not reaped yet (its pid stays its own meanwhile).
         fn exited() -> Process {
             let p = Process(Command::new("true").spawn().expect("true"));
-            // SAFETY: an all-zero siginfo_t is a valid buffer for waitid to fill.
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let mut info = libc::siginfo_t::zeroed();
             // SAFETY: waits for our own child to exit, leaving it unreaped (WNOWAIT).
             let rc = unsafe {
                 libc::waitid(

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 
 use super::table::*;
 use super::{enabled, Offer};
-use crate::abi::DAT_LMR_TRIPLET;
+use crate::abi::{Zeroable, DAT_LMR_TRIPLET};
 use crate::objects::lmr;
 use crate::runtime::sys;
 use crate::transport::tcp::wire::OFFER_COOKIE;
@@ -149,8 +149,7 @@ fn map_peer_table(pid: libc::pid_t, fd: u32) -> Option<Mapping> {
     }
     // SAFETY: a fresh descriptor nobody else owns.
     let file = unsafe { OwnedFd::from_raw_fd(got as i32) };
-    // SAFETY: an all-zero stat is a valid buffer for fstat to fill.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let mut st = libc::stat::zeroed();
     // SAFETY: fstat fills the stat we pass, for our descriptor.
     if unsafe { libc::fstat(file.as_raw_fd(), &mut st) } != 0
         || st.st_mode & libc::S_IFMT != libc::S_IFREG
