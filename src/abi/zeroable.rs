@@ -35,7 +35,8 @@ pub(crate) use zeroable;
 
 // SAFETY: every field of these, through their nested structs and unions, is an integer, a raw
 // pointer or an `Option` of a function pointer (DAT_OS_WAIT_PROXY_AGENT's agent), as
-// transcribed from the headers in this module's siblings.
+// transcribed from the headers in this module's siblings; DAT_SOCK_ADDR6 is the C library's
+// sockaddr_in6, integers and an array of bytes.
 zeroable!(
     DAT_EVENT,
     DAT_EP_ATTR,
