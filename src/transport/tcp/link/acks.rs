@@ -3,7 +3,7 @@
 //! and sends them alone when none came, adapting how long it holds them to how the program
 //! answers.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::stats::count;
 use super::TcpLink;
@@ -17,7 +17,7 @@ use crate::transport::tcp::wire::{flags, Header, Op};
 /// a longer wait costs nothing, and an expiry the engine would wake for goes), and falls back
 /// to the least when none came (a program that only receives: its peer's requests complete
 /// soon).
-const ACK_HOLD_MIN_US: u64 = 20;
+pub(super) const ACK_HOLD_MIN_US: u64 = 20;
 const ACK_HOLD_MAX_US: u64 = 1000;
 
 /// After this many holds in a row that nothing came for, the engine holds acknowledgements no
@@ -30,41 +30,6 @@ const LONE_ACKS_BEFORE_NO_HOLD: u32 = 3;
 /// no clock. About the engine's `ACK_HOLD_MIN_US` at the usual half microsecond a poll.
 const ACK_HOLD_POLLS: u64 = 32;
 
-/// What the policy keeps of each connection.
-pub(super) struct AckPolicy {
-    /// How long the engine holds acknowledgements now (`ACK_HOLD_MIN_US` to `_MAX_US`).
-    hold_us: AtomicU64,
-    /// When the engine began to hold acknowledgements that then went alone (monotonic
-    /// microseconds; 0: none did since the consumer's last request).
-    lone_held_at: AtomicU64,
-    /// How many times in a row the engine's acknowledgements went alone, nothing coming for
-    /// them (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
-    lone_streak: AtomicU32,
-    /// How many times in a row the acknowledgements a polling thread held went alone, its
-    /// `ACK_HOLD_POLLS` run out (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
-    poll_lone_streak: AtomicU32,
-    /// The poll (`polls`) at which a polling thread's acknowledgements last went alone (0:
-    /// none did since the consumer's last request).
-    poll_lone_at: AtomicU64,
-}
-
-impl AckPolicy {
-    pub(super) fn new() -> AckPolicy {
-        AckPolicy {
-            hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
-            lone_held_at: AtomicU64::new(0),
-            lone_streak: AtomicU32::new(0),
-            poll_lone_streak: AtomicU32::new(0),
-            poll_lone_at: AtomicU64::new(0),
-        }
-    }
-
-    /// How long the engine holds acknowledgements now (microseconds).
-    pub(super) fn hold_us(&self) -> u64 {
-        self.hold_us.load(Ordering::Relaxed)
-    }
-}
-
 impl TcpLink {
     /// Acknowledges a request the peer made: a consumer's poll owes it (written as it finishes
     /// its progress, or carried by its next request); the engine holds it a moment.
@@ -74,14 +39,14 @@ impl TcpLink {
             return;
         }
         let now = sys::monotonic_micros();
-        let hold = self.acks.hold_us();
+        let hold = self.ack_hold_us.load(Ordering::Relaxed);
         if hold == 0 {
             // Nothing has come to carry them for a while (a program that sends and waits for
             // each completion, and never answers): they go at once, as the frame's handling
             // ends, and a request that comes soon after makes the next ones wait (see
             // `acks_to_ride`).
             self.answers.push(Answer::Ack(seq));
-            self.acks.lone_held_at.store(now, Ordering::Relaxed);
+            self.lone_acks_held_at.store(now, Ordering::Relaxed);
         } else if self.answers.hold_ack(seq, now + hold) {
             self.set_timer();
         }
@@ -103,7 +68,7 @@ impl TcpLink {
                 self.hold_with_engine();
                 return;
             }
-            if self.acks.poll_lone_streak.load(Ordering::Relaxed) < LONE_ACKS_BEFORE_NO_HOLD {
+            if self.poll_lone_streak.load(Ordering::Relaxed) < LONE_ACKS_BEFORE_NO_HOLD {
                 let since = self.answers.held_since(polls);
                 if since == 0 || polls.wrapping_sub(since) < ACK_HOLD_POLLS {
                     return;
@@ -112,11 +77,9 @@ impl TcpLink {
                 // (a program that receives and never answers: its peer's sends complete as
                 // soon as they land) until a request comes soon after one went (see
                 // `acks_to_ride`).
-                self.acks.poll_lone_streak.fetch_add(1, Ordering::Relaxed);
+                self.poll_lone_streak.fetch_add(1, Ordering::Relaxed);
             }
-            self.acks
-                .poll_lone_at
-                .store(polls.max(1), Ordering::Relaxed);
+            self.poll_lone_at.store(polls.max(1), Ordering::Relaxed);
         }
         self.flush_answers();
     }
@@ -130,7 +93,7 @@ impl TcpLink {
     /// The acknowledgements a consumer's thread held wait with the engine (its timer sends
     /// them if no request carries them first).
     pub(super) fn hold_with_engine(&self) {
-        let due = sys::monotonic_micros() + self.acks.hold_us();
+        let due = sys::monotonic_micros() + self.ack_hold_us.load(Ordering::Relaxed);
         if self.answers.hand_to_engine(due) {
             self.set_timer();
         }
@@ -143,7 +106,7 @@ impl TcpLink {
     #[inline]
     pub(super) fn acks_to_ride(&self, op: Op, h: &mut Header) -> Option<Header> {
         let mut ack = None;
-        let poll_lone_at = self.acks.poll_lone_at.swap(0, Ordering::Relaxed);
+        let poll_lone_at = self.poll_lone_at.swap(0, Ordering::Relaxed);
         if poll_lone_at != 0
             && self
                 .polls
@@ -153,29 +116,27 @@ impl TcpLink {
         {
             // A polling thread's acknowledgements went alone and this request came within
             // their hold: it would have carried them (a ping-pong's reply), so they wait again.
-            self.acks.poll_lone_streak.store(0, Ordering::Relaxed);
+            self.poll_lone_streak.store(0, Ordering::Relaxed);
         }
         let engine_held = self.answers.ack_due() != 0;
-        let lone_at = self.acks.lone_held_at.swap(0, Ordering::Relaxed);
+        let lone_at = self.lone_acks_held_at.swap(0, Ordering::Relaxed);
         if lone_at != 0 && !engine_held {
             // The engine's acknowledgements went alone, and this request came after them: a
             // program that takes a while to answer (it checks what landed, or computes). The
             // next ones wait twice its answer's time, and ride.
             let answered_after = sys::monotonic_micros().saturating_sub(lone_at);
             if answered_after < ACK_HOLD_MAX_US / 2 {
-                self.acks.lone_streak.store(0, Ordering::Relaxed);
-                self.acks
-                    .hold_us
+                self.lone_streak.store(0, Ordering::Relaxed);
+                self.ack_hold_us
                     .store((answered_after * 2).max(ACK_HOLD_MIN_US), Ordering::Relaxed);
             }
         }
         if let Some(last) = self.answers.take_acks() {
             if engine_held {
                 // They rode: the engine may hold the next ones longer.
-                self.acks.lone_streak.store(0, Ordering::Relaxed);
-                let hold = self.acks.hold_us();
-                self.acks
-                    .hold_us
+                self.lone_streak.store(0, Ordering::Relaxed);
+                let hold = self.ack_hold_us.load(Ordering::Relaxed);
+                self.ack_hold_us
                     .store((hold * 2).min(ACK_HOLD_MAX_US), Ordering::Relaxed);
                 // Nothing left for the engine's timer to send (its own wake-up would take a
                 // CPU from the threads that run).
@@ -202,15 +163,14 @@ impl TcpLink {
         if due != 0 && now >= due {
             count(&self.stats.lone_acks);
             // After a few in a row that nothing came for, the engine holds them no more.
-            let streak = self.acks.lone_streak.fetch_add(1, Ordering::Relaxed) + 1;
+            let streak = self.lone_streak.fetch_add(1, Ordering::Relaxed) + 1;
             let next = if streak >= LONE_ACKS_BEFORE_NO_HOLD {
                 0
             } else {
                 ACK_HOLD_MIN_US
             };
-            let hold = self.acks.hold_us.swap(next, Ordering::Relaxed);
-            self.acks
-                .lone_held_at
+            let hold = self.ack_hold_us.swap(next, Ordering::Relaxed);
+            self.lone_acks_held_at
                 .store(due.saturating_sub(hold).max(1), Ordering::Relaxed);
             self.answers.acks_gone();
             self.flush_answers();

@@ -45,7 +45,7 @@ mod writing;
 
 use std::net::{SocketAddrV4, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ use crate::runtime::engine::{Engine, Token};
 use crate::runtime::sys;
 use crate::transport::Link;
 
-use acks::AckPolicy;
+use acks::ACK_HOLD_MIN_US;
 pub use life::{accept, connect};
 use life::{read_limits, Phase};
 use stats::Stats;
@@ -141,8 +141,23 @@ pub struct TcpLink {
     /// `max_rdma_read_in` (a peer that asks for more breaks the connection, as a verbs
     /// responder refuses them).
     reads_in_limit: usize,
-    /// When acknowledgements go: how long the engine holds them now, and how they went.
-    acks: AckPolicy,
+    // The acknowledgement policy's (`acks`), among the link's own fields: in a struct of their
+    // own they would move the direct path's fields after them across the cache lines that
+    // every poll reads.
+    /// How long the engine holds acknowledgements now (`ACK_HOLD_MIN_US` to `_MAX_US`).
+    ack_hold_us: AtomicU64,
+    /// When the engine began to hold acknowledgements that then went alone (monotonic
+    /// microseconds; 0: none did since the consumer's last request).
+    lone_acks_held_at: AtomicU64,
+    /// How many times in a row the engine's acknowledgements went alone, nothing coming for
+    /// them (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
+    lone_streak: AtomicU32,
+    /// How many times in a row the acknowledgements a polling thread held went alone, its
+    /// `ACK_HOLD_POLLS` run out (`LONE_ACKS_BEFORE_NO_HOLD` of them: it stops holding them).
+    poll_lone_streak: AtomicU32,
+    /// The poll (`polls`) at which a polling thread's acknowledgements last went alone (0:
+    /// none did since the consumer's last request).
+    poll_lone_at: AtomicU64,
     /// The peer runs on this machine (a loopback or local address): its engine's wake-ups
     /// compete with our threads for the same CPUs (see `write_request`).
     peer_on_this_host: bool,
@@ -230,7 +245,11 @@ impl TcpLink {
             peer_timeout,
             read_depth,
             reads_in_limit,
-            acks: AckPolicy::new(),
+            ack_hold_us: AtomicU64::new(ACK_HOLD_MIN_US),
+            lone_acks_held_at: AtomicU64::new(0),
+            poll_lone_streak: AtomicU32::new(0),
+            poll_lone_at: AtomicU64::new(0),
+            lone_streak: AtomicU32::new(0),
             peer_on_this_host,
             ends,
             peer_direct,

@@ -50,7 +50,7 @@ impl TcpLink {
             s.taken_back.load(Ordering::Relaxed),
             s.taken_back_waiting.load(Ordering::Relaxed),
             s.lone_acks.load(Ordering::Relaxed),
-            self.acks.hold_us(),
+            self.ack_hold_us.load(Ordering::Relaxed),
             s.direct.load(Ordering::Relaxed),
         );
     }
