@@ -3663,7 +3663,7 @@ impl Placement {
 /// Found by reading the lock order, then here (a deadlock until the free waited for its
 /// slot's holds outside the regions' lock, and gates were read recursively): a message whose
 /// payload is buffered whole lands under holds of every segment it fills, taken one after another before a byte
-/// moves (`inbound::deliver_buffered`), and a hold is a lock the region's free waits for:
+/// moves (`inbound::messages::deliver_buffered`), and a hold is a lock the region's free waits for:
 ///
 /// - a region in the lock-free table is held through its slot (`RegionTable::hold`), and its
 ///   free, under the regions' write lock (`Lmr::forget`: `CONTEXTS.write()`), waits for the
@@ -3676,7 +3676,7 @@ impl Placement {
 ///   which its free write-locks (`Lmr::on_release`); a receive with two segments in one such
 ///   region read-locks the gate twice, and a free that comes between (a writer waiting)
 ///   blocks the second read lock (parking_lot's RwLock is fair to writers), while the free
-///   waits for the first. Deadlock. (`inbound::atomic` holds a region's gate while it writes
+///   waits for the first. Deadlock. (`inbound::remote_access::atomic` holds a region's gate while it writes
 ///   the answers queued before its own, which may hold the same region's gate again: the same
 ///   deadlock, with a peer's RDMA read and atomic on one region.)
 ///
