@@ -238,6 +238,16 @@ fn attach(inner: &EpInner, link: &Arc<dyn Link>) {
 
 /// The EP's DTO EVDs, taken along to [`detach`] its link from them outside the EP's lock (a
 /// poll holds an EVD's sources while it takes the EP's lock).
+/// What connects, accepts and their events need: the EP's connect EVD.
+fn has_connect_evd(inner: &EpInner) -> DatResult {
+    if inner.connect_evd.is_none() {
+        return Err(DatError::invalid_state(
+            Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
+        ));
+    }
+    Ok(())
+}
+
 fn dto_evds(inner: &EpInner) -> [Option<Arc<Evd>>; 2] {
     [&inner.recv_evd, &inner.request_evd].map(|e| e.as_ref().map(|e| e.arc().clone()))
 }
@@ -494,11 +504,7 @@ impl Ep {
     pub fn check_connectable(&self) -> DatResult {
         let inner = self.inner.lock();
         ep_state::connect(inner.state)?;
-        if inner.connect_evd.is_none() {
-            return Err(DatError::invalid_state(
-                Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
-            ));
-        }
+        has_connect_evd(&inner)?;
         if inner.pz.is_none() {
             return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
         }
@@ -547,11 +553,7 @@ impl Ep {
         conn_qual: u64,
         private_data: &[u8],
     ) -> DatResult {
-        if self.inner.lock().connect_evd.is_none() {
-            return Err(DatError::invalid_state(
-                Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
-            ));
-        }
+        has_connect_evd(&self.inner.lock())?;
         let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
         self.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
         self.ia
@@ -628,11 +630,7 @@ impl Ep {
     pub fn begin_accept<R>(&self, take: impl FnOnce() -> DatResult<R>) -> DatResult<R> {
         let mut inner = self.inner.lock();
         let next = ep_state::accept(inner.state)?;
-        if inner.connect_evd.is_none() {
-            return Err(DatError::invalid_state(
-                Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
-            ));
-        }
+        has_connect_evd(&inner)?;
         let request = take()?;
         inner.state = next;
         inner.closing = false;
@@ -641,11 +639,7 @@ impl Ep {
 
     /// A UD EP accepts any number of requests, in any state; it needs its connect EVD.
     pub fn check_accepts_datagrams(&self) -> DatResult {
-        if self.inner.lock().connect_evd.is_none() {
-            return Err(DatError::invalid_state(
-                Sub::DAT_INVALID_STATE_EP_EVD_CONNECT,
-            ));
-        }
+        has_connect_evd(&self.inner.lock())?;
         Ok(())
     }
 
