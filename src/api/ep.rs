@@ -669,9 +669,9 @@ pub(super) unsafe fn post_request(
             let cookie = user_cookie.as_u64();
             let posted = match post {
                 Post::Run => {
-                    // Made where it is used: the direct post, inlined, keeps its fields in
-                    // registers; only the link's call needs it in memory.
-                    let request = || Outgoing {
+                    // Made once, for whichever path takes it (the direct post, inlined, reads
+                    // its fields where they are).
+                    let request = Outgoing {
                         operation,
                         segments,
                         length,
@@ -700,7 +700,7 @@ pub(super) unsafe fn post_request(
                         link.as_ref(),
                         outstanding,
                         attr.max_request_dtos,
-                        &request(),
+                        &request,
                     ) {
                         let queued = result?;
                         count_post(posted, counted, length, Tally::add);
@@ -710,7 +710,7 @@ pub(super) unsafe fn post_request(
                         // Counted under the lock the transport takes over; taken back if the
                         // request does not go out.
                         count_post(&mut inner.posted, counted, length, Tally::add);
-                        match link.post(ep, inner, &request()) {
+                        match link.post(ep, inner, &request) {
                             Ok(posted) => posted,
                             Err(e) => {
                                 count_post(

@@ -62,6 +62,9 @@ pub enum Flushed {
 
 /// The answers in order, with counts kept as they change, so that no question asked per frame
 /// walks the queue (a peer that makes it long must not make each of its frames cost more).
+/// The answers a queue keeps room for as it empties.
+const KEPT_CAPACITY: usize = 64;
+
 #[derive(Default)]
 struct Queue {
     answers: VecDeque<Answer>,
@@ -111,8 +114,16 @@ impl Queue {
         self.answers.is_empty()
     }
 
+    /// Empties the queue, keeping its buffer while it is small (a request that carries the
+    /// acknowledgements empties it every message) and letting a long one's go.
     fn clear(&mut self) {
-        *self = Queue::default();
+        self.answers.clear();
+        if self.answers.capacity() > KEPT_CAPACITY {
+            self.answers = VecDeque::new();
+        }
+        self.others = 0;
+        self.reads = 0;
+        self.leaving = false;
     }
 }
 

@@ -11,6 +11,7 @@
 //! sockets never wait on each other: each one's reader keeps draining.
 
 use std::io::{self, IoSlice};
+use std::mem::MaybeUninit;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -228,7 +229,63 @@ impl Frame {
 }
 
 /// A frame this small is copied into one buffer and written with `send`.
-const SMALL_FRAME: usize = 256;
+pub const SMALL_FRAME: usize = 256;
+
+/// A small frame (a ping-pong's) encoded straight into the buffer its one `send` writes: no
+/// [`Frame`] is made for it unless the socket takes only part (see [`WriterGuard::write_small`]).
+pub struct SmallFrame {
+    /// Its first `len` bytes are the frame (the rest is never read: no zeroing per message).
+    bytes: [MaybeUninit<u8>; SMALL_FRAME],
+    len: usize,
+}
+
+impl Default for SmallFrame {
+    /// An empty frame; the caller checked that what it adds fits in [`SMALL_FRAME`] bytes.
+    #[inline]
+    fn default() -> SmallFrame {
+        SmallFrame {
+            bytes: [MaybeUninit::uninit(); SMALL_FRAME],
+            len: 0,
+        }
+    }
+}
+
+impl SmallFrame {
+    #[inline]
+    pub fn header(&mut self, h: &Header) {
+        self.bytes(&h.encode());
+    }
+
+    /// Appends `b`; past [`SMALL_FRAME`] bytes it panics (the caller's size check was wrong).
+    #[inline]
+    pub fn bytes(&mut self, b: &[u8]) {
+        let end = self.len + b.len();
+        let to = &mut self.bytes[self.len..end];
+        // SAFETY: `to` and `b` have the same length and do not overlap; u8 and MaybeUninit<u8>
+        // have one layout.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), to.as_mut_ptr().cast(), b.len()) };
+        self.len = end;
+    }
+
+    /// Copies `len` bytes at `at` into the frame.
+    ///
+    /// # Safety
+    /// They must be readable for the call.
+    #[inline]
+    pub unsafe fn piece(&mut self, at: *const u8, len: usize) {
+        if len != 0 {
+            // SAFETY: the caller vouches for the bytes.
+            self.bytes(unsafe { std::slice::from_raw_parts(at, len) });
+        }
+    }
+
+    /// The frame's bytes.
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes were written (`bytes`).
+        unsafe { std::slice::from_raw_parts(self.bytes.as_ptr().cast(), self.len) }
+    }
+}
 
 /// How far our requests have gone out, for the checks of what the peer says of them: a
 /// request must be in the socket whole before the peer may answer it (a peer that answers one
@@ -264,6 +321,28 @@ impl Sent {
                 std::thread::yield_now();
             }
         }
+    }
+
+    /// Writes request `seq`'s small frame with one `send`, counting it once it went out
+    /// whole. Returns how much the socket took.
+    #[inline]
+    fn write_small(&self, frame: &SmallFrame, seq: u64, stream: &TcpStream) -> io::Result<usize> {
+        self.writing.store(true, Ordering::SeqCst);
+        // SAFETY: the frame's bytes are readable for `len` bytes for the call.
+        let n = written(unsafe {
+            sys::send(
+                stream.as_raw_fd(),
+                frame.as_bytes().as_ptr(),
+                frame.len,
+                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+            )
+        })
+        .map(|n| n.unwrap_or(0));
+        if matches!(n, Ok(n) if n == frame.len) {
+            self.through.fetch_max(seq, Ordering::AcqRel);
+        }
+        self.writing.store(false, Ordering::Release);
+        n
     }
 
     /// Writes (part of) `frame`, counting it once it went out whole.
@@ -384,6 +463,24 @@ impl WriterGuard<'_> {
             return Ok(Wrote::All);
         }
         self.0.rest = Some(frame);
+        Ok(Wrote::Part)
+    }
+
+    /// [`WriterGuard::write_now`] for request `seq`'s small frame: what the socket does not
+    /// take stays as a copy, as a [`Frame`]'s rest does.
+    #[inline]
+    pub fn write_small(&mut self, frame: &SmallFrame, seq: u64) -> io::Result<Wrote> {
+        if self.0.rest.is_some() && !self.continue_rest_now()? {
+            return Ok(Wrote::Nothing);
+        }
+        let n = self.0.sent.write_small(frame, seq, &self.0.stream)?;
+        if n == frame.len {
+            return Ok(Wrote::All);
+        }
+        let rest = Frame::new(&[], &[])
+            .with_owned(frame.as_bytes()[n..].into())
+            .for_request(seq);
+        self.0.rest = Some(rest);
         Ok(Wrote::Part)
     }
 
@@ -905,6 +1002,62 @@ mod tests {
             left -= r.skip_some(left).unwrap();
         }
         assert_eq!(next(&mut r).unwrap().0.op, Op::Ready);
+    }
+
+    #[test]
+    fn a_small_request_the_socket_takes_in_part_goes_out_whole_and_only_then_counts_as_sent() {
+        let (a, b) = pair();
+        let w = Writer::new(a);
+        let mut r = Reader::new(b, LIMITS);
+        let payload = [9u8; 100];
+        let frame = |seq: u64| {
+            let mut h = Header::new(Op::Send);
+            h.id = seq;
+            h.payload_len = payload.len() as u32;
+            let mut f = SmallFrame::default();
+            f.header(&h);
+            f.bytes(&payload);
+            f
+        };
+        // Requests until the socket, which nobody reads, takes one in part (or not at all).
+        let mut g = w.lock();
+        let mut seq = 0;
+        let part = loop {
+            seq += 1;
+            match g.write_small(&frame(seq), seq).unwrap() {
+                Wrote::All => assert!(w.sent().through(seq)),
+                Wrote::Part => break seq,
+                Wrote::Nothing => panic!("no rest was waiting"),
+            }
+        };
+        assert!(g.has_rest());
+        assert!(!w.sent().through(part));
+        // Nothing else goes out while the rest waits.
+        assert_eq!(
+            g.write_small(&frame(part + 1), part + 1).unwrap(),
+            Wrote::Nothing
+        );
+        drop(g);
+        let reader = std::thread::spawn(move || {
+            (1..=part)
+                .map(|_| next(&mut r).unwrap())
+                .collect::<Vec<_>>()
+        });
+        loop {
+            let mut g = w.lock();
+            if g.continue_rest_now().unwrap() {
+                break;
+            }
+            drop(g);
+            std::thread::yield_now();
+        }
+        assert!(w.sent().through(part));
+        let frames = reader.join().unwrap();
+        assert_eq!(frames.len() as u64, part);
+        for (i, (h, p)) in frames.iter().enumerate() {
+            assert_eq!(h.id, i as u64 + 1);
+            assert_eq!(&p[..], &payload[..]);
+        }
     }
 
     #[test]

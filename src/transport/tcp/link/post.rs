@@ -16,9 +16,11 @@ use crate::objects::ep::{Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::extension::Extended;
 use crate::objects::srq::Segments;
 use crate::runtime::sys;
-use crate::transport::tcp::conn::{ConnError, Frame, WriterGuard, Wrote, MAX_PARTS};
+use crate::transport::tcp::conn::{
+    ConnError, Frame, SmallFrame, WriterGuard, Wrote, MAX_PARTS, SMALL_FRAME,
+};
 use crate::transport::tcp::held::{HeldRequest, Reads};
-use crate::transport::tcp::wire::{flags, Header, Op, ATOMIC_OPERANDS};
+use crate::transport::tcp::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN};
 use crate::transport::tcp::wire_limits;
 
 /// An atomic's payload: its two operands, little-endian.
@@ -99,11 +101,23 @@ impl TcpLink {
             self.reads_in_flight.fetch_add(1, Ordering::AcqRel);
         }
         let ack = self.acks_to_ride(op, &mut h);
-        let frame = match &ack {
-            Some(a) => frame(&[a, &h]),
-            None => frame(&[&h]),
-        };
-        self.write_request(w, frame, alone_in_flight);
+        let size = HEADER_LEN * (1 + usize::from(ack.is_some()) + usize::from(immediate.is_some()))
+            + copied.len()
+            + if read { 0 } else { total as usize };
+        if size <= SMALL_FRAME {
+            let write = |w: &mut WriterGuard<'_>| {
+                let small =
+                    small_request_frame(ack.as_ref(), &h, copied, payload, immediate.as_ref());
+                w.write_small(&small, seq)
+            };
+            self.write_request(w, write, alone_in_flight);
+        } else {
+            let frame = match &ack {
+                Some(a) => frame(&[a, &h]),
+                None => frame(&[&h]),
+            };
+            self.write_request(w, |w| w.write_now(frame), alone_in_flight);
+        }
         Ok(Posted::Queued)
     }
 
@@ -185,12 +199,18 @@ impl TcpLink {
         self.flush_answers();
     }
 
-    /// Writes the request's frame without blocking, and lets the writer go: what the socket
-    /// has no room for goes as it drains; answers queued meanwhile are written.
+    /// Writes the request's frame without blocking (`write`, with the writer), and lets the
+    /// writer go: what the socket has no room for goes as it drains; answers queued meanwhile
+    /// are written.
     #[inline]
-    fn write_request(&self, mut w: WriterGuard<'_>, frame: Frame, alone_in_flight: bool) {
+    fn write_request(
+        &self,
+        mut w: WriterGuard<'_>,
+        write: impl FnOnce(&mut WriterGuard<'_>) -> std::io::Result<Wrote>,
+        alone_in_flight: bool,
+    ) {
         // A failed write is the connection's end: whoever reads next finds it.
-        let wrote = match w.write_now(frame) {
+        let wrote = match write(&mut w) {
             Ok(wrote) => wrote,
             Err(_) => {
                 drop(w);
@@ -314,6 +334,32 @@ fn request_headers(
         h.remote_addr = r.virtual_address;
     }
     (h, immediate)
+}
+
+/// A small request's frame, as `request_frame` makes a large one's, encoded in place.
+#[inline(always)]
+fn small_request_frame(
+    ack: Option<&Header>,
+    h: &Header,
+    copied: &[u8],
+    payload: &[DAT_LMR_TRIPLET],
+    immediate: Option<&Header>,
+) -> SmallFrame {
+    let mut f = SmallFrame::default();
+    if let Some(a) = ack {
+        f.header(a);
+    }
+    f.header(h);
+    f.bytes(copied);
+    for s in payload {
+        // SAFETY: each segment was checked against a live LMR with local read privilege, and
+        // the consumer keeps the memory until the DTO completes (after this copy).
+        unsafe { f.piece(s.virtual_address as *const u8, s.segment_length as usize) };
+    }
+    if let Some(i) = immediate {
+        f.header(i);
+    }
+    f
 }
 
 /// The request's frame: `headers` (an acknowledgement's, then the request's), the `copied`
