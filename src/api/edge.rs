@@ -40,13 +40,16 @@ pub fn object<T: Object>(h: DAT_HANDLE, sub: Sub) -> DatResult<Arc<T>> {
     handle::get::<T>(h).ok_or(DatError::invalid_handle(sub))
 }
 
-/// A thread's memory of its last lookup of one object type: the handle, the count of handle
-/// removals when it was made, and the object.
-pub struct Recent<T>(RefCell<Option<(usize, u64, Arc<T>)>>);
+/// A thread's memory of its last two lookups of one object type (a ping-pong dequeues its
+/// receive EVD and its request EVD in turn), the latest first: the handle, the count of
+/// handle removals when it was made, and the object.
+pub struct Recent<T>(RefCell<[Option<Remembered<T>>; 2]>);
+
+type Remembered<T> = (usize, u64, Arc<T>);
 
 impl<T> Recent<T> {
     pub const fn new() -> Recent<T> {
-        Recent(RefCell::new(None))
+        Recent(RefCell::new([None, None]))
     }
 }
 
@@ -57,7 +60,7 @@ impl<T> Default for Recent<T> {
 }
 
 /// Lends `body` the live object of type `T` behind `h` (else `DAT_INVALID_HANDLE` with
-/// subtype `sub`). The thread remembers its last lookup in `recent`, good for as long as no
+/// subtype `sub`). The thread remembers its last lookups in `recent`, good for as long as no
 /// handle is removed: the data-transfer calls, made on the same EP or EVD over and over, find
 /// it there without the table's lock or a reference count.
 pub fn with_object<T: Object, R>(
@@ -70,12 +73,11 @@ pub fn with_object<T: Object, R>(
     let mut body = Some(body);
     let lent = recent.try_with(|r| {
         let remembered = r.0.try_borrow().ok()?;
-        match &*remembered {
-            Some((key, at, o)) if *key == h as usize && *at == removals => {
-                body.take().map(|b| b(o))
-            }
-            _ => None,
-        }
+        let (_, _, o) = remembered
+            .iter()
+            .flatten()
+            .find(|(key, at, _)| *key == h as usize && *at == removals)?;
+        body.take().map(|b| b(o))
     });
     if let Ok(Some(result)) = lent {
         return result;
@@ -83,10 +85,11 @@ pub fn with_object<T: Object, R>(
     let o = object::<T>(h, sub)?;
     // Not while the memory is lent out (a nested lookup), nor as the thread ends.
     let _ = recent.try_with(|r| {
-        let forgotten =
-            r.0.try_borrow_mut()
-                .ok()
-                .and_then(|mut m| m.replace((h as usize, removals, o.clone())));
+        let forgotten = r.0.try_borrow_mut().ok().map(|mut m| {
+            let oldest = m[1].take();
+            m[1] = m[0].replace((h as usize, removals, o.clone()));
+            oldest
+        });
         drop(forgotten); // outside the borrow: the last reference may go here
     });
     match body.take() {

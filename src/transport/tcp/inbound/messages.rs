@@ -22,6 +22,36 @@ use crate::transport::tcp::ep_wire::EarlyMessage;
 use crate::transport::tcp::link::TcpLink;
 use crate::transport::tcp::wire::{flags, Header};
 
+/// The segments a message lands in, each held registered until its bytes are in.
+#[allow(dead_code, reason = "held, never read: their drop lets the regions go")]
+enum Holds {
+    /// The usual receive's one segment (no collection to build).
+    One(SegmentHold),
+    Many(smallvec::SmallVec<[SegmentHold; 4]>),
+}
+
+/// Holds the `parts` a message fills (segment, bytes), or the first refusal.
+#[inline(always)]
+fn hold_parts<'s>(
+    mut parts: impl Iterator<Item = (&'s DAT_LMR_TRIPLET, usize)> + Clone,
+    pz: &Arc<Pz>,
+) -> Result<Holds, crate::objects::lmr::AccessError> {
+    let hold = |(s, n): (&DAT_LMR_TRIPLET, usize)| {
+        peer_checks::hold_landing(s.lmr_context, s.virtual_address, n as u64, pz)
+    };
+    let mut rest = parts.clone();
+    match (parts.next(), parts.next()) {
+        (None, _) => Ok(Holds::Many(smallvec::SmallVec::new())),
+        (Some(only), None) => hold(only).map(Holds::One),
+        _ => rest
+            .try_fold(smallvec::SmallVec::new(), |mut all, part| {
+                all.push(hold(part)?);
+                Ok(all)
+            })
+            .map(Holds::Many),
+    }
+}
+
 /// The peer's message (a send, and the acknowledgement of our requests it may carry): landed
 /// at once when its payload is buffered and a receive takes it; else its payload starts into
 /// where it goes (`message_sink`).
@@ -111,10 +141,7 @@ pub(super) fn deliver_buffered(
         })
     };
     // Each held registered until its bytes are in (`dat_lmr_free` waits for the holds).
-    let holds: Result<smallvec::SmallVec<[SegmentHold; 4]>, _> = parts()
-        .map(|(s, n)| peer_checks::hold_landing(s.lmr_context, s.virtual_address, n as u64, pz))
-        .collect();
-    let Ok(holds) = holds else {
+    let Ok(holds) = hold_parts(parts(), pz) else {
         reader.skip_buffered(len);
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_PROTECTION, 0);
         refuse(
