@@ -16,8 +16,8 @@ pub trait RegionObserver: Send + Sync {
     fn released(&self, context: u32);
 }
 
-/// The observers, for the life of the process (a lock of its own, taken last: under the
-/// regions' lock as they change, never the other way).
+/// The observers, for the life of the process: read under the regions' lock as they change,
+/// before whatever an observer takes (docs/architecture.md, "Lock order", 7).
 static OBSERVERS: RwLock<Vec<&'static dyn RegionObserver>> = RwLock::new(Vec::new());
 
 /// `observer` hears of every region registered or released from now on. A provider that also
