@@ -893,7 +893,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
                 Post::Run => {
                     if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
                         // Receives a peer filled and the EP has not heard of yet are done.
-                        crate::transport::take_landed(ep, &mut inner);
+                        crate::objects::seam::EpWire::take_landed(ep, &mut inner);
                     }
                     if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
                         return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));

@@ -13,7 +13,7 @@ use crate::objects::ep_state::{self, Post};
 use crate::objects::lmr::{self, Lmr};
 use crate::objects::pz::Pz;
 use crate::objects::rmr::{self, Rmr};
-use crate::transport::WindowBind;
+use crate::objects::seam::WindowBind;
 
 fn create(pz_handle: DAT_PZ_HANDLE, rmr_handle: *mut DAT_RMR_HANDLE) -> crate::error::DatResult {
     let pz = edge::object::<Pz>(pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;

@@ -21,8 +21,8 @@ use super::{make_room, Held};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::handle::{Kind, Object, SelfHandle};
+use crate::objects::seam::{EpWire, Link};
 use crate::runtime::sys::sockaddr_in;
-use crate::transport::{EpWire, Link};
 
 /// What the EP holds and its state, under one lock.
 pub struct EpInner {
@@ -49,7 +49,7 @@ pub struct EpInner {
     pub closing: bool,
     /// Set as the handle dies: no more connection events.
     pub released: bool,
-    /// What the connection's transport keeps with the EP.
+    /// What the IA's provider keeps with the EP.
     pub wire: EpWire,
     /// The IB extension's counters of posted requests and receives (DCNT_EP_POST_*), counted
     /// under this lock as they are posted; the EP's other counters are `Ep::counters`.
@@ -347,7 +347,7 @@ pub struct Parts {
 
 impl EpInner {
     /// A new EP's state, unconnected, with room for its DTOs already made.
-    fn new(parts: Parts, attr: DAT_EP_ATTR) -> EpInner {
+    fn new(parts: Parts, attr: DAT_EP_ATTR, wire: EpWire) -> EpInner {
         let mut inner = EpInner {
             state: dat_ep_state::DAT_EP_STATE_UNCONNECTED,
             pz: parts.pz.map(Held::new),
@@ -365,7 +365,7 @@ impl EpInner {
             event_private_data: Vec::new(),
             closing: false,
             released: false,
-            wire: EpWire::default(),
+            wire,
             posted: Tally::default(),
         };
         inner.size_queues();
@@ -389,11 +389,15 @@ impl EpInner {
 impl Ep {
     pub fn new(ia: Arc<Ia>, parts: Parts, attr: DAT_EP_ATTR) -> Ep {
         Ep {
-            ia,
             handle: SelfHandle::default(),
             receiving: Mutex::new(()),
             counters: Counters::default(),
-            inner: Mutex::new(EpInner::new(parts, attr)),
+            inner: Mutex::new(EpInner::new(
+                parts,
+                attr,
+                EpWire::new(ia.transport.endpoint_state()),
+            )),
+            ia,
         }
     }
 
@@ -959,6 +963,7 @@ mod tests {
                 srq: None,
             },
             attr,
+            EpWire::new(Box::new(crate::objects::seam::NoEpState)),
         )
     }
 

@@ -20,7 +20,7 @@ use super::{Counted, Held, Users};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{Kind, Object};
-use crate::transport::Progress;
+use crate::objects::seam::Progress;
 
 /// The stream bits of `DAT_EVD_FLAGS` we know.
 pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
@@ -359,7 +359,7 @@ pub struct Evd {
     /// Whether a CNO is attached (a copy of the queue's, read by `hand_over`).
     has_cno: AtomicBool,
     /// The transport's completion queue of a DTO EVD (none for TCP).
-    pub completion_queue: std::sync::OnceLock<crate::transport::Resource>,
+    pub completion_queue: std::sync::OnceLock<crate::objects::seam::Resource>,
     /// That queue as a source, when it alone completes the EVD's DTOs and needs nothing of a
     /// polling thread (verbs: the device moves the data): a dequeue polls it and no more, with
     /// no lease to keep, no other EVDs to move and no event to catch.

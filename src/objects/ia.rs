@@ -12,8 +12,8 @@ use super::Held;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{self, Kind, Object};
+use crate::objects::seam::Transport;
 use crate::registry::Entry;
-use crate::transport::Transport;
 
 pub struct Ia {
     pub entry: Arc<Entry>,

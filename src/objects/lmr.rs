@@ -43,7 +43,7 @@ pub struct Lmr {
     /// The key peers name it by, when the transport made its own (verbs: the rkey).
     remote_context: Option<u32>,
     /// The transport's registration (verbs: the memory region), released with the handle.
-    registration: parking_lot::Mutex<Option<crate::transport::Resource>>,
+    registration: parking_lot::Mutex<Option<crate::objects::seam::Resource>>,
     users: Users,
     handle: SelfHandle,
     /// True while the region is registered. A transport writing a peer's bytes into it (or
@@ -62,7 +62,7 @@ impl Object for Lmr {
     fn on_release(&self) {
         *self.gate.write() = false;
         self.forget();
-        crate::transport::region_released(self.context);
+        crate::objects::seam::regions::released(self.context);
         drop(self.registration.lock().take());
     }
 }
@@ -221,7 +221,7 @@ impl Lmr {
         length: u64,
         privileges: u32,
         va_type: dat_va_type,
-        registration: Option<crate::transport::Registration>,
+        registration: Option<crate::objects::seam::Registration>,
     ) -> Option<Arc<Lmr>> {
         let mut contexts = CONTEXTS.write();
         let (context, remote_context, registration) = match registration {
@@ -264,7 +264,7 @@ impl Lmr {
             privileges,
         };
         REGIONS.insert(lmr.context, region);
-        crate::transport::region_registered(lmr.context, &region);
+        crate::objects::seam::regions::registered(lmr.context, &region);
         contexts.insert(lmr.context, entry);
         drop(contexts);
         Some(lmr)
@@ -309,7 +309,7 @@ impl Lmr {
     }
 
     /// The transport's registration of the region (verbs: its memory region).
-    pub fn registration(&self) -> Option<crate::transport::Resource> {
+    pub fn registration(&self) -> Option<crate::objects::seam::Resource> {
         self.registration.lock().clone()
     }
 

@@ -23,6 +23,7 @@ pub mod region_table;
 pub mod rmr;
 #[cfg(test)]
 mod rules_tests;
+pub mod seam;
 pub mod sp;
 pub mod srq;
 pub mod wakeup;

@@ -6,7 +6,7 @@ use super::ia::Ia;
 use super::{Counted, Users};
 use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
-use crate::transport::Resource;
+use crate::objects::seam::Resource;
 
 pub struct Pz {
     pub ia: Arc<Ia>,

@@ -31,7 +31,7 @@ pub struct Rmr {
     pub binding: Mutex<Option<Binding>>,
     /// The transport's memory window, made at the first bind on a connected EP where the
     /// device checks peers' keys (verbs).
-    pub window: std::sync::OnceLock<crate::transport::Resource>,
+    pub window: std::sync::OnceLock<crate::objects::seam::Resource>,
 }
 
 // SAFETY: the triplet inside a binding is plain integers.

@@ -18,8 +18,8 @@ use super::pz::Pz;
 use super::srq::PostedRecv;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
+use crate::objects::seam::{Link, Listening, OnRequest, Progress, Transport};
 use crate::registry::{Entry, Origin, Transport as Kind};
-use crate::transport::{Link, Listening, OnRequest, Progress, Transport};
 
 /// A connect the fake transport was asked for.
 #[derive(Debug, PartialEq)]

@@ -13,8 +13,8 @@ use super::ia::Ia;
 use super::Held;
 use crate::abi::*;
 use crate::handle::{Kind, Object, SelfHandle};
+use crate::objects::seam::{ConnRequest, Listening};
 use crate::runtime::sys::sockaddr_in;
-use crate::transport::{ConnRequest, Listening};
 
 /// Which kind of service point.
 pub enum SpKind {

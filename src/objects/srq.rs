@@ -12,7 +12,7 @@ use super::{Counted, Held, Users};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::handle::{Kind, Object, SelfHandle};
-use crate::transport::SharedQueue;
+use crate::objects::seam::SharedQueue;
 
 /// A DTO's local segments, kept inline up to a few (the usual case), so posting one
 /// allocates nothing.

@@ -4,8 +4,9 @@
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
-use super::{tcp, verbs, Transport};
+use super::{tcp, verbs};
 use crate::error::{DatError, DatResult, Sub, Type};
+use crate::objects::seam::Transport;
 use crate::registry::Entry;
 
 /// The transport an IA of `entry` runs on, at its address (None: the IA's parameters name

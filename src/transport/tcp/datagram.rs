@@ -16,16 +16,17 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::MutexGuard;
 
 use super::cm::{self, ConnectFailure, Established, IncomingRequest};
+use super::ep_wire::TcpWire;
 use super::inbound::place;
 use super::wire_limits;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted, Request};
 use crate::objects::extension::{DatagramPeer, Extended};
+use crate::objects::seam::{Link, Progress};
 use crate::runtime::address_handles::{next_exchange, AddressHandles};
 use crate::runtime::engine::{Engine, Source, Token};
 use crate::runtime::sys::{self, debug};
-use crate::transport::{Link, Progress};
 
 /// Where a verbs device puts a datagram's routing header, before its data.
 pub const ROUTING_HEADER: usize = 40;
@@ -84,7 +85,7 @@ pub fn open(ep: &Arc<Ep>) -> DatResult {
         }
         DatError::resources(Sub::DAT_RESOURCE_TEP)
     })?;
-    ep.inner.lock().wire.tcp.datagram = Some(port.clone());
+    ep.inner.lock().wire.tcp().datagram = Some(port.clone());
     ep.datagram_ready(port);
     Ok(())
 }
@@ -257,7 +258,7 @@ impl Drop for DatagramPort {
 
 /// The UD EP's socket.
 fn port_of(ep: &Ep) -> Option<Arc<DatagramPort>> {
-    ep.inner.lock().wire.tcp.datagram.clone()
+    ep.inner.lock().wire.tcp().datagram.clone()
 }
 
 /// Keeps an address handle to `peer` for the EP of `port`.

@@ -1,7 +1,9 @@
 //! What the TCP transport keeps in each EP, under the EP's lock: the messages that came before
 //! a receive, where each RDMA read's data goes, and the receives published to a peer on this
-//! host (`direct`).
+//! host (`direct`). The objects hold it as the EP's provider state (`objects::seam::EpWire`);
+//! this provider reaches it through [`TcpWire::tcp`].
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -9,12 +11,15 @@ use super::datagram::DatagramPort;
 use super::direct::Receives;
 use super::inbound::peer_checks::KeptBudget;
 
-use crate::abi::dat_dtos;
+use crate::abi::{dat_dtos, DAT_LMR_TRIPLET};
+use crate::error::DatResult;
 use crate::objects::ep::{Ep, Request};
-use crate::objects::srq::Segments;
+use crate::objects::evd::Evd;
+use crate::objects::seam::{EpTransportState, EpWire};
+use crate::objects::srq::{PostedRecv, Segments};
 
 #[derive(Default)]
-pub struct EpWire {
+pub struct TcpEp {
     /// Messages that arrived before a receive was posted for them, oldest first (a verbs QP
     /// retries such a send until a receive is there; we keep a copy instead, and the sender
     /// hears of it only once it lands).
@@ -43,21 +48,60 @@ pub struct EarlyMessage {
     pub invalidate: Option<u32>,
 }
 
-impl EpWire {
-    pub fn messages_waiting(&self) -> bool {
+impl EpTransportState for TcpEp {
+    #[inline]
+    fn messages_waiting(&self) -> bool {
         !self.unexpected.is_empty()
     }
 
-    pub fn clear(&mut self) {
+    #[inline]
+    fn receive_posted(
+        &mut self,
+        recvs: &VecDeque<PostedRecv>,
+        _segments: &[DAT_LMR_TRIPLET],
+    ) -> DatResult {
+        if let Some(receives) = self.receives.as_mut() {
+            receives.publish(recvs, !self.unexpected.is_empty());
+        }
+        Ok(())
+    }
+
+    fn take_landed(&mut self, ep: &Ep, recvs: &mut VecDeque<PostedRecv>, recv_evd: Option<&Evd>) {
+        super::inbound::take_filled_of(ep, self, recvs, recv_evd);
+    }
+
+    fn clear(&mut self) {
         self.unexpected.clear();
         self.kept.clear();
         self.read_targets.clear();
         self.datagram = None;
         self.receives = None;
     }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
 }
 
-impl Drop for EpWire {
+/// This provider's state in an EP's [`EpWire`].
+pub trait TcpWire {
+    /// The EP's TCP state: the one it was made with, or, for an EP of another provider's IA
+    /// whose connection is ours (accepted on it), one made now (`EpWire::adopt`).
+    fn tcp(&mut self) -> &mut TcpEp;
+}
+
+impl TcpWire for EpWire {
+    #[inline]
+    fn tcp(&mut self) -> &mut TcpEp {
+        self.adopt()
+    }
+}
+
+impl Drop for TcpEp {
     fn drop(&mut self) {
         self.clear(); // what it counted against the process's bound goes with it
     }
@@ -69,7 +113,12 @@ pub fn pop_request(ep: &Ep) -> Option<(Request, Segments)> {
     let mut inner = ep.inner.lock();
     let r = inner.outstanding.pop_front()?;
     let targets = match r.operation {
-        dat_dtos::DAT_DTO_RDMA_READ => inner.wire.tcp.read_targets.pop_front().unwrap_or_default(),
+        dat_dtos::DAT_DTO_RDMA_READ => inner
+            .wire
+            .tcp()
+            .read_targets
+            .pop_front()
+            .unwrap_or_default(),
         _ => Segments::new(),
     };
     Some((r, targets))

@@ -25,12 +25,10 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use ep_wire::EpWire;
-
-use super::{ConnRequest, Listening, OnRequest, Transport};
 use crate::error::DatResult;
 use crate::objects::ep::Ep;
 use crate::objects::limits;
+use crate::objects::seam::{ConnRequest, EpTransportState, Listening, OnRequest, Transport};
 
 /// The TCP transport, the same for every TCP IA.
 pub struct Tcp;
@@ -62,6 +60,10 @@ impl Transport for Tcp {
 
     fn datagrams(&self) -> bool {
         true
+    }
+
+    fn endpoint_state(&self) -> Box<dyn EpTransportState> {
+        Box::<ep_wire::TcpEp>::default()
     }
 
     fn datagram_endpoint(&self, ep: &Arc<Ep>) -> DatResult {
@@ -124,11 +126,6 @@ impl ConnRequest for cm::IncomingRequest {
     fn reject(self: Box<Self>, private_data: &[u8]) {
         cm::IncomingRequest::reject(*self, private_data)
     }
-}
-
-/// Receives a peer on this host filled directly complete now (see `transport::take_landed`).
-pub fn take_landed(ep: &Ep, inner: &mut crate::objects::ep::EpInner) {
-    inbound::take_filled(ep, inner);
 }
 
 /// How long a peer of an IA may go unheard while its connection owes or expects something

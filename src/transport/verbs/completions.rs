@@ -20,8 +20,8 @@ use crate::abi::*;
 use crate::objects::ep::Ep;
 use crate::objects::evd::{Catch, Evd};
 use crate::objects::rmr::Window;
+use crate::objects::seam::Progress;
 use crate::runtime::engine::{Engine, Source, Token};
-use crate::transport::Progress;
 
 /// A receive's work request id (an SRQ's receives have ids of their own, with
 /// [`SRQ_RECV_ID`]); a request's is its sequence number, always below both.

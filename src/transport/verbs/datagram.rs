@@ -18,16 +18,16 @@ use std::sync::{Arc, LazyLock, OnceLock, Weak};
 use parking_lot::Mutex;
 
 use super::cm::{CmEvent, CmHandler, CmId, ConnParam, DatagramReply, EventType};
-use super::conn::Conn;
+use super::conn::{Conn, VerbsWire};
 use super::device::Ah;
 use super::transport::Verbs;
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::objects::ep::Ep;
 use crate::objects::extension::DatagramPeer;
+use crate::objects::seam::ConnRequest;
 use crate::runtime::address_handles::{next_exchange, AddressHandles};
 use crate::runtime::sys::debug;
-use crate::transport::ConnRequest;
 
 /// The Q_Key rdma-cm gives every QP of its datagram port space (RDMA_UDP_QKEY).
 pub const QKEY: u32 = 0x0123_4567;
@@ -134,7 +134,7 @@ struct Exchange {
 fn endpoint_of(ep: &Ep) -> Option<Arc<Conn>> {
     let inner = ep.inner.lock();
     Ep::is_datagram(&inner)
-        .then(|| inner.wire.verbs.clone())
+        .then(|| inner.wire.verbs_conn())
         .flatten()
 }
 

@@ -263,7 +263,7 @@ impl Pd {
     }
 
     /// The protection domain a PZ of this transport holds.
-    pub fn of(domain: &crate::transport::Resource) -> Option<Arc<Pd>> {
+    pub fn of(domain: &crate::objects::seam::Resource) -> Option<Arc<Pd>> {
         domain.clone().downcast::<Pd>().ok()
     }
 
@@ -358,7 +358,7 @@ impl Mr {
     }
 
     /// The memory region an LMR of this transport holds.
-    pub fn of(registration: &crate::transport::Resource) -> Option<Arc<Mr>> {
+    pub fn of(registration: &crate::objects::seam::Resource) -> Option<Arc<Mr>> {
         registration.clone().downcast::<Mr>().ok()
     }
 }
@@ -394,7 +394,7 @@ impl Mw {
         })
     }
 
-    pub fn of(window: &crate::transport::Resource) -> Option<Arc<Mw>> {
+    pub fn of(window: &crate::objects::seam::Resource) -> Option<Arc<Mw>> {
         window.clone().downcast::<Mw>().ok()
     }
 

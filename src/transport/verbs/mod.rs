@@ -26,8 +26,8 @@ pub mod transport;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
-use super::Transport;
 use crate::error::{DatError, DatResult, Sub, Type};
+use crate::objects::seam::Transport;
 
 /// The transport for the RDMA IA `ia_name` of `ia_params` at `ip` (None: its parameters name
 /// a device and port, whose network interface gives the address).

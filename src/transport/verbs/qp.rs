@@ -12,7 +12,7 @@ use super::cq::Cq;
 use super::device::{Mr, Mw, Pd};
 use super::srq::VerbsSrq;
 use crate::abi::Zeroable;
-use crate::transport::SharedQueue;
+use crate::objects::seam::SharedQueue;
 
 /// Scatter/gather entries one request carries at most.
 pub const MAX_SGE: usize = 16;

@@ -18,7 +18,7 @@ use super::device::Pd;
 use super::qp::{sg_list, MAX_SGE};
 use crate::abi::{Zeroable, DAT_LMR_TRIPLET};
 use crate::error::{DatError, DatResult, Sub};
-use crate::transport::SharedQueue;
+use crate::objects::seam::SharedQueue;
 
 /// The work request id of an SRQ's receive: this bit, and its slot. A QP's own receives and
 /// its requests use ids without it (completions.rs).

@@ -12,7 +12,7 @@ use parking_lot::RwLock;
 
 use super::cm::{CmEvent, CmHandler, CmId, EventType};
 use super::completions::CqSource;
-use super::conn::{Conn, Prepared, Request};
+use super::conn::{Conn, Prepared, Request, VerbsEp};
 use super::cq::Cq;
 use super::datagram::{self, DatagramRequest};
 use super::device::{access, Device, Mr, Mw, Pd};
@@ -22,8 +22,10 @@ use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
 use crate::objects::lmr::MemoryRefusal;
+use crate::objects::seam::{
+    EpTransportState, Listening, OnRequest, Registration, Resource, SharedQueue, Transport,
+};
 use crate::runtime::sys::debug;
-use crate::transport::{Listening, OnRequest, Registration, Resource, SharedQueue, Transport};
 
 /// The connections by device context and QP number: a work completion finds its EP here
 /// (one map for the process: an EP may complete on the CQ of another IA of its device).
@@ -307,6 +309,10 @@ impl Transport for Verbs {
 
     fn free_address_handle(&self, ah: usize) -> bool {
         datagram::free(ah)
+    }
+
+    fn endpoint_state(&self) -> Box<dyn EpTransportState> {
+        Box::<VerbsEp>::default()
     }
 
     // The EP's QP is made now, as OpenFabrics makes it, not in its connection's time.

@@ -13,6 +13,7 @@ use super::table::*;
 use super::{enabled, Offer};
 use crate::objects::lmr::Lmr;
 use crate::objects::region_table::Region;
+use crate::objects::seam::regions::{self, RegionObserver};
 use crate::objects::srq::PostedRecv;
 use crate::runtime::sys::{self, debug};
 
@@ -58,6 +59,7 @@ fn exports() -> Option<&'static Exports> {
     if made {
         // Regions registered from here on are published as they are; those before, now (a
         // region published twice is written the same twice).
+        regions::observe(&Published);
         Lmr::each_region(|context, region| e.publish(context, region));
     }
     Some(e)
@@ -69,6 +71,20 @@ fn existing() -> Option<&'static Exports> {
         .get()?
         .as_ref()
         .filter(|e| e.pid == sys::current_pid())
+}
+
+/// The regions as the objects register and release them, published and withdrawn (observed
+/// once the table exists: none is published before).
+struct Published;
+
+impl RegionObserver for Published {
+    fn registered(&self, context: u32, region: &Region) {
+        publish(context, region);
+    }
+
+    fn released(&self, context: u32) {
+        withdraw(context);
+    }
 }
 
 /// A region was registered (called as it is, under the regions' lock).

@@ -2,6 +2,7 @@
 //! posted receive (the EP's own, its SRQ's, or one the peer filled directly), in order, or
 //! kept until a receive is posted (the sender hears of a kept one only once it lands).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::payload::{start, Sink, Walk};
@@ -18,7 +19,7 @@ use crate::objects::srq::PostedRecv;
 use crate::transport::tcp::answers::Answer;
 use crate::transport::tcp::conn::Reader;
 use crate::transport::tcp::direct::Filled;
-use crate::transport::tcp::ep_wire::EarlyMessage;
+use crate::transport::tcp::ep_wire::{EarlyMessage, TcpEp, TcpWire};
 use crate::transport::tcp::link::TcpLink;
 use crate::transport::tcp::wire::{flags, Header};
 
@@ -201,7 +202,7 @@ pub(super) fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
         }
         // Counted now, so several arriving at once stay under the bounds; beyond them the
         // sender hears "receiver not ready", as a verbs sender whose retries ran out.
-        None if !inner.wire.tcp.kept.reserve(len) => {
+        None if !inner.wire.tcp().kept.reserve(len) => {
             drop(inner);
             refuse(
                 link,
@@ -291,7 +292,7 @@ pub(super) fn keep(ep: &Arc<Ep>, link: &TcpLink, message: EarlyMessage) {
     link.answer(Answer::Kept(message.seq));
     let srq = {
         let mut inner = ep.inner.lock();
-        inner.wire.tcp.unexpected.push_back(message);
+        inner.wire.tcp().unexpected.push_back(message);
         inner.srq.as_ref().map(|s| s.arc().clone())
     };
     if let Some(srq) = srq {
@@ -312,12 +313,13 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
     let Some(pz) = inner.pz.as_ref().map(|p| p.arc().clone()) else {
         return;
     };
-    while !inner.wire.tcp.unexpected.is_empty() {
+    while !inner.wire.tcp().unexpected.is_empty() {
         let Some(recv) = next_receive(ep, &mut inner) else {
             break;
         };
-        let message = inner.wire.tcp.unexpected.pop_front().expect("not empty");
-        inner.wire.tcp.kept.release(message.data.len());
+        let state = inner.wire.tcp();
+        let message = state.unexpected.pop_front().expect("not empty");
+        state.kept.release(message.data.len());
         let status = place(&recv.segments, &message.data, &pz);
         // The sender hears first: a consumer that answers the message must not overtake it.
         link.landed(message.seq, status);
@@ -339,7 +341,7 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
 /// The receive an arriving message (or immediate) lands in, when no earlier one of this EP
 /// waits for one: it must not overtake those.
 fn receive_in_order(ep: &Ep, inner: &mut EpInner) -> Option<PostedRecv> {
-    if inner.wire.tcp.unexpected.is_empty() {
+    if inner.wire.tcp().unexpected.is_empty() {
         next_receive(ep, inner)
     } else {
         None
@@ -358,8 +360,9 @@ fn next_receive(ep: &Ep, inner: &mut EpInner) -> Option<PostedRecv> {
         recv_evd,
         ..
     } = inner;
-    let waiting = !wire.tcp.unexpected.is_empty();
-    match wire.tcp.receives.as_mut() {
+    let state = wire.tcp();
+    let waiting = !state.unexpected.is_empty();
+    match state.receives.as_mut() {
         Some(receives) => receives.take_for_socket(recvs, waiting, |r, filled| {
             complete_filled(ep, recv_evd.as_deref(), r, filled)
         }),
@@ -376,10 +379,21 @@ pub(crate) fn take_filled(ep: &Ep, inner: &mut EpInner) {
         recv_evd,
         ..
     } = inner;
-    let waiting = !wire.tcp.unexpected.is_empty();
-    if let Some(receives) = wire.tcp.receives.as_mut() {
+    take_filled_of(ep, wire.tcp(), recvs, recv_evd.as_deref());
+}
+
+/// [`take_filled`], for the EP's parts borrowed apart (its TCP state, its receives and their
+/// EVD).
+pub(crate) fn take_filled_of(
+    ep: &Ep,
+    state: &mut TcpEp,
+    recvs: &mut VecDeque<PostedRecv>,
+    recv_evd: Option<&Evd>,
+) {
+    let waiting = !state.unexpected.is_empty();
+    if let Some(receives) = state.receives.as_mut() {
         receives.take_filled(recvs, waiting, |r, filled| {
-            complete_filled(ep, recv_evd.as_deref(), r, filled)
+            complete_filled(ep, recv_evd, r, filled)
         });
     }
 }
@@ -460,7 +474,7 @@ pub(super) fn immediate(
         return None;
     }
     // Kept as a message of no bytes is (counted, so a peer's stream of them is bounded).
-    if !inner.wire.tcp.kept.reserve(0) {
+    if !inner.wire.tcp().kept.reserve(0) {
         drop(inner);
         refuse(
             link,

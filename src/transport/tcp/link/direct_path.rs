@@ -13,6 +13,7 @@ use crate::runtime::sys::debug;
 use crate::transport::tcp::answers::Answer;
 use crate::transport::tcp::conn::WriterGuard;
 use crate::transport::tcp::direct::{self, Direct, ExportedSlot, Offer, Outcome, Receives};
+use crate::transport::tcp::ep_wire::TcpWire;
 use crate::transport::tcp::inbound::{self, Stop};
 use crate::transport::tcp::wire::Op;
 
@@ -46,8 +47,9 @@ impl TcpLink {
             if inner.srq.is_none() {
                 let EpInner { wire, recvs, .. } = &mut *inner;
                 let mut receives = Receives::new(slot.clone());
-                receives.publish(recvs, !wire.tcp.unexpected.is_empty());
-                wire.tcp.receives = Some(receives);
+                let state = wire.tcp();
+                receives.publish(recvs, !state.unexpected.is_empty());
+                state.receives = Some(receives);
             }
         }
         let _ = self.exported.set(slot);

@@ -13,6 +13,7 @@ use super::TcpLink;
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use crate::objects::ep::{Close, End, Ep};
+use crate::objects::seam::Link;
 use crate::runtime::engine;
 use crate::runtime::sys::{self, debug};
 use crate::transport::tcp::answers::Answer;
@@ -23,7 +24,6 @@ use crate::transport::tcp::ep_wire;
 use crate::transport::tcp::inbound::Stop;
 use crate::transport::tcp::wire::{Header, Op, ReadLimits};
 use crate::transport::tcp::wire_limits;
-use crate::transport::Link;
 
 /// How long an ending connection waits for the peer's last frames before it lets go.
 pub(super) const LINGER: Duration = Duration::from_secs(1);

@@ -60,9 +60,9 @@ use super::inbound::{self, Inbound, Stop};
 use super::wire::ReadLimits;
 use crate::error::DatResult;
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
+use crate::objects::seam::Link;
 use crate::runtime::engine::{Engine, Token};
 use crate::runtime::sys;
-use crate::transport::Link;
 
 use acks::ACK_HOLD_MIN_US;
 pub use life::{accept, connect};

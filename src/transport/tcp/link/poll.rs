@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::TcpLink;
+use crate::objects::seam::Progress;
 use crate::transport::tcp::inbound;
-use crate::transport::Progress;
 
 /// How long a consumer's poll waits at most for the thread handling the connection's frames
 /// (see `progress`): that thread's share of work, or its time off its CPU on a busy machine

@@ -19,6 +19,7 @@ use crate::runtime::sys;
 use crate::transport::tcp::conn::{
     ConnError, Frame, SmallFrame, WriterGuard, Wrote, MAX_PARTS, SMALL_FRAME,
 };
+use crate::transport::tcp::ep_wire::TcpWire;
 use crate::transport::tcp::held::{HeldRequest, Reads};
 use crate::transport::tcp::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN};
 use crate::transport::tcp::wire_limits;
@@ -174,7 +175,7 @@ impl TcpLink {
         if op.answered_with_data() {
             inner
                 .wire
-                .tcp
+                .tcp()
                 .read_targets
                 .push_back(Segments::from_slice(out.segments));
         }

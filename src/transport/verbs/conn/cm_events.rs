@@ -8,15 +8,15 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::Conn;
+use super::{Conn, VerbsWire};
 use crate::abi::*;
 use crate::objects::ep::{End, Ep};
+use crate::objects::seam::Link;
 use crate::runtime::engine::{Engine, Source};
 use crate::runtime::sys::{self, debug};
 use crate::transport::verbs::cm::{self, CmEvent, CmHandler, CmId, ConnParam, EventType};
 use crate::transport::verbs::qp::Qp;
 use crate::transport::verbs::transport::Verbs;
-use crate::transport::Link;
 
 /// How long address and route resolution may take, in milliseconds.
 const RESOLVE_MS: i32 = 4000;
@@ -87,7 +87,7 @@ impl CmHandler for Conn {
             let _ = self.id.disconnect();
             return;
         };
-        let me = ep.inner.lock().wire.verbs.clone();
+        let me = ep.inner.lock().wire.verbs_conn();
         let Some(me) = me.filter(|c| std::ptr::eq(Arc::as_ptr(c), self)) else {
             return; // an old connection of this EP
         };

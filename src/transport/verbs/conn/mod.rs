@@ -11,10 +11,12 @@
 //! - `qp_setup`: the QP made with the EP (`Prepared`), or with the connection;
 //! - `posting`: requests and receives posted on the QP, and memory window binds;
 //! - `ending`: the connection's end (what the CQs still hold, requests posted unsignalled);
-//! - `request`: a connect request waiting for the consumer, accepted or rejected.
+//! - `request`: a connect request waiting for the consumer, accepted or rejected;
+//! - `ep_wire`: what an EP keeps for its connection (the QP made with it, the connection).
 
 mod cm_events;
 mod ending;
+mod ep_wire;
 mod posting;
 mod qp_setup;
 mod request;
@@ -33,10 +35,11 @@ use super::qp::Qp;
 use super::transport::Verbs;
 use crate::error::DatResult;
 use crate::objects::ep::{Close, Ep, EpInner, Outgoing, Posted};
+use crate::objects::seam::{Link, Progress, WindowBind};
 use crate::runtime::engine::{Engine, Token};
 use crate::runtime::sys::debug;
-use crate::transport::{Link, Progress, WindowBind};
 
+pub use ep_wire::{VerbsEp, VerbsWire};
 use posting::first_seq;
 pub(super) use posting::SgList;
 pub use qp_setup::Prepared;
@@ -96,7 +99,7 @@ impl Conn {
         let handler: Arc<dyn CmHandler> = conn.clone();
         conn.id.set_handler(Arc::downgrade(&handler))?;
         // The EP holds its connection from now on (its events find it through a weak link).
-        ep.inner.lock().wire.verbs = Some(conn.clone());
+        ep.inner.lock().wire.verbs().conn = Some(conn.clone());
         Ok(conn)
     }
 
@@ -108,7 +111,7 @@ impl Conn {
         id.bind(SocketAddrV4::new(verbs.device.ip, 0))?;
         let conn = Conn::new(verbs, id, ep, false, Vec::new())?;
         if let Err(e) = conn.make_qp(ep) {
-            ep.inner.lock().wire.verbs = None;
+            ep.inner.lock().wire.verbs().conn = None;
             return Err(e);
         }
         Ok(conn)

@@ -12,13 +12,13 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Ep, EpInner, Outgoing, Posted, Report, Request as Outstanding};
 use crate::objects::extension::Extended;
+use crate::objects::seam::WindowBind;
 use crate::runtime::sys::debug;
 use crate::transport::verbs::completions::{CqSource, RECV_ID};
 use crate::transport::verbs::datagram;
 use crate::transport::verbs::device::{access, Mr, Mw};
 use crate::transport::verbs::qp::{Qp, SendFlags, SendOp, Sge, MAX_SGE};
 use crate::transport::verbs::srq::SRQ_RECV_ID;
-use crate::transport::WindowBind;
 
 /// A work request's scatter/gather list: room for the most a request may have, of which only
 /// the request's entries are written (most requests have one). Filled where it lives, on the
@@ -88,8 +88,8 @@ impl Conn {
     /// Posts a request on the QP under the EP's lock, held by the caller throughout (the
     /// EP's parts borrowed apart): `None` where the QP is not made or the send queue is full,
     /// which `Link::post` handles (it may let go of the lock to reap completions). The data
-    /// path's direct call (`EpWire::post_direct`): no reference to the link taken, no dynamic
-    /// dispatch, inlined into the caller.
+    /// path's direct call (`VerbsEp::post_direct`, through `EpWire::post_direct`): no reference
+    /// to the link taken, inlined into the provider's state.
     #[inline(always)]
     pub fn post_ready(
         &self,

@@ -7,9 +7,10 @@ use std::net::SocketAddrV4;
 use std::sync::{Arc, Weak};
 
 use super::posting::SgList;
-use super::Conn;
+use super::{Conn, VerbsWire};
 use crate::objects::ep::{Ep, EpInner};
 use crate::objects::evd::Evd;
+use crate::objects::seam::SharedQueue;
 use crate::runtime::sys::debug;
 use crate::transport::verbs::cm::{CmHandler, CmId};
 use crate::transport::verbs::completions::{CqSource, RECV_ID};
@@ -18,7 +19,6 @@ use crate::transport::verbs::device::Pd;
 use crate::transport::verbs::qp::{Qp, QpCaps, MAX_SGE};
 use crate::transport::verbs::srq::VerbsSrq;
 use crate::transport::verbs::transport::Verbs;
-use crate::transport::SharedQueue;
 
 /// What a small send or write carries inline (lowered to what the device grants).
 const INLINE: u32 = 64;
@@ -132,7 +132,7 @@ impl Prepared {
             io::Result::Ok(Prepared { id, qp, shape })
         })();
         match made {
-            Ok(p) => inner.wire.verbs_prepared = Some(p),
+            Ok(p) => inner.wire.verbs().prepared = Some(p),
             Err(e) if debug() => eprintln!(
                 "libdat: EP {:p}: no QP before its connection: {e}",
                 ep.handle()
@@ -159,7 +159,8 @@ impl Conn {
         let shape = QpShape::of(&inner, &self.verbs)?;
         let qp = match inner
             .wire
-            .verbs_prepared
+            .verbs()
+            .prepared
             .take()
             .filter(|p| p.shape == shape)
         {

@@ -9,10 +9,10 @@ use super::Conn;
 use crate::abi::*;
 use crate::error::DatResult;
 use crate::objects::ep::{End, Ep};
+use crate::objects::seam::{ConnRequest, Link};
 use crate::runtime::sys::debug;
 use crate::transport::verbs::cm::{CmEvent, CmId, ConnParam};
 use crate::transport::verbs::transport::Verbs;
-use crate::transport::{ConnRequest, Link};
 
 /// A connect request, waiting for the consumer.
 pub struct Request {
