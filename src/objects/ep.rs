@@ -16,6 +16,7 @@ use super::extension::{self, DatagramPeer, Extended, ExtendedKind};
 use super::ia::Ia;
 use super::limits;
 use super::pz::Pz;
+use super::requests::Requests;
 use super::srq::{PostedRecv, Srq};
 use super::{make_room, Held};
 use crate::abi::*;
@@ -41,7 +42,7 @@ pub struct EpInner {
     /// The transport link while a connection exists or is being made.
     pub link: Option<Arc<dyn Link>>,
     /// Requests handed to the transport and not yet completed, in posting order.
-    pub outstanding: VecDeque<Request>,
+    pub outstanding: Requests,
     /// Private data of each connection event (its pointer is in the event): kept until the EP
     /// is freed or reset to UNCONNECTED, as `dat_evd_dequeue` promises of event data.
     pub event_private_data: Vec<Box<[u8]>>,
@@ -361,7 +362,7 @@ impl EpInner {
             local_port: 0,
             remote_addr: None,
             link: None,
-            outstanding: VecDeque::new(),
+            outstanding: Requests::default(),
             event_private_data: Vec::new(),
             closing: false,
             released: false,
@@ -376,10 +377,8 @@ impl EpInner {
     /// then never grows its queue, as a verbs provider sizes its work queues when the QP is
     /// made.
     pub fn size_queues(&mut self) {
-        make_room(
-            &mut self.outstanding,
-            self.attr.max_request_dtos.max(1) as usize,
-        );
+        self.outstanding
+            .make_room(self.attr.max_request_dtos.max(1) as usize);
         if self.srq.is_none() {
             make_room(&mut self.recvs, self.attr.max_recv_dtos.max(1) as usize);
         }
@@ -931,7 +930,7 @@ impl Ep {
             let mut inner = self.inner.lock();
             inner.wire.clear();
             let taken = (
-                std::mem::take(&mut inner.outstanding),
+                inner.outstanding.take_all(),
                 std::mem::take(&mut inner.recvs),
             );
             inner.size_queues(); // for a connection after this one
@@ -986,7 +985,7 @@ mod tests {
         assert!(requests >= 100 && recvs >= 60);
         for round in 0..3u64 {
             for n in 0..100 {
-                i.outstanding.push_back(request(round * 100 + n));
+                i.outstanding.push(request(round * 100 + n));
             }
             for n in 0..60 {
                 i.recvs.push_back(PostedRecv {
@@ -1003,7 +1002,7 @@ mod tests {
         }
         // Larger limits (dat_ep_modify) make more room at once.
         i.attr.max_request_dtos = 500;
-        i.outstanding.push_back(request(0));
+        i.outstanding.push(request(0));
         i.size_queues();
         assert!(i.outstanding.capacity() >= 500);
     }

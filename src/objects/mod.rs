@@ -20,6 +20,7 @@ pub mod limits;
 pub mod lmr;
 pub mod pz;
 pub mod region_table;
+pub mod requests;
 pub mod rmr;
 #[cfg(test)]
 mod rules_tests;

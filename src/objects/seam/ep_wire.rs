@@ -11,8 +11,9 @@ use std::sync::Arc;
 use super::Link;
 use crate::abi::{DAT_COUNT, DAT_LMR_TRIPLET};
 use crate::error::DatResult;
-use crate::objects::ep::{Ep, EpInner, Outgoing, Posted, Request};
+use crate::objects::ep::{Ep, EpInner, Outgoing, Posted};
 use crate::objects::evd::Evd;
+use crate::objects::requests::Requests;
 use crate::objects::srq::PostedRecv;
 
 /// A provider's state in one EP. The defaults suit a provider that keeps nothing there.
@@ -62,7 +63,7 @@ pub trait EpTransportState: Any + Send {
     fn post_direct(
         &self,
         _link: &Arc<dyn Link>,
-        _outstanding: &mut VecDeque<Request>,
+        _outstanding: &mut Requests,
         _max_request_dtos: DAT_COUNT,
         _out: &Outgoing<'_>,
     ) -> Option<DatResult<Posted>> {
@@ -149,7 +150,7 @@ impl EpWire {
     pub fn post_direct(
         &self,
         link: Option<&Arc<dyn Link>>,
-        outstanding: &mut VecDeque<Request>,
+        outstanding: &mut Requests,
         max_request_dtos: DAT_COUNT,
         out: &Outgoing<'_>,
     ) -> Option<DatResult<Posted>> {

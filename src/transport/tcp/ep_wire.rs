@@ -111,7 +111,7 @@ impl Drop for TcpEp {
 /// read's; none for the others).
 pub fn pop_request(ep: &Ep) -> Option<(Request, Segments)> {
     let mut inner = ep.inner.lock();
-    let r = inner.outstanding.pop_front()?;
+    let r = inner.outstanding.take_oldest()?;
     let targets = match r.operation {
         dat_dtos::DAT_DTO_RDMA_READ => inner
             .wire

@@ -287,8 +287,7 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
         let mut inner = ep.inner.lock();
         // Requests posted unsignalled before this one finished before it, successfully (a
         // failure has a completion of its own): their slots are free now.
-        while inner.outstanding.front().is_some_and(|r| r.seq < wc.wr_id) {
-            let r = inner.outstanding.pop_front().expect("front");
+        while let Some(r) = inner.outstanding.take_before(wc.wr_id) {
             ep.complete_request_catching(
                 inner.request_evd.as_deref(),
                 &r,
@@ -297,8 +296,7 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
                 catch,
             );
         }
-        if inner.outstanding.front().is_some_and(|r| r.seq == wc.wr_id) {
-            let r = inner.outstanding.pop_front().expect("front");
+        if let Some(r) = inner.outstanding.take_through(wc.wr_id) {
             if st == dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {
                 conn.request_flushed();
             }

@@ -249,7 +249,7 @@ pub(super) fn operands_length_fits(h: &Header) -> bool {
 /// completion hands back.
 #[inline]
 pub(super) fn acknowledges_sent(inner: &EpInner, link: &TcpLink, last: u64) -> bool {
-    inner.outstanding.front().is_none_or(|r| r.seq > last) || link.sent_through(last)
+    inner.outstanding.oldest().is_none_or(|r| r.seq > last) || link.sent_through(last)
 }
 
 /// Whether an acknowledgement may complete request `r`: not an RDMA read, which only its data

@@ -27,11 +27,11 @@ pub(super) fn settle(ep: &Ep, link: &TcpLink, inner: &mut EpInner, last: u64) ->
     if !peer_checks::acknowledges_sent(inner, link, last) {
         return Err(Stop::Lost);
     }
-    while let Some(r) = inner.outstanding.front().filter(|r| r.seq <= last) {
+    while let Some(r) = inner.outstanding.oldest().filter(|r| r.seq <= last) {
         if !peer_checks::acknowledgeable(r) {
             return Err(Stop::Lost);
         }
-        let Some(r) = inner.outstanding.pop_front() else {
+        let Some(r) = inner.outstanding.take_through(last) else {
             break;
         };
         ep.complete_request_on(
@@ -99,7 +99,7 @@ pub(super) fn read_data_landed(
 pub(super) fn on_refusal(ep: &Ep, link: &TcpLink, h: &Header) -> Option<Stop> {
     // Only a request that went out whole can have been refused (see `settle`): the oldest,
     // which the refusal completes.
-    let front = ep.inner.lock().outstanding.front().map(|r| r.seq);
+    let front = ep.inner.lock().outstanding.oldest().map(|r| r.seq);
     if !peer_checks::refusal_for_sent(front, link) {
         return Some(Stop::Lost);
     }

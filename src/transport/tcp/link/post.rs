@@ -66,7 +66,7 @@ impl TcpLink {
         let Some((mut inner, mut w)) = self.writer_then_ep(ep, inner) else {
             return Ok(Posted::Flush); // the connection ended: the caller flushes
         };
-        if inner.outstanding.len() >= inner.attr.max_request_dtos.max(1) as usize {
+        if inner.outstanding.is_full(inner.attr.max_request_dtos) {
             return Err(DatError::resources(crate::error::Sub::DAT_RESOURCE_TEP));
         }
         if let Some(d) = self.direct_for(&inner, out) {
@@ -161,7 +161,8 @@ impl TcpLink {
     ) -> (u64, bool) {
         let seq = self.next_seq.load(Ordering::Relaxed);
         self.next_seq.store(seq + 1, Ordering::Relaxed);
-        inner.outstanding.push_back(Request {
+        // The only request in flight: a ping-pong's, not a stream's (see `write_request`).
+        let alone_in_flight = inner.outstanding.push(Request {
             seq,
             cookie: out.cookie,
             operation: out.operation,
@@ -170,8 +171,6 @@ impl TcpLink {
             extended: out.extended.map(Extended::kind),
             bind: None,
         });
-        // The only request in flight: a ping-pong's, not a stream's (see `write_request`).
-        let alone_in_flight = inner.outstanding.len() == 1;
         if op.answered_with_data() {
             inner
                 .wire

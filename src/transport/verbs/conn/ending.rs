@@ -69,7 +69,7 @@ impl Conn {
             if Ep::is_datagram(&inner) {
                 return;
             }
-            let Some(r) = inner.outstanding.back() else {
+            let Some(r) = inner.outstanding.newest() else {
                 return;
             };
             r.seq
@@ -98,7 +98,7 @@ impl Conn {
                 .inner
                 .lock()
                 .outstanding
-                .front()
+                .oldest()
                 .is_none_or(|r| r.seq > marker)
                 || Instant::now() >= deadline
             {

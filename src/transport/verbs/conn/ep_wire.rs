@@ -10,7 +10,8 @@ use std::sync::Arc;
 use super::{Conn, Prepared};
 use crate::abi::{DAT_COUNT, DAT_LMR_TRIPLET};
 use crate::error::DatResult;
-use crate::objects::ep::{Outgoing, Posted, Request};
+use crate::objects::ep::{Outgoing, Posted};
+use crate::objects::requests::Requests;
 use crate::objects::seam::{EpTransportState, EpWire, Link};
 use crate::objects::srq::PostedRecv;
 
@@ -52,7 +53,7 @@ impl EpTransportState for VerbsEp {
     fn post_direct(
         &self,
         link: &Arc<dyn Link>,
-        outstanding: &mut VecDeque<Request>,
+        outstanding: &mut Requests,
         max_request_dtos: DAT_COUNT,
         out: &Outgoing<'_>,
     ) -> Option<DatResult<Posted>> {

@@ -1,7 +1,6 @@
 //! Posting on the QP: requests (numbered from the connection's own range of work request
 //! ids, signalled or not), receives, and memory window binds.
 
-use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,6 +11,7 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{Ep, EpInner, Outgoing, Posted, Report, Request as Outstanding};
 use crate::objects::extension::Extended;
+use crate::objects::requests::Requests;
 use crate::objects::seam::WindowBind;
 use crate::runtime::sys::debug;
 use crate::transport::verbs::completions::{CqSource, RECV_ID};
@@ -56,12 +56,6 @@ impl SgList {
     }
 }
 
-/// Whether an EP's send queue holds as many requests as its attributes allow.
-#[inline(always)]
-fn send_queue_full(outstanding: &VecDeque<Outstanding>, max_request_dtos: DAT_COUNT) -> bool {
-    outstanding.len() >= max_request_dtos.max(1) as usize
-}
-
 /// Each connection numbers its requests from a block of 2^40 ids of its own, below the
 /// receives' ids (a connection that posts more runs on into the next block: its own range
 /// stays whole).
@@ -93,12 +87,12 @@ impl Conn {
     #[inline(always)]
     pub fn post_ready(
         &self,
-        outstanding: &mut VecDeque<Outstanding>,
+        outstanding: &mut Requests,
         max_request_dtos: DAT_COUNT,
         out: &Outgoing<'_>,
     ) -> Option<DatResult<Posted>> {
         let qp = self.qp.get()?;
-        if send_queue_full(outstanding, max_request_dtos) {
+        if outstanding.is_full(max_request_dtos) {
             return None;
         }
         Some(self.post_on(qp, outstanding, max_request_dtos, out))
@@ -109,7 +103,7 @@ impl Conn {
     fn post_on(
         &self,
         qp: &Qp,
-        outstanding: &mut VecDeque<Outstanding>,
+        outstanding: &mut Requests,
         max_request_dtos: DAT_COUNT,
         out: &Outgoing<'_>,
     ) -> DatResult<Posted> {
@@ -165,7 +159,7 @@ impl Conn {
             },
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        outstanding.push_back(Outstanding {
+        outstanding.push(Outstanding {
             seq,
             cookie: out.cookie,
             operation: out.operation,
@@ -187,7 +181,7 @@ impl Conn {
             fence: out.fence,
         };
         if qp.post_send_sized(seq, op, list, total, flags).is_err() {
-            outstanding.pop_back();
+            outstanding.unpush();
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
         }
         if signalled {
@@ -212,8 +206,7 @@ impl Conn {
             return Ok(Posted::Flush);
         };
         let mut inner = inner;
-        let full =
-            |inner: &EpInner| send_queue_full(&inner.outstanding, inner.attr.max_request_dtos);
+        let full = |inner: &EpInner| inner.outstanding.is_full(inner.attr.max_request_dtos);
         if full(&inner) {
             // Completions of requests the program does not reap (suppressed ones) may wait in
             // the request CQ: take them here, as a verbs provider frees unsignalled work
@@ -262,7 +255,11 @@ impl Conn {
             return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
         }
         let mut inner = inner;
-        if inner.outstanding.len() + 1 >= inner.attr.max_request_dtos.max(2) as usize {
+        // Room for two: a bind may post an invalidation before it.
+        if inner
+            .outstanding
+            .lacks_room(2, inner.attr.max_request_dtos.max(2))
+        {
             return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
         }
         let access = access::remote(bind.privileges);
@@ -270,13 +267,13 @@ impl Conn {
         // that alone), by a request of the bind's that reports only a failure.
         if bind.bound && region.is_some() {
             let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-            inner.outstanding.push_back(Outstanding {
+            inner.outstanding.push(Outstanding {
                 seq,
                 report: Report::FailureOnly,
                 ..bind.request
             });
             if qp.post_window(seq, &mw, None, mw.rkey()).is_err() {
-                inner.outstanding.pop_back();
+                inner.outstanding.unpush();
                 return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
             }
             self.last_signalled.store(seq, Ordering::Relaxed);
@@ -288,7 +285,7 @@ impl Conn {
             mw.rkey()
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        inner.outstanding.push_back(Outstanding {
+        inner.outstanding.push(Outstanding {
             seq,
             ..bind.request
         });
@@ -296,7 +293,7 @@ impl Conn {
             .as_deref()
             .map(|mr| (mr, bind.address, bind.length, access));
         if let Err(e) = qp.post_window(seq, &mw, target, rkey) {
-            inner.outstanding.pop_back();
+            inner.outstanding.unpush();
             if debug() {
                 eprintln!("libdat: binding a memory window: {e}");
             }
