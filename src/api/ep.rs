@@ -1,23 +1,23 @@
 //! EP functions: creation and its checks, query, modify, status, reset, free; connect and
-//! disconnect; posting DTOs, which the connection's transport carries (or which are flushed
-//! at once on a DISCONNECTED EP).
+//! disconnect; posting DTOs, whose C arguments are converted here and whose rules are the
+//! objects' (`objects::posting`).
 
 use std::sync::Arc;
 
 use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
-use crate::objects::counters::{Tally, EP_COUNTERS};
-use crate::objects::ep::{self, Ep, EpInner, Outgoing, Parts, Posted, Report};
+use crate::objects::ep::{self, Ep, Parts};
 use crate::objects::ep_state::{self, Post};
 use crate::objects::evd::Evd;
 use crate::objects::extension::Extended;
 use crate::objects::ia::Ia;
 use crate::objects::limits;
-use crate::objects::lmr::{self, AccessError, Lmr};
+use crate::objects::lmr;
+use crate::objects::posting::{check_completion_flags, RequestPost};
 use crate::objects::pz::Pz;
 use crate::objects::rmr::Window;
-use crate::objects::srq::{PostedRecv, Segments, Srq};
+use crate::objects::srq::Srq;
 
 fn ep(h: DAT_EP_HANDLE) -> DatResult<Arc<Ep>> {
     edge::object::<Ep>(h, Sub::DAT_INVALID_HANDLE_EP)
@@ -545,54 +545,6 @@ fn best_effort_only(quality_of_service: DAT_QOS, position: u8) -> DatResult {
     }
 }
 
-/// Checks a DTO's local segments (a request's, a receive's, an SRQ's receive's): each names a
-/// region of the EP's (or SRQ's) protection zone, with `privilege`, and stays inside it; the
-/// errors name read or write by the privilege asked. Returns the bytes the segments hold
-/// together (counted here, as each is checked, for the transport and the counters).
-// Inlined: one call fewer in every post.
-#[inline]
-pub(super) fn check_local_segments(
-    segments: &[DAT_LMR_TRIPLET],
-    pz: Option<&Arc<Pz>>,
-    privilege: u32,
-    position: u8,
-) -> DatResult<u64> {
-    let Some(pz) = pz else {
-        return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
-    };
-    let (protection, privileges) = if privilege == lmr::PRIV_LOCAL_WRITE {
-        (Sub::DAT_PROTECTION_WRITE, Sub::DAT_PRIVILEGES_WRITE)
-    } else {
-        (Sub::DAT_PROTECTION_READ, Sub::DAT_PRIVILEGES_READ)
-    };
-    let mut total = 0;
-    for s in segments {
-        let length = u64::from(s.segment_length);
-        match Lmr::check_segment(s.lmr_context, s.virtual_address, length, privilege, pz) {
-            Ok(_) => total += length,
-            Err(AccessError::Bounds) => return Err(DatError::invalid_arg(position)),
-            Err(AccessError::Protection) => {
-                return Err(DatError::new(Type::DAT_PROTECTION_VIOLATION, protection))
-            }
-            Err(AccessError::UnknownContext | AccessError::Privilege) => {
-                return Err(DatError::new(Type::DAT_PRIVILEGES_VIOLATION, privileges))
-            }
-        }
-    }
-    Ok(total)
-}
-
-/// Completion flags of one DTO: known bits only, and UNSIGNALLED only where the EP's
-/// attributes allow it.
-fn check_completion_flags(flags: DAT_COMPLETION_FLAGS, ep_flags: u32, position: u8) -> DatResult {
-    edge::flags_in(flags, super::COMPLETION_FLAGS, position)?;
-    let unsignalled = dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
-    if flags & unsignalled != 0 && ep_flags & unsignalled == 0 {
-        return Err(DatError::invalid_arg(position));
-    }
-    Ok(())
-}
-
 /// The common checks and the flush of a request DTO (send, RDMA write, RDMA read, and the
 /// IB extension's, `extended`, which move data as `operation`).
 ///
@@ -614,147 +566,27 @@ pub(super) unsafe fn post_request(
     extended: Option<Extended>,
     invalidate: Option<u32>,
 ) -> DatResult {
+    let post = RequestPost {
+        num_segments,
+        cookie: user_cookie.as_u64(),
+        completion_flags,
+        flags_position,
+        operation,
+        extended,
+        invalidate,
+    };
+    // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
+    let local = |n| unsafe { edge::slice_in(local_iov, n, 3) };
+    let remote = || match remote_iov {
+        // SAFETY: a non-NULL remote IOV points to a triplet (API contract).
+        Some(r) => unsafe { edge::required_in(r, 5) }.map(Some),
+        None => Ok(None),
+    };
     // The body inlined: a data-transfer call makes one call of its own, not two.
     with_ep(
         ep_handle,
         #[inline(always)]
-        |ep| {
-            // The checks run under the EP's lock, on what it holds (no references taken); only the
-            // link the request goes out on is taken along.
-            let mut inner = ep.inner.lock();
-            live(&inner)?;
-            let max_iov = match operation {
-                dat_dtos::DAT_DTO_RDMA_READ => inner.attr.max_rdma_read_iov,
-                dat_dtos::DAT_DTO_RDMA_WRITE => inner.attr.max_rdma_write_iov,
-                _ => inner.attr.max_request_iov,
-            };
-            if num_segments < 0 || num_segments > max_iov.max(1) {
-                return Err(DatError::invalid_arg(2));
-            }
-            // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
-            let segments = unsafe { edge::slice_in(local_iov, num_segments, 3)? };
-            let remote = match remote_iov {
-                // SAFETY: a non-NULL remote IOV points to a triplet (API contract).
-                Some(r) => Some(unsafe { edge::required_in(r, 5)? }),
-                None => None,
-            };
-            check_completion_flags(
-                completion_flags,
-                inner.attr.request_completion_flags,
-                flags_position,
-            )?;
-            let privilege = if operation == dat_dtos::DAT_DTO_RDMA_READ {
-                lmr::PRIV_LOCAL_WRITE
-            } else {
-                lmr::PRIV_LOCAL_READ
-            };
-            let length =
-                check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
-            if inner.request_evd.is_none() {
-                return Err(DatError::invalid_state(
-                    Sub::DAT_INVALID_STATE_EP_EVD_REQUEST,
-                ));
-            }
-            // A UD EP sends datagrams only, each to an address handle, in any state (its QP is
-            // ready from the start); a datagram needs a UD EP.
-            let datagram = Ep::is_datagram(&inner);
-            if datagram != matches!(extended, Some(Extended::Datagram { .. })) {
-                return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-            }
-            let post = if datagram {
-                Post::Run
-            } else {
-                ep_state::post_request(inner.state)?
-            };
-            let cookie = user_cookie.as_u64();
-            let posted = match post {
-                Post::Run => {
-                    // Made once, for whichever path takes it (the direct post, inlined, reads
-                    // its fields where they are).
-                    let request = Outgoing {
-                        operation,
-                        segments,
-                        length,
-                        remote,
-                        cookie,
-                        report: Report::of(completion_flags),
-                        solicited: completion_flags
-                            & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32
-                            != 0,
-                        fence: completion_flags
-                            & dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32
-                            != 0,
-                        extended,
-                        invalidate,
-                    };
-                    let counted = post_counters(operation, extended);
-                    let EpInner {
-                        wire,
-                        link,
-                        outstanding,
-                        attr,
-                        posted,
-                        ..
-                    } = &mut *inner;
-                    if let Some(result) = wire.post_direct(
-                        link.as_ref(),
-                        outstanding,
-                        attr.max_request_dtos,
-                        &request,
-                    ) {
-                        let queued = result?;
-                        count_post(posted, counted, length, Tally::add);
-                        drop(inner);
-                        queued
-                    } else if let Some(link) = inner.link.clone() {
-                        // Counted under the lock the transport takes over; taken back if the
-                        // request does not go out.
-                        count_post(&mut inner.posted, counted, length, Tally::add);
-                        match link.post(ep, inner, &request) {
-                            Ok(posted) => posted,
-                            Err(e) => {
-                                count_post(
-                                    &mut ep.inner.lock().posted,
-                                    counted,
-                                    length,
-                                    Tally::sub,
-                                );
-                                return Err(e);
-                            }
-                        }
-                    } else {
-                        drop(inner);
-                        Posted::Flush
-                    }
-                }
-                Post::Flush => {
-                    drop(inner);
-                    Posted::Flush
-                }
-            };
-            if posted == Posted::Flush {
-                let evd = ep
-                    .inner
-                    .lock()
-                    .request_evd
-                    .as_ref()
-                    .map(|e| e.arc().clone());
-                if let Some(evd) = evd {
-                    let flushed = dat_dto_completion_status::DAT_DTO_ERR_FLUSHED;
-                    let request = ep::Request {
-                        seq: 0,
-                        cookie,
-                        operation,
-                        length: 0,
-                        report: Report::Notify,
-                        extended: extended.map(Extended::kind),
-                        bind: None,
-                    };
-                    ep.complete_request_on(Some(&evd), &request, flushed, 0);
-                }
-            }
-            Ok(())
-        },
+        |ep| ep.post_request(post, local, remote),
     )
 }
 
@@ -867,108 +699,8 @@ pub unsafe extern "C" fn dat_ep_post_recv(
 ) -> DAT_RETURN {
     entry! {
         // The body inlined: a data-transfer call makes one call of its own, not two.
-        with_ep(ep_handle, #[inline(always)] |ep| {
-            let mut inner = ep.inner.lock();
-            live(&inner)?;
-            if inner.srq.is_some() {
-                // Receives of an SRQ EP are posted to the SRQ (the man page).
-                return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-            }
-            if num_segments < 0 || num_segments > inner.attr.max_recv_iov.max(1) {
-                return Err(DatError::invalid_arg(2));
-            }
-            // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
-            let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
-            check_completion_flags(completion_flags, inner.attr.recv_completion_flags, 5)?;
-            let length = check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), lmr::PRIV_LOCAL_WRITE, 3)?;
-            if inner.recv_evd.is_none() {
-                return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV));
-            }
-            let post = if Ep::is_datagram(&inner) { Post::Run } else { ep_state::post_recv(inner.state)? };
-            match post {
-                Post::Flush => {
-                    drop(inner);
-                    ep.complete_recv(user_cookie.as_u64(), dat_dto_completion_status::DAT_DTO_ERR_FLUSHED, 0);
-                }
-                Post::Run => {
-                    if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
-                        // Receives a peer filled and the EP has not heard of yet are done.
-                        crate::objects::seam::EpWire::take_landed(ep, &mut inner);
-                    }
-                    if inner.recvs.len() >= inner.attr.max_recv_dtos.max(1) as usize {
-                        return Err(DatError::resources(Sub::DAT_RESOURCE_TEP));
-                    }
-                    let cookie = user_cookie.as_u64();
-                    let kept = if inner.wire.keeps_receive_segments() { Segments::from_slice(segments) } else { Segments::new() };
-                    inner.recvs.push_back(PostedRecv { cookie, segments: kept });
-                    let EpInner { wire, recvs, .. } = &mut *inner;
-                    if let Err(e) = wire.receive_posted(recvs, segments) {
-                        inner.recvs.pop_back();
-                        return Err(e);
-                    }
-                    inner.posted.add(dat_ep_counters::DCNT_EP_POST_RECV as u32, 1);
-                    inner.posted.add(dat_ep_counters::DCNT_EP_POST_RECV_DATA as u32, length);
-                    if inner.wire.messages_waiting() {
-                        let link = inner.link.clone();
-                        drop(inner);
-                        if let Some(link) = link {
-                            link.receive_posted(ep);
-                        }
-                    }
-                }
-            }
-            Ok(())
-        })
-    }
-}
-
-/// A post that found the EP before `dat_ep_free` let go of it, and its lock after: the handle
-/// is dead (what was posted before was flushed, and nothing would flush this one).
-#[inline(always)]
-fn live(inner: &EpInner) -> DatResult {
-    if inner.released {
-        return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP));
-    }
-    Ok(())
-}
-
-/// Counts a request posted on its way out (`Tally::add`), or takes it back (`Tally::sub`):
-/// the IB extension's EP counters, kept under the EP's lock.
-#[inline]
-fn count_post(
-    posted: &mut Tally<EP_COUNTERS>,
-    (posts, bytes): PostCounters,
-    length: u64,
-    op: fn(&mut Tally<EP_COUNTERS>, u32, u64),
-) {
-    op(posted, posts as u32, 1);
-    if let Some(bytes) = bytes {
-        op(posted, bytes as u32, length);
-    }
-}
-
-/// The counters a request counts in: its posts, and its bytes where they are counted.
-type PostCounters = (dat_ep_counters, Option<dat_ep_counters>);
-
-#[inline]
-fn post_counters(operation: dat_dtos, extended: Option<Extended>) -> PostCounters {
-    use dat_ep_counters as C;
-    match (extended, operation) {
-        (Some(Extended::FetchAdd(_)), _) => (C::DCNT_EP_POST_FETCH_ADD, None),
-        (Some(Extended::CompareSwap { .. }), _) => (C::DCNT_EP_POST_CMP_SWAP, None),
-        (Some(Extended::WriteImmediate(_)), _) => (
-            C::DCNT_EP_POST_WRITE_IMM,
-            Some(C::DCNT_EP_POST_WRITE_IMM_DATA),
-        ),
-        (Some(Extended::Datagram { .. }), _) => {
-            (C::DCNT_EP_POST_SEND_UD, Some(C::DCNT_EP_POST_SEND_UD_DATA))
-        }
-        (None, dat_dtos::DAT_DTO_RDMA_WRITE) => {
-            (C::DCNT_EP_POST_WRITE, Some(C::DCNT_EP_POST_WRITE_DATA))
-        }
-        (None, dat_dtos::DAT_DTO_RDMA_READ) => {
-            (C::DCNT_EP_POST_READ, Some(C::DCNT_EP_POST_READ_DATA))
-        }
-        (None, _) => (C::DCNT_EP_POST_SEND, Some(C::DCNT_EP_POST_SEND_DATA)),
+        // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
+        let local = |n| unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, n, 3) };
+        with_ep(ep_handle, #[inline(always)] |ep| ep.post_recv(num_segments, local, user_cookie.as_u64(), completion_flags))
     }
 }

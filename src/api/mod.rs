@@ -14,13 +14,3 @@ pub mod registry;
 pub mod rmr;
 pub mod srq;
 pub mod wait;
-
-use crate::abi::dat_completion_flags;
-
-/// Every bit of `DAT_COMPLETION_FLAGS`.
-pub(crate) const COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS_FLAG as u32
-    | dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32
-    | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32
-    | dat_completion_flags::DAT_COMPLETION_BARRIER_FENCE_FLAG as u32
-    | dat_completion_flags::DAT_COMPLETION_EVD_THRESHOLD_FLAG as u32
-    | dat_completion_flags::DAT_COMPLETION_LMR_INVALIDATE_FENCE_FLAG as u32;

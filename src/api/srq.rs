@@ -87,7 +87,7 @@ pub unsafe extern "C" fn dat_srq_post_recv(
         if num_segments > state.max_recv_iov {
             return Err(DatError::invalid_arg(2));
         }
-        super::ep::check_local_segments(segments, Some(srq.pz.arc()), lmr::PRIV_LOCAL_WRITE, 3)?;
+        crate::objects::posting::check_local_segments(segments, Some(srq.pz.arc()), lmr::PRIV_LOCAL_WRITE, 3)?;
         let cookie = user_cookie.as_u64();
         srq.post(state, PostedRecv { cookie, segments: Segments::from_slice(segments) })
     }

@@ -18,6 +18,7 @@ pub mod ia;
 pub mod keys;
 pub mod limits;
 pub mod lmr;
+pub mod posting;
 pub mod pz;
 pub mod region_table;
 pub mod requests;
