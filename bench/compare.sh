@@ -26,8 +26,8 @@ unset MAKEFLAGS MFLAGS MAKELEVEL   # the builds below are make runs of their own
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-describe() {  # commit -> "abc123456789 subject"
-    git -C "$root" log -1 --format='%h %s' "$1" | cut -c1-90
+describe() {  # commit -> "abc1234 subject" (the subject cut short)
+    git -C "$root" log -1 --format='%h %s' "$1" | awk '{print (length($0) > 76 ? substr($0, 1, 73) "..." : $0)}'
 }
 
 # One side built: its build directory on stdout; the build's output in a log, shown if it fails.
@@ -43,7 +43,7 @@ build_side() {  # revision ('' for this tree)
             git -C "$root" worktree add -q --detach "$dir" "$commit" || return 1
         fi
     fi
-    echo "compare: building ${1:-this tree} (make PGO=$pgo lib in ${dir#"$root"/})" >&2
+    echo "compare: building ${1:-this tree} (make PGO=$pgo lib${1:+ in ${dir#"$root"/}})" >&2
     if ! (cd "$dir" && nice make PGO="$pgo" -j"$(nproc)" lib) > "$work/build.log" 2>&1; then
         tail -30 "$work/build.log" >&2
         echo "compare: the build of ${1:-this tree} failed" >&2
@@ -67,7 +67,11 @@ else
     [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ] && dirty=", with uncommitted changes"
     echo "after:  this tree: $(describe HEAD)$dirty (build)"
 fi
-echo "build:  make PGO=$pgo for both (release builds from $(kind "$before") and $(kind "$after"))"
+if [ "$(kind "$before")" = "$(kind "$after")" ]; then
+    echo "build:  make PGO=$pgo for both (both linked from $(kind "$after"))"
+else
+    echo "build:  make PGO=$pgo for both, BUT linked from different builds: $(kind "$before") and $(kind "$after")"
+fi
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 
 # Instruction counts, each side's "post_send N  post_recv N  found_dequeue N"; the two run at
@@ -96,15 +100,15 @@ callcount_table "Instructions per call (callgrind, tcp-lo: the socket path under
 if [ "${RDMA:-0}" = 1 ]; then
     rxe_vm=${RXE_VM:-../shared/rxe-vm/rxe-vm.sh}
     echo "Instructions per call on the RDMA transport (soft-RoCE guest, ofa-v2-rxenet0):"
-    if [ "$(id -u)" != 0 ] || ! (cd "$root" && [ -x "$rxe_vm" ]) || ! command -v qemu-system-x86_64 >/dev/null; then
-        echo "  skipped: needs root, QEMU and the guest's runner ($rxe_vm)"
+    if [ "$(id -u)" != 0 ] || ! (cd "$root" && [ -x "$rxe_vm" ]); then
+        echo "  skipped: needs root and the guest's runner ($rxe_vm)"
     else
         # One boot for both builds (the guest sees this tree at the same path).
         # shellcheck disable=SC2016
         (cd "$root" && "$rxe_vm" -t 3600 -- bash -c 'for b; do bench/callcount.sh "$b" ofa-v2-rxenet0 300 2>&1 | tail -1; done' \
             _ "$before" "$after") > "$work/cc.rdma" 2> "$work/cc.rdma.err"
         callcount_table "" "$(sed -n 1p "$work/cc.rdma")" "$(sed -n 2p "$work/cc.rdma")" | tail -n +2
-        grep -q found_dequeue "$work/cc.rdma" || sed 's/^/  guest: /' "$work/cc.rdma" "$work/cc.rdma.err" | tail -20
+        [ "$(grep -c found_dequeue "$work/cc.rdma")" = 2 ] || sed 's/^/  guest: /' "$work/cc.rdma" "$work/cc.rdma.err" | tail -20
     fi
 fi
 
@@ -180,8 +184,8 @@ done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else printf "%.2f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-echo "datperf, $rounds rounds: medians of before and after, and after / before per round: median (min..max)"
-printf '  %-32s %10s %10s   %-22s\n' "" before after "after / before"
+echo "datperf, rounds: $rounds; medians of before and after, and after / before per round: median (min..max)"
+printf '  %-32s %10s %10s   %s\n' "" before after "after / before"
 for path in "${paths[@]}"; do
     case $path in
     direct) echo " tcp-lo, direct path (two processes of this host):" ;;
@@ -201,9 +205,9 @@ for path in "${paths[@]}"; do
             note = ""
             if (NR > 1 && v[NR] < 1) note = (better == "lower") ? "after better every round" : "after worse every round"
             if (NR > 1 && v[1] > 1) note = (better == "higher") ? "after better every round" : "after worse every round"
-            printf "%-22s %s\n", sprintf("%.3f (%.3f..%.3f)", m, v[1], v[NR]), note
+            printf "%-22s  %s\n", sprintf("%.3f (%.3f..%.3f)", m, v[1], v[NR]), note
         }' <<< "$ratios")
-        printf '  %-32s %10s %10s   %s\n' "$label" "$(median <<< "$b")" "$(median <<< "$a")" "$summary"
+        printf '  %-32s %10s %10s   %s\n' "$label" "$(median <<< "$b")" "$(median <<< "$a")" "$summary" | sed 's/ *$//'
     done
 done
 echo "(latency: lower is better; bandwidth: higher is better. A ratio spread that straddles 1 is"
