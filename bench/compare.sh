@@ -196,15 +196,16 @@ for path in "${paths[@]}"; do
         IFS='|' read -r key label better _ <<< "$row"
         b=${results[$path.$key.before]}
         a=${results[$path.$key.after]}
-        # The ratio of each round's pair; a note when every round leans the same way.
+        # The ratio of each round's pair; with 6 rounds or more, a note when every round leans
+        # the same way (noise alone does that to a row with a chance of 2 / 2^rounds).
         ratios=$(paste <(printf '%s' "$a") <(printf '%s' "$b") |
             awk '$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 > 0 {print $1 / $2}' | sort -g)
         summary=$(awk -v better="$better" '{v[NR] = $1} END {
             if (NR == 0) { print "-"; exit }
             m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
             note = ""
-            if (NR > 1 && v[NR] < 1) note = (better == "lower") ? "after better every round" : "after worse every round"
-            if (NR > 1 && v[1] > 1) note = (better == "higher") ? "after better every round" : "after worse every round"
+            if (NR >= 6 && v[NR] < 1) note = (better == "lower") ? "after better every round" : "after worse every round"
+            if (NR >= 6 && v[1] > 1) note = (better == "higher") ? "after better every round" : "after worse every round"
             printf "%-22s  %s\n", sprintf("%.3f (%.3f..%.3f)", m, v[1], v[NR]), note
         }' <<< "$ratios")
         printf '  %-32s %10s %10s   %s\n' "$label" "$(median <<< "$b")" "$(median <<< "$a")" "$summary" | sed 's/ *$//'
