@@ -96,6 +96,9 @@ cc_before=$!
 wait $cc_before
 callcount_table "Instructions per call (callgrind, tcp-lo: the socket path under valgrind; bench/callcount.sh):" \
     "$(tail -1 "$work/cc.before")" "$(tail -1 "$work/cc.after")"
+for side in before after; do
+    grep -q found_dequeue "$work/cc.$side" || sed "s/^/  callcount, $side: /" "$work/cc.$side" | tail -20
+done
 
 if [ "${RDMA:-0}" = 1 ]; then
     rxe_vm=${RXE_VM:-../shared/rxe-vm/rxe-vm.sh}
@@ -131,10 +134,10 @@ if [ "${TWOHOST:-0}" = 1 ]; then
     elif twohost_up 1500; then
         paths+=(twohost)
         port=$((30000 + RANDOM % 20000))
-        trap 'twohost_down; rm -rf "$work"' EXIT
     else
         echo "two hosts: skipped: the hosts could not be made"
     fi
+    trap 'twohost_down; rm -rf "$work"' EXIT   # twohost_up set a trap of its own
 fi
 
 # One run of one side: its figure on stdout (empty if it failed; the failure goes to stderr).
@@ -200,13 +203,13 @@ for path in "${paths[@]}"; do
         # the same way (noise alone does that to a row with a chance of 2 / 2^rounds).
         ratios=$(paste <(printf '%s' "$a") <(printf '%s' "$b") |
             awk '$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 > 0 {print $1 / $2}' | sort -g)
-        summary=$(awk -v better="$better" '{v[NR] = $1} END {
-            if (NR == 0) { print "-"; exit }
-            m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        summary=$(awk -v better="$better" 'NF {v[++n] = $1} END {
+            if (n == 0) { print "-"; exit }
+            m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
             note = ""
-            if (NR >= 6 && v[NR] < 1) note = (better == "lower") ? "after better every round" : "after worse every round"
-            if (NR >= 6 && v[1] > 1) note = (better == "higher") ? "after better every round" : "after worse every round"
-            printf "%-22s  %s\n", sprintf("%.3f (%.3f..%.3f)", m, v[1], v[NR]), note
+            if (n >= 6 && v[n] < 1) note = (better == "lower") ? "after better every round" : "after worse every round"
+            if (n >= 6 && v[1] > 1) note = (better == "higher") ? "after better every round" : "after worse every round"
+            printf "%-22s  %s\n", sprintf("%.3f (%.3f..%.3f)", m, v[1], v[n]), note
         }' <<< "$ratios")
         printf '  %-32s %10s %10s   %s\n' "$label" "$(median <<< "$b")" "$(median <<< "$a")" "$summary" | sed 's/ *$//'
     done
