@@ -38,9 +38,8 @@ build_side() {  # revision ('' for this tree)
         commit=$(git -C "$root" rev-parse --verify -q "$1^{commit}") || { echo "compare: no such revision: $1" >&2; return 1; }
         dir=$root/build/compare-${commit:0:12}
         if [ ! -f "$dir/.git" ] || [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null)" != "$commit" ]; then
-            rm -rf "$dir"
-            git -C "$root" worktree prune
-            git -C "$root" worktree add -q --detach "$dir" "$commit" || return 1
+            rm -rf "$dir"   # -f: also where `make clean` removed it and git still lists it
+            git -C "$root" worktree add -f -q --detach "$dir" "$commit" || return 1
         fi
     fi
     echo "compare: building ${1:-this tree} (make PGO=$pgo lib${1:+ in ${dir#"$root"/}})" >&2
@@ -74,8 +73,8 @@ else
 fi
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 
-# Instruction counts, each side's "post_send N  post_recv N  found_dequeue N"; the two run at
-# once (counts do not depend on the machine's load).
+# Instruction counts, each side's "post_send N  post_recv N  found_dequeue N" (one after the
+# other: callcount listens on a fixed conn_qual).
 callcount_table() {  # title, before's line, after's line
     echo "$1"
     printf '  %-22s %10s %10s %9s\n' "" before after change
@@ -90,10 +89,8 @@ callcount_table() {  # title, before's line, after's line
         }'
     done
 }
-"$here/callcount.sh" "$before" tcp-lo > "$work/cc.before" 2>&1 &
-cc_before=$!
+"$here/callcount.sh" "$before" tcp-lo > "$work/cc.before" 2>&1
 "$here/callcount.sh" "$after" tcp-lo > "$work/cc.after" 2>&1
-wait $cc_before
 callcount_table "Instructions per call (callgrind, tcp-lo: the socket path under valgrind; bench/callcount.sh):" \
     "$(tail -1 "$work/cc.before")" "$(tail -1 "$work/cc.after")"
 for side in before after; do
