@@ -10,6 +10,8 @@
 #   make bench-rdma      ours, OpenFabrics' and perftest side by side in the soft-RoCE guest (15 rounds,
 #                        10-14 minutes: single runs there vary 2-5x; medians and paired ratios)
 #   make demo            a checked transfer over the built-in tcp-lo IA, with latency and bandwidth
+#   make compare BEFORE=rev [AFTER=rev] [ROUNDS=5]  instruction counts and datperf figures of two
+#                        builds side by side (default AFTER: this tree), interleaved round by round
 #   make bench           our TCP transport beside a raw TCP socket and libfabric tcp, same run
 #                        on loopback, then between two hosts (network namespaces; root)
 #   make fuzz            long runs of the three fuzzers: the TCP wire fuzzer (WIRE_FUZZ_CASES,
@@ -59,7 +61,7 @@ else
 RELEASE_DIR := $(TARGET_DIR)/release
 endif
 
-.PHONY: callcount callcount-rdma FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
+.PHONY: callcount callcount-rdma compare FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -182,6 +184,14 @@ callcount: all
 # The same on the RDMA transport, in the soft-RoCE guest (about 5 minutes under emulation).
 callcount-rdma: all
 	@$(RXE_VM) -t 1800 -- bench/callcount.sh $(BUILD) ofa-v2-rxenet0 300
+
+# Before and after a change (bench/compare.sh): BEFORE (a git revision) built in a worktree of
+# its own beside AFTER (a revision, or by default this tree), both with PGO=0 unless PGO is
+# given; their instruction counts side by side, then datperf's figures interleaved round by
+# round. TWOHOST=1 adds two hosts (root), RDMA=1 the counts in the soft-RoCE guest.
+compare:
+	@PGO=$(if $(filter command line environment,$(origin PGO)),$(PGO),0) ROUNDS=$(or $(ROUNDS),5) \
+	  RXE_VM=$(RXE_VM) bench/compare.sh "$(or $(BEFORE),$(error compare: give BEFORE=<git revision>))" $(AFTER)
 
 LIBDAT ?= $(LIBDIR)/$(SONAME)
 
