@@ -3,7 +3,6 @@
 
 use std::cell::Cell;
 use std::collections::VecDeque;
-use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -65,13 +64,6 @@ struct Polled {
     evds: [Cell<usize>; POLLED_MAX],
     len: Cell<usize>,
     polls: Cell<u32>,
-    /// The EVD (its address) this thread dequeues from while it makes progress, 0 when none.
-    catching: Cell<usize>,
-    /// Where that dequeue returns its event (its caller's out-parameter): the first event
-    /// progress completes for the EVD while its queue is empty is written there at once.
-    into: Cell<*mut DAT_EVENT>,
-    /// Whether `into` holds that event.
-    has_caught: Cell<bool>,
 }
 
 impl Polled {
@@ -98,60 +90,73 @@ thread_local! {
             evds: [const { Cell::new(0) }; POLLED_MAX],
             len: Cell::new(0),
             polls: Cell::new(0),
-            catching: Cell::new(0),
-            into: Cell::new(std::ptr::null_mut()),
-            has_caught: Cell::new(false),
         }
     };
 }
 
-/// A dequeue's out-parameter, lent to the poll of its EVD's sole source (a verbs CQ) and
-/// passed down the completion path explicitly: the first event that poll completes for the EVD
-/// while the EVD's queue is empty goes straight into it ([`Evd::post_catching`]), not through
-/// the queue and back. The poll holds the source's lock throughout, so the events it completes
-/// keep their order: any after the caught one queue behind it.
+/// A dequeue's out-parameter, lent to the progress its poll makes (its EVD's sources: a
+/// verbs CQ, TCP connections) and passed down the completion path explicitly: the first event
+/// that progress completes for the EVD while the EVD's queue is empty goes straight into it
+/// ([`Evd::post_catching`]), not through the queue and back. The poll holds the sources' lock
+/// throughout, so the events it completes keep their order: any after the caught one queue
+/// behind it. An event caught and not taken (a panic on the way) goes back to the front of
+/// the queue as the catch ends, ahead of those.
 pub struct Catch<'a> {
-    evd: *const Evd,
+    /// The EVD whose events it takes (None: it takes none).
+    evd: Option<&'a Evd>,
     into: Option<&'a mut MaybeUninit<DAT_EVENT>>,
-    caught: bool,
+    /// The event caught, in the out-parameter.
+    caught: Option<&'a mut DAT_EVENT>,
 }
 
 impl<'a> Catch<'a> {
     /// Lends `into` for events of `evd`.
-    pub fn new(evd: &Evd, into: &'a mut MaybeUninit<DAT_EVENT>) -> Catch<'a> {
+    pub fn new(evd: &'a Evd, into: &'a mut MaybeUninit<DAT_EVENT>) -> Catch<'a> {
         Catch {
-            evd,
+            evd: Some(evd),
             into: Some(into),
-            caught: false,
+            caught: None,
         }
     }
 
     /// Lends nothing: every event is queued.
     pub fn none() -> Catch<'static> {
         Catch {
-            evd: std::ptr::null(),
+            evd: None,
             into: None,
-            caught: false,
+            caught: None,
         }
     }
 
-    /// Whether an event went into the out-parameter.
-    pub fn caught(&self) -> bool {
-        self.caught
+    /// Whether `evd`'s event may go into the out-parameter (none went yet).
+    #[inline]
+    fn open_for(&self, evd: &Evd) -> bool {
+        self.into.is_some() && self.evd.is_some_and(|e| std::ptr::eq(e, evd))
+    }
+
+    /// Ends the catch: whether an event went into the out-parameter, which the caller returns.
+    #[inline]
+    pub fn take(mut self) -> bool {
+        self.caught.take().is_some()
+    }
+}
+
+impl Drop for Catch<'_> {
+    fn drop(&mut self) {
+        if let (Some(event), Some(evd)) = (self.caught.take(), self.evd) {
+            evd.requeue_first(*event);
+        }
     }
 }
 
 /// Notes that this thread polls `evd`; now and then it keeps its lease alive
 /// (`KEEP_ALIVE_EVERY`) and makes progress on the other EVDs it polled (`OTHERS_EVERY`).
-/// `catching`: the EVD a dequeue catches for, into `into`, see [`Catching`]. Returns this
-/// thread's `POLLED`.
-fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const Polled {
+#[inline]
+fn polling(evd: DAT_EVD_HANDLE) {
     let key = evd as usize;
     // The closure answers only "time for the others?" (and for the lease): the list is copied
     // out just then, not moved through every poll.
-    let (others_due, keep_alive_due, polled) = POLLED.with(|p| {
-        p.catching.set(catching);
-        p.into.set(into);
+    let (others_due, keep_alive_due) = POLLED.with(|p| {
         let len = p.len.get();
         let known = |e: &Cell<usize>| e.get() == key;
         if len < POLLED_MAX && !p.evds[..len].iter().rev().any(known) {
@@ -160,11 +165,7 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const
         }
         let polls = p.polls.get().wrapping_add(1);
         p.polls.set(polls);
-        (
-            polls % OTHERS_EVERY == 0,
-            polls % KEEP_ALIVE_EVERY == 0,
-            p as *const Polled,
-        )
+        (polls % OTHERS_EVERY == 0, polls % KEEP_ALIVE_EVERY == 0)
     });
     if keep_alive_due {
         // The connections this thread holds on lease stay its own: it still polls.
@@ -173,7 +174,6 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const
     if others_due {
         every_few_polls(key);
     }
-    polled
 }
 
 /// Every `OTHERS_EVERY` polls: the other EVDs this thread polled move on too.
@@ -181,61 +181,6 @@ fn polling(evd: DAT_EVD_HANDLE, catching: usize, into: *mut DAT_EVENT) -> *const
 fn every_few_polls(key: usize) {
     if POLLED.with(|p| p.len.get() > 1) {
         progress_others(key);
-    }
-}
-
-/// A dequeue making progress: the first event that progress completes for its EVD while the
-/// EVD's queue is empty goes straight into the dequeue's out-parameter (`Evd::post` hands it
-/// over), not through the queue, which is where any later ones go. Ends when dropped: an event
-/// caught and not taken (a panic on the way) goes into the queue after all.
-struct Catching<'a> {
-    evd: &'a Evd,
-    /// The out-parameter, lent for the catch: written only through this pointer (by
-    /// `hand_over`), so no reference to it is held meanwhile.
-    into: *mut DAT_EVENT,
-    lent: PhantomData<&'a mut MaybeUninit<DAT_EVENT>>,
-    /// This thread's `POLLED`, kept from the start: the end needs no second look-up.
-    polled: *const Polled,
-}
-
-impl<'a> Catching<'a> {
-    fn start(evd: &'a Evd, out: &'a mut MaybeUninit<DAT_EVENT>) -> Catching<'a> {
-        let into = out.as_mut_ptr();
-        let polled = polling(evd.handle(), evd as *const Evd as usize, into);
-        Catching {
-            evd,
-            into,
-            lent: PhantomData,
-            polled,
-        }
-    }
-
-    /// Whether an event was caught (it is in the out-parameter).
-    fn take(self) -> bool {
-        let caught = self.end();
-        std::mem::forget(self); // its drop would only do the same again
-        caught
-    }
-
-    /// The thread catches no more; whether it caught an event.
-    fn end(&self) -> bool {
-        // SAFETY: this thread's POLLED, which has no destructor and so lives as long as the
-        // thread; a Catching never leaves the thread that started it (it holds raw pointers,
-        // so it is neither Send nor Sync).
-        let p = unsafe { &*self.polled };
-        p.catching.set(0);
-        p.into.set(std::ptr::null_mut());
-        p.has_caught.replace(false)
-    }
-}
-
-impl Drop for Catching<'_> {
-    fn drop(&mut self) {
-        if self.end() {
-            // SAFETY: `hand_over` wrote a whole event there, and the storage is still lent.
-            let e = unsafe { self.into.read() };
-            let _ = self.evd.post(e);
-        }
     }
 }
 
@@ -356,13 +301,13 @@ pub struct Evd {
     /// queue empty takes no lock.
     queued: AtomicUsize,
     waiting: AtomicBool,
-    /// Whether a CNO is attached (a copy of the queue's, read by `hand_over`).
+    /// Whether a CNO is attached (a copy of the queue's, read by `may_hand_over`).
     has_cno: AtomicBool,
     /// The transport's completion queue of a DTO EVD (none for TCP).
     pub completion_queue: std::sync::OnceLock<crate::objects::seam::Resource>,
     /// That queue as a source, when it alone completes the EVD's DTOs and needs nothing of a
     /// polling thread (verbs: the device moves the data): a dequeue polls it and no more, with
-    /// no lease to keep, no other EVDs to move and no event to catch.
+    /// no lease to keep, no other EVDs to move and no sources' lock to take.
     sole_source: std::sync::OnceLock<Arc<dyn Progress>>,
     /// The IB extension's counters of this EVD (waits and dequeues).
     pub counters: Counters<EVD_COUNTERS>,
@@ -488,18 +433,26 @@ impl Evd {
         notify: bool,
         catch: &mut Catch<'_>,
     ) -> DatResult {
-        if std::ptr::eq(catch.evd, self) && self.may_hand_over() {
+        if catch.open_for(self) && self.may_hand_over() {
             if let Some(into) = catch.into.take() {
                 event.evd_handle = self.handle();
-                into.write(event);
-                catch.caught = true;
+                catch.caught = Some(into.write(event));
                 return Ok(());
             }
         }
         self.enqueue(event, notify)
     }
 
-    /// Whether an event may go straight to a dequeue's out-parameter (`Catch`, `Catching`)
+    /// An event a dequeue caught and did not return goes back ahead of the events queued since
+    /// (it came first): the queue may hold one more than its length for that moment.
+    #[cold]
+    fn requeue_first(&self, event: DAT_EVENT) {
+        let mut q = self.queue.lock();
+        q.events.push_front(Event(event));
+        self.queued.store(q.events.len(), Ordering::Release);
+    }
+
+    /// Whether an event may go straight to a dequeue's out-parameter (`Catch`)
     /// rather than through the queue: the same for the consumer only while nothing is queued
     /// before it and no CNO is to hear of it.
     #[inline]
@@ -509,9 +462,6 @@ impl Evd {
 
     fn enqueue(&self, mut event: DAT_EVENT, notify: bool) -> DatResult {
         event.evd_handle = self.handle();
-        if self.hand_over(&event) {
-            return Ok(());
-        }
         let cno = {
             let mut q = self.queue.lock();
             if q.events.len() >= q.qlen {
@@ -540,28 +490,6 @@ impl Evd {
             cno.trigger(self.handle());
         }
         Ok(())
-    }
-
-    /// Hands `event` to this thread's dequeue of this EVD (see [`Catching`]) when that is the
-    /// same as queueing it and taking it back: the queue is empty, no CNO is to hear of it,
-    /// and the dequeue has no event yet (the first caught stays first: later ones queue).
-    fn hand_over(&self, event: &DAT_EVENT) -> bool {
-        if self.sole_source.get().is_some() {
-            return false; // its dequeues lend their out-parameter down the poll (`Catch`)
-        }
-        POLLED.with(|p| {
-            if p.catching.get() != self as *const Evd as usize
-                || p.has_caught.get()
-                || !self.may_hand_over()
-            {
-                return false;
-            }
-            // SAFETY: `into` is the out-parameter of this thread's dequeue of this EVD, which
-            // set `catching` and lends it until it ends the catch (`Catching`).
-            unsafe { p.into.get().write(*event) };
-            p.has_caught.set(true);
-            true
-        })
     }
 
     /// Reports the EVD's overflow on the IA's async EVD: its own queue lost an event, or the
@@ -663,12 +591,19 @@ impl Evd {
 
     /// Lets every source make progress in this thread.
     fn progress(&self) {
+        self.progress_catching(&mut Catch::none());
+    }
+
+    /// [`Evd::progress`] for a dequeue that lends its out-parameter (`catch`) to the first
+    /// event the sources complete for this EVD.
+    #[inline]
+    fn progress_catching(&self, catch: &mut Catch<'_>) {
         // Another thread progressing the same sources is as good as this one.
         let Some(sources) = self.sources.try_lock() else {
             return;
         };
         for s in self.joined(sources).iter() {
-            s.progress();
+            s.progress_catching(catch);
         }
     }
 
@@ -678,27 +613,19 @@ impl Evd {
     pub fn dequeue(&self, out: &mut MaybeUninit<DAT_EVENT>) -> DatResult {
         let waiter = || Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_WAITER));
         // Most polls find nothing, before and after progress: they look without the lock.
-        if let Some(source) = self.sole_source.get() {
-            if self.queued.load(Ordering::Acquire) == 0 {
-                if self.waiting.load(Ordering::Acquire) {
-                    return waiter();
-                }
-                let mut catch = Catch::new(self, out);
-                source.progress_catching(&mut catch);
-                if catch.caught() {
-                    return Ok(());
-                }
-                if self.queued.load(Ordering::Acquire) == 0 {
-                    return Err(DatError::bare(Type::DAT_QUEUE_EMPTY));
-                }
-            }
-        } else if self.queued.load(Ordering::Acquire) == 0 {
+        if self.queued.load(Ordering::Acquire) == 0 {
             if self.waiting.load(Ordering::Acquire) {
                 return waiter();
             }
-            let catching = Catching::start(self, out);
-            self.progress();
-            if catching.take() {
+            let mut catch = Catch::new(self, out);
+            match self.sole_source.get() {
+                Some(source) => source.progress_catching(&mut catch),
+                None => {
+                    polling(self.handle());
+                    self.progress_catching(&mut catch);
+                }
+            }
+            if catch.take() {
                 return Ok(());
             }
             if self.queued.load(Ordering::Acquire) == 0 {
@@ -759,7 +686,7 @@ impl Evd {
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
         while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
-                polling(self.handle(), 0, std::ptr::null_mut());
+                polling(self.handle());
                 self.progress();
                 std::hint::spin_loop();
             });

@@ -12,7 +12,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::conn_qual;
 use super::ep::{default_attr, Close, End, Ep, EpInner, Outgoing, Parts, Posted};
-use super::evd::Evd;
+use super::evd::{Catch, Evd};
 use super::ia::Ia;
 use super::pz::Pz;
 use super::srq::PostedRecv;
@@ -475,4 +475,77 @@ fn an_evd_gives_its_events_in_order_and_refuses_them_beyond_its_length() {
         assert_eq!(pointer as u64, n);
     }
     assert!(next(&f.recv_evd).is_none());
+}
+
+/// A source whose progress completes the events it was given, as a transport's poll does,
+/// handing them to the dequeue's catch.
+struct Completing {
+    evd: Arc<Evd>,
+    /// The software events' numbers.
+    pending: Mutex<Vec<u64>>,
+}
+
+impl Progress for Completing {
+    fn progress(&self) {
+        self.progress_catching(&mut Catch::none());
+    }
+
+    fn progress_catching(&self, catch: &mut Catch<'_>) {
+        for n in self.pending.lock().drain(..) {
+            let _ = self.evd.post_catching(software_event(n), true, catch);
+        }
+    }
+}
+
+fn software_event(n: u64) -> DAT_EVENT {
+    let mut e = DAT_EVENT::zeroed();
+    e.event_number = dat_event_number::DAT_SOFTWARE_EVENT as DAT_EVENT_NUMBER;
+    e.event_data.software_event_data.pointer = n as DAT_PVOID;
+    e
+}
+
+fn software_events(evd: &Evd) -> Vec<u64> {
+    std::iter::from_fn(|| next(evd))
+        // SAFETY: these are software events, whose data is their software_event_data.
+        .map(|e| unsafe { e.event_data.software_event_data.pointer } as u64)
+        .collect()
+}
+
+#[test]
+fn a_dequeue_returns_the_first_event_its_progress_completes_and_the_rest_queue_in_order() {
+    let f = fixture(USUAL);
+    let source = Arc::new(Completing {
+        evd: f.recv_evd.clone(),
+        pending: Mutex::new(vec![1, 2, 3]),
+    });
+    f.recv_evd.attach(source.clone());
+    let mut out = MaybeUninit::uninit();
+    assert_eq!(f.recv_evd.dequeue(&mut out), Ok(()));
+    // SAFETY: the dequeue succeeded: it wrote the event.
+    let first = unsafe { out.assume_init() };
+    assert_eq!(first.evd_handle, f.recv_evd.handle());
+    // SAFETY: a software event's data is its software_event_data.
+    let pointer = unsafe { first.event_data.software_event_data.pointer };
+    assert_eq!(pointer as u64, 1);
+    assert_eq!(software_events(&f.recv_evd), [2, 3]);
+    // Queued events go first: one completed while another waits queues behind it.
+    f.recv_evd.post(software_event(4)).unwrap();
+    source.pending.lock().push(5);
+    assert_eq!(software_events(&f.recv_evd), [4, 5]);
+}
+
+#[test]
+fn an_event_caught_and_not_taken_is_queued_as_the_catch_ends() {
+    let f = fixture(USUAL);
+    let mut out = MaybeUninit::uninit();
+    let mut catch = Catch::new(&f.recv_evd, &mut out);
+    f.recv_evd
+        .post_catching(software_event(7), true, &mut catch)
+        .unwrap();
+    // A second one queues: the out-parameter holds the first.
+    f.recv_evd
+        .post_catching(software_event(8), true, &mut catch)
+        .unwrap();
+    drop(catch); // as a panic on the way out of the dequeue would
+    assert_eq!(software_events(&f.recv_evd), [7, 8]);
 }

@@ -229,8 +229,9 @@ pub trait ConnRequest: Send {
 /// incoming frames are handled as the consumer polls or waits), without blocking.
 pub trait Progress: Send + Sync {
     fn progress(&self);
-    /// [`Progress::progress`] for a dequeue of the EVD this source alone feeds, which lends
-    /// its out-parameter (`Catch`); a source that cannot hand events over ignores it.
+    /// [`Progress::progress`] for a dequeue of an EVD this source feeds, which lends its
+    /// out-parameter (`Catch`) to the first event completed for that EVD; a source that
+    /// cannot hand events over ignores it (they queue).
     fn progress_catching(&self, _catch: &mut crate::objects::evd::Catch<'_>) {
         self.progress();
     }

@@ -11,7 +11,7 @@ use super::replies::{acknowledged, settle};
 use super::{refuse, Inbound, Stop};
 use crate::abi::*;
 use crate::objects::ep::{Ep, EpInner};
-use crate::objects::evd::Evd;
+use crate::objects::evd::{Catch, Evd};
 use crate::objects::lmr::SegmentHold;
 use crate::objects::pz::Pz;
 use crate::objects::rmr::Window;
@@ -63,13 +63,14 @@ pub(super) fn on_send(
     inb: &mut Inbound,
     h: Header,
     in_caller: bool,
+    catch: &mut Catch<'_>,
 ) -> Option<Stop> {
     let ack = (h.flags & flags::ACK != 0).then_some(h.remote_addr);
     if inb.reader.buffered() >= h.payload_len as usize {
-        if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller) {
+        if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller, catch) {
             return done;
         }
-    } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, link, last)) {
+    } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, link, last, catch)) {
         return start(inb, h, Sink::Drop { then: Some(stop) });
     }
     let sink = message_sink(ep, link, &h);
@@ -92,11 +93,12 @@ pub(super) fn deliver_buffered(
     h: &Header,
     ack: Option<u64>,
     in_caller: bool,
+    catch: &mut Catch<'_>,
 ) -> Option<Option<Stop>> {
     let len = h.payload_len as usize;
     let mut inner = ep.inner.lock();
     if let Some(last) = ack {
-        if let Err(stop) = settle(ep, link, &mut inner, last) {
+        if let Err(stop) = settle(ep, link, &mut inner, last, catch) {
             drop(inner);
             reader.skip_buffered(len);
             return Some(Some(stop));
@@ -110,7 +112,8 @@ pub(super) fn deliver_buffered(
         return None;
     };
     let evd = inner.recv_evd.as_deref();
-    let complete = |status, n| ep.complete_recv_on(evd, recv.cookie, status, n);
+    let mut complete =
+        |status, n| ep.complete_recv_catching(evd, recv.cookie, status, n, &mut *catch);
     if !peer_checks::fits_receive(len, &recv.segments) {
         reader.skip_buffered(len);
         complete(dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH, 0);

@@ -30,6 +30,7 @@ use super::link::TcpLink;
 use super::wire::{flags, Header, Op, ATOMIC_OPERANDS, OFFER_COOKIE};
 use crate::abi::*;
 use crate::objects::ep::Ep;
+use crate::objects::evd::Catch;
 
 use messages::immediate;
 pub use messages::land_early;
@@ -92,13 +93,15 @@ impl Inbound {
 
 /// Handles the frames the socket has, without blocking: all of them for the engine (until the
 /// socket is empty), those of one look at the socket for a consumer's poll (`in_caller`, so a
-/// poll stays short). Returns whether any frame was handled, and Some(stop) or an error when
-/// the connection ends.
+/// poll stays short, with the out-parameter its dequeue lends, `catch`, for the first
+/// message or acknowledgement it completes). Returns whether any frame was handled, and
+/// Some(stop) or an error when the connection ends.
 pub fn advance(
     ep: &Arc<Ep>,
     link: &TcpLink,
     inb: &mut Inbound,
     in_caller: bool,
+    catch: &mut Catch<'_>,
 ) -> Result<(bool, Option<Stop>), ConnError> {
     // Messages the peer put in our receives directly came before anything in the socket.
     let mut handled = link.take_direct();
@@ -162,7 +165,7 @@ pub fn advance(
         if !peer_checks::immediate_in_place(due, &h) {
             return Ok((handled, Some(Stop::Lost)));
         }
-        if let Some(stop) = step(ep, link, inb, h, in_caller)? {
+        if let Some(stop) = step(ep, link, inb, h, in_caller, catch)? {
             return Ok((handled, Some(stop)));
         }
     }
@@ -177,6 +180,7 @@ fn step(
     inb: &mut Inbound,
     h: Header,
     in_caller: bool,
+    catch: &mut Catch<'_>,
 ) -> Result<Option<Stop>, ConnError> {
     match h.op {
         Op::Ready if h.flags & flags::DIRECT == 0 => {
@@ -211,7 +215,7 @@ fn step(
                 },
             ));
         }
-        Op::Send => return Ok(messages::on_send(ep, link, inb, h, in_caller)),
+        Op::Send => return Ok(messages::on_send(ep, link, inb, h, in_caller, catch)),
         Op::RdmaWrite => {
             let sink = remote_access::write_sink(ep, link, &h);
             return Ok(start(inb, h, sink));
@@ -231,7 +235,7 @@ fn step(
         }
         Op::RdmaReadRequest => return Ok(remote_access::on_read_request(ep, link, &h)),
         Op::Ack => {
-            if let Some(stop) = acknowledged(ep, link, h.id) {
+            if let Some(stop) = acknowledged(ep, link, h.id, catch) {
                 return Ok(Some(stop));
             }
         }

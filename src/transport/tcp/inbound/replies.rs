@@ -9,19 +9,32 @@ use super::peer_checks;
 use super::{Inbound, Stop};
 use crate::abi::*;
 use crate::objects::ep::{Ep, EpInner, Request};
+use crate::objects::evd::Catch;
 use crate::transport::tcp::ep_wire::pop_request;
 use crate::transport::tcp::link::TcpLink;
 use crate::transport::tcp::wire::Header;
 
 /// The peer carried out every request of ours up to `last`: they complete. Some(stop) when
 /// the acknowledgement covers a read, which only its data may answer.
-pub(super) fn acknowledged(ep: &Ep, link: &TcpLink, last: u64) -> Option<Stop> {
-    settle(ep, link, &mut ep.inner.lock(), last).err()
+pub(super) fn acknowledged(
+    ep: &Ep,
+    link: &TcpLink,
+    last: u64,
+    catch: &mut Catch<'_>,
+) -> Option<Stop> {
+    settle(ep, link, &mut ep.inner.lock(), last, catch).err()
 }
 
 /// [`acknowledged`], under the EP's lock the caller holds: the covered requests leave the
-/// queue, and those signalled complete on the request EVD the EP holds.
-pub(super) fn settle(ep: &Ep, link: &TcpLink, inner: &mut EpInner, last: u64) -> Result<(), Stop> {
+/// queue, and those signalled complete on the request EVD the EP holds (the first into a
+/// dequeue's out-parameter, `catch`, where it is that EVD's).
+pub(super) fn settle(
+    ep: &Ep,
+    link: &TcpLink,
+    inner: &mut EpInner,
+    last: u64,
+    catch: &mut Catch<'_>,
+) -> Result<(), Stop> {
     // A peer that acknowledges more than went out whole lies: the connection ends before
     // anything completes.
     if !peer_checks::acknowledges_sent(inner, link, last) {
@@ -34,11 +47,12 @@ pub(super) fn settle(ep: &Ep, link: &TcpLink, inner: &mut EpInner, last: u64) ->
         let Some(r) = inner.outstanding.take_through(last) else {
             break;
         };
-        ep.complete_request_on(
+        ep.complete_request_catching(
             inner.request_evd.as_deref(),
             &r,
             dat_dto_completion_status::DAT_DTO_SUCCESS,
             r.length,
+            catch,
         );
     }
     Ok(())

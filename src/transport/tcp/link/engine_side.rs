@@ -10,6 +10,7 @@ use parking_lot::MutexGuard;
 use super::life::{Phase, LINGER};
 use super::stats::count;
 use super::TcpLink;
+use crate::objects::evd::Catch;
 use crate::runtime::engine::Source;
 use crate::runtime::sys;
 use crate::transport::tcp::inbound::{self, Inbound};
@@ -135,7 +136,7 @@ impl TcpLink {
             return;
         }
         // The end is recorded before the inbound half goes: no poll handles a frame behind it.
-        match inbound::advance(&self.ep, self, &mut inb, false) {
+        match inbound::advance(&self.ep, self, &mut inb, false, &mut Catch::none()) {
             Ok((handled, stop)) => {
                 if handled {
                     self.active.store(true, Ordering::Relaxed);

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::TcpLink;
+use crate::objects::evd::Catch;
 use crate::objects::seam::Progress;
 use crate::transport::tcp::inbound;
 
@@ -15,9 +16,14 @@ use crate::transport::tcp::inbound;
 const LANDING_WAIT: Duration = Duration::from_millis(20);
 
 impl Progress for TcpLink {
-    /// The consumer's thread handles the frames the socket has (one look), then writes the
-    /// answers they produced; it never blocks.
     fn progress(&self) {
+        self.progress_catching(&mut Catch::none());
+    }
+
+    /// The consumer's thread handles the frames the socket has (one look), then writes the
+    /// answers they produced; it never blocks. The first message or acknowledgement it
+    /// completes for the dequeue's EVD goes into the out-parameter `catch` lends.
+    fn progress_catching(&self, catch: &mut Catch<'_>) {
         // Only "a poll happened" counts: a lost count between two polling threads is
         // harmless, and a plain store is cheaper than an atomic add every poll.
         let polls = self.polls.load(Ordering::Relaxed).wrapping_add(1);
@@ -47,7 +53,7 @@ impl Progress for TcpLink {
             if !self.ending.load(Ordering::Relaxed) {
                 // The end is recorded before the inbound half goes: nobody handles a frame
                 // behind it.
-                match inbound::advance(&self.ep, self, &mut inb, true) {
+                match inbound::advance(&self.ep, self, &mut inb, true, catch) {
                     Ok((h, stop)) => {
                         handled = h;
                         if let Some(stop) = stop {
