@@ -7,7 +7,10 @@
 //!   the API and the providers' folder's own module (`src/transport/mod.rs`) name no provider
 //!   (`transport::tcp`, `transport::verbs`, `tcp::`, `verbs::`);
 //! - (c) neither provider names the other;
-//! - (d) no provider names the registry.
+//! - (d) no provider names the registry;
+//!
+//! and no folder (top module: `objects`, `registry`, `error`...) imports a folder that imports
+//! it back, however far round (`no_folder_imports_a_folder_that_imports_it_back`).
 //!
 //! Where the code still breaks a rule, `KNOWN` lists the breach with its reason. The test fails
 //! on a breach it does not list, and on a listed one that no longer occurs, so the list only
@@ -453,6 +456,93 @@ fn the_folders_depend_on_each_other_one_way() {
     );
     for k in KNOWN {
         assert!(!k.why.is_empty(), "{}: `{}` has no reason", k.file, k.path);
+    }
+}
+
+/// The folder (top module of the crate) a file of `src/` belongs to: `src/objects/ep.rs` is in
+/// `objects`, `src/error.rs` in `error`; None for the crate's root and the binaries.
+fn folder_of(relative: &Path) -> Option<String> {
+    let parts: Vec<String> = relative
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let top = parts.get(1)?;
+    let top = top.strip_suffix(".rs").unwrap_or(top);
+    (top != "lib" && top != "bin").then(|| top.to_string())
+}
+
+#[test]
+fn no_folder_imports_a_folder_that_imports_it_back() {
+    use std::collections::BTreeMap;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    files.sort();
+    let folders: Vec<String> = files
+        .iter()
+        .filter_map(|p| folder_of(p.strip_prefix(root).unwrap()))
+        .collect();
+    // Each folder's imports of another, with the first place that names it.
+    let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for path in &files {
+        let relative = path.strip_prefix(root).unwrap();
+        let Some(from) = folder_of(relative) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(path).unwrap();
+        for n in paths_named(&text, &module_of(relative)) {
+            let (Some(first), Some(to)) = (n.segments.first(), n.segments.get(1)) else {
+                continue;
+            };
+            if first == "crate" && *to != from && folders.contains(to) {
+                edges
+                    .entry(from.clone())
+                    .or_default()
+                    .entry(to.clone())
+                    .or_insert_with(|| format!("{}:{}", relative.display(), n.line));
+            }
+        }
+    }
+    assert!(
+        edges
+            .get("transport")
+            .is_some_and(|e| e.contains_key("objects")),
+        "the graph must see the providers import the objects"
+    );
+    // A depth-first walk: reaching a folder still on the path closes a circle.
+    fn walk(
+        at: &str,
+        edges: &BTreeMap<String, BTreeMap<String, String>>,
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|f| f == at) {
+            let mut circle = path[start..].to_vec();
+            circle.push(at.to_string());
+            return Some(circle);
+        }
+        if done.iter().any(|f| f == at) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in edges.get(at).into_iter().flat_map(|e| e.keys()) {
+            if let Some(circle) = walk(next, edges, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.push(at.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    for from in edges.keys() {
+        if let Some(circle) = walk(from, &edges, &mut Vec::new(), &mut done) {
+            let steps: Vec<String> = circle
+                .windows(2)
+                .map(|w| format!("{} -> {} ({})", w[0], w[1], edges[&w[0]][&w[1]]))
+                .collect();
+            panic!("an import circle between folders:\n{}", steps.join("\n"));
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 
 pub use conf::ConfEntry;
 
-use crate::transport::verbs::devices::RdmaPort;
+use crate::runtime::rdma_ports::RdmaPort;
 
 /// Which transport serves an IA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,7 +241,7 @@ static REGISTRY: LazyLock<RwLock<Vec<Arc<Entry>>>> = LazyLock::new(|| {
     let conf = text.as_deref().map(|t| (path.as_path(), t));
     let entries = assemble(
         &crate::runtime::interfaces::ipv4_interfaces(),
-        &crate::transport::verbs::devices::rdma_ports(),
+        &crate::runtime::rdma_ports::rdma_ports(),
         conf,
         &mut |w| eprintln!("{w}"),
     );

@@ -52,7 +52,7 @@ pub fn for_ia(
         Type::DAT_INVALID_ADDRESS,
         Sub::DAT_INVALID_ADDRESS_UNREACHABLE,
     );
-    let Some(ip) = ip.or_else(|| devices::ipv4_of_port(ia_params)) else {
+    let Some(ip) = ip.or_else(|| crate::runtime::rdma_ports::ipv4_of_port(ia_params)) else {
         say(&format_args!(
             "no IPv4 address for \"{}\" (a network interface, an address, or a device and port)",
             ia_params
