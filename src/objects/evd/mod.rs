@@ -1,7 +1,6 @@
 //! The Event Dispatcher: a bounded queue of `DAT_EVENT`s sized by the creation qlen, fed by
 //! software events, connection events and transport completions, drained by dequeue and wait.
 
-use std::cell::Cell;
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -9,7 +8,6 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
-use smallvec::SmallVec;
 
 use super::cno::Cno;
 use super::counters::{Counters, EVD_COUNTERS};
@@ -20,6 +18,13 @@ use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::handle::{Kind, Object};
 use crate::objects::seam::Progress;
+
+mod catch;
+mod polling;
+
+pub use catch::Catch;
+pub use polling::before_sleep;
+use polling::polling;
 
 /// The stream bits of `DAT_EVD_FLAGS` we know.
 pub const KNOWN_FLAGS: u32 = dat_evd_flags::DAT_EVD_SOFTWARE_FLAG as u32
@@ -44,174 +49,6 @@ fn next_spin(spin: Duration, slept: Duration, base: Duration) -> Duration {
         (spin / 2).max(base)
     } else {
         spin
-    }
-}
-
-/// The most EVDs one thread remembers polling (see `POLLED`); those beyond are left to their
-/// connections' own threads.
-const POLLED_MAX: usize = 32;
-
-/// A thread that polls one EVD looks at the others it polled once every this many polls.
-const OTHERS_EVERY: u32 = 64;
-
-/// A polling thread keeps its lease alive every this many polls (a clock read; a lease may be
-/// as short as a few dozen polls, see `lease`).
-const KEEP_ALIVE_EVERY: u32 = 8;
-
-/// What a thread polled since it last slept in a wait: handles, and a count of polls. Plain
-/// cells, so the thread-local needs no destructor and costs no more than its address per poll.
-struct Polled {
-    evds: [Cell<usize>; POLLED_MAX],
-    len: Cell<usize>,
-    polls: Cell<u32>,
-}
-
-impl Polled {
-    fn list(&self) -> SmallVec<[usize; POLLED_MAX]> {
-        self.evds[..self.len.get()].iter().map(Cell::get).collect()
-    }
-
-    fn set(&self, list: &[usize]) {
-        for (cell, h) in self.evds.iter().zip(list) {
-            cell.set(*h);
-        }
-        self.len.set(list.len());
-    }
-}
-
-thread_local! {
-    /// The progress engine leaves a connection to a consumer's thread that polls it
-    /// (`runtime::lease`). A thread that polls several EVDs in turn keeps all of them moving:
-    /// held acknowledgements and frames of the ones it is not polling now do not wait for the
-    /// engine to take them back. When it goes to sleep, whatever it waits for, they are handed
-    /// back at once.
-    static POLLED: Polled = const {
-        Polled {
-            evds: [const { Cell::new(0) }; POLLED_MAX],
-            len: Cell::new(0),
-            polls: Cell::new(0),
-        }
-    };
-}
-
-/// A dequeue's out-parameter, lent to the progress its poll makes (its EVD's sources: a
-/// verbs CQ, TCP connections) and passed down the completion path explicitly: the first event
-/// that progress completes for the EVD while the EVD's queue is empty goes straight into it
-/// ([`Evd::post_catching`]), not through the queue and back. The poll holds the sources' lock
-/// throughout, so the events it completes keep their order: any after the caught one queue
-/// behind it. An event caught and not taken (a panic on the way) goes back to the front of
-/// the queue as the catch ends, ahead of those.
-pub struct Catch<'a> {
-    /// The EVD whose events it takes (None: it takes none).
-    evd: Option<&'a Evd>,
-    into: Option<&'a mut MaybeUninit<DAT_EVENT>>,
-    /// The event caught, in the out-parameter.
-    caught: Option<&'a mut DAT_EVENT>,
-}
-
-impl<'a> Catch<'a> {
-    /// Lends `into` for events of `evd`.
-    pub fn new(evd: &'a Evd, into: &'a mut MaybeUninit<DAT_EVENT>) -> Catch<'a> {
-        Catch {
-            evd: Some(evd),
-            into: Some(into),
-            caught: None,
-        }
-    }
-
-    /// Lends nothing: every event is queued.
-    pub fn none() -> Catch<'static> {
-        Catch {
-            evd: None,
-            into: None,
-            caught: None,
-        }
-    }
-
-    /// Whether `evd`'s event may go into the out-parameter (none went yet).
-    #[inline]
-    fn open_for(&self, evd: &Evd) -> bool {
-        self.into.is_some() && self.evd.is_some_and(|e| std::ptr::eq(e, evd))
-    }
-
-    /// Ends the catch: whether an event went into the out-parameter, which the caller returns.
-    #[inline]
-    pub fn take(mut self) -> bool {
-        self.caught.take().is_some()
-    }
-}
-
-impl Drop for Catch<'_> {
-    fn drop(&mut self) {
-        if let (Some(event), Some(evd)) = (self.caught.take(), self.evd) {
-            evd.requeue_first(*event);
-        }
-    }
-}
-
-/// Notes that this thread polls `evd`; now and then it keeps its lease alive
-/// (`KEEP_ALIVE_EVERY`) and makes progress on the other EVDs it polled (`OTHERS_EVERY`).
-#[inline]
-fn polling(evd: DAT_EVD_HANDLE) {
-    let key = evd as usize;
-    // The closure answers only "time for the others?" (and for the lease): the list is copied
-    // out just then, not moved through every poll.
-    let (others_due, keep_alive_due) = POLLED.with(|p| {
-        let len = p.len.get();
-        let known = |e: &Cell<usize>| e.get() == key;
-        if len < POLLED_MAX && !p.evds[..len].iter().rev().any(known) {
-            p.evds[len].set(key);
-            p.len.set(len + 1);
-        }
-        let polls = p.polls.get().wrapping_add(1);
-        p.polls.set(polls);
-        (polls % OTHERS_EVERY == 0, polls % KEEP_ALIVE_EVERY == 0)
-    });
-    if keep_alive_due {
-        // The connections this thread holds on lease stay its own: it still polls.
-        crate::runtime::lease::keep_alive();
-    }
-    if others_due {
-        every_few_polls(key);
-    }
-}
-
-/// Every `OTHERS_EVERY` polls: the other EVDs this thread polled move on too.
-#[cold]
-fn every_few_polls(key: usize) {
-    if POLLED.with(|p| p.len.get() > 1) {
-        progress_others(key);
-    }
-}
-
-/// Progress on the EVDs this thread polled besides `key`; forgets those that are gone.
-#[cold]
-fn progress_others(key: usize) {
-    for h in POLLED.with(Polled::list).into_iter().filter(|h| *h != key) {
-        match crate::handle::get::<Evd>(h as DAT_EVD_HANDLE) {
-            Some(other) => other.progress(),
-            None => POLLED.with(|p| {
-                let mut list = p.list();
-                list.retain(|e| *e != h);
-                p.set(&list);
-            }),
-        }
-    }
-}
-
-/// This thread is about to sleep: the EVDs it polled send what their sources held for a ride
-/// (`Progress::flush`), and the connections it holds on lease go back to the engine.
-pub fn before_sleep() {
-    crate::runtime::lease::return_all();
-    let polled = POLLED.with(|p| {
-        let list = p.list();
-        p.len.set(0);
-        list
-    });
-    for h in polled {
-        if let Some(evd) = crate::handle::get::<Evd>(h as DAT_EVD_HANDLE) {
-            evd.flush_sources();
-        }
     }
 }
 
@@ -434,11 +271,9 @@ impl Evd {
         catch: &mut Catch<'_>,
     ) -> DatResult {
         if catch.open_for(self) && self.may_hand_over() {
-            if let Some(into) = catch.into.take() {
-                event.evd_handle = self.handle();
-                catch.caught = Some(into.write(event));
-                return Ok(());
-            }
+            event.evd_handle = self.handle();
+            catch.put(event);
+            return Ok(());
         }
         self.enqueue(event, notify)
     }
@@ -446,7 +281,7 @@ impl Evd {
     /// An event a dequeue caught and did not return goes back ahead of the events queued since
     /// (it came first): the queue may hold one more than its length for that moment.
     #[cold]
-    fn requeue_first(&self, event: DAT_EVENT) {
+    pub(super) fn requeue_first(&self, event: DAT_EVENT) {
         let mut q = self.queue.lock();
         q.events.push_front(Event(event));
         self.queued.store(q.events.len(), Ordering::Release);
@@ -580,7 +415,7 @@ impl Evd {
     }
 
     /// Lets every source send what it left for later; its own threads take over.
-    fn flush_sources(&self) {
+    pub(super) fn flush_sources(&self) {
         let Some(sources) = self.sources.try_lock() else {
             return;
         };
@@ -590,7 +425,7 @@ impl Evd {
     }
 
     /// Lets every source make progress in this thread.
-    fn progress(&self) {
+    pub(super) fn progress(&self) {
         self.progress_catching(&mut Catch::none());
     }
 
