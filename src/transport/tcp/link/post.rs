@@ -107,8 +107,16 @@ impl TcpLink {
             + if read { 0 } else { total as usize };
         if size <= SMALL_FRAME {
             let write = |w: &mut WriterGuard<'_>| {
-                let small =
-                    small_request_frame(ack.as_ref(), &h, copied, payload, immediate.as_ref());
+                // Filled where it lies: a frame returned by value is a 264-byte copy.
+                let mut small = SmallFrame::default();
+                encode_small_request(
+                    &mut small,
+                    ack.as_ref(),
+                    &h,
+                    copied,
+                    payload,
+                    immediate.as_ref(),
+                );
                 w.write_small(&small, seq)
             };
             self.write_request(w, write, alone_in_flight);
@@ -336,16 +344,17 @@ fn request_headers(
     (h, immediate)
 }
 
-/// A small request's frame, as `request_frame` makes a large one's, encoded in place.
+/// A small request's frame, as `request_frame` makes a large one's, encoded in place into
+/// `f` (empty).
 #[inline(always)]
-fn small_request_frame(
+fn encode_small_request(
+    f: &mut SmallFrame,
     ack: Option<&Header>,
     h: &Header,
     copied: &[u8],
     payload: &[DAT_LMR_TRIPLET],
     immediate: Option<&Header>,
-) -> SmallFrame {
-    let mut f = SmallFrame::default();
+) {
     if let Some(a) = ack {
         f.header(a);
     }
@@ -359,7 +368,6 @@ fn small_request_frame(
     if let Some(i) = immediate {
         f.header(i);
     }
-    f
 }
 
 /// The request's frame: `headers` (an acknowledgement's, then the request's), the `copied`
