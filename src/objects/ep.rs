@@ -72,6 +72,23 @@ pub struct Request {
     pub bind: Option<NonZeroUsize>,
 }
 
+#[cfg(test)]
+impl Request {
+    /// An 8-byte send numbered `seq` (its cookie `seq * 10`), for the tests of the queues that
+    /// hold requests.
+    pub fn test_send(seq: u64) -> Request {
+        Request {
+            seq,
+            cookie: seq * 10,
+            operation: dat_dtos::DAT_DTO_SEND,
+            length: 8,
+            report: Report::Notify,
+            extended: None,
+            bind: None,
+        }
+    }
+}
+
 /// How this side ends a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Close {
@@ -966,18 +983,6 @@ mod tests {
         )
     }
 
-    fn request(seq: u64) -> Request {
-        Request {
-            seq,
-            cookie: seq,
-            operation: dat_dtos::DAT_DTO_SEND,
-            length: 8,
-            report: Report::Notify,
-            extended: None,
-            bind: None,
-        }
-    }
-
     #[test]
     fn a_full_queue_of_posts_fits_in_the_room_made_for_it() {
         let mut i = inner(100, 60);
@@ -985,7 +990,7 @@ mod tests {
         assert!(requests >= 100 && recvs >= 60);
         for round in 0..3u64 {
             for n in 0..100 {
-                i.outstanding.push(request(round * 100 + n));
+                i.outstanding.push(Request::test_send(round * 100 + n));
             }
             for n in 0..60 {
                 i.recvs.push_back(PostedRecv {
@@ -1002,7 +1007,7 @@ mod tests {
         }
         // Larger limits (dat_ep_modify) make more room at once.
         i.attr.max_request_dtos = 500;
-        i.outstanding.push(request(0));
+        i.outstanding.push(Request::test_send(0));
         i.size_queues();
         assert!(i.outstanding.capacity() >= 500);
     }

@@ -112,29 +112,15 @@ impl Requests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::dat_dtos;
-    use crate::objects::ep::Report;
-
-    fn request(seq: u64) -> Request {
-        Request {
-            seq,
-            cookie: seq * 10,
-            operation: dat_dtos::DAT_DTO_SEND,
-            length: 8,
-            report: Report::Notify,
-            extended: None,
-            bind: None,
-        }
-    }
 
     #[test]
     fn full_at_the_attribute_and_an_ep_allows_one_at_least() {
         let mut q = Requests::default();
         assert!(!q.is_full(0));
-        assert!(q.push(request(1)));
+        assert!(q.push(Request::test_send(1)));
         assert!(q.is_full(0) && q.is_full(1));
         assert!(!q.is_full(2));
-        assert!(!q.push(request(2)));
+        assert!(!q.push(Request::test_send(2)));
         assert!(q.is_full(2));
         // A bind that posts two requests needs room for both.
         assert!(q.lacks_room(2, 3) && !q.lacks_room(1, 3));
@@ -144,7 +130,7 @@ mod tests {
     fn requests_complete_in_order_through_a_number() {
         let mut q = Requests::default();
         for seq in [3, 5, 8, 9] {
-            q.push(request(seq));
+            q.push(Request::test_send(seq));
         }
         let mut done = Vec::new();
         while let Some(r) = q.take_through(7) {
@@ -156,7 +142,7 @@ mod tests {
         assert!(q.take_through(7).is_none());
         assert!(q.take_before(8).is_none());
         assert_eq!(q.take_before(9).map(|r| r.seq), Some(8));
-        q.push(request(8 + 3));
+        q.push(Request::test_send(8 + 3));
         q.unpush();
         assert_eq!(q.newest().map(|r| r.seq), Some(9));
         assert_eq!(q.take_oldest().map(|r| r.cookie), Some(90));
@@ -168,13 +154,13 @@ mod tests {
         let mut q = Requests::default();
         q.make_room(4);
         for seq in 1..=3 {
-            q.push(request(seq));
+            q.push(Request::test_send(seq));
         }
         let flushed: Vec<u64> = q.take_all().iter().map(|r| r.seq).collect();
         assert_eq!(flushed, [1, 2, 3]);
         assert_eq!(q.len(), 0);
         assert!(
-            q.push(request(4)),
+            q.push(Request::test_send(4)),
             "the first after a flush is alone in flight"
         );
     }

@@ -44,7 +44,7 @@ pub(super) fn settle(
         if !peer_checks::acknowledgeable(r) {
             return Err(Stop::Lost);
         }
-        let Some(r) = inner.outstanding.take_through(last) else {
+        let Some(r) = inner.outstanding.take_oldest() else {
             break;
         };
         ep.complete_request_catching(
