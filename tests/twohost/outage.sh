@@ -64,9 +64,12 @@ outage() {  # name, extra env for both sides...
     start_server "$work/a.conf" 65536 2000 "$@" || { failed=$((failed + 1)); return; }
     coproc CLIENT { twohost_b env LD_LIBRARY_PATH="$libdir" DAT_OVERRIDE="$work/b.conf" LIBDAT_DIRECT=0 "$@" \
         timeout 120 "$work/peer" client dat-net $TWOHOST_ADDR_A $port 65536 2000 outage 2> "$work/client.err"; }
-    local cpid=$CLIENT_PID line status
+    # The coprocess's descriptors copied at once: bash unsets CLIENT when the client ends, so
+    # one that ends early would otherwise abort the script instead of showing its log.
+    local cpid=$CLIENT_PID from_client line status
+    exec {from_client}<&"${CLIENT[0]}"
     : > "$work/client.log"
-    while read -r line <&"${CLIENT[0]}"; do
+    while read -r line <&"$from_client"; do
         echo "$line" >> "$work/client.log"
         if [ "$line" = cut ]; then
             twohost_cut
@@ -74,6 +77,7 @@ outage() {  # name, extra env for both sides...
             twohost_heal
         fi
     done
+    exec {from_client}<&-
     wait $cpid; status=$?
     cat "$work/client.err" >> "$work/client.log"
     wait $spid || status=1
@@ -89,15 +93,17 @@ gone() {  # name, limit in seconds, server conf, client conf, extra env for both
     start_server "$sconf" 4096 2 "$@" || { failed=$((failed + 1)); return; }
     coproc CLIENT { twohost_b env LD_LIBRARY_PATH="$libdir" DAT_OVERRIDE="$cconf" LIBDAT_DIRECT=0 "$@" \
         timeout $((limit + 60)) "$work/peer" client dat-net $TWOHOST_ADDR_A $port 4096 2 gone "$limit" 2> "$work/client.err"; }
-    local cpid=$CLIENT_PID line status
+    local cpid=$CLIENT_PID from_client to_client line status
+    exec {from_client}<&"${CLIENT[0]}" {to_client}>&"${CLIENT[1]}"
     : > "$work/client.log"
-    while read -r line <&"${CLIENT[0]}"; do
+    while read -r line <&"$from_client"; do
         echo "$line" >> "$work/client.log"
         if [ "$line" = cut ]; then
             twohost_cut
-            echo go >&"${CLIENT[1]}"
+            echo go >&"$to_client"
         fi
     done
+    exec {from_client}<&- {to_client}>&-
     wait $cpid; status=$?
     cat "$work/client.err" >> "$work/client.log"
     kill $spid 2>/dev/null; wait $spid 2>/dev/null
