@@ -5,7 +5,8 @@
 # count line.
 # usage: run.sh [LIBDAT] [asan]
 # env: DAT_IA (the IA to open; default the built-in tcp-lo), CTEST_TIME_SCALE (multiplies every
-# time bound, for slow machines), CTEST_RAW (a file that receives the raw CASE lines).
+# time bound, for slow machines), CTEST_RAW (a file that receives the raw CASE lines), CTEST_ONLY
+# (one area's name, e.g. connect: only ctests/connect.c).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -35,7 +36,7 @@ if gcc "${cflags[@]}" "$here/self/guard.c" "$lib" -Wl,-rpath,"$libdir" -o "$out/
 else
     echo "ctest: the suite's guard does not work:"; cat "$out/guard.cc" "$out/guard.out"; status=1
 fi
-for src in "$here"/*.c; do
+for src in "$here"/${CTEST_ONLY:-*}.c; do
     name=$(basename "$src" .c)
     # Link by path so the suite runs against exactly this library.
     if ! gcc "${cflags[@]}" "$src" "$lib" -Wl,-rpath,"$libdir" -o "$out/$name" 2> "$out/$name.cc"; then
