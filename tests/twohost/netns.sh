@@ -5,7 +5,7 @@
 # the caller's (default: twohost-$$), so concurrent runs never touch each other's.
 #
 #   twohost_up [MTU]            makes the hosts (MTU 1500 unless given); TWOHOST_A/B: their names
-#   twohost_down                removes them (also at exit, once twohost_up ran)
+#   twohost_down                removes them (also at exit once twohost_up ran, unless the caller has an EXIT trap of its own: it calls twohost_down)
 #   twohost_a CMD... / twohost_b CMD...   runs a command on host A / B
 #   twohost_loss PERCENT        drops PERCENT % of the packets each host sends (0: none)
 #   twohost_cut / twohost_heal  takes the link down on both ends / brings it up again
@@ -33,7 +33,8 @@ twohost_up() {  # [MTU]
     local mtu=${1:-1500} ns
     twohost_down 2>/dev/null
     ip netns add "$TWOHOST_A" && ip netns add "$TWOHOST_B" || return 1
-    trap twohost_down EXIT
+    # Removed at exit, unless the caller has its own EXIT trap (which calls twohost_down).
+    [ -n "$(trap -p EXIT)" ] || trap twohost_down EXIT
     ip link add dat0 netns "$TWOHOST_A" mtu "$mtu" type veth peer name dat0 netns "$TWOHOST_B" mtu "$mtu" || return 1
     ip -n "$TWOHOST_A" addr add "$TWOHOST_ADDR_A/24" dev dat0
     ip -n "$TWOHOST_B" addr add "$TWOHOST_ADDR_B/24" dev dat0

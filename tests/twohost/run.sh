@@ -74,7 +74,6 @@ trap 'echo "twohost: stopped by a signal (an overall time bound?)"; exit 1' INT 
 
 hosts_up() {  # MTU: (re)makes the hosts, each with its own dat.conf
     twohost_up "$1" || { echo "twohost: could not make the hosts (MTU $1)"; exit 1; }
-    trap cleanup EXIT  # twohost_up set its own
     twohost_conf a "$work/a.conf"
     twohost_conf b "$work/b.conf"
     SERVER_NS="ip netns exec $TWOHOST_A env DAT_OVERRIDE=$work/a.conf"
