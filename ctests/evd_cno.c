@@ -8,6 +8,11 @@
 #include "check.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define H(name, call, sub) expect_ret("evd_cno/" name, (call), DAT_ERROR(DAT_INVALID_HANDLE, (sub)))
 #define T(name, call) expect_type("evd_cno/" name, (call), DAT_INVALID_HANDLE)
@@ -22,6 +27,43 @@ static void agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
 	agent_calls++;
 	agent_data = data;
 	agent_evd = evd;
+}
+
+/* A thread blocked in dat_cno_wait, for dat_cno_free's rule about it. */
+struct cno_waiter {
+	DAT_CNO_HANDLE cno;
+	DAT_EVD_HANDLE woken_by;
+	DAT_RETURN ret;
+	volatile pid_t tid;
+};
+
+static void *cno_waiter_main(void *arg)
+{
+	struct cno_waiter *w = arg;
+	w->tid = (pid_t)syscall(SYS_gettid);
+	w->ret = dat_cno_wait(w->cno, 20 * 1000 * 1000, &w->woken_by);
+	return NULL;
+}
+
+/* Whether thread tid sleeps in ppoll (where dat_cno_wait blocks) within 10 s. */
+static int asleep_in_ppoll(pid_t tid)
+{
+	char path[64];
+	struct timespec pause = { 0, 1000 * 1000 };
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	for (int i = 0; i < 10000; i++) {
+		long nr = -1;
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -1;
+			fclose(f);
+		}
+		if (nr == SYS_ppoll)
+			return 1;
+		nanosleep(&pause, NULL);
+	}
+	return 0;
 }
 
 static DAT_RETURN post_se(DAT_EVD_HANDLE evd)
@@ -206,6 +248,37 @@ int main(void)
 
 	dat_evd_free(evd);
 	dat_evd_free(se_evd);
+
+	/* dat_cno_free: "A CNO cannot be deleted while it is referenced by an Event Dispatcher or
+	 * while a thread is blocked on it." ... "DAT_INVALID_STATE: ... there is a thread blocked
+	 * on it." Then the page's way to unblock the waiter: a temporary EVD attached to the CNO,
+	 * a software event posted on it. */
+	{
+		struct cno_waiter w = { .cno = cno, .woken_by = DAT_HANDLE_NULL, .ret = DAT_SUCCESS, .tid = 0 };
+		pthread_t thread;
+		DAT_EVD_HANDLE temporary;
+		DAT_EVENT taken;
+		must(pthread_create(&thread, NULL, cno_waiter_main, &w) == 0 ? DAT_SUCCESS : DAT_INTERNAL_ERROR,
+		     "pthread_create");
+		while (!w.tid)
+			sched_yield();
+		if (asleep_in_ppoll(w.tid))
+			expect_type("evd_cno/cno_free-thread-blocked", dat_cno_free(cno), DAT_INVALID_STATE);
+		else
+			expect_true("evd_cno/cno_free-thread-blocked", 0, "the waiter asleep in dat_cno_wait within 10 s");
+		if (dat_evd_create(ia, 8, cno, DAT_EVD_SOFTWARE_FLAG, &temporary) != DAT_SUCCESS)
+			temporary = DAT_HANDLE_NULL; /* the CNO is gone: the waiter ends by itself */
+		else
+			post_se(temporary);
+		pthread_join(thread, NULL);
+		expect_true("evd_cno/cno_wait-unblocked-by-software-event",
+			    temporary != DAT_HANDLE_NULL && w.ret == DAT_SUCCESS && w.woken_by == temporary,
+			    "dat_cno_wait returns DAT_SUCCESS with the temporary EVD");
+		if (temporary != DAT_HANDLE_NULL) {
+			dat_evd_dequeue(temporary, &taken);
+			dat_evd_free(temporary);
+		}
+	}
 	expect_ret("evd_cno/cno_free", dat_cno_free(cno), DAT_SUCCESS);
 	expect_ret("evd_cno/cno_free-fd", dat_cno_free(fd_cno), DAT_SUCCESS);
 	if (dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG) != DAT_SUCCESS)

@@ -91,7 +91,9 @@ pub unsafe extern "C" fn dat_cno_query(
 pub unsafe extern "C" fn dat_cno_free(cno_handle: DAT_CNO_HANDLE) -> DAT_RETURN {
     entry! {
         let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
-        if cno.users().in_use() {
+        // The page: not "while it is referenced by an Event Dispatcher or while a thread is
+        // blocked on it".
+        if cno.users().in_use() || cno.has_waiter() {
             return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_CNO_IN_USE));
         }
         cno.ia.release::<Cno>(cno_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CNO))?;

@@ -233,6 +233,11 @@ impl Cno {
         WaitStep::Done(result)
     }
 
+    /// Whether a thread is blocked in `dat_cno_wait` on it (`dat_cno_free` refuses then).
+    pub fn has_waiter(&self) -> bool {
+        self.state.lock().waiter.is_some()
+    }
+
     /// Called as the CNO's handle dies: a blocked waiter fails.
     pub fn kill(&self) {
         let mut s = self.state.lock();
