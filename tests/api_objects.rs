@@ -597,7 +597,7 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
         assert_eq!(dat_psp_create(ia.0, large, cr_evd, 0, &mut large_psp), OK);
         assert_eq!(
             dat_psp_create(ia.0, large + 32001, cr_evd, 0, &mut second),
-            DatError::bare(Type::DAT_CONN_QUAL_IN_USE).code()
+            DatError::unclassed(Type::DAT_CONN_QUAL_IN_USE).code()
         );
         let mut p: DAT_PSP_PARAM = zero();
         assert_eq!(
@@ -641,14 +641,14 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
         port,
         b"hello".to_vec(),
         Some(Duration::from_secs(10)),
+        Duration::from_secs(10),
         limits,
         None,
         reads,
         move |r| {
             let _ = tx.lock().unwrap().send(r);
         },
-    )
-    .unwrap();
+    );
     let mut e: DAT_EVENT = zero();
     unsafe {
         assert_eq!(dat_evd_wait(cr_evd, 10_000_000, 1, &mut e, null_mut()), OK);
