@@ -20,7 +20,9 @@
 //!
 //! Nothing here has a thread of its own: sockets are non-blocking where they wait (connecting,
 //! listening, reading a handshake frame) and the engine reports them. Every wait has a
-//! deadline, so a silent or vanished peer becomes a timeout, never a hang.
+//! deadline, so a silent or vanished peer becomes a timeout, never a hang (a connect with no
+//! time limit of the consumer's waits for its peer's consumer for ever, but its socket is
+//! watched: a vanished host ends it).
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
