@@ -10,13 +10,30 @@ pub type Sub = dat_return_subtype;
 pub struct DatError {
     pub kind: Type,
     pub sub: Sub,
+    /// Returned as the bare type, without the error class (`DatError::unclassed`).
+    unclassed: bool,
 }
 
 pub type DatResult<T = ()> = Result<T, DatError>;
 
 impl DatError {
     pub const fn new(kind: Type, sub: Sub) -> Self {
-        DatError { kind, sub }
+        DatError {
+            kind,
+            sub,
+            unclassed: false,
+        }
+    }
+
+    /// The bare type as a `DAT_RETURN`, without the error class: `DAT_CONN_QUAL_IN_USE` where
+    /// a port is taken, as OpenFabrics' providers return it (its common code adds the class
+    /// only where the IA's own PSP listens on the very qualifier).
+    pub const fn unclassed(kind: Type) -> Self {
+        DatError {
+            kind,
+            sub: Sub::DAT_NO_SUBTYPE,
+            unclassed: true,
+        }
     }
 
     /// `DAT_ERROR(type, subtype)`: every DAT error carries the error class, except the two
@@ -24,7 +41,8 @@ impl DatError {
     /// poll with `while (dat_evd_dequeue(..) == DAT_QUEUE_EMPTY)` (dtest does) and test
     /// `dat_evd_wait(..) == DAT_TIMEOUT_EXPIRED`, and OpenFabrics returns both so.
     pub fn code(self) -> DAT_RETURN {
-        if matches!(self.kind, Type::DAT_QUEUE_EMPTY | Type::DAT_TIMEOUT_EXPIRED) {
+        if self.unclassed || matches!(self.kind, Type::DAT_QUEUE_EMPTY | Type::DAT_TIMEOUT_EXPIRED)
+        {
             return u32::from(self.kind);
         }
         DAT_CLASS_ERROR | u32::from(self.kind) | u32::from(self.sub)

@@ -534,6 +534,7 @@ fn connect_checks_its_parameters() {
     sin.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
     let addr = &mut sin as *mut libc::sockaddr_in as DAT_IA_ADDRESS_PTR;
     let pd = [0u8; 100];
+    const WAIT: DAT_TIMEOUT = 1_000_000;
     unsafe {
         assert_eq!(
             dat_ep_create(ia.0, pz, dto, dto, conn, null_mut(), &mut ep),
@@ -548,24 +549,38 @@ fn connect_checks_its_parameters() {
             .code()
         );
         // Qualifier 0 names no listener; any other 64-bit value does.
-        assert_eq!(dat_ep_connect(ep, addr, 0, 0, 0, null_mut(), 0, 0), arg(3));
         assert_eq!(
-            dat_ep_connect(ep, addr, 1, 0, 57, pd.as_ptr() as _, 0, 0),
+            dat_ep_connect(ep, addr, 0, WAIT, 0, null_mut(), 0, 0),
+            arg(3)
+        );
+        // "Values must be positive": a timeout of 0 is none.
+        assert_eq!(dat_ep_connect(ep, addr, 1, 0, 0, null_mut(), 0, 0), arg(4));
+        assert_eq!(
+            dat_ep_connect(ep, addr, 1, WAIT, 57, pd.as_ptr() as _, 0, 0),
             arg(5)
         );
         assert_eq!(
-            dat_ep_connect(ep, addr, 1, 0, -1, pd.as_ptr() as _, 0, 0),
+            dat_ep_connect(ep, addr, 1, WAIT, -1, pd.as_ptr() as _, 0, 0),
             arg(5)
         );
-        assert_eq!(dat_ep_connect(ep, addr, 1, 0, 4, null_mut(), 0, 0), arg(5));
-        assert_eq!(dat_ep_connect(ep, addr, 1, 0, 0, null_mut(), 99, 0), arg(7));
-        assert_eq!(dat_ep_connect(ep, addr, 1, 0, 0, null_mut(), 0, 9), arg(8));
+        assert_eq!(
+            dat_ep_connect(ep, addr, 1, WAIT, 4, null_mut(), 0, 0),
+            arg(5)
+        );
+        assert_eq!(
+            dat_ep_connect(ep, addr, 1, WAIT, 0, null_mut(), 99, 0),
+            arg(7)
+        );
+        assert_eq!(
+            dat_ep_connect(ep, addr, 1, WAIT, 0, null_mut(), 0, 9),
+            arg(8)
+        );
         assert_eq!(
             dat_ep_connect(
                 ep,
                 addr,
                 1,
-                0,
+                WAIT,
                 0,
                 null_mut(),
                 dat_qos::DAT_QOS_PREMIUM as u32,
@@ -597,7 +612,7 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
         assert_eq!(dat_psp_create(ia.0, large, cr_evd, 0, &mut large_psp), OK);
         assert_eq!(
             dat_psp_create(ia.0, large + 32001, cr_evd, 0, &mut second),
-            DatError::bare(Type::DAT_CONN_QUAL_IN_USE).code()
+            DatError::unclassed(Type::DAT_CONN_QUAL_IN_USE).code()
         );
         let mut p: DAT_PSP_PARAM = zero();
         assert_eq!(
@@ -641,14 +656,14 @@ fn psp_listens_on_its_port_and_a_request_becomes_a_cr() {
         port,
         b"hello".to_vec(),
         Some(Duration::from_secs(10)),
+        Duration::from_secs(10),
         limits,
         None,
         reads,
         move |r| {
             let _ = tx.lock().unwrap().send(r);
         },
-    )
-    .unwrap();
+    );
     let mut e: DAT_EVENT = zero();
     unsafe {
         assert_eq!(dat_evd_wait(cr_evd, 10_000_000, 1, &mut e, null_mut()), OK);

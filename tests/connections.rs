@@ -1959,7 +1959,7 @@ fn a_common_connect_reaches_the_csp_of_its_address_and_connects() {
     let mut other = null_mut();
     assert_eq!(
         unsafe { dat_csp_create(p.ia, &mut comm, at, p.cr_evd, &mut other) },
-        DatError::bare(Type::DAT_CONN_QUAL_IN_USE).code()
+        DatError::unclassed(Type::DAT_CONN_QUAL_IN_USE).code()
     );
     assert_eq!(
         unsafe { dat_ep_common_connect(a.ep, at, WAIT_US, 6, b"common".as_ptr() as DAT_PVOID) },

@@ -25,10 +25,10 @@ fn cr_evd(ia: &Arc<Ia>, h: DAT_EVD_HANDLE) -> DatResult<Arc<Evd>> {
 
 /// Binds a service point (qualifier 0: any free port) and returns its qualifier; a port in
 /// use, by another program or by a qualifier that maps to the same one, is
-/// `DAT_CONN_QUAL_IN_USE`.
+/// `DAT_CONN_QUAL_IN_USE`, the bare value as OpenFabrics' providers return it.
 fn listen(sp: &Arc<ServicePoint>, conn_qual: DAT_CONN_QUAL) -> DatResult<DAT_CONN_QUAL> {
     let listening = sp.listen(conn_qual).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AddrInUse => DatError::bare(Type::DAT_CONN_QUAL_IN_USE),
+        std::io::ErrorKind::AddrInUse => DatError::unclassed(Type::DAT_CONN_QUAL_IN_USE),
         _ => DatError::bare(Type::DAT_CONN_QUAL_UNAVAILABLE),
     })?;
     sp.ia
@@ -58,6 +58,11 @@ pub unsafe extern "C" fn dat_psp_create(
         let evd = cr_evd(&ia, evd_handle)?;
         self::psp_flags(psp_flags, 4)?;
         let out = edge::out(psp_handle, 5)?;
+        // A qualifier a PSP of this IA listens on already: the error class with the type, as
+        // OpenFabrics finds its own PSP before its provider tries the port.
+        if ia.service_point(conn_qual).is_some_and(|sp| matches!(sp.kind, SpKind::Public { .. })) {
+            return Err(DatError::bare(Type::DAT_CONN_QUAL_IN_USE));
+        }
         let sp = ServicePoint::new(ia.clone(), evd, SpKind::Public { flags: psp_flags });
         listen(&sp, conn_qual)?;
         out.set(ia.adopt(Arc::new(Psp(sp)))?);

@@ -429,9 +429,23 @@ unsafe fn remote_address(p: DAT_IA_ADDRESS_PTR) -> DatResult<std::net::Ipv4Addr>
     Ok(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
 }
 
-/// A connect's time limit: DAT_TIMEOUT_INFINITE is none.
-fn connect_timeout(timeout: DAT_TIMEOUT) -> Option<std::time::Duration> {
-    (timeout != DAT_TIMEOUT_INFINITE).then(|| std::time::Duration::from_micros(u64::from(timeout)))
+/// A connect's time limit (argument `position`): DAT_TIMEOUT_INFINITE is none at all; 0 is
+/// `DAT_INVALID_PARAMETER` ("Values must be positive").
+fn connect_timeout(timeout: DAT_TIMEOUT, position: u8) -> DatResult<Option<std::time::Duration>> {
+    match timeout {
+        0 => Err(DatError::invalid_arg(position)),
+        DAT_TIMEOUT_INFINITE => Ok(None),
+        t => Ok(Some(std::time::Duration::from_micros(u64::from(t)))),
+    }
+}
+
+/// A connect's flags (argument `position`): unknown values are invalid; multipath, requested
+/// or required, is a model no transport of ours gives ("DAT_MODEL_NOT_SUPPORTED").
+fn connect_flags_supported(flags: DAT_CONNECT_FLAGS, position: u8) -> DatResult {
+    match edge::enum_in::<dat_connect_flags, _>(flags, position)? {
+        dat_connect_flags::DAT_CONNECT_DEFAULT_FLAG => Ok(()),
+        _ => Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED)),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -456,16 +470,17 @@ pub unsafe extern "C" fn dat_ep_connect(
         if remote_conn_qual == 0 {
             return Err(DatError::invalid_arg(3));
         }
+        let timeout = connect_timeout(timeout, 4)?;
         // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
         // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 5)? };
         best_effort_only(quality_of_service, 7)?;
-        edge::enum_in::<dat_connect_flags, _>(connect_flags, 8)?;
+        connect_flags_supported(connect_flags, 8)?;
         if Ep::is_datagram(&ep.inner.lock()) {
             return ep.connect_datagram(ip, remote_conn_qual, pd);
         }
         ep.check_connectable()?;
-        ep.connect(ip, remote_conn_qual, connect_timeout(timeout), pd)
+        ep.connect(ip, remote_conn_qual, timeout, pd)
     }
 }
 
@@ -481,6 +496,7 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
     entry! {
         let ep = ep(ep_handle)?;
         let dup = edge::object::<Ep>(ep_dup_handle, Sub::DAT_INVALID_HANDLE2)?;
+        let timeout = connect_timeout(timeout, 3)?;
         // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
         // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
@@ -495,7 +511,7 @@ pub unsafe extern "C" fn dat_ep_dup_connect(
             (std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), inner.remote_port)
         };
         ep.check_connectable()?;
-        ep.connect(ip, port, connect_timeout(timeout), pd)
+        ep.connect(ip, port, timeout, pd)
     }
 }
 
@@ -515,11 +531,12 @@ pub unsafe extern "C" fn dat_ep_common_connect(
         // The common service point is named by the address's port (a CSP listens there).
         // SAFETY: as above.
         let sin = unsafe { super::cm::common_address(remote_ia_address, 2)? };
+        let timeout = connect_timeout(timeout, 3)?;
         // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
         // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 4)? };
         ep.check_connectable()?;
-        ep.connect(ip, u64::from(u16::from_be(sin.sin_port)), connect_timeout(timeout), pd)
+        ep.connect(ip, u64::from(u16::from_be(sin.sin_port)), timeout, pd)
     }
 }
 

@@ -22,7 +22,7 @@ use super::{make_room, Held};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::handle::{Kind, Object, SelfHandle};
-use crate::objects::seam::{EpWire, Link};
+use crate::objects::seam::{EpWire, Link, PendingConnect};
 use crate::runtime::sys::sockaddr_in;
 
 /// What the EP holds and its state, under one lock.
@@ -41,6 +41,11 @@ pub struct EpInner {
     pub remote_addr: Option<Box<libc::sockaddr_in>>,
     /// The transport link while a connection exists or is being made.
     pub link: Option<Arc<dyn Link>>,
+    /// The number of the EP's latest active connect: a provider's report about an earlier
+    /// one (given up, timed out) finds another number here and changes nothing.
+    pub attempt: u64,
+    /// How to cancel the active connect under way, while it is pending.
+    pub pending_connect: Option<Arc<dyn PendingConnect>>,
     /// Requests handed to the transport and not yet completed, in posting order.
     pub outstanding: Requests,
     /// Private data of each connection event (its pointer is in the event): kept until the EP
@@ -226,12 +231,20 @@ impl Object for Ep {
     /// A freed EP (or one of an IA closed abruptly) drops its connection at once, flushes what
     /// was posted, and lets go of what it held, so the consumer can free those next.
     fn on_release(&self) {
-        let (link, evds) = {
+        let (link, evds, pending) = {
             let mut inner = self.inner.lock();
             inner.closing = true;
             inner.released = true;
-            (inner.link.take(), dto_evds(&inner))
+            inner.attempt += 1;
+            (
+                inner.link.take(),
+                dto_evds(&inner),
+                inner.pending_connect.take(),
+            )
         };
+        if let Some(pending) = pending {
+            pending.cancel();
+        }
         if let Some(link) = link {
             detach(&link, &evds);
             link.close(Close::Released);
@@ -379,6 +392,8 @@ impl EpInner {
             local_port: 0,
             remote_addr: None,
             link: None,
+            attempt: 0,
+            pending_connect: None,
             outstanding: Requests::default(),
             event_private_data: Vec::new(),
             closing: false,
@@ -542,15 +557,20 @@ impl Ep {
         timeout: Option<std::time::Duration>,
         private_data: &[u8],
     ) -> DatResult {
-        {
+        let attempt = {
             let mut inner = self.inner.lock();
             inner.state = ep_state::connect(inner.state)?;
             inner.remote_port = conn_qual;
+            inner.local_port = 0;
             inner.closing = false;
-        }
+            inner.attempt += 1;
+            inner.pending_connect = None;
+            inner.attempt
+        };
         let remote = std::net::SocketAddrV4::new(ip, conn_qual::port(conn_qual));
         let started = self.ia.transport.connect(
             self.clone(),
+            attempt,
             remote,
             conn_qual,
             private_data.to_vec(),
@@ -559,9 +579,73 @@ impl Ep {
         self.counters.bump(dat_ep_counters::DCNT_EP_CONNECT as u32);
         if started.is_err() {
             let mut inner = self.inner.lock();
-            inner.state = ep_state::connect_not_started(inner.state);
+            if inner.attempt == attempt {
+                inner.state = ep_state::connect_not_started(inner.state);
+                inner.pending_connect = None;
+            }
         }
         started
+    }
+
+    /// Whether `attempt` is the EP's connect under way (the latest, still pending).
+    fn attempt_pending(inner: &EpInner, attempt: u64) -> bool {
+        inner.attempt == attempt
+            && inner.state == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING
+            && !inner.released
+    }
+
+    /// The provider's way to cancel connect `attempt`: kept while the attempt is pending, or
+    /// used at once when the EP gave it up already.
+    pub fn attempt_started(&self, attempt: u64, cancel: Arc<dyn PendingConnect>) {
+        let mut inner = self.inner.lock();
+        if Self::attempt_pending(&inner, attempt) {
+            inner.pending_connect = Some(cancel);
+            return;
+        }
+        drop(inner);
+        cancel.cancel();
+    }
+
+    /// Connect `attempt` is up ([`Ep::established`]), with `link` to the peer at `remote`
+    /// from our port `local_port`; false when the EP gave the attempt up (the provider then
+    /// ends the link without a word to the EP).
+    pub fn attempt_established(
+        &self,
+        attempt: u64,
+        link: Arc<dyn Link>,
+        remote: std::net::SocketAddrV4,
+        local_port: u16,
+        private_data: &[u8],
+    ) -> bool {
+        {
+            let mut inner = self.inner.lock();
+            if !Self::attempt_pending(&inner, attempt) {
+                return false;
+            }
+            inner.pending_connect = None;
+            // "the local Endpoint is bound to a Port Qualifier of the local IA": its port.
+            inner.local_port = u64::from(local_port);
+        }
+        self.established(Some((link, remote)), private_data)
+    }
+
+    /// Connect `attempt` failed with connection event `failure` (DISCONNECTED, every posted
+    /// DTO flushed); nothing when the EP gave the attempt up.
+    pub fn attempt_failed(&self, attempt: u64, failure: dat_event_number, private_data: &[u8]) {
+        {
+            let mut inner = self.inner.lock();
+            if !Self::attempt_pending(&inner, attempt) {
+                return;
+            }
+            inner.pending_connect = None;
+        }
+        self.ended(End::Broken, failure, private_data);
+    }
+
+    /// Whether `attempt` is still the EP's pending connect (a provider asks before it makes
+    /// what the connection needs).
+    pub fn attempt_is_pending(&self, attempt: u64) -> bool {
+        Self::attempt_pending(&self.inner.lock(), attempt)
     }
 
     /// A UD EP's connect: an exchange with the service point of `conn_qual` at `ip`, in any
@@ -586,21 +670,32 @@ impl Ep {
     pub fn disconnect(&self, graceful: bool) -> DatResult {
         self.counters
             .bump(dat_ep_counters::DCNT_EP_DISCONNECT as u32);
-        let link = {
+        let (link, given_up) = {
             let mut inner = self.inner.lock();
             match ep_state::disconnect(inner.state, graceful)? {
                 ep_state::Disconnect::Nothing => return Ok(()),
                 ep_state::Disconnect::TearDown { next } => {
                     inner.closing = true;
-                    // A pending connect has no link yet: its thread sees the state and leaves.
                     let link = inner.link.clone();
                     if link.is_some() {
                         inner.state = next;
                     }
-                    link
+                    // A pending active connect has no link yet: it is cancelled, and its
+                    // number retired, so nothing of it reaches the EP any more.
+                    let given_up =
+                        if inner.state == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING {
+                            inner.attempt += 1;
+                            inner.pending_connect.take()
+                        } else {
+                            None
+                        };
+                    (link, given_up)
                 }
             }
         };
+        if let Some(pending) = given_up {
+            pending.cancel();
+        }
         match link {
             Some(link) => link.close(if graceful {
                 Close::Graceful
@@ -624,6 +719,7 @@ impl Ep {
         inner.event_private_data.clear();
         inner.remote_addr = None;
         inner.remote_port = 0;
+        inner.local_port = 0;
         inner.closing = false;
         Ok(())
     }
@@ -729,8 +825,39 @@ impl Ep {
     /// IA's async EVD, after the connection event: OpenFabrics reports the QP's "last work
     /// request reached" so, and programs (`dtestsrq`) wait for it before freeing the EP.
     pub fn ended(&self, end: End, failure: dat_event_number, private_data: &[u8]) {
+        self.end_of(None, end, failure, private_data);
+    }
+
+    /// [`Ep::ended`] for the end of connection `link` (the provider's object behind the EP's
+    /// `Link`): nothing when it is not the EP's link (one the EP never took, or let go).
+    pub fn link_ended(
+        &self,
+        link: *const (),
+        end: End,
+        failure: dat_event_number,
+        private_data: &[u8],
+    ) {
+        self.end_of(Some(link), end, failure, private_data);
+    }
+
+    fn end_of(
+        &self,
+        only_link: Option<*const ()>,
+        end: End,
+        failure: dat_event_number,
+        private_data: &[u8],
+    ) {
         let (event, gone, last_of_srq) = {
             let mut inner = self.inner.lock();
+            if let Some(link) = only_link {
+                let ours = inner
+                    .link
+                    .as_ref()
+                    .is_some_and(|l| std::ptr::addr_eq(Arc::as_ptr(l), link));
+                if !ours {
+                    return;
+                }
+            }
             let pending = matches!(
                 inner.state,
                 dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING
@@ -748,6 +875,7 @@ impl Ep {
                 dat_event_number::DAT_CONNECTION_EVENT_BROKEN
             };
             inner.state = ep_state::end(inner.state);
+            inner.pending_connect = None;
             let gone = inner.link.take().map(|link| (link, dto_evds(&inner)));
             (event, gone, last_of_srq)
         };

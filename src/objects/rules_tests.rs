@@ -51,6 +51,7 @@ impl Transport for FakeTransport {
     fn connect(
         &self,
         _ep: Arc<Ep>,
+        _attempt: u64,
         remote: SocketAddrV4,
         conn_qual: u64,
         private_data: Vec<u8>,

@@ -59,11 +59,15 @@ pub trait Transport: Send + Sync {
         conn_qual: u64,
         on_request: OnRequest,
     ) -> io::Result<Box<dyn Listening>>;
-    /// Starts connecting `ep` (ACTIVE_CONNECTION_PENDING) to `conn_qual` at `remote`: the EP
-    /// is told ESTABLISHED, or the failure's connection event, later.
+    /// Starts connecting `ep` (ACTIVE_CONNECTION_PENDING) to `conn_qual` at `remote`, as its
+    /// connect number `attempt`: the EP is told ESTABLISHED, or the failure's connection
+    /// event, later, through [`Ep::attempt_established`] and [`Ep::attempt_failed`] with that
+    /// number (an attempt the EP gave up hears nothing). The provider hands the EP a way to
+    /// cancel it ([`Ep::attempt_started`]). `timeout` None: no time limit.
     fn connect(
         &self,
         ep: Arc<Ep>,
+        attempt: u64,
         remote: SocketAddrV4,
         conn_qual: u64,
         private_data: Vec<u8>,
@@ -183,6 +187,13 @@ pub trait Transport: Send + Sync {
     /// The IA's async EVD, where failures of what the IA runs on are posted (a device's,
     /// on RDMA; a TCP IA has none that is not a connection's).
     fn report_async_errors_to(&self, _ia: DAT_IA_HANDLE, _evd: &Arc<Evd>) {}
+}
+
+/// An active connect under way in a provider, which its EP may give up (`dat_ep_disconnect`
+/// while it is pending): cancelled, it reports nothing more, and what it holds toward the peer
+/// (a socket, an rdma-cm id) goes, so a peer that accepts later sees its connection fail.
+pub trait PendingConnect: Send + Sync {
+    fn cancel(&self);
 }
 
 /// An SRQ's queue of receives kept by the transport (a verbs SRQ): receives go to it as they

@@ -20,7 +20,9 @@
 //!
 //! Nothing here has a thread of its own: sockets are non-blocking where they wait (connecting,
 //! listening, reading a handshake frame) and the engine reports them. Every wait has a
-//! deadline, so a silent or vanished peer becomes a timeout, never a hang.
+//! deadline, so a silent or vanished peer becomes a timeout, never a hang (a connect with no
+//! time limit of the consumer's waits for its peer's consumer for ever, but its socket is
+//! watched: a vanished host ends it).
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
@@ -240,12 +242,25 @@ fn connect_error(fd: RawFd) -> Option<i32> {
     (err != 0).then_some(err)
 }
 
+/// How a connect that failed with `errno` is reported. The kernel's own timeout (the host
+/// never answered: a connect with no time limit of the consumer's, or the peer watch of one
+/// under way) is the host not responding: `UNREACHABLE`, as the man page names it.
 fn failure_of(errno: i32) -> ConnectFailure {
     match errno {
-        libc::ETIMEDOUT => ConnectFailure::TimedOut,
-        libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EADDRNOTAVAIL => ConnectFailure::Unreachable,
+        libc::ETIMEDOUT
+        | libc::EHOSTUNREACH
+        | libc::ENETUNREACH
+        | libc::EHOSTDOWN
+        | libc::ENETDOWN
+        | libc::EADDRNOTAVAIL => ConnectFailure::Unreachable,
         _ => ConnectFailure::Refused,
     }
+}
+
+/// The deadline of a connect that starts `now` with `timeout`: None (DAT_TIMEOUT_INFINITE)
+/// is none at all, never a default.
+fn deadline_of(now: u64, timeout: Option<Duration>) -> Option<u64> {
+    timeout.map(|t| now.saturating_add(micros(t).max(1)))
 }
 
 type OnConnected = Box<dyn FnOnce(Result<Established, ConnectFailure>) + Send>;
@@ -264,8 +279,11 @@ struct Connector {
     reads: ReadLimits,
     limits: Limits,
     started: u64,
-    /// When the whole connect times out (monotonic microseconds).
-    deadline: u64,
+    /// When the whole connect times out (monotonic microseconds); None: never.
+    deadline: Option<u64>,
+    /// A connect with no deadline: how long its peer may go unheard (`conn::watch_peer`), so
+    /// a host that vanishes still ends it.
+    watch: Duration,
     state: Mutex<Attempt>,
     done: Mutex<Option<OnConnected>>,
 }
@@ -302,33 +320,45 @@ struct Accepted {
 }
 
 /// Connects to qualifier `conn_qual` at `remote` (its port), offers `private_data`, and
-/// reports the outcome to `done` on the engine's thread, at most `timeout` later (None: a
-/// minute). `zone`: the connecting EP's protection zone (its identity), for a direct offer to
-/// a peer on this host that asks for one; `reads`: how many RDMA reads it answers and starts
-/// at once.
+/// reports the outcome to `done` on the engine's thread, at most `timeout` later (None: no
+/// time limit; a peer unheard for `watch` ends it). `zone`: the connecting EP's protection
+/// zone (its identity), for a direct offer to a peer on this host that asks for one; `reads`:
+/// how many RDMA reads it answers and starts at once. The handle cancels it.
 #[allow(clippy::too_many_arguments)]
 pub fn connect(
     remote: SocketAddrV4,
     conn_qual: u64,
     private_data: Vec<u8>,
     timeout: Option<Duration>,
+    watch: Duration,
     limits: Limits,
     zone: Option<u64>,
     reads: ReadLimits,
     done: impl FnOnce(Result<Established, ConnectFailure>) + Send + 'static,
-) -> io::Result<()> {
-    start(
+) -> ConnectHandle {
+    ConnectHandle(start(
         remote,
         conn_qual,
         private_data,
         None,
         zone,
         reads,
-        timeout,
+        (timeout, watch),
         limits,
         Box::new(done),
-    );
-    Ok(())
+    ))
+}
+
+/// An active connect under way; [`ConnectHandle::cancel`] gives it up.
+pub struct ConnectHandle(Arc<Connector>);
+
+impl ConnectHandle {
+    /// Ends the attempt without a report: its socket closes, so a peer that answers later
+    /// finds nobody (its accept fails).
+    pub fn cancel(&self) {
+        drop(self.0.done.lock().take());
+        self.0.finish(Err(ConnectFailure::Refused));
+    }
 }
 
 /// A UD EP's exchange with qualifier `conn_qual` at `remote`, for the EP of datagram port
@@ -352,7 +382,7 @@ pub fn exchange_datagram(
         Some(port),
         None,
         reads,
-        None,
+        (Some(HANDSHAKE_TIMEOUT.saturating_mul(6)), HANDSHAKE_TIMEOUT),
         limits,
         Box::new(done),
     );
@@ -366,12 +396,11 @@ fn start(
     datagram_port: Option<u16>,
     zone: Option<u64>,
     reads: ReadLimits,
-    timeout: Option<Duration>,
+    (timeout, watch): (Option<Duration>, Duration),
     limits: Limits,
     done: OnConnected,
-) {
+) -> Arc<Connector> {
     let now = sys::monotonic_micros();
-    let budget = timeout.unwrap_or(HANDSHAKE_TIMEOUT.saturating_mul(6));
     let c = Arc::new(Connector {
         engine: Engine::get(),
         remote,
@@ -382,11 +411,13 @@ fn start(
         reads,
         limits,
         started: now,
-        deadline: now + micros(budget).max(1),
+        deadline: deadline_of(now, timeout),
+        watch,
         state: Mutex::new(Attempt::Done),
         done: Mutex::new(Some(done)),
     });
     c.attempt(2_000);
+    c
 }
 
 impl Connector {
@@ -402,6 +433,10 @@ impl Connector {
         };
         // SAFETY: a fresh descriptor nobody else owns.
         let stream = Arc::new(unsafe { TcpStream::from_raw_fd(fd) });
+        if self.deadline.is_none() {
+            // No deadline of the consumer's: the host must answer within the peer timeout.
+            let _ = super::conn::watch_peer(&stream, self.watch);
+        }
         let connected = match start_connect(fd, self.remote) {
             Ok(c) => c,
             Err(e) => {
@@ -409,6 +444,9 @@ impl Connector {
             }
         };
         let mut state = self.state.lock();
+        if self.done.lock().is_none() {
+            return; // cancelled meanwhile
+        }
         let token = match self.engine.register(fd, self.clone()) {
             Ok(t) => t,
             Err(_) => {
@@ -421,7 +459,9 @@ impl Connector {
             token,
             pause,
         };
-        self.engine.set_timer(token, self.deadline);
+        if let Some(deadline) = self.deadline {
+            self.engine.set_timer(token, deadline);
+        }
         if connected {
             drop(state);
             self.connected();
@@ -442,12 +482,16 @@ impl Connector {
 
     /// When refusals stop being tried again.
     fn grace_end(&self) -> u64 {
-        self.started + micros(REFUSED_GRACE).min(self.deadline - self.started)
+        let grace = self.started + micros(REFUSED_GRACE);
+        self.deadline.map_or(grace, |d| grace.min(d))
     }
 
     /// Waits until `at` (a timer), then connects again.
     fn retry_at(self: &Arc<Self>, at: u64, pause: u64) {
         let mut state = self.state.lock();
+        if self.done.lock().is_none() {
+            return; // cancelled meanwhile
+        }
         let retry = self.engine.register_timer_only(self.clone());
         *state = Attempt::Waiting {
             at,
@@ -542,9 +586,12 @@ impl Connector {
                         .arm(*token, stream.as_raw_fd(), libc::EPOLLIN as u32);
                     return;
                 }
-                Err(_) => {
+                Err(e) => {
                     drop(state);
-                    return self.finish(Err(ConnectFailure::Refused));
+                    return self.finish(Err(match e {
+                        ConnError::Io(e) => failure_of(e.raw_os_error().unwrap_or(0)),
+                        _ => ConnectFailure::Refused,
+                    }));
                 }
             };
             match (frame.0.op, accepted.is_some()) {
@@ -672,8 +719,17 @@ impl Source for Connector {
     fn on_event(self: Arc<Self>, events: u32) {
         let now = sys::monotonic_micros();
         if events == 0 {
-            if now >= self.deadline {
-                return self.finish(Err(ConnectFailure::TimedOut));
+            if self.deadline.is_some_and(|d| now >= d) {
+                // "the remote host does not respond within the Consumer requested Timeout":
+                // UNREACHABLE while the host has not answered the TCP connect; TIMED_OUT once
+                // it has (the peer's consumer did not accept in time); a host that refused
+                // (nobody listens) is NON_PEER_REJECTED.
+                let failure = match &*self.state.lock() {
+                    Attempt::Connecting { .. } => ConnectFailure::Unreachable,
+                    Attempt::Waiting { .. } => ConnectFailure::Refused,
+                    _ => ConnectFailure::TimedOut,
+                };
+                return self.finish(Err(failure));
             }
             let retry = match &*self.state.lock() {
                 Attempt::Waiting { at, pause, token } if now >= *at => Some((*pause, *token)),
@@ -977,15 +1033,84 @@ mod tests {
             qual,
             pd.to_vec(),
             Some(timeout),
+            HANDSHAKE_TIMEOUT,
             LIMITS,
             None,
             READS,
             move |r| {
                 let _ = tx.lock().send(r);
             },
-        )
-        .unwrap();
+        );
         rx
+    }
+
+    #[test]
+    fn an_infinite_timeout_is_no_deadline() {
+        // DAT_TIMEOUT_INFINITE reaches here as None: no deadline, never a default one.
+        assert_eq!(deadline_of(1_000, None), None);
+        assert_eq!(
+            deadline_of(1_000, Some(Duration::from_micros(250))),
+            Some(1_250)
+        );
+        assert_eq!(
+            deadline_of(u64::MAX - 1, Some(Duration::from_secs(1))),
+            Some(u64::MAX)
+        );
+        // And a connect started so has none: it arms no timer.
+        let (l, rx) = listener(0x77);
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
+        let handle = connect(
+            addr,
+            0x77,
+            Vec::new(),
+            None,
+            HANDSHAKE_TIMEOUT,
+            LIMITS,
+            None,
+            READS,
+            |_| {},
+        );
+        assert_eq!(handle.0.deadline, None);
+        rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        handle.cancel();
+    }
+
+    #[test]
+    fn a_cancelled_connect_reports_nothing_and_the_late_accept_fails() {
+        let (l, rx) = listener(0x78);
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, l.port());
+        let (tx, reports) = mpsc::channel();
+        let tx = parking_lot::Mutex::new(tx);
+        let handle = connect(
+            addr,
+            0x78,
+            Vec::new(),
+            Some(Duration::from_secs(5)),
+            HANDSHAKE_TIMEOUT,
+            LIMITS,
+            None,
+            READS,
+            move |r| {
+                let _ = tx.lock().send(r.is_ok());
+            },
+        );
+        let request = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        handle.cancel();
+        // The accept goes to a closed socket: the Ready never comes, the stream ends.
+        let (_stream, mut reader) = request.accept_start(b"late", READS).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let ended = loop {
+            match handshake_frame(&mut reader) {
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Ok(None) => break false,
+                Ok(Some(_)) => break false,
+                Err(_) => break true,
+            }
+        };
+        assert!(ended, "the accepting side sees the connection end");
+        assert!(reports.recv_timeout(Duration::from_millis(200)).is_err());
     }
 
     /// The passive side's half of the handshake, done by hand: the accept, then the Ready

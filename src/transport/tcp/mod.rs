@@ -50,12 +50,13 @@ impl Transport for Tcp {
     fn connect(
         &self,
         ep: Arc<Ep>,
+        attempt: u64,
         remote: SocketAddrV4,
         conn_qual: u64,
         private_data: Vec<u8>,
         timeout: Option<Duration>,
     ) -> DatResult {
-        link::connect(ep, remote, conn_qual, private_data, timeout)
+        link::connect(ep, attempt, remote, conn_qual, private_data, timeout)
     }
 
     fn datagrams(&self) -> bool {

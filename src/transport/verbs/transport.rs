@@ -169,12 +169,13 @@ impl Transport for Verbs {
     fn connect(
         &self,
         ep: Arc<Ep>,
+        attempt: u64,
         remote: SocketAddrV4,
         _conn_qual: u64,
         private_data: Vec<u8>,
         timeout: Option<Duration>,
     ) -> DatResult {
-        Conn::connect(&self.arc(), ep, remote, private_data, timeout).map_err(|e| {
+        Conn::connect(&self.arc(), ep, attempt, remote, private_data, timeout).map_err(|e| {
             if debug() {
                 eprintln!("libdat: verbs connect to {remote}: {e}");
             }

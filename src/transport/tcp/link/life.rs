@@ -13,7 +13,7 @@ use super::TcpLink;
 use crate::abi::*;
 use crate::error::{DatError, DatResult};
 use crate::objects::ep::{Close, End, Ep};
-use crate::objects::seam::Link;
+use crate::objects::seam::{Link, PendingConnect};
 use crate::runtime::engine;
 use crate::runtime::sys::{self, debug};
 use crate::transport::tcp::answers::Answer;
@@ -153,7 +153,9 @@ impl TcpLink {
             Ok(Stop::Goodbye) => End::Orderly,
             _ => End::Broken,
         };
-        self.ep.ended(
+        // Only the EP's own link: one it never took (an attempt it gave up) ends unheard.
+        self.ep.link_ended(
+            (self as *const TcpLink).cast(),
             end,
             dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR,
             &[],
@@ -278,9 +280,11 @@ impl TcpLink {
     }
 }
 
-/// Starts an active connect on the engine: ESTABLISHED or the failure's event follows.
+/// Starts connect `attempt` of `ep` on the engine: ESTABLISHED or the failure's event
+/// follows, unless the EP gives the attempt up first (it cancels it then).
 pub fn connect(
     ep: Arc<Ep>,
+    attempt: u64,
     remote: SocketAddrV4,
     conn_qual: u64,
     private_data: Vec<u8>,
@@ -289,8 +293,14 @@ pub fn connect(
     // The EP's zone, for the direct offer our confirmation may carry.
     let zone = ep.pz().map(|pz| Arc::as_ptr(&pz) as u64);
     let reads = read_limits(&ep);
+    let watch = super::super::peer_timeout(ep.ia.entry.peer_timeout());
+    let owner = ep.clone();
     let on_done = move |result: Result<cm::Established, ConnectFailure>| {
-        let failure = |event: dat_event_number, pd: &[u8]| ep.ended(End::Broken, event, pd);
+        let failure = |event: dat_event_number, pd: &[u8]| ep.attempt_failed(attempt, event, pd);
+        if result.is_ok() && !ep.attempt_is_pending(attempt) {
+            // Given up meanwhile: the socket closes, and the peer's accept fails.
+            return;
+        }
         let est = match result {
             Ok(est) => est,
             Err(ConnectFailure::Rejected(pd)) => {
@@ -327,23 +337,38 @@ pub fn connect(
                 )
             }
         };
-        if !ep.established(Some((link.clone(), est.remote)), &est.private_data) {
-            // Disconnected or freed while connecting: the peer sees us leave.
+        let local_port = link.ends.map_or(0, |(local, _)| local.port());
+        if !ep.attempt_established(
+            attempt,
+            link.clone(),
+            est.remote,
+            local_port,
+            &est.private_data,
+        ) {
+            // Given up, or freed, while connecting: the peer sees us leave, the EP nothing.
             link.close(Close::Released);
         }
         link.begin();
     };
-    cm::connect(
+    let handle = cm::connect(
         remote,
         conn_qual,
         private_data,
         timeout,
+        watch,
         wire_limits(),
         zone,
         reads,
         on_done,
-    )
-    .map_err(|_| DatError::resources(crate::error::Sub::DAT_RESOURCE_MEMORY))
+    );
+    owner.attempt_started(attempt, Arc::new(handle));
+    Ok(())
+}
+
+impl PendingConnect for cm::ConnectHandle {
+    fn cancel(&self) {
+        cm::ConnectHandle::cancel(self);
+    }
 }
 
 /// Accepts a request onto `ep` (already COMPLETION_PENDING): ESTABLISHED follows when the

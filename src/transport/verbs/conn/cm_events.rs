@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::{Conn, VerbsWire};
 use crate::abi::*;
 use crate::objects::ep::{End, Ep};
-use crate::objects::seam::Link;
+use crate::objects::seam::{Link, PendingConnect};
 use crate::runtime::engine::{Engine, Source};
 use crate::runtime::sys::{self, debug};
 use crate::transport::verbs::cm::{self, CmEvent, CmHandler, CmId, ConnParam, EventType};
@@ -38,16 +38,36 @@ impl Source for Deadline {
     fn on_event(self: Arc<Self>, _events: u32) {
         let Some(conn) = self.0.upgrade() else { return };
         let Some(ep) = conn.ep() else { return };
-        if ep.state() == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING {
-            if debug() {
-                eprintln!("libdat: EP {:p}: the connect timed out", ep.handle());
-            }
-            conn.end(
-                &ep,
-                End::Broken,
-                dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT,
-                &[],
-            );
+        if !ep.attempt_is_pending(conn.attempt) {
+            return;
+        }
+        if debug() {
+            eprintln!("libdat: EP {:p}: the connect timed out", ep.handle());
+        }
+        // "the remote host does not respond within the Consumer requested Timeout":
+        // UNREACHABLE while its address and route are being found (no request went out);
+        // TIMED_OUT once the request is out (the peer's consumer did not answer in time).
+        let failure = if conn.requested.load(Ordering::Acquire) {
+            dat_event_number::DAT_CONNECTION_EVENT_TIMED_OUT
+        } else {
+            dat_event_number::DAT_CONNECTION_EVENT_UNREACHABLE
+        };
+        conn.end(&ep, End::Broken, failure, &[]);
+        // The attempt goes: its id is destroyed (rdma-cm rejects the request toward the
+        // peer), so a late accept fails there and reaches nobody here.
+        conn.give_up(&ep);
+    }
+}
+
+/// How an EP gives up its active connect (`PendingConnect`): its connection leaves the EP and
+/// goes, and with it the rdma-cm id.
+struct Abandon(Weak<Conn>);
+
+impl PendingConnect for Abandon {
+    fn cancel(&self) {
+        let Some(conn) = self.0.upgrade() else { return };
+        if let Some(ep) = conn.ep() {
+            conn.give_up(&ep);
         }
     }
 }
@@ -58,13 +78,15 @@ impl Conn {
     pub fn connect(
         verbs: &Arc<Verbs>,
         ep: Arc<Ep>,
+        attempt: u64,
         remote: SocketAddrV4,
         private_data: Vec<u8>,
         timeout: Option<Duration>,
     ) -> io::Result<()> {
         let quiet: Weak<dyn CmHandler> = Weak::<Conn>::new();
         let id = CmId::new(quiet)?;
-        let conn = Conn::new(verbs, id, &ep, true, private_data)?;
+        let conn = Conn::new(verbs, id, &ep, Some(attempt), private_data)?;
+        ep.attempt_started(attempt, Arc::new(Abandon(Arc::downgrade(&conn))));
         if let Some(t) = timeout {
             let engine = Engine::get();
             let token = engine.register_timer_only(Arc::new(Deadline(Arc::downgrade(&conn))));
@@ -76,6 +98,20 @@ impl Conn {
         }
         conn.id
             .resolve_addr(Some(verbs.device.ip), remote, RESOLVE_MS)
+    }
+
+    /// This active connection leaves `ep` (if it is still the EP's) and goes once nothing
+    /// else holds it: its id is destroyed, its events reach nobody.
+    pub(super) fn give_up(&self, ep: &Ep) {
+        let gone = {
+            let mut inner = ep.inner.lock();
+            let wire = inner.wire.verbs();
+            match &wire.conn {
+                Some(c) if std::ptr::eq(Arc::as_ptr(c), self) => wire.conn.take(),
+                _ => None,
+            }
+        };
+        drop(gone);
     }
 }
 
@@ -148,6 +184,7 @@ impl Conn {
                 "libdat: connecting: responder resources {inbound}, initiator depth {outbound}"
             );
         }
+        self.requested.store(true, Ordering::Release);
         if me.make_qp(ep).is_err() || self.id.connect(&param).is_err() {
             self.end(
                 ep,
@@ -199,7 +236,8 @@ impl Conn {
                 .id
                 .remote()
                 .unwrap_or(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0));
-            ep.established(Some((link, remote)), &event.private_data)
+            let local_port = self.id.local().map_or(0, |a| a.port());
+            ep.attempt_established(self.attempt, link, remote, local_port, &event.private_data)
         } else {
             ep.established(None, &[])
         };
@@ -231,6 +269,12 @@ impl Conn {
         } else {
             End::Orderly
         };
-        ep.ended(end, dat_event_number::DAT_CONNECTION_EVENT_BROKEN, &[]);
+        // Only the EP's own connection: one it gave up, or never took, ends unheard.
+        ep.link_ended(
+            (self as *const Conn).cast(),
+            end,
+            dat_event_number::DAT_CONNECTION_EVENT_BROKEN,
+            &[],
+        );
     }
 }

@@ -32,7 +32,12 @@ impl Conn {
 
     pub(super) fn end(&self, ep: &Ep, end: End, failure: dat_event_number, private_data: &[u8]) {
         self.drain(ep);
-        ep.ended(end, failure, private_data);
+        if self.active && ep.state() == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING {
+            // Still connecting: only the EP's current attempt may end it.
+            ep.attempt_failed(self.attempt, failure, private_data);
+        } else {
+            ep.ended(end, failure, private_data);
+        }
     }
 
     /// Completions already in the EP's CQs are reported before the end flushes the rest.

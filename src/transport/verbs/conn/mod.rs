@@ -52,6 +52,10 @@ pub struct Conn {
     verbs: Arc<Verbs>,
     ep: Weak<Ep>,
     active: bool,
+    /// The EP's connect number this active connection carries out (0: passive).
+    attempt: u64,
+    /// The active side's connect request went out (its address and route were found).
+    requested: AtomicBool,
     /// The connect's private data, sent once the route is there.
     private_data: Vec<u8>,
     /// The number of the next request, from `first_seq` up: the connection's own range of
@@ -77,7 +81,7 @@ impl Conn {
         verbs: &Arc<Verbs>,
         id: CmId,
         ep: &Arc<Ep>,
-        active: bool,
+        attempt: Option<u64>,
         private_data: Vec<u8>,
     ) -> io::Result<Arc<Conn>> {
         let first_seq = first_seq();
@@ -86,7 +90,9 @@ impl Conn {
             qp: OnceLock::new(),
             verbs: verbs.clone(),
             ep: Arc::downgrade(ep),
-            active,
+            active: attempt.is_some(),
+            attempt: attempt.unwrap_or(0),
+            requested: AtomicBool::new(false),
             private_data,
             next_seq: AtomicU64::new(first_seq),
             first_seq,
@@ -109,7 +115,7 @@ impl Conn {
         let quiet: Weak<dyn CmHandler> = Weak::<Conn>::new();
         let id = CmId::datagram(quiet)?;
         id.bind(SocketAddrV4::new(verbs.device.ip, 0))?;
-        let conn = Conn::new(verbs, id, ep, false, Vec::new())?;
+        let conn = Conn::new(verbs, id, ep, None, Vec::new())?;
         if let Err(e) = conn.make_qp(ep) {
             ep.inner.lock().wire.verbs().conn = None;
             return Err(e);

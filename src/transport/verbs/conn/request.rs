@@ -66,7 +66,7 @@ impl ConnRequest for Request {
                 &[],
             )
         };
-        let conn = match Conn::new(&verbs, id, &ep, false, Vec::new()) {
+        let conn = match Conn::new(&verbs, id, &ep, None, Vec::new()) {
             Ok(c) => c,
             Err(_) => {
                 failed(&ep);
