@@ -318,7 +318,7 @@ static void broken_case(void)
 		kill(child, SIGKILL);
 	}
 	waitpid(child, NULL, 0);
-	expect_event("ep_connect/peer-process-dies", next(p.conn_evd).event_number, DAT_CONNECTION_EVENT_BROKEN);
+	expect_event("ep_connect/peer-process-dies", next(p.conn_evd).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
 	e = next(p.recv_evd);
 	expect_true("ep_connect/peer-dies-flushes",
 		    e.event_number == DAT_DTO_COMPLETION_EVENT &&

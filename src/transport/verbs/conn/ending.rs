@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::Conn;
 use crate::abi::*;
-use crate::objects::ep::{Close, End, Ep};
+use crate::objects::ep::{Close, End, Ep, EpInner};
 use crate::runtime::sys::debug;
 use crate::transport::verbs::completions::CqSource;
 use crate::transport::verbs::qp::{SendFlags, SendOp};
@@ -16,12 +16,17 @@ use crate::transport::verbs::qp::{SendFlags, SendOp};
 const SETTLE: Duration = Duration::from_millis(200);
 
 impl Conn {
-    /// Disconnects (`Link::close`): a released EP's connection reports what its CQs hold
+    /// Disconnects (`Link::close`): gracefully once the send queue has drained (see
+    /// `begin_drain`), else at once; a released EP's connection reports what its CQs hold
     /// now.
     pub(super) fn begin_close(&self, how: Close) {
         if debug() {
             eprintln!("libdat: closing a connection ({how:?})");
         }
+        if how == Close::Graceful {
+            return self.begin_drain();
+        }
+        self.stop_draining();
         let _ = self.id.disconnect();
         if how == Close::Released {
             if let Some(ep) = self.ep.upgrade() {
@@ -30,7 +35,69 @@ impl Conn {
         }
     }
 
+    /// A graceful close: `rdma_disconnect` moves the QP to its error state and flushes what is
+    /// in flight, so it waits until every signalled request posted before has completed (the
+    /// request CQ watched by the engine meanwhile, so no poll of the consumer's is needed).
+    /// Requests posted suppressed after the last signalled one have no completion to wait
+    /// for: the end settles them as it does for any end. The peer's end, an abrupt close or
+    /// the EP's free ends the wait; a send the peer never posts a receive for keeps it, as
+    /// the QP retries it for ever (`RNR_RETRY`).
+    fn begin_drain(&self) {
+        let Some(ep) = self.ep.upgrade() else {
+            let _ = self.id.disconnect();
+            return;
+        };
+        let source = ep
+            .inner
+            .lock()
+            .request_evd
+            .as_ref()
+            .and_then(|e| CqSource::of(e.arc()));
+        if let Some(source) = &source {
+            source.watch_for_drain(true);
+        }
+        *self.drain_cq.lock() = source.clone();
+        self.draining.store(true, Ordering::Release);
+        if let Some(source) = source {
+            source.poll();
+        }
+        if self.drained(&ep.inner.lock()) {
+            self.finish_drain();
+        }
+    }
+
+    /// Whether a graceful close waits no more for the requests in `inner` (the EP's, under
+    /// its lock): true once, for the caller to `finish_drain`.
+    pub fn drained(&self, inner: &EpInner) -> bool {
+        self.draining.load(Ordering::Acquire)
+            && inner
+                .outstanding
+                .oldest()
+                .is_none_or(|r| r.seq > self.last_signalled.load(Ordering::Relaxed))
+            && self.draining.swap(false, Ordering::AcqRel)
+    }
+
+    /// The send queue drained: the disconnect goes.
+    pub fn finish_drain(&self) {
+        self.unwatch_drain();
+        let _ = self.id.disconnect();
+    }
+
+    /// A graceful close waits no more (an abrupt close came, or the connection ended).
+    pub(super) fn stop_draining(&self) {
+        if self.draining.swap(false, Ordering::AcqRel) {
+            self.unwatch_drain();
+        }
+    }
+
+    fn unwatch_drain(&self) {
+        if let Some(source) = self.drain_cq.lock().take() {
+            source.watch_for_drain(false);
+        }
+    }
+
     pub(super) fn end(&self, ep: &Ep, end: End, failure: dat_event_number, private_data: &[u8]) {
+        self.stop_draining();
         self.drain(ep);
         ep.ended(end, failure, private_data);
     }
