@@ -357,7 +357,8 @@ static void peer_process_cases(pid_t stopped, int to_stopped, pid_t dying, int t
 	e = next(p.cr_evd);
 	if (e.event_number == DAT_CONNECTION_REQUEST_EVENT)
 		must(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL), "dat_cr_accept");
-	if (next(p.conn_evd).event_number == DAT_CONNECTION_EVENT_ESTABLISHED) {
+	e = next(p.conn_evd);
+	if (e.event_number == DAT_CONNECTION_EVENT_ESTABLISHED) {
 		must(post_recv(&p, 0, 9), "dat_ep_post_recv");
 		kill(dying, SIGKILL);
 		waitpid(dying, NULL, 0);
@@ -367,7 +368,7 @@ static void peer_process_cases(pid_t stopped, int to_stopped, pid_t dying, int t
 		expect_true("ep_disconnect/dead-peer-flushes-receives", dto_is(next(p.recv_evd), DAT_DTO_ERR_FLUSHED, 9),
 			    "the posted receive DAT_DTO_ERR_FLUSHED");
 	} else {
-		report("ep_disconnect/dead-peer-is-disconnected", "a connection to set up", "none", 0);
+		report("ep_disconnect/dead-peer-is-disconnected", "ESTABLISHED first", event_name(e.event_number), 0);
 		kill(dying, SIGKILL);
 		waitpid(dying, NULL, 0);
 	}

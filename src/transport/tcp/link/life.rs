@@ -107,10 +107,14 @@ impl TcpLink {
         match how {
             // The page: the requests posted before must try to complete first, the EP
             // DISCONNECT_PENDING meanwhile. A send whose message waits at the peer for a
-            // receive keeps the connection open until the peer posts it (as a verbs QP
-            // retries for ever); the peer's end, an abrupt disconnect or `dat_ep_free` ends
-            // the wait.
+            // receive keeps the connection open until the peer posts it, for the peer timeout
+            // at most (then the goodbye goes, and what is left flushes); the peer's end, an
+            // abrupt disconnect or `dat_ep_free` ends the wait sooner.
             Close::Graceful => {
+                self.drain_deadline.store(
+                    sys::monotonic_micros() + self.peer_timeout.as_micros() as u64,
+                    Ordering::Release,
+                );
                 self.draining.store(true, Ordering::Release);
                 self.kick();
             }
@@ -136,14 +140,16 @@ impl TcpLink {
         }
     }
 
-    /// A graceful close whose requests are all answered says goodbye: it follows the answers
+    /// A graceful close whose requests are all answered (or that waited the peer timeout for
+    /// them) says goodbye: it follows the answers
     /// already queued, so the peer completes everything it was owed before it sees us leave;
     /// the peer answers, sees the goodbye and closes. It is given until its frames stop
     /// coming for a moment (`LINGER`), and no longer than the peer timeout in all, whatever
     /// it sends meanwhile.
-    fn goodbye_if_drained(&self) {
+    fn goodbye_if_drained(&self, now: u64) {
         if !self.draining.load(Ordering::Acquire)
-            || !self.ep.inner.lock().outstanding.is_empty()
+            || (!self.ep.inner.lock().outstanding.is_empty()
+                && now < self.drain_deadline.load(Ordering::Acquire))
             || !self.draining.swap(false, Ordering::AcqRel)
         {
             return;
@@ -259,7 +265,7 @@ impl TcpLink {
                 return true;
             }
             Phase::Closed => return true,
-            Phase::Open => self.goodbye_if_drained(),
+            Phase::Open => self.goodbye_if_drained(now),
             _ => {}
         }
         let closed = self.closed_at.load(Ordering::Acquire);

@@ -203,6 +203,7 @@ impl Conn {
         } else {
             ep.established(None, &[])
         };
+        self.up.store(up, Ordering::Release);
         if !up {
             if debug() {
                 eprintln!(
@@ -224,6 +225,9 @@ impl Conn {
         // The answer the side that ended waits for.
         let _ = self.id.disconnect();
         self.stop_draining();
+        if self.end_reported.swap(true, Ordering::AcqRel) {
+            return;
+        }
         self.drain(ep);
         let end = if self.broken.load(Ordering::Acquire) {
             End::Broken

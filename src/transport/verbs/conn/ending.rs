@@ -28,6 +28,24 @@ impl Conn {
         }
         self.stop_draining();
         let _ = self.id.disconnect();
+        // An accept the peer has not confirmed yet: rdma-cm reports nothing of its abort
+        // before its own timeouts, so the end is reported now (the page: the abort makes the
+        // EP DISCONNECTED and flushes its receives).
+        if !self.active && !self.up.load(Ordering::Acquire) {
+            if let Some(ep) = self
+                .ep
+                .upgrade()
+                .filter(|ep| !Ep::is_datagram(&ep.inner.lock()))
+            {
+                self.end(
+                    &ep,
+                    End::Orderly,
+                    dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED,
+                    &[],
+                );
+            }
+            return;
+        }
         if how == Close::Released {
             if let Some(ep) = self.ep.upgrade() {
                 self.drain(&ep);
@@ -98,6 +116,9 @@ impl Conn {
 
     pub(super) fn end(&self, ep: &Ep, end: End, failure: dat_event_number, private_data: &[u8]) {
         self.stop_draining();
+        if self.end_reported.swap(true, Ordering::AcqRel) {
+            return;
+        }
         self.drain(ep);
         ep.ended(end, failure, private_data);
     }

@@ -75,6 +75,10 @@ pub struct Conn {
     /// request EVD's CQ meanwhile.
     draining: AtomicBool,
     drain_cq: Mutex<Option<Arc<CqSource>>>,
+    /// The connection was established (its EP heard ESTABLISHED).
+    up: AtomicBool,
+    /// Its end was reported to the EP: an end reports once, whatever rdma-cm says after.
+    end_reported: AtomicBool,
 }
 
 impl Conn {
@@ -102,6 +106,8 @@ impl Conn {
             timer: OnceLock::new(),
             draining: AtomicBool::new(false),
             drain_cq: Mutex::new(None),
+            up: AtomicBool::new(false),
+            end_reported: AtomicBool::new(false),
         });
         let handler: Arc<dyn CmHandler> = conn.clone();
         conn.id.set_handler(Arc::downgrade(&handler))?;
