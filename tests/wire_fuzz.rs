@@ -1351,8 +1351,10 @@ impl<'r> Model<'r> {
         if !self.established {
             return dat_event_number::DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
         }
+        // A peer that went away (its goodbye, or its end of stream, even within a frame) is
+        // a disconnect; a rule it broke breaks the connection.
         match self.end {
-            Some(Ending::Goodbye) | Some(Ending::Local) => {
+            Some(Ending::Goodbye) | Some(Ending::Local) | Some(Ending::Closed(_)) => {
                 dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
             }
             _ => dat_event_number::DAT_CONNECTION_EVENT_BROKEN,
@@ -4860,9 +4862,10 @@ fn a_receive_under_a_message_cut_short_completes_once() {
     raw.write_all(&f.with(&[7u8; 10])).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     drop(raw);
+    // The peer went away: a disconnect (its frame cut short says so on the DTO).
     assert_eq!(
         p.conn_event().0,
-        dat_event_number::DAT_CONNECTION_EVENT_BROKEN
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
     );
     let mut cookies = Vec::new();
     while let Some(e) = event_within(p.recv_evd, 500_000) {
@@ -4899,9 +4902,10 @@ fn a_read_whose_data_is_cut_short_completes_once() {
     raw.write_all(&f.with(&[7u8; 10])).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     drop(raw);
+    // The peer went away: a disconnect (its frame cut short says so on the DTO).
     assert_eq!(
         p.conn_event().0,
-        dat_event_number::DAT_CONNECTION_EVENT_BROKEN
+        dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
     );
     let e = event_within(p.req_evd, 2_000_000).expect("the read never completed");
     let d = unsafe { e.event_data.dto_completion_event_data };

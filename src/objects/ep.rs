@@ -97,7 +97,8 @@ impl Request {
 /// How this side ends a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Close {
-    /// After every request posted so far has completed.
+    /// After every request posted so far has completed (the EP is DISCONNECT_PENDING
+    /// meanwhile; an abrupt close may follow and ends the wait).
     Graceful,
     /// At once; the peer is told.
     Abrupt,
@@ -665,43 +666,46 @@ impl Ep {
             .connect_datagram(self.clone(), remote, conn_qual, private_data.to_vec())
     }
 
-    /// `dat_ep_disconnect`: a connection is closed gracefully or abruptly, a pending connect
-    /// abandoned (its DISCONNECTED event posted now), a DISCONNECTED EP left as it is.
+    /// `dat_ep_disconnect`: a connection is closed gracefully (DISCONNECT_PENDING until the
+    /// transport has seen every request posted so far complete, then closed) or abruptly
+    /// (DISCONNECTED at once, what was posted flushed), a pending connect abandoned (its
+    /// DISCONNECTED event posted now), a DISCONNECTED EP left as it is; a graceful disconnect
+    /// while one is under way changes nothing, an abrupt one ends the wait.
     pub fn disconnect(&self, graceful: bool) -> DatResult {
         self.counters
             .bump(dat_ep_counters::DCNT_EP_DISCONNECT as u32);
-        let (link, given_up) = {
+        let (link, how, given_up) = {
             let mut inner = self.inner.lock();
-            match ep_state::disconnect(inner.state, graceful)? {
+            let (next, how) = match ep_state::disconnect(inner.state, graceful)? {
                 ep_state::Disconnect::Nothing => return Ok(()),
-                ep_state::Disconnect::TearDown { next } => {
-                    inner.closing = true;
-                    let link = inner.link.clone();
-                    if link.is_some() {
-                        inner.state = next;
-                    }
-                    // A pending active connect has no link yet: it is cancelled, and its
-                    // number retired, so nothing of it reaches the EP any more.
-                    let given_up =
-                        if inner.state == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING {
-                            inner.attempt += 1;
-                            inner.pending_connect.take()
-                        } else {
-                            None
-                        };
-                    (link, given_up)
+                ep_state::Disconnect::Graceful => (
+                    dat_ep_state::DAT_EP_STATE_DISCONNECT_PENDING,
+                    Close::Graceful,
+                ),
+                ep_state::Disconnect::Abrupt => {
+                    (dat_ep_state::DAT_EP_STATE_DISCONNECTED, Close::Abrupt)
                 }
+            };
+            inner.closing = true;
+            let link = inner.link.clone();
+            if link.is_some() {
+                inner.state = next;
             }
+            // A pending active connect has no link yet: it is cancelled, and its number
+            // retired, so nothing of it reaches the EP any more.
+            let given_up = if inner.state == dat_ep_state::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING {
+                inner.attempt += 1;
+                inner.pending_connect.take()
+            } else {
+                None
+            };
+            (link, how, given_up)
         };
         if let Some(pending) = given_up {
             pending.cancel();
         }
         match link {
-            Some(link) => link.close(if graceful {
-                Close::Graceful
-            } else {
-                Close::Abrupt
-            }),
+            Some(link) => link.close(how),
             None => self.ended(
                 End::Orderly,
                 dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED,

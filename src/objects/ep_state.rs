@@ -109,31 +109,34 @@ pub fn settle(state: State, outcome: Outcome) -> Option<State> {
 /// What `dat_ep_disconnect` does in a state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Disconnect {
-    /// Nothing to do: the call succeeds and nothing changes (already DISCONNECTED).
+    /// Nothing to do: the call succeeds and nothing changes (already DISCONNECTED, or a
+    /// graceful disconnect already under way).
     Nothing,
-    /// Tear down the connection (or the pending attempt); the EP becomes `next`.
-    TearDown { next: State },
+    /// Close the connection once every request posted so far has completed: the EP is
+    /// DISCONNECT_PENDING meanwhile.
+    Graceful,
+    /// Tear down the connection (or the pending attempt) at once: the EP is DISCONNECTED.
+    Abrupt,
 }
 
 /// `dat_ep_disconnect`: a connected EP goes to DISCONNECT_PENDING (graceful) or straight to
-/// DISCONNECTED (abrupt); a pending connect is abandoned; an UNCONNECTED or RESERVED EP has
+/// DISCONNECTED (abrupt); a graceful one while DISCONNECT_PENDING has no effect, an abrupt one
+/// ends the wait; a pending connect is abandoned whatever the flag (the page: outside
+/// CONNECTED the two flags mean the same); an UNCONNECTED, RESERVED or passive-pending EP has
 /// nothing to disconnect.
 pub fn disconnect(state: State, graceful: bool) -> DatResult<Disconnect> {
     match state {
         S::DAT_EP_STATE_CONNECTED
         | S::DAT_EP_STATE_CONNECTED_SINGLE_PATH
-        | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => Ok(Disconnect::TearDown {
-            next: if graceful {
-                S::DAT_EP_STATE_DISCONNECT_PENDING
-            } else {
-                S::DAT_EP_STATE_DISCONNECTED
-            },
+        | S::DAT_EP_STATE_CONNECTED_MULTI_PATH => Ok(if graceful {
+            Disconnect::Graceful
+        } else {
+            Disconnect::Abrupt
         }),
+        S::DAT_EP_STATE_DISCONNECT_PENDING if graceful => Ok(Disconnect::Nothing),
         S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING
         | S::DAT_EP_STATE_COMPLETION_PENDING
-        | S::DAT_EP_STATE_DISCONNECT_PENDING => Ok(Disconnect::TearDown {
-            next: S::DAT_EP_STATE_DISCONNECTED,
-        }),
+        | S::DAT_EP_STATE_DISCONNECT_PENDING => Ok(Disconnect::Abrupt),
         S::DAT_EP_STATE_DISCONNECTED => Ok(Disconnect::Nothing),
         other => Err(refuse(other)),
     }
@@ -158,13 +161,13 @@ pub fn post_request(state: State) -> DatResult<Post> {
     }
 }
 
-/// `dat_ep_post_recv`: receives may be posted before the connection exists (in every state
-/// but DISCONNECT_PENDING); on a DISCONNECTED EP they are flushed.
+/// `dat_ep_post_recv`: receives may be posted in every state (its page lists no state error;
+/// DISCONNECT_PENDING too, where the peer may still send); on a DISCONNECTED EP they are
+/// flushed.
 #[inline]
 pub fn post_recv(state: State) -> DatResult<Post> {
     match state {
         S::DAT_EP_STATE_DISCONNECTED => Ok(Post::Flush),
-        S::DAT_EP_STATE_DISCONNECT_PENDING => Err(refuse(state)),
         _ => Ok(Post::Run),
     }
 }
@@ -328,32 +331,47 @@ mod tests {
     fn disconnect_paths() {
         assert_eq!(
             disconnect(S::DAT_EP_STATE_CONNECTED, true),
-            Ok(Disconnect::TearDown {
-                next: S::DAT_EP_STATE_DISCONNECT_PENDING
-            })
+            Ok(Disconnect::Graceful)
         );
         assert_eq!(
             disconnect(S::DAT_EP_STATE_CONNECTED, false),
-            Ok(Disconnect::TearDown {
-                next: S::DAT_EP_STATE_DISCONNECTED
-            })
+            Ok(Disconnect::Abrupt)
+        );
+        // Outside CONNECTED both flags mean the same.
+        for pending in [
+            S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
+            S::DAT_EP_STATE_COMPLETION_PENDING,
+        ] {
+            assert_eq!(disconnect(pending, true), Ok(Disconnect::Abrupt));
+            assert_eq!(disconnect(pending, false), Ok(Disconnect::Abrupt));
+        }
+        // DISCONNECT_PENDING: graceful again has no effect, abrupt ends the wait.
+        assert_eq!(
+            disconnect(S::DAT_EP_STATE_DISCONNECT_PENDING, true),
+            Ok(Disconnect::Nothing)
         );
         assert_eq!(
-            disconnect(S::DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, true),
-            Ok(Disconnect::TearDown {
-                next: S::DAT_EP_STATE_DISCONNECTED
-            })
+            disconnect(S::DAT_EP_STATE_DISCONNECT_PENDING, false),
+            Ok(Disconnect::Abrupt)
         );
         assert_eq!(
             disconnect(S::DAT_EP_STATE_DISCONNECTED, true),
             Ok(Disconnect::Nothing)
         );
-        assert_eq!(
-            disconnect(S::DAT_EP_STATE_UNCONNECTED, true),
-            Err(DatError::invalid_state(
-                Sub::DAT_INVALID_STATE_EP_UNCONNECTED
-            ))
-        );
+        for s in [
+            S::DAT_EP_STATE_UNCONNECTED,
+            S::DAT_EP_STATE_RESERVED,
+            S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING,
+            S::DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING,
+        ] {
+            for graceful in [true, false] {
+                assert_eq!(
+                    disconnect(s, graceful),
+                    Err(DatError::invalid_state(subtype(s))),
+                    "{s:?}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -375,6 +393,14 @@ mod tests {
         assert_eq!(post_recv(S::DAT_EP_STATE_UNCONNECTED), Ok(Post::Run));
         assert_eq!(post_recv(S::DAT_EP_STATE_CONNECTED), Ok(Post::Run));
         assert_eq!(post_recv(S::DAT_EP_STATE_DISCONNECTED), Ok(Post::Flush));
+        // DISCONNECT_PENDING: receives yes, requests no.
+        assert_eq!(post_recv(S::DAT_EP_STATE_DISCONNECT_PENDING), Ok(Post::Run));
+        assert_eq!(
+            post_request(S::DAT_EP_STATE_DISCONNECT_PENDING),
+            Err(DatError::invalid_state(
+                Sub::DAT_INVALID_STATE_EP_DISCPENDING
+            ))
+        );
     }
 
     #[test]

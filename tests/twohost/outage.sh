@@ -113,9 +113,9 @@ gone() {  # name, limit in seconds, server conf, client conf, extra env for both
 }
 
 outage "a 2 s outage in a stream of 2000 messages of 64 KiB: nothing lost"
-gone "a vanished peer, LIBDAT_PEER_TIMEOUT=3: error and BROKEN within 6 s" 6 "$work/a.conf" "$work/b.conf" LIBDAT_PEER_TIMEOUT=3
+gone "a vanished peer, LIBDAT_PEER_TIMEOUT=3: error and DISCONNECTED within 6 s" 6 "$work/a.conf" "$work/b.conf" LIBDAT_PEER_TIMEOUT=3
 printf 'dat-net u2.0 threadsafe default tcp libdat.0.1 "dat0" "peer_timeout=2"\n' > "$work/short.conf"
-gone "a vanished peer, dat.conf peer_timeout=2: error and BROKEN within 5 s" 5 "$work/short.conf" "$work/short.conf"
-gone "a vanished peer, the default peer timeout (20 s): error and BROKEN within 25 s" 25 "$work/a.conf" "$work/b.conf"
+gone "a vanished peer, dat.conf peer_timeout=2: error and DISCONNECTED within 5 s" 5 "$work/short.conf" "$work/short.conf"
+gone "a vanished peer, the default peer timeout (20 s): error and DISCONNECTED within 25 s" 25 "$work/a.conf" "$work/b.conf"
 echo "outage: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -256,7 +256,10 @@ pub trait Progress: Send + Sync {
 
 /// One connection of an EP, as the objects use it.
 pub trait Link: Progress {
-    /// Ends the connection.
+    /// Ends the connection. `Close::Graceful` waits first until every request posted before
+    /// it has completed (the EP is DISCONNECT_PENDING, and new requests are refused, so none
+    /// joins them), then closes as the transport closes; an abrupt close may come meanwhile,
+    /// and ends the connection at once.
     fn close(&self, how: Close);
     /// Sends a request DTO, recorded in `EpInner::outstanding` until its completion. The
     /// caller hands over the EP's lock, under which it checked the request.

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock, Weak};
 
 use parking_lot::Mutex;
@@ -56,6 +57,9 @@ pub struct CqSource {
     polling: Mutex<LastConn>,
     engine: Arc<Engine>,
     token: OnceLock<Token>,
+    /// Connections whose graceful close waits for this CQ's completions: the engine is told
+    /// of each completion while one does, whether or not anybody sleeps on the EVD.
+    drains: AtomicUsize,
 }
 
 impl CqSource {
@@ -70,6 +74,7 @@ impl CqSource {
             polling: Mutex::new(None),
             engine: Engine::get(),
             token: OnceLock::new(),
+            drains: AtomicUsize::new(0),
         });
         // The engine holds a weak link: the CQ goes with its EVD.
         let watch = Arc::new(Watch(Arc::downgrade(&source)));
@@ -97,6 +102,23 @@ impl CqSource {
             .clone()
             .downcast::<CqSource>()
             .ok()
+    }
+
+    /// A graceful close begins (`true`) or ends waiting for this CQ's completions.
+    pub fn watch_for_drain(&self, begins: bool) {
+        if begins {
+            self.drains.fetch_add(1, Ordering::AcqRel);
+            self.watch();
+        } else {
+            self.drains.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Whether the engine is to hear of the next completion: somebody sleeps on the EVD, or
+    /// a graceful close waits.
+    fn wanted(&self) -> bool {
+        self.drains.load(Ordering::Acquire) > 0
+            || self.evd.upgrade().is_some_and(|e| e.has_sleeper())
     }
 
     /// Asks the CQ and the engine for a report of the next completion.
@@ -192,7 +214,7 @@ impl Source for Watch {
         };
         source.cq.take_reports();
         source.poll();
-        if source.evd.upgrade().is_some_and(|e| e.has_sleeper()) {
+        if source.wanted() {
             source.watch();
             // A completion that came between the poll and the arm reported nothing: look again.
             source.poll();
@@ -308,10 +330,19 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
             };
             ep.complete_request_catching(inner.request_evd.as_deref(), &r, st, len, catch);
         }
+        if conn.drained(&inner) {
+            drop(inner);
+            conn.finish_drain();
+        }
     }
     if !ok && st != dat_dto_completion_status::DAT_DTO_ERR_FLUSHED {
         if let Some(conn) = known.conn.upgrade() {
-            conn.fail();
+            // The transport's retries ran out: the peer is gone, nothing broke.
+            if wc.status == ibv::ibv_wc_status::IBV_WC_RETRY_EXC_ERR {
+                conn.peer_lost();
+            } else {
+                conn.fail();
+            }
         }
     }
 }

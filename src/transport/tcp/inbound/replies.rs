@@ -55,6 +55,7 @@ pub(super) fn settle(
             catch,
         );
     }
+    link.answered(|| inner.outstanding.is_empty());
     Ok(())
 }
 
@@ -99,6 +100,7 @@ pub(super) fn read_data_landed(
                 request.length,
             );
             link.read_landed();
+            link.answered(|| ep.inner.lock().outstanding.is_empty());
             None
         }
         Some(status) => {

@@ -89,6 +89,9 @@ impl TcpLink {
             Phase::Open => {}
             Phase::Closed => return,
         }
+        if self.draining.load(Ordering::Acquire) {
+            due(self.drain_deadline.load(Ordering::Acquire));
+        }
         let closed = self.closed_at.load(Ordering::Acquire);
         if closed != 0 {
             due(closed + LINGER.as_micros() as u64);

@@ -100,33 +100,67 @@ impl TcpLink {
         }
     }
 
-    /// This side closes (`Link::close`): our goodbye follows what we owe, gracefully or at
-    /// once.
+    /// This side closes (`Link::close`): abruptly at once; gracefully once every request of
+    /// ours is answered (`draining`: the engine's look says the goodbye, `goodbye_if_drained`).
     pub(super) fn begin_close(&self, how: Close) {
         self.close_direct();
-        // The goodbye follows our requests (posted before this call) and the answers already
-        // queued, so the peer completes everything it was owed before it sees us leave.
-        self.answers.push(Answer::Goodbye);
         match how {
-            // The peer answers our requests, sees the goodbye, and closes; it is given until
-            // its answers stop coming for a moment (`LINGER`), and no longer than the peer
-            // timeout in all, whatever it sends meanwhile.
+            // The page: the requests posted before must try to complete first, the EP
+            // DISCONNECT_PENDING meanwhile. A send whose message waits at the peer for a
+            // receive keeps the connection open until the peer posts it, for the peer timeout
+            // at most (then the goodbye goes, and what is left flushes); the peer's end, an
+            // abrupt disconnect or `dat_ep_free` ends the wait sooner.
             Close::Graceful => {
-                let now = sys::monotonic_micros();
-                self.close_deadline.store(
-                    now + self.peer_timeout.as_micros() as u64,
+                self.drain_deadline.store(
+                    sys::monotonic_micros() + self.peer_timeout.as_micros() as u64,
                     Ordering::Release,
                 );
-                self.closed_at.store(now, Ordering::Release);
+                self.draining.store(true, Ordering::Release);
                 self.kick();
             }
             // At once, whatever the socket does: the EP hears DISCONNECTED as the engine ends
             // the connection, and what was posted is flushed, never sent.
             Close::Abrupt | Close::Released => {
+                self.draining.store(false, Ordering::Release);
+                self.answers.push(Answer::Goodbye);
                 self.answers.push(Answer::Finish);
                 self.stop(Ok(Stop::Goodbye));
+                self.flush_answers();
             }
         }
+    }
+
+    /// A request of ours was answered: a graceful close waiting for the last one goes on
+    /// (on the engine's thread) when `none_left` says none is in flight any more (asked only
+    /// while a close waits).
+    #[inline]
+    pub(in crate::transport::tcp) fn answered(&self, none_left: impl FnOnce() -> bool) {
+        if self.draining.load(Ordering::Acquire) && none_left() {
+            self.kick();
+        }
+    }
+
+    /// A graceful close whose requests are all answered (or that waited the peer timeout for
+    /// them) says goodbye: it follows the answers
+    /// already queued, so the peer completes everything it was owed before it sees us leave;
+    /// the peer answers, sees the goodbye and closes. It is given until its frames stop
+    /// coming for a moment (`LINGER`), and no longer than the peer timeout in all, whatever
+    /// it sends meanwhile.
+    fn goodbye_if_drained(&self, now: u64) {
+        if !self.draining.load(Ordering::Acquire)
+            || (!self.ep.inner.lock().outstanding.is_empty()
+                && now < self.drain_deadline.load(Ordering::Acquire))
+            || !self.draining.swap(false, Ordering::AcqRel)
+        {
+            return;
+        }
+        self.answers.push(Answer::Goodbye);
+        let now = sys::monotonic_micros();
+        self.close_deadline.store(
+            now + self.peer_timeout.as_micros() as u64,
+            Ordering::Release,
+        );
+        self.closed_at.store(now, Ordering::Release);
         self.flush_answers();
     }
 
@@ -149,9 +183,14 @@ impl TcpLink {
                 self.fail_request_in_flight();
             }
         }
+        // A peer that went away (its goodbye, or none: its process ended, its socket was
+        // reset, or it stopped answering within the peer timeout) ends the connection as a
+        // disconnect, as OpenFabrics reports it and as programs expect (dapltest takes BROKEN
+        // after a disconnect for a failure); a broken rule (an access refused, a protocol
+        // error) breaks it.
         let end = match outcome {
-            Ok(Stop::Goodbye) => End::Orderly,
-            _ => End::Broken,
+            Ok(Stop::Goodbye) | Err(ConnError::Closed | ConnError::Io(_)) => End::Orderly,
+            Ok(Stop::Lost | Stop::Broken) | Err(ConnError::Protocol(_)) => End::Broken,
         };
         // Only the EP's own link: one it never took (an attempt it gave up) ends unheard.
         self.ep.link_ended(
@@ -228,6 +267,7 @@ impl TcpLink {
                 return true;
             }
             Phase::Closed => return true,
+            Phase::Open => self.goodbye_if_drained(now),
             _ => {}
         }
         let closed = self.closed_at.load(Ordering::Acquire);

@@ -124,6 +124,11 @@ pub struct TcpLink {
     stopped: Mutex<Option<Result<Stop, ConnError>>>,
     /// Set once `stopped` is, or the end began: polls leave the frames alone.
     ending: AtomicBool,
+    /// A graceful close waits for our requests in flight to be answered before its goodbye
+    /// (see `begin_close`).
+    draining: AtomicBool,
+    /// When that wait ends whatever is still in flight (monotonic microseconds).
+    drain_deadline: AtomicU64,
     /// This side closed (abruptly, or gracefully) at this time (monotonic microseconds, 0:
     /// not): the peer's goodbye is awaited for `LINGER` since the last frame.
     closed_at: AtomicU64,
@@ -239,6 +244,8 @@ impl TcpLink {
             timer: Mutex::new(()),
             stopped: Mutex::new(None),
             ending: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+            drain_deadline: AtomicU64::new(u64::MAX),
             closed_at: AtomicU64::new(0),
             active: AtomicBool::new(false),
             close_deadline: AtomicU64::new(u64::MAX),

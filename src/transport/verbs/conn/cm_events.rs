@@ -241,6 +241,7 @@ impl Conn {
         } else {
             ep.established(None, &[])
         };
+        self.up.store(up, Ordering::Release);
         if !up {
             if debug() {
                 eprintln!(
@@ -252,19 +253,21 @@ impl Conn {
         }
     }
 
-    /// The connection is down: DISCONNECTED, or BROKEN when it broke under a request.
+    /// The connection is down: DISCONNECTED, or BROKEN when a work request of ours failed
+    /// (an access refused, a protocol error). A peer that went away (its process ended: the
+    /// kernel disconnects for it; its host gone: our request's retries ran out, completed
+    /// `DAT_DTO_ERR_TRANSPORT`) is DISCONNECTED, as OpenFabrics reports it and as programs
+    /// expect after a disconnect (dapltest takes BROKEN for a failure there); a request it
+    /// flushed says so on the request EVD.
     fn disconnected(&self, ep: &Arc<Ep>) {
         // The answer the side that ended waits for.
         let _ = self.id.disconnect();
+        self.stop_draining();
+        if self.end_reported.swap(true, Ordering::AcqRel) {
+            return;
+        }
         self.drain(ep);
-        // rdma-cm's disconnect is the same whether the peer disconnected or its process ended
-        // (the kernel disconnects for it). A request of ours in flight tells them apart where
-        // it matters: the disconnect flushed it (the kernel moves the QP to its error state
-        // first) or will, so the connection broke under it. An idle peer's end is a
-        // disconnect, as OpenFabrics reports it.
-        let in_flight =
-            self.request_flushed.load(Ordering::Acquire) || !ep.inner.lock().outstanding.is_empty();
-        let end = if self.broken.load(Ordering::Acquire) || in_flight {
+        let end = if self.broken.load(Ordering::Acquire) {
             End::Broken
         } else {
             End::Orderly

@@ -26,9 +26,10 @@ use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
-use parking_lot::MutexGuard;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::cm::{CmHandler, CmId};
+use super::completions::CqSource;
 use super::datagram;
 use super::device::Pd;
 use super::qp::Qp;
@@ -74,6 +75,14 @@ pub struct Conn {
     request_flushed: AtomicBool,
     /// The engine's timer of a connect with a timeout.
     timer: OnceLock<Token>,
+    /// A graceful close waits for the send queue to drain (see `begin_drain`), watching the
+    /// request EVD's CQ meanwhile.
+    draining: AtomicBool,
+    drain_cq: Mutex<Option<Arc<CqSource>>>,
+    /// The connection was established (its EP heard ESTABLISHED).
+    up: AtomicBool,
+    /// Its end was reported to the EP: an end reports once, whatever rdma-cm says after.
+    end_reported: AtomicBool,
 }
 
 impl Conn {
@@ -101,6 +110,10 @@ impl Conn {
             broken: AtomicBool::new(false),
             request_flushed: AtomicBool::new(false),
             timer: OnceLock::new(),
+            draining: AtomicBool::new(false),
+            drain_cq: Mutex::new(None),
+            up: AtomicBool::new(false),
+            end_reported: AtomicBool::new(false),
         });
         let handler: Arc<dyn CmHandler> = conn.clone();
         conn.id.set_handler(Arc::downgrade(&handler))?;
@@ -162,6 +175,15 @@ impl Conn {
         }
     }
 
+    /// A request's retries ran out (`IBV_WC_RETRY_EXC_ERR`): the peer is gone, and the
+    /// connection ends as a disconnect (see `disconnected`), not broken.
+    pub fn peer_lost(&self) {
+        if debug() {
+            eprintln!("libdat: the peer does not answer: the connection ends");
+        }
+        let _ = self.id.disconnect();
+    }
+
     /// A request completed flushed.
     pub fn request_flushed(&self) {
         self.request_flushed.store(true, Ordering::Release);
@@ -202,6 +224,7 @@ impl Link for Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
+        self.stop_draining();
         datagram::forget_endpoint(self);
         if let Some(qp) = self.qp.get() {
             self.verbs.remove_qp(qp.number(), self);
