@@ -100,6 +100,26 @@ static void argument_cases(void)
 		   connect_with(&a, port, WAIT_US, DAT_QOS_LOW_LATENCY, 0), DAT_ERROR(DAT_MODEL_NOT_SUPPORTED, 0));
 	expect_ret("ep_connect/qos-economy-not-supported", connect_with(&a, port, WAIT_US, DAT_QOS_ECONOMY, 0),
 		   DAT_ERROR(DAT_MODEL_NOT_SUPPORTED, 0));
+	/* "The Provider specifies which quality of service it supports ... in the Provider
+	 * attributes": each QoS is refused exactly when dat_qos_supported does not list it. */
+	{
+		DAT_PROVIDER_ATTR pr;
+		static const DAT_QOS each[] = { DAT_QOS_HIGH_THROUGHPUT, DAT_QOS_LOW_LATENCY, DAT_QOS_ECONOMY,
+						DAT_QOS_PREMIUM };
+		int agree = 1;
+		memset(&pr, 0, sizeof(pr));
+		must(dat_ia_query(a.ia, NULL, 0, NULL, DAT_PROVIDER_FIELD_ALL, &pr), "dat_ia_query");
+		for (unsigned i = 0; i < sizeof(each) / sizeof(each[0]); i++) {
+			DAT_RETURN r = connect_with(&a, port, WAIT_US, each[i], 0);
+			int listed = (pr.dat_qos_supported & each[i]) != 0;
+			if (r == DAT_SUCCESS)
+				dat_ep_disconnect(a.ep, DAT_CLOSE_ABRUPT_FLAG);
+			if (listed != (r == DAT_SUCCESS))
+				agree = 0;
+		}
+		expect_true("ep_connect/qos-as-provider-attributes-say", agree,
+			    "every QoS refused exactly when dat_qos_supported does not list it");
+	}
 
 	/* "If the least significant bit of DAT_MULTIPATH_FLAG is 1, the Consumer requests
 	 * multipathing": no transport of ours has it, so the requested model is not supported
@@ -130,6 +150,15 @@ static void argument_cases(void)
 		   DAT_SUCCESS);
 	{
 		DAT_EVENT e = next(p.cr_evd);
+		/* "If private_data_size is zero, then private_data can be NULL": the connect above
+		 * passed (0, NULL), and its request arrives. */
+		DAT_CR_PARAM crp;
+		memset(&crp, 0, sizeof(crp));
+		expect_true("ep_connect/null-private-data",
+			    e.event_number == DAT_CONNECTION_REQUEST_EVENT &&
+				    dat_cr_query(e.event_data.cr_arrival_event_data.cr_handle, DAT_CR_FIELD_ALL, &crp) ==
+					    DAT_SUCCESS,
+			    "the connect with (0, NULL) private data arrives as a request");
 		dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL);
 		next(p.conn_evd);
 		expect_event("ep_connect/timeout-infinite-establishes", next(a.conn_evd).event_number,
