@@ -1,7 +1,8 @@
 //! Service points and connection requests. A PSP or RSP listens on the port its conn_qual
 //! maps to (`conn_qual::port`), a CSP on the port of its address (its qualifier, as every
 //! qualifier up to 0xffff is its own port); each request that arrives becomes a CR and a
-//! connection request event on the service point's EVD.
+//! connection request event on the service point's EVD. An RSP takes one request, for the EP
+//! it reserved (which becomes PASSIVE_CONNECTION_PENDING), and refuses later ones.
 
 use std::sync::Arc;
 
