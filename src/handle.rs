@@ -104,6 +104,12 @@ impl SelfHandle {
 const MAGIC: u64 = 0xDA;
 const MAGIC_SHIFT: u32 = 56;
 const KIND_SHIFT: u32 = 48;
+/// Set in the kind's byte (bit 55 of the handle). With the magic byte it keeps every handle
+/// from being an address a program could read through (`DAT_HANDLE_TO_PROVIDER` dereferences
+/// a handle, as a provider's objects start with a pointer to their provider): non-canonical
+/// on x86-64, and on AArch64, which ignores the top byte, an address of the kernel's half.
+/// Such a read faults at once instead of finding memory.
+const KIND_MARK: u64 = 0x80;
 const GEN_SHIFT: u32 = 24;
 const FIELD_MASK: u64 = (1 << 24) - 1;
 
@@ -143,7 +149,7 @@ struct Decoded {
 
 fn encode(d: Decoded) -> DAT_HANDLE {
     let raw = (MAGIC << MAGIC_SHIFT)
-        | ((d.kind as u64) << KIND_SHIFT)
+        | ((KIND_MARK | d.kind as u64) << KIND_SHIFT)
         | ((d.generation as u64 & FIELD_MASK) << GEN_SHIFT)
         | (d.index as u64 & FIELD_MASK);
     raw as usize as DAT_HANDLE
@@ -154,7 +160,8 @@ fn decode(handle: DAT_HANDLE) -> Option<Decoded> {
     if raw >> MAGIC_SHIFT != MAGIC {
         return None;
     }
-    let kind = *Kind::ALL.get(((raw >> KIND_SHIFT) & 0xFF) as usize)?;
+    let mark = (raw >> KIND_SHIFT) & 0xFF;
+    let kind = *Kind::ALL.get(mark.wrapping_sub(KIND_MARK) as usize)?;
     Some(Decoded {
         kind,
         generation: ((raw >> GEN_SHIFT) & FIELD_MASK) as u32,
@@ -274,6 +281,39 @@ mod tests {
     struct Other;
     impl Object for Other {
         const KIND: Kind = Kind::Ep;
+    }
+
+    #[test]
+    fn no_handle_is_an_address_a_program_could_read_through() {
+        for kind in Kind::ALL {
+            for (generation, index) in [(0, 0), (1, 0), (FIELD_MASK as u32, FIELD_MASK as usize)] {
+                let raw = encode(Decoded {
+                    kind,
+                    generation,
+                    index,
+                }) as usize as u64;
+                // x86-64 (4- and 5-level paging): bits 47 (56) to 63 all equal, or a fault.
+                for top in [47, 56] {
+                    let high = raw >> top;
+                    assert!(high != 0 && high != (u64::MAX >> top), "{kind:?}: {raw:#x}");
+                }
+                // AArch64 ignores bits 56 to 63; bit 55 set is the kernel's half.
+                assert_ne!(raw & (1 << 55), 0, "{kind:?}: {raw:#x}");
+                assert_eq!(
+                    decode(raw as usize as DAT_HANDLE),
+                    Some(Decoded {
+                        kind,
+                        generation,
+                        index
+                    })
+                );
+            }
+        }
+        // The kind's mark is checked: without it, no kind.
+        let h = insert(Arc::new(Thing(3))).unwrap();
+        let unmarked = (h as usize as u64) & !(KIND_MARK << KIND_SHIFT);
+        assert!(get::<Thing>(unmarked as usize as DAT_HANDLE).is_none());
+        remove::<Thing>(h);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 #include "dat2/udat.h"
 #ifndef DAT_HANDLE_TO_PROVIDER
-#define DAT_HANDLE_TO_PROVIDER(handle) ((DAT_PROVIDER *)(handle))
+#define DAT_HANDLE_TO_PROVIDER(handle) (*(DAT_PROVIDER **)(handle))
 #endif
 
 

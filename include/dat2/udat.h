@@ -177,16 +177,14 @@ typedef struct dat_os_wait_proxy_agent {
 
 typedef DAT_HANDLE DAT_CNO_HANDLE;
 
-typedef union {
-  DAT_OS_WAIT_PROXY_AGENT agent;
-  DAT_FD fd;
-  DAT_PVOID none;
-} libdat_DAT_CNO_PARAM_proxy;
-
 typedef struct dat_cno_param {
   DAT_IA_HANDLE ia_handle;
   DAT_PROXY_TYPE proxy_type;
-  libdat_DAT_CNO_PARAM_proxy proxy;
+  union {
+    DAT_OS_WAIT_PROXY_AGENT agent;
+    DAT_FD fd;
+    DAT_PVOID none;
+  } proxy;
 } DAT_CNO_PARAM;
 
 typedef struct dat_evd_param {
@@ -256,7 +254,7 @@ typedef struct dat_provider_attr {
   DAT_EP_CREATOR_FOR_PSP ep_creator;
   DAT_PZ_SUPPORT pz_support;
   DAT_UINT32 optimal_buffer_alignment;
-  DAT_BOOLEAN evd_stream_merging_supported[6][6];
+  const DAT_BOOLEAN evd_stream_merging_supported[6][6];
   DAT_BOOLEAN srq_supported;
   DAT_COUNT srq_watermarks_supported;
   DAT_BOOLEAN srq_ep_pz_difference_supported;

@@ -9,6 +9,7 @@ use super::edge::{self, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
+use crate::objects::ep_state::AcceptOn;
 use crate::objects::evd::Evd;
 use crate::objects::ia::Ia;
 use crate::objects::limits;
@@ -320,11 +321,17 @@ pub unsafe extern "C" fn dat_cr_accept(
 ) -> DAT_RETURN {
     entry! {
         let cr = cr(cr_handle)?;
-        let ep = match (&cr.sp.kind, ep_handle.is_null()) {
-            // An RSP's request is accepted on its reserved EP; NULL means that one.
-            (SpKind::Reserved { ep }, true) => ep.clone(),
-            _ => edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?,
+        // "If the local Endpoint is specified by the Connection Request, the ep_handle shall
+        // be DAT_HANDLE_NULL" (an RSP's request); otherwise it names an EP of the CR's IA.
+        let (ep, on) = match (cr.named_ep(), ep_handle.is_null()) {
+            (Some(ep), true) => (ep.clone(), AcceptOn::OfTheRequest),
+            (Some(_), false) => return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP)),
+            (None, _) => (edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?, AcceptOn::Given),
         };
+        if !Arc::ptr_eq(&ep.ia, &cr.ia) {
+            // An EP of another IA (of another provider, perhaps) cannot carry this request.
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP));
+        }
         // SAFETY: `private_data` holds `private_data_size` bytes when the size is positive (API
         // contract).
         let pd = unsafe { self::private_data(private_data_size, private_data, 3)? };
@@ -340,7 +347,7 @@ pub unsafe extern "C" fn dat_cr_accept(
             ep.check_accepts_datagrams()?;
             take()?
         } else {
-            ep.begin_accept(take)?
+            ep.begin_accept(on, take)?
         };
         // The CR is consumed by the accept.
         cr.ia.release::<Cr>(cr_handle);
@@ -366,9 +373,8 @@ pub unsafe extern "C" fn dat_cr_reject(
         let cr = cr.ia.release::<Cr>(cr_handle).ok_or(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_CR))?;
         cr.ia.counters.bump(dat_ia_counters::DCNT_IA_SP_CR_REJECTED as u32);
         cr.ia.counters.bump(dat_ia_counters::DCNT_IA_CM_USER_REJ_TX as u32);
-        if let SpKind::Reserved { ep } = &cr.sp.kind {
-            ep.unreserve();
-        }
+        // "If rejected, the Local Endpoint point transitions into Unconnected state."
+        cr.request_gone();
         Ok(())
     }
 }
@@ -387,6 +393,8 @@ pub unsafe extern "C" fn dat_cr_handoff(
         // "This operation also destroys the Connection Request instance"; the request, which
         // it no longer holds, arrives at the other service point as a new CR.
         cr.ia.release::<Cr>(cr_handle);
+        // An RSP's EP no longer waits for it.
+        cr.request_gone();
         target.arrive(request);
         Ok(())
     }

@@ -738,29 +738,64 @@ impl Ep {
         Ok(listening)
     }
 
-    /// The RSP is freed or its request rejected: a still RESERVED EP is UNCONNECTED again.
+    /// The RSP is freed: a still RESERVED EP is UNCONNECTED again.
     pub fn unreserve(&self) {
         let mut inner = self.inner.lock();
         inner.state = ep_state::unreserve(inner.state);
     }
 
-    /// `dat_cr_accept` onto this (RC) EP: it needs its connect EVD; `take` takes the request
-    /// from its CR once the EP may accept it, and the EP is COMPLETION_PENDING until the
-    /// transport confirms (`accepting`, then `established`).
-    pub fn begin_accept<R>(&self, take: impl FnOnce() -> DatResult<R>) -> DatResult<R> {
+    /// The request of the RSP that reserved this EP arrived: PASSIVE_CONNECTION_PENDING.
+    /// False when the EP is no longer RESERVED (freed meanwhile), and the request is refused.
+    pub fn request_arrived(&self) -> bool {
         let mut inner = self.inner.lock();
-        let next = ep_state::accept(inner.state)?;
-        has_connect_evd(&inner)?;
+        match ep_state::request_arrived(inner.state) {
+            Some(next) if !inner.released => {
+                inner.state = next;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The RSP's request was rejected or went elsewhere: UNCONNECTED again.
+    pub fn request_gone(&self) {
+        let mut inner = self.inner.lock();
+        inner.state = ep_state::request_gone(inner.state);
+    }
+
+    /// What every accepting EP needs, checked before anything changes ("If the provided local
+    /// Endpoint does not satisfy the requested Connection Request, the operation fails without
+    /// any effect", dat_cr_accept): a live EP with a PZ and a connect EVD. The page's codes
+    /// for it are `DAT_INVALID_HANDLE` (of the EP) or `DAT_INVALID_PARAMETER`; OpenFabrics
+    /// refuses either with `DAT_INVALID_HANDLE_EP` at once, which a verbs QP needs anyway.
+    fn check_accepting(inner: &EpInner) -> DatResult {
+        if inner.released || inner.pz.is_none() || inner.connect_evd.is_none() {
+            return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP));
+        }
+        Ok(())
+    }
+
+    /// `dat_cr_accept` onto this (RC) EP, named as `on` says: `take` takes the request from
+    /// its CR once the EP may accept it, and the EP is COMPLETION_PENDING until the transport
+    /// confirms (`accepting`, then `established`).
+    pub fn begin_accept<R>(
+        &self,
+        on: ep_state::AcceptOn,
+        take: impl FnOnce() -> DatResult<R>,
+    ) -> DatResult<R> {
+        let mut inner = self.inner.lock();
+        Self::check_accepting(&inner)?;
+        let next = ep_state::accept(inner.state, on)?;
         let request = take()?;
         inner.state = next;
         inner.closing = false;
         Ok(request)
     }
 
-    /// A UD EP accepts any number of requests, in any state; it needs its connect EVD.
+    /// A UD EP accepts any number of requests, in any state; it needs what every accepting EP
+    /// needs.
     pub fn check_accepts_datagrams(&self) -> DatResult {
-        has_connect_evd(&self.inner.lock())?;
-        Ok(())
+        Self::check_accepting(&self.inner.lock())
     }
 
     /// The passive side accepted: the link carries the handshake until the peer confirms.

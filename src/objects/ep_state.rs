@@ -40,15 +40,46 @@ pub fn connect(state: State) -> DatResult<State> {
     }
 }
 
-/// `dat_cr_accept` with this EP: UNCONNECTED (or RESERVED / TENTATIVE for an RSP or a
-/// provider-made EP) becomes COMPLETION_PENDING until the transport confirms.
-pub fn accept(state: State) -> DatResult<State> {
+/// Which EP a `dat_cr_accept` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AcceptOn {
+    /// The consumer's EP (a PSP's request): it must be idle, UNCONNECTED (an EP reserved for
+    /// an RSP, or pending for a request of its own, is not).
+    Given,
+    /// The EP the request names (an RSP's, `ep_handle` NULL): PASSIVE_CONNECTION_PENDING since
+    /// its request arrived (TENTATIVE_CONNECTION_PENDING for one a provider made).
+    OfTheRequest,
+}
+
+/// `dat_cr_accept` with this EP: it becomes COMPLETION_PENDING until the transport confirms.
+pub fn accept(state: State, on: AcceptOn) -> DatResult<State> {
+    match (on, state) {
+        (AcceptOn::Given, S::DAT_EP_STATE_UNCONNECTED)
+        | (
+            AcceptOn::OfTheRequest,
+            S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING
+            | S::DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING,
+        ) => Ok(S::DAT_EP_STATE_COMPLETION_PENDING),
+        (_, other) => Err(refuse(other)),
+    }
+}
+
+/// A request arrived at the RSP that reserved this EP: "The Local Endpoint is transitioned
+/// from Reserved to Passive Connection Pending state" (dat_rsp_create). None when the EP is
+/// no longer RESERVED.
+pub fn request_arrived(state: State) -> Option<State> {
     match state {
-        S::DAT_EP_STATE_UNCONNECTED
-        | S::DAT_EP_STATE_RESERVED
-        | S::DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING
-        | S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING => Ok(S::DAT_EP_STATE_COMPLETION_PENDING),
-        other => Err(refuse(other)),
+        S::DAT_EP_STATE_RESERVED => Some(S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING),
+        _ => None,
+    }
+}
+
+/// The RSP's request was rejected (or handed off, or could not be delivered): "If rejected,
+/// the Local Endpoint point transitions into Unconnected state" (dat_rsp_create).
+pub fn request_gone(state: State) -> State {
+    match state {
+        S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING => S::DAT_EP_STATE_UNCONNECTED,
+        other => other,
     }
 }
 
@@ -69,8 +100,8 @@ pub fn reserve(state: State) -> DatResult<State> {
     }
 }
 
-/// The RSP is freed, or its request rejected: a still RESERVED EP is UNCONNECTED again; one
-/// that went on (its request accepted) stays where it is.
+/// The RSP is freed: a still RESERVED EP is UNCONNECTED again; one whose request came stays
+/// where it is (the request is still a CR to accept or reject).
 pub fn unreserve(state: State) -> State {
     match state {
         S::DAT_EP_STATE_RESERVED => S::DAT_EP_STATE_UNCONNECTED,
@@ -306,24 +337,57 @@ mod tests {
     }
 
     #[test]
-    fn accept_from_unconnected_or_reserved() {
+    fn a_given_ep_accepts_when_unconnected_and_a_reserved_one_once_its_request_came() {
+        for (on, from) in [
+            (AcceptOn::Given, S::DAT_EP_STATE_UNCONNECTED),
+            (
+                AcceptOn::OfTheRequest,
+                S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING,
+            ),
+            (
+                AcceptOn::OfTheRequest,
+                S::DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING,
+            ),
+        ] {
+            assert_eq!(
+                accept(from, on),
+                Ok(S::DAT_EP_STATE_COMPLETION_PENDING),
+                "{on:?} {from:?}"
+            );
+        }
+        for on in [AcceptOn::Given, AcceptOn::OfTheRequest] {
+            for s in ALL.into_iter().filter(|s| accept(*s, on).is_err()) {
+                assert_eq!(
+                    accept(s, on),
+                    Err(DatError::invalid_state(subtype(s))),
+                    "{s:?}"
+                );
+            }
+        }
+        // An EP reserved for an RSP accepts no other request, nor its own before it came.
+        assert!(accept(S::DAT_EP_STATE_RESERVED, AcceptOn::Given).is_err());
+        assert!(accept(S::DAT_EP_STATE_RESERVED, AcceptOn::OfTheRequest).is_err());
+        assert!(accept(S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, AcceptOn::Given).is_err());
+        assert!(accept(S::DAT_EP_STATE_UNCONNECTED, AcceptOn::OfTheRequest).is_err());
+    }
+
+    #[test]
+    fn a_reserved_ep_is_passive_pending_once_its_request_comes_and_unconnected_if_it_goes() {
         assert_eq!(
-            accept(S::DAT_EP_STATE_UNCONNECTED),
-            Ok(S::DAT_EP_STATE_COMPLETION_PENDING)
+            request_arrived(S::DAT_EP_STATE_RESERVED),
+            Some(S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)
         );
+        for s in ALL.into_iter().filter(|s| *s != S::DAT_EP_STATE_RESERVED) {
+            assert_eq!(request_arrived(s), None, "{s:?}");
+        }
         assert_eq!(
-            accept(S::DAT_EP_STATE_RESERVED),
-            Ok(S::DAT_EP_STATE_COMPLETION_PENDING)
+            request_gone(S::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING),
+            S::DAT_EP_STATE_UNCONNECTED
         );
+        // An accepted request's EP stays where the accept took it.
         assert_eq!(
-            accept(S::DAT_EP_STATE_CONNECTED),
-            Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_CONNECTED))
-        );
-        assert_eq!(
-            accept(S::DAT_EP_STATE_DISCONNECTED),
-            Err(DatError::invalid_state(
-                Sub::DAT_INVALID_STATE_EP_DISCONNECTED
-            ))
+            request_gone(S::DAT_EP_STATE_COMPLETION_PENDING),
+            S::DAT_EP_STATE_COMPLETION_PENDING
         );
     }
 

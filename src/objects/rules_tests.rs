@@ -12,6 +12,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::conn_qual;
 use super::ep::{default_attr, Close, End, Ep, EpInner, Outgoing, Parts, Posted};
+use super::ep_state::AcceptOn;
 use super::evd::{Catch, Evd};
 use super::ia::Ia;
 use super::pz::Pz;
@@ -423,12 +424,51 @@ fn a_reserved_ep_connects_to_nothing_until_given_back() {
 }
 
 #[test]
+fn a_reserved_ep_waits_passively_for_its_request_and_accepts_it_alone() {
+    let f = fixture(USUAL);
+    assert_eq!(f.ep.reserve(|| Ok(())), Ok(()));
+    // Reserved, it accepts neither another request nor its own before it came.
+    assert_eq!(
+        f.ep.begin_accept(AcceptOn::Given, || Ok(())),
+        invalid_state(Sub::DAT_INVALID_STATE_EP_RESERVED)
+    );
+    assert_eq!(
+        f.ep.begin_accept(AcceptOn::OfTheRequest, || Ok(())),
+        invalid_state(Sub::DAT_INVALID_STATE_EP_RESERVED)
+    );
+    assert!(f.ep.request_arrived());
+    assert_eq!(
+        f.ep.state(),
+        dat_ep_state::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING
+    );
+    // Its request came: a second one is no longer for it, and freeing the RSP leaves it so.
+    assert!(!f.ep.request_arrived());
+    f.ep.unreserve();
+    assert_eq!(
+        f.ep.state(),
+        dat_ep_state::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING
+    );
+    assert_eq!(
+        f.ep.begin_accept(AcceptOn::Given, || Ok(())),
+        invalid_state(Sub::DAT_INVALID_STATE_EP_PASSCONNPENDING)
+    );
+    // Rejected, it is UNCONNECTED again.
+    f.ep.request_gone();
+    assert_eq!(f.ep.state(), dat_ep_state::DAT_EP_STATE_UNCONNECTED);
+    // Accepted, COMPLETION_PENDING.
+    assert_eq!(f.ep.reserve(|| Ok(())), Ok(()));
+    assert!(f.ep.request_arrived());
+    assert_eq!(f.ep.begin_accept(AcceptOn::OfTheRequest, || Ok(())), Ok(()));
+    assert_eq!(f.ep.state(), dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING);
+}
+
+#[test]
 fn an_accept_takes_the_request_only_when_the_ep_may_accept_it() {
     let f = fixture(USUAL);
     connected(&f);
     let mut taken = false;
     assert_eq!(
-        f.ep.begin_accept(|| -> DatResult {
+        f.ep.begin_accept(AcceptOn::Given, || -> DatResult {
             taken = true;
             Ok(())
         }),
@@ -439,12 +479,30 @@ fn an_accept_takes_the_request_only_when_the_ep_may_accept_it() {
         connect_evd: false,
         ..USUAL
     });
+    // An EP without a connect EVD, or without a PZ, does not satisfy the request: refused at
+    // once, with `DAT_INVALID_HANDLE_EP` as OpenFabrics refuses it, the request left alone.
     assert_eq!(
-        f.ep.begin_accept(|| Ok(())),
-        invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_CONNECT)
+        f.ep.begin_accept(AcceptOn::Given, || Ok(())),
+        Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))
     );
+    let f = fixture(Options { pz: false, ..USUAL });
+    let mut taken = false;
+    assert_eq!(
+        f.ep.begin_accept(AcceptOn::Given, || -> DatResult {
+            taken = true;
+            Ok(())
+        }),
+        Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))
+    );
+    assert!(!taken, "a refused accept leaves the request with its CR");
+    assert_eq!(f.ep.state(), dat_ep_state::DAT_EP_STATE_UNCONNECTED);
     let f = fixture(USUAL);
-    assert_eq!(f.ep.begin_accept(|| Ok(42)), Ok(42));
+    // An UNCONNECTED EP is not the EP a request names (an RSP's, PASSIVE_CONNECTION_PENDING).
+    assert_eq!(
+        f.ep.begin_accept(AcceptOn::OfTheRequest, || Ok(())),
+        invalid_state(Sub::DAT_INVALID_STATE_EP_UNCONNECTED)
+    );
+    assert_eq!(f.ep.begin_accept(AcceptOn::Given, || Ok(42)), Ok(42));
     assert_eq!(f.ep.state(), dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING);
     let link = Arc::new(FakeLink::default());
     assert!(f.ep.accepting(link.clone(), PEER));

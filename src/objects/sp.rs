@@ -1,7 +1,8 @@
 //! Service points and connection requests. A PSP or RSP listens on the port its conn_qual
 //! maps to (`conn_qual::port`), a CSP on the port of its address (its qualifier, as every
 //! qualifier up to 0xffff is its own port); each request that arrives becomes a CR and a
-//! connection request event on the service point's EVD.
+//! connection request event on the service point's EVD. An RSP takes one request, for the EP
+//! it reserved (which becomes PASSIVE_CONNECTION_PENDING), and refuses later ones.
 
 use std::sync::Arc;
 
@@ -39,6 +40,9 @@ pub struct ServicePoint {
     pub kind: SpKind,
     handle: SelfHandle,
     listener: Mutex<Option<Box<dyn Listening>>>,
+    /// An RSP's one request has come: it "generates, at most, one Connection Request"
+    /// (dat_rsp_create), so later ones are refused as they arrive.
+    spent: std::sync::atomic::AtomicBool,
 }
 
 /// A PSP handle names a public service point.
@@ -75,6 +79,7 @@ impl ServicePoint {
             kind,
             handle: SelfHandle::default(),
             listener: Mutex::new(None),
+            spent: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -118,7 +123,18 @@ impl ServicePoint {
 
     /// A request arrived (or was handed off to this service point): a CR and a connection
     /// request event.
+    ///
+    /// An RSP takes one request: its EP becomes PASSIVE_CONNECTION_PENDING, and any later
+    /// request is refused at once, as a service point that no longer listens would (its
+    /// listener stays open until the RSP is freed: closing it from the transport's thread that
+    /// reports the request could wait for that very thread).
     pub fn arrive(self: Arc<Self>, request: Box<dyn ConnRequest>) {
+        if let SpKind::Reserved { ep } = &self.kind {
+            if self.spent.swap(true, std::sync::atomic::Ordering::AcqRel) || !ep.request_arrived() {
+                request.reject(&[]);
+                return;
+            }
+        }
         let number = if request.datagram() {
             dat_ib_event_number::DAT_IB_UD_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
         } else {
@@ -164,6 +180,7 @@ impl ServicePoint {
             // Nobody can see this request: refuse it rather than leave the peer waiting.
             if let Some(cr) = ia.release::<Cr>(cr_handle) {
                 cr.reject(&[]);
+                cr.request_gone();
             }
         }
     }
@@ -220,6 +237,22 @@ impl Cr {
     pub fn reject(&self, private_data: &[u8]) {
         if let Some(r) = self.request.lock().take() {
             r.reject(private_data);
+        }
+    }
+
+    /// The request went (rejected, handed off, or never delivered): an RSP's EP is
+    /// UNCONNECTED again.
+    pub fn request_gone(&self) {
+        if let SpKind::Reserved { ep } = &self.sp.kind {
+            ep.request_gone();
+        }
+    }
+
+    /// The EP this request is for, an RSP's; None when the consumer names one.
+    pub fn named_ep(&self) -> Option<&Arc<Ep>> {
+        match &self.sp.kind {
+            SpKind::Reserved { ep } => Some(ep),
+            _ => None,
         }
     }
 

@@ -7,7 +7,9 @@ Every item is enumerated from the headers themselves (clang's AST, gcc -dM), nev
 hand-written list: every struct and union (size, alignment, offset and size of every member),
 every enumerator's value, every typedef (size, signedness, kind), every integer object-like
 macro's value, the existence and parameter count of every other macro, and every function
-prototype (and that a C++ program calls each by its C name), the tag behind every typedef of a struct, union or enum (`typedef struct dat_event
+prototype (and that a C++ program calls each by its C name), the const qualifier of every
+member, what every other macro expands to (its tokens, arguments numbered, redundant parentheses
+dropped), the tag behind every typedef of a struct, union or enum (`typedef struct dat_event
 {...} DAT_EVENT;` lets C spell `struct dat_event`), and the C++ linkage name of a probe
 function taking a pointer to each typedef (`void f(DAT_EVENT *)` is `_Z1fP9dat_event` only when
 the tag is there; an integer typedef mangles by its underlying type, `unsigned long` or
@@ -48,6 +50,7 @@ def scan(inc, headers, tmp):
     ast = json.loads(run(["clang", "-I", inc, "-Xclang", "-ast-dump=json", "-fsyntax-only", src]))
     tag_name = {}  # record id -> the name we compare it by
     records, enumerators, typedefs, functions, tags, static = {}, set(), {}, {}, {}, set()
+    consts = set()
     cur = None
     decls = []
     for d in ast["inner"]:
@@ -75,6 +78,7 @@ def scan(inc, headers, tmp):
             name = tag_name.get(d["id"]) or d.get("name")
             if name:
                 records[name] = fields(d, by_id)
+                consts |= {f"{name}.{m}" for m in const_members(d)}
         elif k == "EnumDecl":
             enumerators |= {c["name"] for c in d.get("inner", []) if c["kind"] == "EnumConstantDecl"}
         elif k == "TypedefDecl":
@@ -92,7 +96,7 @@ def scan(inc, headers, tmp):
         m = re.match(r"#define (\w+)(\(([^)]*)\))?", line)
         if m and m.group(1) not in base and not m.group(1).startswith("_"):
             macros[m.group(1)] = None if m.group(2) is None else len([a for a in m.group(3).split(",") if a.strip()])
-    return records, enumerators, typedefs, functions, macros, tags, static
+    return records, enumerators, typedefs, functions, macros, tags, static, consts
 
 
 def tag_of(typedef):
@@ -141,6 +145,25 @@ def walk(n):
     yield n
     for i in n.get("inner", []):
         yield from walk(i)
+
+
+def const_members(rec, prefix=""):
+    """Member paths of a record whose type is const-qualified (at its top or its elements')."""
+    out = set()
+    pending = None
+    for f in rec.get("inner", []):
+        if f["kind"] == "RecordDecl":
+            pending = f
+            continue
+        if f["kind"] != "FieldDecl":
+            continue
+        name = f.get("name")
+        if not name and pending is not None:
+            out |= const_members(pending, prefix)
+        elif name and re.match(r"const\b", f["type"]["qualType"]):
+            out.add(prefix + name)
+        pending = None
+    return out
 
 
 def fields(rec, by_id, prefix=""):
@@ -236,6 +259,88 @@ def integer_macros(inc, headers, tmp, names):
     return good
 
 
+TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|##|#|->|<<|>>|[<>=!]=|&&|\|\||\S")
+
+# Macros whose expansion differs on purpose: the reference's does not compile (a misspelt
+# argument, an unbalanced parenthesis) or names another operation; ours does what its name says.
+# Anything else that expands differently is a difference.
+MACRO_FIXES = {
+    "dat_ib_collective_alltoallv": "the reference passes `senddispls`, no parameter of it",
+    "dat_ib_collective_gatherv": "the reference passes `recvbuf`, no parameter of it",
+    "dat_ib_collective_read_clock": "the reference has an unbalanced parenthesis",
+    "dat_ib_collective_set_clock": "the reference passes `user_contex` and the READ_CLOCK operation",
+}
+
+
+def number(token):
+    """An integer literal by its value and suffix (`0x0000FFFF` is `65535`); others as they are."""
+    m = re.fullmatch(r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)([uUlL]*)", token)
+    if not m:
+        return token
+    digits = m.group(1)
+    value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if digits.startswith("0") else int(digits)
+    return f"{value}{m.group(2).lower()}"
+
+
+def without_redundant_parentheses(tokens):
+    """Drops the parentheses around a single token (but a call's argument), then those around a
+    parenthesized group and around the whole: `((T)(x))`, `(T) x` and `T x` compare equal."""
+    tokens = [number(t) for t in tokens]
+    out, i = [], 0
+    while i < len(tokens):
+        single = tokens[i] == "(" and i + 2 < len(tokens) and tokens[i + 2] == ")" and tokens[i + 1] not in "()"
+        called = i > 0 and re.match(r"\w", tokens[i - 1])
+        if single and not called:
+            out.append(tokens[i + 1])
+            i += 3
+        else:
+            out.append(tokens[i])
+            i += 1
+    tokens = out
+    changed = True
+    while changed:
+        changed = False
+        for i, t in enumerate(tokens):
+            if t != "(":
+                continue
+            j = closing(tokens, i)
+            inner = tokens[i + 1:j]
+            doubled = len(inner) >= 2 and inner[0] == "(" and closing(inner, 0) == len(inner) - 1
+            whole = i == 0 and j == len(tokens) - 1 and inner
+            if doubled or whole:
+                tokens = tokens[:i] + inner + tokens[j + 1:]
+                changed = True
+                break
+    return tokens
+
+
+def closing(tokens, i):
+    """The index of the parenthesis that closes the one at `i`."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        depth += tokens[j] == "("
+        depth -= tokens[j] == ")"
+        if depth == 0:
+            return j
+    return len(tokens) - 1
+
+
+def expansions(inc, headers, tmp, macros):
+    """What each macro expands to, with numbered arguments: `M` or `M(libdat_arg0, ...)` through
+    the preprocessor, as tokens without redundant parentheses."""
+    src = os.path.join(tmp, "expand.c")
+    with open(src, "w") as f:
+        f.write(PRELUDE + "".join(f"#include <{h}>\n" for h in headers))
+        for name, arity in sorted(macros.items()):
+            call = name if arity is None else f"{name}({', '.join(f'libdat_arg{i}' for i in range(arity))})"
+            f.write(f"libdat_macro {name} = {call} libdat_end\n")
+    text = " ".join(run(["gcc", "-I", inc, "-E", "-P", src]).split())
+    out = {}
+    for m in re.finditer(r"libdat_macro (\w+) = (.*?) libdat_end", text):
+        out[m.group(1)] = " ".join(without_redundant_parentheses(TOKEN.findall(m.group(2))))
+    return out
+
+
 def compare(ref, ours, headers, label):
     diffs = []
     facts = 0
@@ -247,10 +352,8 @@ def compare(ref, ours, headers, label):
             for missing in sorted(set(r[i]) - set(o[i])):
                 diffs.append(f"{label}: {what} {missing}: in the reference only")
             for extra in sorted(set(o[i]) - set(r[i])):
-                # Our helper types outside the DAT namespace (libdat_*) cannot clash with a
-                # program's names; anything else we add is a difference.
-                if not extra.startswith("libdat_"):
-                    diffs.append(f"{label}: {what} {extra}: in ours only")
+                # Everything we add enters a program's namespace (even a libdat_* typedef).
+                diffs.append(f"{label}: {what} {extra}: in ours only")
         # Members present on one side only.
         for name in sorted(set(r[0]) & set(o[0])):
             if set(r[0][name]) != set(o[0][name]):
@@ -263,6 +366,16 @@ def compare(ref, ours, headers, label):
             facts += 1
             if r[4][m] != o[4][m]:
                 diffs.append(f"{label}: macro {m}: parameters {r[4][m]} vs {o[4][m]}")
+        same_shape = {m: r[4][m] for m in set(r[4]) & set(o[4]) if r[4][m] == o[4][m] and m not in MACRO_FIXES}
+        rx, ox = expansions(ref, headers, tmp, same_shape), expansions(ours, headers, tmp, same_shape)
+        for m in sorted(same_shape):
+            facts += 1
+            if rx.get(m) != ox.get(m):
+                diffs.append(f"{label}: macro {m} expands to `{ox.get(m)}`, the reference's to `{rx.get(m)}`")
+        for what in sorted(r[7] ^ o[7]):
+            if what.split(".")[0] in r[0] and what.split(".")[0] in o[0]:
+                facts += 1
+                diffs.append(f"{label}: member {what} is const in {'the reference' if what in r[7] else 'ours'} only")
         called = {f for f in set(r[3]) & set(o[3]) if f not in r[6]}
         rs, os_ = cxx_function_symbols(ref, headers, tmp, called), cxx_function_symbols(ours, headers, tmp, called)
         facts += len(called)

@@ -27,4 +27,7 @@ mutate "prototype" dat.h 's/IN      DAT_CLOSE_FLAGS );	\/\* close_flags         
 mutate "typedef changed" dat.h "s/^typedef DAT_UINT64      DAT_PORT_QUAL;/typedef DAT_UINT32 DAT_PORT_QUAL;/"
 mutate "tag removed" dat.h 's/^typedef struct dat_event$/typedef struct/'
 mutate "C++ name only (same size and sign)" dat_platform_specific.h 's/^typedef u_int64_t               DAT_UINT64;/typedef unsigned long long DAT_UINT64;/'
+mutate "macro body" dat_redirection.h 's/^#define DAT_HANDLE_TO_PROVIDER(handle) (\*(DAT_PROVIDER \*\*)(handle))/#define DAT_HANDLE_TO_PROVIDER(handle) ((DAT_PROVIDER *)(handle))/'
+mutate "const member" udat.h 's/^    const DAT_BOOLEAN           evd_stream_merging_supported/    DAT_BOOLEAN evd_stream_merging_supported/'
+mutate "typedef added (even a libdat_ one)" udat.h 's/^} DAT_CNO_PARAM;/} DAT_CNO_PARAM;\ntypedef int libdat_helper;/'
 exit $fail

@@ -384,9 +384,89 @@ fn main() {
         let mut text = Vec::new();
         bindings.write(&mut text);
         let text = String::from_utf8(text).expect("cbindgen writes UTF-8");
-        let text = inside_guard(&with_tags(&text, &enum_tags), h.guard, &trailer);
+        let list_of = |key: &str| -> Vec<String> {
+            verbatim
+                .get(h.file)
+                .and_then(|t| t.get(key))
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut text = with_tags(&text, &enum_tags);
+        for name in list_of("inline_types") {
+            text = inline_type(&text, &name);
+        }
+        for member in list_of("const_members") {
+            text = const_member(&text, &member);
+        }
+        let text = inside_guard(&text, h.guard, &trailer);
         fs::write(out.join(h.file), text).expect("write header");
     }
+}
+
+/// Writes the definition of the helper type `name` (a `typedef struct|union {...} name;` of
+/// ours) where its one use is, as an unnamed member type, and drops the typedef.
+fn inline_type(text: &str, name: &str) -> String {
+    let close = format!("\n}} {name};\n");
+    let end = text
+        .find(&close)
+        .unwrap_or_else(|| panic!("inline_types: no typedef {name}"));
+    let start = text[..end]
+        .rfind("\ntypedef ")
+        .unwrap_or_else(|| panic!("inline_types: no start of {name}"))
+        + 1;
+    let definition = &text[start..end + close.len()];
+    let (head, body) = definition
+        .split_once(" {\n")
+        .unwrap_or_else(|| panic!("inline_types: {name} is no struct or union"));
+    let kind = head.trim_start_matches("typedef ");
+    let members = body.trim_end_matches(&close[1..]);
+    let rest = format!(
+        "{}{}",
+        &text[..start],
+        text[end + close.len()..].trim_start_matches('\n')
+    );
+    let uses: Vec<_> = rest.match_indices(&format!("  {name} ")).collect();
+    assert_eq!(
+        uses.len(),
+        1,
+        "inline_types: {name} is used {} times",
+        uses.len()
+    );
+    let indented: String = members.lines().map(|l| format!("  {l}\n")).collect();
+    rest.replacen(
+        &format!("  {name} "),
+        &format!("  {kind} {{\n{indented}  }} "),
+        1,
+    )
+}
+
+/// Declares the struct member `member` const.
+fn const_member(text: &str, member: &str) -> String {
+    let mut found = 0;
+    let out: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let decl = line.trim_start();
+            let declares = line.starts_with("  ")
+                && decl.ends_with(';')
+                && decl
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .any(|w| w == member);
+            if declares {
+                found += 1;
+                format!("  const {decl}")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    assert_eq!(found, 1, "const_members: {member} declared {found} times");
+    out.join("\n") + "\n"
 }
 
 /// Places `trailer` just before the include guard's `#endif`.
