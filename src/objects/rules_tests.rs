@@ -147,7 +147,11 @@ fn fixture(options: Options) -> Fixture {
         connect_evd: options.connect_evd.then(|| conn_evd.clone()),
         srq: None,
     };
-    let ep = Arc::new(Ep::new(ia, parts, default_attr()));
+    let ep = Arc::new(Ep::new(
+        ia,
+        parts,
+        default_attr(&crate::objects::limits::Limits::TABLE),
+    ));
     Fixture {
         transport,
         conn_evd,
