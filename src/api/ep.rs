@@ -105,7 +105,7 @@ fn create(
         )?,
         // dat_ep_create_with_srq: "Consumer can not specify NULL for ep_attributes".
         None if srq.is_some() => return Err(DatError::invalid_arg(attr_position)),
-        None => ep::default_attr(&ia.transport.limits()),
+        None => ep::default_attr_for(&ia.transport.limits()),
     };
     let out = edge::out(ep_handle, attr_position + 1)?;
     let datagram =

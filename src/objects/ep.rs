@@ -277,8 +277,14 @@ fn detach(link: &Arc<dyn Link>, evds: &[Option<Arc<Evd>>; 2]) {
     }
 }
 
+/// The attributes an EP gets when the consumer gives none (on a transport of the table's
+/// limits).
+pub fn default_attr() -> DAT_EP_ATTR {
+    default_attr_for(&Limits::TABLE)
+}
+
 /// The attributes an EP gets when the consumer gives none, on a transport of `own` limits.
-pub fn default_attr(own: &Limits) -> DAT_EP_ATTR {
+pub fn default_attr_for(own: &Limits) -> DAT_EP_ATTR {
     let mut a = DAT_EP_ATTR::zeroed();
     a.service_type = dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE;
     a.max_message_size = own.max_message_size;

@@ -147,11 +147,7 @@ fn fixture(options: Options) -> Fixture {
         connect_evd: options.connect_evd.then(|| conn_evd.clone()),
         srq: None,
     };
-    let ep = Arc::new(Ep::new(
-        ia,
-        parts,
-        default_attr(&crate::objects::limits::Limits::TABLE),
-    ));
+    let ep = Arc::new(Ep::new(ia, parts, default_attr()));
     Fixture {
         transport,
         conn_evd,
