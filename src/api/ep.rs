@@ -97,10 +97,15 @@ fn create(
         None => None,
     };
     let attr = match ep_attributes {
-        Some(a) => ep::check_attr(&a, attr_position, ia.transport.datagrams())?,
+        Some(a) => ep::check_attr(
+            &a,
+            attr_position,
+            ia.transport.datagrams(),
+            &ia.transport.limits(),
+        )?,
         // dat_ep_create_with_srq: "Consumer can not specify NULL for ep_attributes".
         None if srq.is_some() => return Err(DatError::invalid_arg(attr_position)),
-        None => ep::default_attr(),
+        None => ep::default_attr_for(&ia.transport.limits()),
     };
     let out = edge::out(ep_handle, attr_position + 1)?;
     let datagram =
@@ -233,7 +238,9 @@ pub unsafe extern "C" fn dat_ep_modify(
         ep_state::modify(inner.state)?;
         // Only the attributes the mask names change; the others keep their values.
         let attr = if ep_param_mask & DAT_EP_FIELD_EP_ATTR_ALL != 0 {
-            Some(ep::check_attr(&masked_attr(inner.attr, &p.ep_attr, ep_param_mask), 3, false)?)
+            let own = ep.ia.transport.limits();
+            let asked = masked_attr(inner.attr, &p.ep_attr, ep_param_mask);
+            Some(ep::check_attr(&asked, 3, false, &own)?)
         } else {
             None
         };

@@ -203,19 +203,20 @@ fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
     a.hardware_version_major = 0;
     a.firmware_version_major = 0;
     a.ia_address_ptr = ia.address_ptr();
+    let own = ia.transport.limits();
     a.max_eps = limits::MAX_EPS;
-    a.max_dto_per_ep = limits::MAX_DTO_PER_EP;
+    a.max_dto_per_ep = own.max_dto_per_ep;
     a.max_rdma_read_per_ep_in = limits::MAX_RDMA_READ_PER_EP;
     a.max_rdma_read_per_ep_out = limits::MAX_RDMA_READ_PER_EP;
     a.max_evds = limits::MAX_EVDS;
     a.max_evd_qlen = limits::MAX_EVD_QLEN;
-    a.max_iov_segments_per_dto = limits::MAX_IOV_SEGMENTS;
+    a.max_iov_segments_per_dto = own.max_iov;
     a.max_lmrs = limits::MAX_LMRS;
     a.max_lmr_block_size = limits::MAX_LMR_BLOCK_SIZE;
     a.max_lmr_virtual_address = limits::MAX_LMR_VIRTUAL_ADDRESS;
     a.max_pzs = limits::MAX_PZS;
-    a.max_message_size = limits::MAX_MESSAGE_SIZE;
-    a.max_rdma_size = limits::MAX_RDMA_SIZE;
+    a.max_message_size = own.max_message_size;
+    a.max_rdma_size = own.max_rdma_size;
     a.max_rmrs = limits::MAX_RMRS;
     a.max_rmr_target_address = limits::MAX_RMR_TARGET_ADDRESS;
     // A transport without shared receive queues reports none (dat_srq_create: NOT_IMPLEMENTED).
@@ -224,8 +225,8 @@ fn ia_attributes(ia: &Ia) -> DAT_IA_ATTR {
         a.max_ep_per_srq = limits::MAX_EP_PER_SRQ;
         a.max_recv_per_srq = recvs;
     }
-    a.max_iov_segments_per_rdma_read = limits::MAX_IOV_SEGMENTS;
-    a.max_iov_segments_per_rdma_write = limits::MAX_IOV_SEGMENTS;
+    a.max_iov_segments_per_rdma_read = own.max_read_iov;
+    a.max_iov_segments_per_rdma_write = own.max_iov;
     a.max_rdma_read_in = limits::MAX_RDMA_READ_PER_EP * limits::MAX_EPS;
     a.max_rdma_read_out = limits::MAX_RDMA_READ_PER_EP * limits::MAX_EPS;
     a.max_rdma_read_per_ep_in_guaranteed = dat_boolean::DAT_TRUE as DAT_BOOLEAN;

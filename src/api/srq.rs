@@ -13,9 +13,9 @@ use crate::objects::pz::Pz;
 use crate::objects::srq::{PostedRecv, Segments, Srq};
 use crate::objects::Counted;
 
-fn check_attr(attr: &DAT_SRQ_ATTR, position: u8) -> DatResult {
+fn check_attr(attr: &DAT_SRQ_ATTR, position: u8, max_iov: i32) -> DatResult {
     let ok = (1..=limits::MAX_RECV_PER_SRQ).contains(&attr.max_recv_dtos)
-        && (1..=limits::MAX_IOV_SEGMENTS).contains(&attr.max_recv_iov)
+        && (1..=max_iov).contains(&attr.max_recv_iov)
         && (0..=attr.max_recv_dtos).contains(&attr.low_watermark);
     if ok {
         Ok(())
@@ -36,7 +36,7 @@ pub unsafe extern "C" fn dat_srq_create(
         let pz = edge::object::<Pz>(pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
         // SAFETY: a non-NULL attribute pointer points to a DAT_SRQ_ATTR (API contract).
         let attr = unsafe { edge::required_in(srq_attr as *const DAT_SRQ_ATTR, 3)? };
-        check_attr(&attr, 3)?;
+        check_attr(&attr, 3, ia.transport.limits().max_iov)?;
         let out = edge::out(srq_handle, 4)?;
         if !Arc::ptr_eq(&pz.ia, &ia) {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_PZ));
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn dat_srq_post_recv(
         if num_segments > state.max_recv_iov {
             return Err(DatError::invalid_arg(2));
         }
-        crate::objects::posting::check_local_segments(segments, Some(srq.pz.arc()), lmr::PRIV_LOCAL_WRITE, 3)?;
+        crate::objects::posting::check_local_segments(segments, Some(srq.pz.arc()), lmr::PRIV_LOCAL_WRITE, 3, crate::objects::posting::Empty::Check)?;
         let cookie = user_cookie.as_u64();
         srq.post(state, PostedRecv { cookie, segments: Segments::from_slice(segments) })
     }

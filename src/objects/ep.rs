@@ -14,7 +14,7 @@ use super::ep_state::{self, State};
 use super::evd::{Catch, Evd};
 use super::extension::{self, DatagramPeer, Extended, ExtendedKind};
 use super::ia::Ia;
-use super::limits;
+use super::limits::{self, Limits};
 use super::pz::Pz;
 use super::requests::Requests;
 use super::srq::{PostedRecv, Srq};
@@ -291,12 +291,18 @@ fn detach(link: &Arc<dyn Link>, evds: &[Option<Arc<Evd>>; 2]) {
     }
 }
 
-/// The attributes an EP gets when the consumer gives none.
+/// The attributes an EP gets when the consumer gives none (on a transport of the table's
+/// limits).
 pub fn default_attr() -> DAT_EP_ATTR {
+    default_attr_for(&Limits::TABLE)
+}
+
+/// The attributes an EP gets when the consumer gives none, on a transport of `own` limits.
+pub fn default_attr_for(own: &Limits) -> DAT_EP_ATTR {
     let mut a = DAT_EP_ATTR::zeroed();
     a.service_type = dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE;
-    a.max_message_size = limits::MAX_MESSAGE_SIZE;
-    a.max_rdma_size = limits::MAX_RDMA_SIZE;
+    a.max_message_size = own.max_message_size;
+    a.max_rdma_size = own.max_rdma_size;
     a.qos = dat_qos::DAT_QOS_BEST_EFFORT as DAT_QOS;
     a.recv_completion_flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as u32;
     a.request_completion_flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as u32;
@@ -318,12 +324,22 @@ const ATTR_COMPLETION_FLAGS: u32 = dat_completion_flags::DAT_COMPLETION_SUPPRESS
     | dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32
     | dat_completion_flags::DAT_COMPLETION_EVD_THRESHOLD_FLAG as u32;
 
-/// Checks consumer attributes against what we support; the attributes we report ignore the
-/// consumer's named-attribute lists.
+/// Checks consumer attributes against what the IA's transport carries (`own`); the attributes
+/// we report ignore the consumer's named-attribute lists.
+///
+/// A connected EP's largest message and RDMA are the transport's, whatever the consumer asked
+/// within them: programs written for OpenFabrics leave them 0 or below what they transfer (its
+/// library never holds a transfer to them), and a post above them is refused
+/// (`DAT_INVALID_PARAMETER`), so the attributes report what an EP carries and holds to.
 ///
 /// `datagrams`: whether the IA's transport carries the IB extension's UD EPs (a known model
 /// that the others do not: `DAT_MODEL_NOT_SUPPORTED`).
-pub fn check_attr(a: &DAT_EP_ATTR, position: u8, datagrams: bool) -> DatResult<DAT_EP_ATTR> {
+pub fn check_attr(
+    a: &DAT_EP_ATTR,
+    position: u8,
+    datagrams: bool,
+    own: &Limits,
+) -> DatResult<DAT_EP_ATTR> {
     let bad = || DatError::invalid_arg(position);
     let datagram =
         a.service_type == dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
@@ -333,7 +349,7 @@ pub fn check_attr(a: &DAT_EP_ATTR, position: u8, datagrams: bool) -> DatResult<D
     if !datagram && a.service_type != dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE {
         return Err(bad());
     }
-    if a.max_message_size > limits::MAX_MESSAGE_SIZE || a.max_rdma_size > limits::MAX_RDMA_SIZE {
+    if a.max_message_size > own.max_message_size || a.max_rdma_size > own.max_rdma_size {
         return Err(bad());
     }
     if dat_qos::try_from(a.qos).is_err() {
@@ -344,14 +360,14 @@ pub fn check_attr(a: &DAT_EP_ATTR, position: u8, datagrams: bool) -> DatResult<D
     {
         return Err(bad());
     }
-    let dtos = 0..=limits::MAX_DTO_PER_EP;
-    let iov = 0..=limits::MAX_IOV_SEGMENTS;
+    let dtos = 0..=own.max_dto_per_ep;
+    let iov = 0..=own.max_iov;
     let reads = 0..=limits::MAX_RDMA_READ_PER_EP;
     let ok = dtos.contains(&a.max_recv_dtos)
         && dtos.contains(&a.max_request_dtos)
         && iov.contains(&a.max_recv_iov)
         && iov.contains(&a.max_request_iov)
-        && iov.contains(&a.max_rdma_read_iov)
+        && (0..=own.max_read_iov).contains(&a.max_rdma_read_iov)
         && iov.contains(&a.max_rdma_write_iov)
         && reads.contains(&a.max_rdma_read_in)
         && reads.contains(&a.max_rdma_read_out)
@@ -361,6 +377,10 @@ pub fn check_attr(a: &DAT_EP_ATTR, position: u8, datagrams: bool) -> DatResult<D
         return Err(bad());
     }
     let mut copy = *a;
+    if !datagram {
+        copy.max_message_size = own.max_message_size;
+        copy.max_rdma_size = own.max_rdma_size;
+    }
     copy.ep_transport_specific_count = 0;
     copy.ep_transport_specific = std::ptr::null_mut();
     copy.ep_provider_specific_count = 0;

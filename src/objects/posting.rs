@@ -81,8 +81,27 @@ impl Ep {
         } else {
             lmr::PRIV_LOCAL_READ
         };
-        let length =
-            check_local_segments(segments, inner.pz.as_ref().map(|p| p.arc()), privilege, 3)?;
+        let length = check_local_segments(
+            segments,
+            inner.pz.as_ref().map(|p| p.arc()),
+            privilege,
+            3,
+            Empty::Skip,
+        )?;
+        // The largest message (RDMA transfer) is the transport's, which the EP's attributes
+        // report (`ep::check_attr`): a larger one would fail on the wire, refused here instead.
+        // A datagram's size is its transport's to refuse.
+        let largest = if matches!(
+            operation,
+            dat_dtos::DAT_DTO_RDMA_READ | dat_dtos::DAT_DTO_RDMA_WRITE
+        ) {
+            inner.attr.max_rdma_size
+        } else {
+            inner.attr.max_message_size
+        };
+        if length > u64::from(largest) && !matches!(extended, Some(Extended::Datagram { .. })) {
+            return Err(DatError::invalid_arg(3));
+        }
         if inner.request_evd.is_none() {
             return Err(DatError::invalid_state(
                 Sub::DAT_INVALID_STATE_EP_EVD_REQUEST,
@@ -206,6 +225,7 @@ impl Ep {
             inner.pz.as_ref().map(|p| p.arc()),
             lmr::PRIV_LOCAL_WRITE,
             3,
+            Empty::Check,
         )?;
         if inner.recv_evd.is_none() {
             return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_EVD_RECV));
@@ -272,6 +292,7 @@ pub fn check_local_segments(
     pz: Option<&Arc<Pz>>,
     privilege: u32,
     position: u8,
+    empty: Empty,
 ) -> DatResult<u64> {
     let Some(pz) = pz else {
         return Err(DatError::invalid_state(Sub::DAT_INVALID_STATE_EP_PZ));
@@ -284,6 +305,9 @@ pub fn check_local_segments(
     let mut total = 0;
     for s in segments {
         let length = u64::from(s.segment_length);
+        if length == 0 && empty == Empty::Skip {
+            continue;
+        }
         match Lmr::check_segment(s.lmr_context, s.virtual_address, length, privilege, pz) {
             Ok(_) => total += length,
             Err(AccessError::Bounds) => return Err(DatError::invalid_arg(position)),
@@ -296,6 +320,16 @@ pub fn check_local_segments(
         }
     }
     Ok(total)
+}
+
+/// What [`check_local_segments`] does with a segment of no bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Empty {
+    /// Nothing of it is read: its triplet is not checked (a request's; OpenFabrics' requests
+    /// hand such a segment to the device, which skips it, zeroed triplet included).
+    Skip,
+    /// Checked as any other (a receive's).
+    Check,
 }
 
 /// Completion flags of one DTO: known bits only, and UNSIGNALLED only where the EP's

@@ -112,6 +112,11 @@ pub trait Transport: Send + Sync {
     fn atomics(&self) -> bool {
         true
     }
+    /// The segments, queue depths and sizes its EPs carry (`dat_ia_query`, and what an EP's
+    /// attributes may ask).
+    fn limits(&self) -> crate::objects::limits::Limits {
+        crate::objects::limits::Limits::TABLE
+    }
     /// How many shared receive queues an IA may make, and how many receives each holds;
     /// None: none work on this transport.
     fn srq_limits(&self) -> Option<(i32, i32)> {

@@ -18,6 +18,8 @@ pub struct Device {
     bound: CmId,
     pub ip: Ipv4Addr,
     pub attr: ibv::ibv_device_attr,
+    /// The largest message the IA's port carries (0: the port did not say).
+    pub max_msg_sz: u32,
     /// How peers address the IA's port, once found (a scan of its GID table).
     port_address: std::sync::OnceLock<PortAddress>,
 }
@@ -53,6 +55,13 @@ impl Device {
         if unsafe { ibv::ibv_query_device(ctx, &mut attr) } != 0 {
             return Err(last_error());
         }
+        let mut port = ibv::ibv_port_attr::zeroed();
+        // SAFETY: `ctx` is the bound id's open device context, the port the one it bound to.
+        let max_msg_sz = if unsafe { ibv::ibv_query_port(ctx, bound.port_num(), &mut port) } == 0 {
+            port.max_msg_sz
+        } else {
+            0
+        };
         // SAFETY: `ctx` is the bound id's open device context; every device holding the
         // watcher lets go of it before its own bound id, which keeps the context open.
         let events = unsafe { DeviceEvents::watch(ctx)? };
@@ -61,6 +70,7 @@ impl Device {
             bound,
             ip,
             attr,
+            max_msg_sz,
             port_address: std::sync::OnceLock::new(),
         }))
     }

@@ -14,8 +14,9 @@ use super::srq::VerbsSrq;
 use crate::abi::Zeroable;
 use crate::objects::seam::SharedQueue;
 
-/// Scatter/gather entries one request carries at most.
-pub const MAX_SGE: usize = 16;
+/// Scatter/gather entries one request carries at most (the most any EP may ask: its QP is
+/// made with what it asks, which the device's own limit bounds in `dat_ia_query`).
+pub const MAX_SGE: usize = crate::objects::limits::MAX_IOV_SEGMENTS as usize;
 
 /// One piece of a request's local memory (address, length, and the region's lkey), as the
 /// device reads it: a request's list is made once, in this form.

@@ -21,6 +21,7 @@ use crate::abi::DAT_IA_HANDLE;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::Ep;
 use crate::objects::evd::Evd;
+use crate::objects::limits::Limits;
 use crate::objects::lmr::MemoryRefusal;
 use crate::objects::seam::{
     EpTransportState, Listening, OnRequest, Registration, Resource, SharedQueue, Transport,
@@ -341,6 +342,22 @@ impl Transport for Verbs {
             DatError::resources(Sub::DAT_RESOURCE_MEMORY_REGION)
         })?;
         Ok(Arc::new(mw))
+    }
+
+    /// The device's: its scatter/gather entries (for reads, its read entries), its work
+    /// requests per queue, its port's largest message.
+    fn limits(&self) -> Limits {
+        let a = &self.device.attr;
+        Limits::narrowed(
+            i64::from(a.max_sge),
+            i64::from(if a.max_sge_rd > 0 {
+                a.max_sge_rd
+            } else {
+                a.max_sge
+            }),
+            i64::from(a.max_qp_wr),
+            u64::from(self.device.max_msg_sz),
+        )
     }
 
     fn srq_limits(&self) -> Option<(i32, i32)> {

@@ -35,7 +35,8 @@ impl SgList {
         }
     }
 
-    /// The pieces of a DAT segment list, as the work request carries them.
+    /// The pieces of a DAT segment list, as the work request carries them: the empty ones
+    /// left out (no byte of them moves; the objects checked none of them).
     #[inline(always)]
     pub(in crate::transport::verbs) fn fill(
         &mut self,
@@ -44,15 +45,17 @@ impl SgList {
         if segments.len() > MAX_SGE {
             return Err(DatError::invalid_arg(2));
         }
-        for (o, s) in self.entries.iter_mut().zip(segments) {
-            o.write(Sge {
+        let mut n = 0;
+        for s in segments.iter().filter(|s| s.segment_length != 0) {
+            self.entries[n].write(Sge {
                 addr: s.virtual_address,
                 length: s.segment_length,
                 lkey: s.lmr_context,
             });
+            n += 1;
         }
-        // SAFETY: the first `segments.len()` entries were just written.
-        Ok(unsafe { std::slice::from_raw_parts(self.entries.as_ptr().cast(), segments.len()) })
+        // SAFETY: the first `n` entries were just written.
+        Ok(unsafe { std::slice::from_raw_parts(self.entries.as_ptr().cast(), n) })
     }
 }
 
