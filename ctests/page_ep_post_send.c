@@ -350,6 +350,13 @@ static void cookie_and_iov(void)
 			    !memcmp(p.buf, "cookie", 6),
 		    "DAT_IOV_CONSUMER, the message intact after the array changed");
 	next(p.recv_evd);
+	/* "user_cookie: ... Can be NULL.": a zero cookie completes as zero. */
+	r = iov(&p, 0, 64);
+	must(dat_ep_post_recv(p.ep, 1, &r, cookie(62), DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+	l = iov(&a, 0, 6);
+	must(dat_ep_post_send(a.ep, 1, &l, cookie(0), DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+	expect_true("ep_post_send/null-cookie", dto_ok(next(a.req_evd), 0), "the send completes with cookie 0");
+	next(p.recv_evd);
 	close_side(&a);
 	close_side(&p);
 }
@@ -375,6 +382,32 @@ static void solicited(void)
 	close_side(&p);
 }
 
+/* "Completion Suppression DAT_COMPLETION_SUPPRESS_FLAG 0x01 Suppress successful Completion.":
+ * a suppressed send is received, and leaves no completion; the next, unsuppressed, does. */
+static void suppression(void)
+{
+	struct side a, p;
+	DAT_LMR_TRIPLET l, r;
+	DAT_EVENT e;
+	connected_pair(&a, &p);
+	r = iov(&p, 0, 64);
+	must(dat_ep_post_recv(p.ep, 1, &r, cookie(80), DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+	r = iov(&p, 64, 64);
+	must(dat_ep_post_recv(p.ep, 1, &r, cookie(81), DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+	l = iov(&a, 0, 8);
+	expect_ret("ep_post_send/suppress", dat_ep_post_send(a.ep, 1, &l, cookie(70), DAT_COMPLETION_SUPPRESS_FLAG),
+		   DAT_SUCCESS);
+	l = iov(&a, 8, 8);
+	must(dat_ep_post_send(a.ep, 1, &l, cookie(71), DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+	expect_true("ep_post_send/suppress-received", dto_ok(next(p.recv_evd), 80) && dto_ok(next(p.recv_evd), 81),
+		    "both sends received, in order");
+	expect_true("ep_post_send/suppress-no-completion",
+		    dto_ok(next(a.req_evd), 71) && dat_evd_dequeue(a.req_evd, &e) != DAT_SUCCESS,
+		    "only the unsuppressed send's completion (cookie 71)");
+	close_side(&a);
+	close_side(&p);
+}
+
 int main(void)
 {
 	watchdog(170);
@@ -387,5 +420,6 @@ int main(void)
 	pending_state();
 	cookie_and_iov();
 	solicited();
+	suppression();
 	return check_failures ? 1 : 0;
 }

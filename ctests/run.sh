@@ -6,7 +6,8 @@
 # usage: run.sh [LIBDAT] [asan]
 # env: DAT_IA (the IA to open; default the built-in tcp-lo), CTEST_TIME_SCALE (multiplies every
 # time bound, for slow machines), CTEST_RAW (a file that receives the raw CASE lines), CTEST_ONLY
-# (one area's name, e.g. connect: only ctests/connect.c).
+# (one area's name, e.g. connect: only ctests/connect.c), CTEST_MAN_DIR (the man pages the
+# seed functions' sentences are checked against; default ../shared/spec/man3dat).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -59,6 +60,16 @@ done
 [ -n "${CTEST_RAW:-}" ] && cp "$out/all" "$CTEST_RAW"
 printf '%-52s %-8s %s\n' "case" "result" "expected / got"
 awk -F'\t' '$1=="CASE" { printf "%-52s %-8s %s\n", $2, $5, ($5=="PASS" ? $3 : "expected " $3 " / got " $4) }' "$out/all"
+# Every sentence of the four seed functions' pages is listed with the cases that check it, and
+# each of those cases ran (ctests/pages.py; their results are in the count below).
+man=${CTEST_MAN_DIR:-$root/../shared/spec/man3dat}
+if [ -n "${CTEST_ONLY:-}" ]; then
+    :
+elif [ -d "$man" ]; then
+    python3 "$here/pages.py" "$man" "$out/all" || status=1
+else
+    echo "pages: skipped: no man pages at $man (CTEST_MAN_DIR)"
+fi
 passed=$(awk -F'\t' '$1=="CASE" && $5=="PASS"' "$out/all" | wc -l)
 failed=$(awk -F'\t' '$1=="CASE" && $5=="FAIL"' "$out/all" | wc -l)
 echo "ctest: $passed passed, $failed failed"
