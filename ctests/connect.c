@@ -415,8 +415,8 @@ static void large_qual_and_shared_evd_cases(void)
 
 /* DAT_COMPLETION_BARRIER_FENCE_FLAG ("Request for Barrier Fence", dat_ep_post_rdma_write(3DAT)):
  * the DAT 2.0 specification starts a fenced request only once the RDMA reads posted before it
- * on the EP have completed, so it may carry what they brought. Two reads of 16 MiB are in
- * flight as a fenced write of the last one's last bytes is posted (smaller ones may land before
+ * on the EP have completed, so it may carry what they brought. Two reads of 16 MiB (or the
+ * EP's largest RDMA) are in flight as a fenced write of the last one's last bytes is posted (smaller ones may land before
  * the post, in the time the scheduler gives the thread that answers them). */
 /* DAT_COMPLETION_UNSIGNALLED_FLAG is a "non-notification completion" (dat_evd_wait(3)): the
  * completion is queued, and only the waking of a waiter is left out, unlike
@@ -463,9 +463,11 @@ static void unsignalled_case(void)
 
 static void fence_case(void)
 {
-	enum { BIG = 1 << 24, READS = 2, TAIL = 4096 };
+	enum { READS = 2, TAIL = 4096 };
 	struct side a, p;
-	unsigned char *abuf = calloc(READS, BIG), *pbuf = calloc(1, READS * BIG + TAIL);
+	DAT_EP_PARAM param;
+	DAT_COUNT BIG = 1 << 24;
+	unsigned char *abuf, *pbuf;
 	DAT_LMR_HANDLE alm, plm;
 	DAT_LMR_CONTEXT actx, pctx;
 	DAT_RMR_CONTEXT prmr;
@@ -476,13 +478,19 @@ static void fence_case(void)
 	DAT_EVENT e;
 	int i, in_order = 1;
 
+	connected_pair(&a, &p);
+	/* As large as the EP carries in one RDMA (soft-RoCE: 8 MiB), at most 16 MiB. */
+	must(dat_ep_query(a.ep, DAT_EP_FIELD_ALL, &param), "dat_ep_query");
+	if ((DAT_VLEN)BIG > param.ep_attr.max_rdma_size)
+		BIG = (DAT_COUNT)param.ep_attr.max_rdma_size;
+	abuf = calloc(READS, BIG);
+	pbuf = calloc(1, READS * BIG + TAIL);
 	if (!abuf || !pbuf) {
 		fprintf(stderr, "connect: no memory\n");
 		exit(2);
 	}
 	for (i = 0; i < READS * BIG; i++)
 		pbuf[i] = (unsigned char)(i % 251 + 1);
-	connected_pair(&a, &p);
 	region.for_va = abuf;
 	must(dat_lmr_create(a.ia, DAT_MEM_TYPE_VIRTUAL, region, READS * BIG, a.pz, DAT_MEM_PRIV_ALL_FLAG,
 			    DAT_VA_TYPE_VA, &alm, &actx, NULL, NULL, NULL), "dat_lmr_create");
