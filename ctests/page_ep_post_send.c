@@ -363,8 +363,7 @@ static void cookie_and_iov(void)
 
 /* "Solicited Wait ... Request for notification completion for matching receive on the other side
  * of the connection": the flag is accepted and the message received. (What the receiver does with
- * it, for an EP whose recv_completion_flags ask for Solicited Wait, is not acted on yet: a
- * receive completes notified either way.) */
+ * it, for an EP whose recv_completion_flags ask for Solicited Wait: ctests/solicited.c.) */
 static void solicited(void)
 {
 	struct side a, p;

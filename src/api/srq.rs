@@ -89,7 +89,7 @@ pub unsafe extern "C" fn dat_srq_post_recv(
         }
         crate::objects::posting::check_local_segments(segments, Some(srq.pz.arc()), lmr::PRIV_LOCAL_WRITE, 3, crate::objects::posting::Empty::Check)?;
         let cookie = user_cookie.as_u64();
-        srq.post(state, PostedRecv { cookie, segments: Segments::from_slice(segments) })
+        srq.post(state, PostedRecv { cookie, segments: Segments::from_slice(segments), wakes: Default::default() })
     }
 }
 

@@ -60,6 +60,9 @@ pub struct EpInner {
     /// The IB extension's counters of posted requests and receives (DCNT_EP_POST_*), counted
     /// under this lock as they are posted; the EP's other counters are `Ep::counters`.
     pub posted: Tally<EP_COUNTERS>,
+    /// Whether the receive stream the link feeds its receive EVD is a Solicited Wait one
+    /// (as counted by the EVD when the link came).
+    pub solicited_stream: bool,
 }
 
 /// A request DTO (send, RDMA write or read) the peer has not yet answered.
@@ -261,11 +264,23 @@ impl Object for Ep {
 }
 
 /// The EP's DTO EVDs learn of its link, so polling or waiting on them makes progress. They
-/// hold it until it ends ([`detach`]).
-fn attach(inner: &EpInner, link: &Arc<dyn Link>) {
-    for evd in [&inner.recv_evd, &inner.request_evd].into_iter().flatten() {
+/// hold it until it ends ([`detach`]), and count the stream it feeds them (see
+/// [`Evd::solicited_only`]).
+fn attach(inner: &mut EpInner, link: &Arc<dyn Link>) {
+    inner.solicited_stream = solicited_wait(inner.attr.recv_completion_flags);
+    if let Some(evd) = &inner.recv_evd {
         evd.attach(link.clone());
+        evd.stream_joins(inner.solicited_stream);
     }
+    if let Some(evd) = &inner.request_evd {
+        evd.attach(link.clone());
+        evd.stream_joins(false);
+    }
+}
+
+/// Whether Recv Completion Flags ask for Solicited Wait.
+fn solicited_wait(recv_completion_flags: u32) -> bool {
+    recv_completion_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0
 }
 
 /// The EP's DTO EVDs, taken along to [`detach`] its link from them outside the EP's lock (a
@@ -280,14 +295,32 @@ fn has_connect_evd(inner: &EpInner) -> DatResult {
     Ok(())
 }
 
-fn dto_evds(inner: &EpInner) -> [Option<Arc<Evd>>; 2] {
-    [&inner.recv_evd, &inner.request_evd].map(|e| e.as_ref().map(|e| e.arc().clone()))
+fn dto_evds(inner: &EpInner) -> DtoEvds {
+    let [recv, request] =
+        [&inner.recv_evd, &inner.request_evd].map(|e| e.as_ref().map(|e| e.arc().clone()));
+    DtoEvds {
+        recv,
+        request,
+        solicited: inner.solicited_stream,
+    }
 }
 
-/// The link ended: the EVDs it fed let go of it.
-fn detach(link: &Arc<dyn Link>, evds: &[Option<Arc<Evd>>; 2]) {
-    for evd in evds.iter().flatten() {
+/// The EVDs a link fed, and whether its receive stream was a Solicited Wait one.
+struct DtoEvds {
+    recv: Option<Arc<Evd>>,
+    request: Option<Arc<Evd>>,
+    solicited: bool,
+}
+
+/// The link ended: the EVDs it fed let go of it, and of its streams.
+fn detach(link: &Arc<dyn Link>, evds: &DtoEvds) {
+    if let Some(evd) = &evds.recv {
         evd.detach(link);
+        evd.stream_leaves(evds.solicited);
+    }
+    if let Some(evd) = &evds.request {
+        evd.detach(link);
+        evd.stream_leaves(false);
     }
 }
 
@@ -421,6 +454,7 @@ impl EpInner {
             released: false,
             wire,
             posted: Tally::default(),
+            solicited_stream: false,
         };
         inner.size_queues();
         inner
@@ -825,7 +859,7 @@ impl Ep {
         if inner.state != dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING || inner.released {
             return false;
         }
-        attach(&inner, &link);
+        attach(&mut inner, &link);
         inner.link = Some(link);
         inner.remote_addr = Some(Box::new(sockaddr_in(remote)));
         inner.remote_port = u64::from(remote.port());
@@ -836,7 +870,7 @@ impl Ep {
     /// (the EP's state stays as it is: a UD EP has no connection).
     pub fn datagram_ready(&self, link: Arc<dyn Link>) {
         let mut inner = self.inner.lock();
-        attach(&inner, &link);
+        attach(&mut inner, &link);
         inner.link = Some(link);
     }
 
@@ -864,7 +898,7 @@ impl Ep {
             inner.state = next;
             inner.closing = false;
             if let Some((link, remote)) = link {
-                attach(&inner, &link);
+                attach(&mut inner, &link);
                 inner.link = Some(link);
                 inner.remote_addr = Some(Box::new(sockaddr_in(remote)));
             }
@@ -1043,6 +1077,52 @@ impl Ep {
         length: u32,
         catch: &mut Catch<'_>,
     ) {
+        self.finish_recv(evd, cookie, status, length, true, catch);
+    }
+
+    /// Reports a receive its message filled, `length` bytes: a notification event or not, as
+    /// the receive asked (`recv.wakes`) of a message sent `solicited` (see
+    /// [`RecvWake`](super::srq::RecvWake)).
+    pub fn complete_received(
+        &self,
+        evd: Option<&Evd>,
+        recv: &PostedRecv,
+        length: u32,
+        solicited: bool,
+        catch: &mut Catch<'_>,
+    ) {
+        let success = dat_dto_completion_status::DAT_DTO_SUCCESS;
+        let notify = recv.wakes.wakes(solicited);
+        self.finish_recv(evd, recv.cookie, success, length, notify, catch);
+    }
+
+    /// [`Ep::complete_received`] for a receive that may have failed (`status`): a failure
+    /// wakes.
+    pub fn complete_recv_with(
+        &self,
+        evd: Option<&Evd>,
+        recv: &PostedRecv,
+        status: dat_dto_completion_status,
+        length: u32,
+        solicited: bool,
+        catch: &mut Catch<'_>,
+    ) {
+        if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
+            self.complete_received(evd, recv, length, solicited, catch);
+        } else {
+            self.finish_recv(evd, recv.cookie, status, length, true, catch);
+        }
+    }
+
+    fn finish_recv(
+        &self,
+        evd: Option<&Evd>,
+        cookie: u64,
+        status: dat_dto_completion_status,
+        length: u32,
+        notify: bool,
+        catch: &mut Catch<'_>,
+    ) {
         if status == dat_dto_completion_status::DAT_DTO_SUCCESS {
             self.counters.bump(dat_ep_counters::DCNT_EP_RECV as u32);
             self.counters
@@ -1057,7 +1137,7 @@ impl Ep {
                 dat_dtos::DAT_DTO_RECEIVE,
                 length,
             );
-            let _ = evd.post_catching(event, true, catch);
+            let _ = evd.post_catching(event, notify, catch);
         }
     }
 
@@ -1183,6 +1263,7 @@ mod tests {
                 i.recvs.push_back(PostedRecv {
                     cookie: n,
                     segments: Default::default(),
+                    wakes: Default::default(),
                 });
             }
             assert_eq!(

@@ -14,7 +14,7 @@ use super::extension::Extended;
 use super::lmr::{self, AccessError, Lmr};
 use super::pz::Pz;
 use super::seam::EpWire;
-use super::srq::{PostedRecv, Segments};
+use super::srq::{PostedRecv, RecvWake, Segments};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 
@@ -253,9 +253,11 @@ impl Ep {
                 } else {
                     Segments::new()
                 };
+                let wakes = RecvWake::of(completion_flags, inner.attr.recv_completion_flags);
                 inner.recvs.push_back(PostedRecv {
                     cookie,
                     segments: kept,
+                    wakes,
                 });
                 let EpInner { wire, recvs, .. } = &mut *inner;
                 if let Err(e) = wire.receive_posted(recvs, segments) {

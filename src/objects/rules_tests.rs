@@ -336,6 +336,7 @@ fn a_broken_connection_flushes_the_posted_receives_then_reports_broken() {
         f.ep.inner.lock().recvs.push_back(PostedRecv {
             cookie,
             segments: Default::default(),
+            wakes: Default::default(),
         });
     }
     f.ep.ended(

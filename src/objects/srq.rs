@@ -23,6 +23,52 @@ pub type Segments = smallvec::SmallVec<[DAT_LMR_TRIPLET; 4]>;
 pub struct PostedRecv {
     pub cookie: u64,
     pub segments: Segments,
+    /// Which of its successful completions wake a waiter or a CNO.
+    pub wakes: RecvWake,
+}
+
+/// Which successful completions of a receive are notification events (dat_evd_wait(3DAT)):
+/// those wake the EVD's waiter and trigger its CNO; the others are queued without either, and
+/// a dequeue, or a waiter woken by another event, finds them. A failure always wakes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecvWake {
+    /// Every one (the default).
+    #[default]
+    Always,
+    /// Only one whose message was sent with DAT_COMPLETION_SOLICITED_WAIT_FLAG ("request for
+    /// notification completion for matching receive", dat_ep_post_send(3DAT)): the EP's Recv
+    /// Completion Flags ask for Solicited Wait.
+    Solicited,
+    /// None: posted with DAT_COMPLETION_UNSIGNALLED_FLAG ("non-notification completion",
+    /// dat_ep_post_recv(3DAT)).
+    Never,
+}
+
+impl RecvWake {
+    /// What a receive posted with `flags` on an EP of Recv Completion Flags `ep_flags` asks.
+    /// Recv Completion Flags change only before the first receive is posted
+    /// (dat_ep_modify(3DAT)), so the receive keeps what they said as it was posted.
+    pub fn of(flags: DAT_COMPLETION_FLAGS, ep_flags: u32) -> RecvWake {
+        if flags & dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as DAT_COMPLETION_FLAGS
+            != 0
+        {
+            RecvWake::Never
+        } else if ep_flags & dat_completion_flags::DAT_COMPLETION_SOLICITED_WAIT_FLAG as u32 != 0 {
+            RecvWake::Solicited
+        } else {
+            RecvWake::Always
+        }
+    }
+
+    /// Whether a successful completion wakes, its message sent `solicited` (a transport that
+    /// cannot tell says true: its completion queue decides whom it wakes).
+    pub fn wakes(self, solicited: bool) -> bool {
+        match self {
+            RecvWake::Always => true,
+            RecvWake::Solicited => solicited,
+            RecvWake::Never => false,
+        }
+    }
 }
 
 // SAFETY: the triplets are plain integers naming registered memory; nothing is dereferenced

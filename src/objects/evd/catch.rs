@@ -39,6 +39,12 @@ impl<'a> Catch<'a> {
         }
     }
 
+    /// Whether a dequeue lends it: the poll is a dequeue's (no waiter sleeps on its EVD then).
+    #[inline]
+    pub fn for_dequeue(&self) -> bool {
+        self.evd.is_some()
+    }
+
     /// Whether `evd`'s event may go into the out-parameter (none went yet).
     #[inline]
     pub(super) fn open_for(&self, evd: &Evd) -> bool {

@@ -70,6 +70,8 @@ struct Queue {
     cno: Option<Held<Cno>>,
     /// Bumped to wake a waiter that must give up (unwaitable, freed).
     epoch: u64,
+    /// Notification events queued so far (those that wake a waiter; see `Waiter::notices`).
+    notices: u64,
 }
 
 /// The thread in `dat_evd_wait` (one at most), kept here between the steps of its wait: it
@@ -82,6 +84,20 @@ struct Waiter {
     /// The spin budget it spun, and when it went to sleep, for the next budget (`next_spin`).
     spin: Duration,
     slept_at: Option<Instant>,
+    /// The queue's `notices` as the wait began, and whether the events queued then were
+    /// enough: a wait ends with the events it found, or once a notification event came
+    /// (dat_evd_wait(3DAT): "By default, all completions are Notification events"); events
+    /// queued without one (an unsignalled completion, an unsolicited receive of a Solicited
+    /// Wait EP) wait for the next notification, a dequeue, or the next wait.
+    notices: u64,
+    found_enough: bool,
+}
+
+impl Waiter {
+    /// Whether the wait has what it waits for.
+    fn satisfied(&self, q: &Queue) -> bool {
+        q.events.len() >= self.threshold && (self.found_enough || q.notices != self.notices)
+    }
 }
 
 /// How a step of `dat_evd_wait` ends it: with the oldest event (in the wait's out-parameter), or
@@ -148,6 +164,10 @@ pub struct Evd {
     sole_source: std::sync::OnceLock<Arc<dyn Progress>>,
     /// The IB extension's counters of this EVD (waits and dequeues).
     pub counters: Counters<EVD_COUNTERS>,
+    /// Connections' DTO streams that feed this EVD: receive streams of EPs whose Recv
+    /// Completion Flags ask for Solicited Wait, and all others (see `solicited_only`).
+    solicited_streams: AtomicUsize,
+    other_streams: AtomicUsize,
 }
 
 impl Object for Evd {
@@ -200,6 +220,7 @@ impl Evd {
                 wakeup: Wakeup::default(),
                 cno: cno.map(Held::new),
                 epoch: 0,
+                notices: 0,
             }),
             sources: Mutex::new(Vec::new()),
             joining: Mutex::new(Vec::new()),
@@ -211,6 +232,8 @@ impl Evd {
             completion_queue: std::sync::OnceLock::new(),
             sole_source: std::sync::OnceLock::new(),
             counters: Counters::default(),
+            solicited_streams: AtomicUsize::new(0),
+            other_streams: AtomicUsize::new(0),
         });
         if flags & dat_evd_flags::DAT_EVD_DTO_FLAG as u32 != 0 {
             if let Some(cq) = ia.transport.completion_queue(&evd)? {
@@ -224,6 +247,45 @@ impl Evd {
 
     pub fn flags(&self) -> u32 {
         self.flags
+    }
+
+    /// A connection's DTO stream now feeds this EVD: a Solicited Wait receive stream or
+    /// another.
+    pub fn stream_joins(&self, solicited: bool) {
+        self.streams(solicited).fetch_add(1, Ordering::AcqRel);
+        if let Some(source) = self.sole_source.get() {
+            source.streams_changed();
+        }
+    }
+
+    /// A stream that [`Evd::stream_joins`] no longer feeds it.
+    pub fn stream_leaves(&self, solicited: bool) {
+        let _ = self
+            .streams(solicited)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        if let Some(source) = self.sole_source.get() {
+            source.streams_changed();
+        }
+    }
+
+    fn streams(&self, solicited: bool) -> &AtomicUsize {
+        if solicited {
+            &self.solicited_streams
+        } else {
+            &self.other_streams
+        }
+    }
+
+    /// Whether every DTO stream that feeds this EVD is a Solicited Wait receive stream (and
+    /// one does): only a solicited receive, or a failure, is worth waking its sleepers for.
+    /// A transport that cannot tell a solicited receive from another as it completes asks its
+    /// completion queue to report solicited ones only then. An EVD that Solicited Wait
+    /// receive streams share with other DTO streams (dat_ep_create(3DAT) forbids it: "the EVD
+    /// cannot be used for any other event stream types") reports every completion: the
+    /// others' completions must still wake.
+    pub fn solicited_only(&self) -> bool {
+        self.solicited_streams.load(Ordering::Acquire) > 0
+            && self.other_streams.load(Ordering::Acquire) == 0
     }
 
     /// Whether someone waits for this EVD's events without polling it: a thread asleep in
@@ -309,12 +371,10 @@ impl Evd {
             if !notify {
                 return Ok(());
             }
+            q.notices += 1;
             let q = &mut *q;
             let notify_cno = q.enabled && q.waiter.is_none();
-            if q.waiter
-                .as_ref()
-                .is_some_and(|w| q.events.len() >= w.threshold)
-            {
+            if q.waiter.as_ref().is_some_and(|w| w.satisfied(q)) {
                 q.wakeup.wake();
             }
             notify_cno
@@ -508,25 +568,34 @@ impl Evd {
             return WaitStep::Done((Err(e), q.events.len()));
         }
         let epoch = q.epoch;
-        let spin = Duration::from_micros(self.spin_us.load(Ordering::Relaxed));
+        // A Solicited Wait EVD's waiter sleeps at once: the receives its own polls would
+        // complete are not all known to be solicited or not (see `solicited_only`).
+        let spin = match self.solicited_only() {
+            true => Duration::ZERO,
+            false => Duration::from_micros(self.spin_us.load(Ordering::Relaxed)),
+        };
         let deadline = timeout.map(|t| Instant::now() + t);
-        q.waiter = Some(Waiter {
+        let waiter = Waiter {
             threshold,
             epoch,
             deadline,
             spin,
             slept_at: None,
-        });
+            notices: q.notices,
+            found_enough: q.events.len() >= threshold,
+        };
+        q.waiter = Some(waiter);
         self.waiting.store(true, Ordering::Release);
+        let unsatisfied = |q: &Queue| q.waiter.as_ref().is_some_and(|w| !w.satisfied(q));
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
-        while q.events.len() < threshold && q.epoch == epoch && Instant::now() < spin_until {
+        while unsatisfied(&q) && q.epoch == epoch && Instant::now() < spin_until {
             MutexGuard::unlocked(&mut q, || {
                 polling(self.handle());
                 self.progress();
                 std::hint::spin_loop();
             });
         }
-        if q.events.len() < threshold {
+        if unsatisfied(&q) {
             if let Some(w) = q.waiter.as_mut() {
                 w.slept_at = Some(Instant::now());
             }
@@ -570,7 +639,7 @@ impl Evd {
         let Some(w) = q.waiter.as_ref() else {
             return WaitStep::Done((Err(DatError::internal()), q.events.len()));
         };
-        let result = if q.events.len() >= w.threshold {
+        let result = if w.satisfied(&q) {
             Ok(())
         } else if q.epoch != w.epoch {
             Err(if q.waitable {
@@ -682,6 +751,7 @@ mod tests {
             wakeup: Wakeup::default(),
             cno: None,
             epoch: 0,
+            notices: 0,
         };
         let event = Event(DAT_EVENT::zeroed());
         q.events.push_back(event);

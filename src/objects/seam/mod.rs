@@ -257,6 +257,10 @@ pub trait Progress: Send + Sync {
     /// Someone now waits for the events without polling and without a thread asleep in the
     /// library (a CNO was attached): a source that reports only to sleepers reports now.
     fn unpolled_waiter(&self) {}
+    /// The DTO streams that feed the EVD changed (a connection came or went; see
+    /// `Evd::solicited_only`): a source that reports to sleepers decides again which
+    /// completions it reports.
+    fn streams_changed(&self) {}
 }
 
 /// One connection of an EP, as the objects use it.

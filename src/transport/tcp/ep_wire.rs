@@ -46,6 +46,8 @@ pub struct EarlyMessage {
     pub immediate: Option<(u32, u32)>,
     /// A send with invalidate's `rmr_context`, unbound as the message lands.
     pub invalidate: Option<u32>,
+    /// Its sender solicited the receive's notification (DAT_COMPLETION_SOLICITED_WAIT_FLAG).
+    pub solicited: bool,
 }
 
 impl EpTransportState for TcpEp {

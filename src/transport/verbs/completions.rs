@@ -22,6 +22,7 @@ use crate::objects::ep::Ep;
 use crate::objects::evd::{Catch, Evd};
 use crate::objects::rmr::Window;
 use crate::objects::seam::Progress;
+use crate::objects::srq::PostedRecv;
 use crate::runtime::engine::{Engine, Source, Token};
 
 /// A receive's work request id (an SRQ's receives have ids of their own, with
@@ -80,7 +81,9 @@ impl CqSource {
         let watch = Arc::new(Watch(Arc::downgrade(&source)));
         let token = source.engine.register(source.cq.channel_fd(), watch)?;
         let _ = source.token.set(token);
-        source.watch();
+        // Not armed yet: no completion comes before a connection's stream feeds the EVD, and
+        // how the CQ is armed depends on those streams (`streams_changed`); an arm cannot be
+        // taken back.
         evd.attach_sole_source(source.clone());
         BY_CQ
             .lock()
@@ -121,9 +124,13 @@ impl CqSource {
             || self.evd.upgrade().is_some_and(|e| e.has_sleeper())
     }
 
-    /// Asks the CQ and the engine for a report of the next completion.
+    /// Asks the CQ and the engine for a report of the next completion: of the next solicited
+    /// one (or failure) only when the EVD's sleepers wait for those alone and no graceful
+    /// close waits for requests (see `Evd::solicited_only`).
     fn watch(&self) {
-        if self.cq.arm(false).is_ok() {
+        let solicited = self.drains.load(Ordering::Acquire) == 0
+            && self.evd.upgrade().is_some_and(|e| e.solicited_only());
+        if self.cq.arm(solicited).is_ok() {
             if let Some(token) = self.token.get() {
                 self.engine
                     .arm(*token, self.cq.channel_fd(), libc::EPOLLIN as u32);
@@ -201,6 +208,15 @@ impl Progress for CqSource {
 
     fn unpolled_waiter(&self) {
         self.flush();
+    }
+
+    /// A connection's stream came or went: a CNO (which polls nothing) hears of the
+    /// completions the streams now call for. (An arm for every completion made before the
+    /// EVD's streams all became Solicited Wait ones stays until a completion uses it.)
+    fn streams_changed(&self) {
+        if self.wanted() {
+            self.watch();
+        }
     }
 }
 
@@ -287,7 +303,7 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
             .and_then(VerbsSrq::of)
             .and_then(|q| q.completed(wc.wr_id));
         if let Some(cookie) = cookie {
-            complete_receive(&ep, inner.recv_evd.as_deref(), cookie, st, wc, catch);
+            complete_receive(&ep, inner.recv_evd.as_deref(), None, cookie, st, wc, catch);
             drop(inner);
             if let Some(srq) = srq {
                 srq.check_low_watermark();
@@ -302,7 +318,15 @@ fn complete(known: &Known, wc: &WorkCompletion, catch: &mut Catch<'_>) {
                 let len = if ok { wc.byte_len } else { 0 };
                 ep.complete_datagram_on(inner.recv_evd.as_deref(), r.cookie, st, len);
             } else {
-                complete_receive(&ep, inner.recv_evd.as_deref(), r.cookie, st, wc, catch);
+                complete_receive(
+                    &ep,
+                    inner.recv_evd.as_deref(),
+                    Some(&r),
+                    r.cookie,
+                    st,
+                    wc,
+                    catch,
+                );
             }
         }
     } else if let Some(conn) = known.conn.upgrade().filter(|c| c.owns(wc.wr_id)) {
@@ -354,11 +378,18 @@ const WITH_INVALIDATE: u32 =
     ibv::ibv_wc_flags::IBV_WC_WITH_INV.0 | ibv::ibv_wc_flags::IBV_WC_IP_CSUM_OK.0;
 
 /// Reports the receive a work completion finished (with the immediate data of a write that
-/// carried some).
+/// carried some): `recv`, the EP's own, as it asked to be reported.
+///
+/// A work completion does not say whether its message was solicited. A receive of a Solicited
+/// Wait EP is taken as solicited, except where a dequeue's own poll found it (nobody sleeps
+/// on the EVD then, and it triggers no CNO): the CQ of a Solicited Wait EVD reports only
+/// solicited completions to the engine (`CqSource::watch`), so one that wakes a sleeper
+/// came with a solicited one, or was there before the waiter went to sleep.
 #[inline]
 fn complete_receive(
     ep: &Ep,
     evd: Option<&Evd>,
+    recv: Option<&PostedRecv>,
     cookie: u64,
     st: dat_dto_completion_status,
     wc: &WorkCompletion,
@@ -380,6 +411,9 @@ fn complete_receive(
         // SAFETY: a write with immediate data completes with the immediate.
         let data = unsafe { wc.imm_data_invalidated_rkey_union.imm_data };
         ep.complete_immediate_on(evd, cookie, st, len, data);
+    } else if let Some(recv) = recv {
+        let solicited = !catch.for_dequeue();
+        ep.complete_recv_with(evd, recv, st, len, solicited, catch);
     } else {
         ep.complete_recv_catching(evd, cookie, st, len, catch);
     }

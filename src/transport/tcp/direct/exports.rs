@@ -413,8 +413,9 @@ pub struct Receives {
 
 /// What became of a receive the peer filled.
 pub enum Filled {
-    /// The message is in it, this long.
-    Landed(u32),
+    /// The message is in it, this long; whether its sender solicited the receive's
+    /// notification.
+    Landed { length: u32, solicited: bool },
     /// The peer's copy failed (our memory is not what we registered): the receive completes in
     /// error, and the peer breaks the connection.
     Failed,
@@ -475,7 +476,8 @@ impl Receives {
             if d.filled.load(Ordering::SeqCst) != n && !filled_soon(conn, d, n) {
                 break;
             }
-            let length = d.length.load(Ordering::Acquire);
+            let word = d.length.load(Ordering::Acquire);
+            let (length, solicited) = (word & !SOLICITED, word & SOLICITED != 0);
             let Some(r) = queue.pop_front() else { break };
             self.took(n);
             // A length beyond the receive's room is the peer's lie: as a failure.
@@ -485,7 +487,10 @@ impl Receives {
                 if length & FAILED != 0 || length > room {
                     Filled::Failed
                 } else {
-                    Filled::Landed(length as u32)
+                    Filled::Landed {
+                        length: length as u32,
+                        solicited,
+                    }
                 },
             );
         }

@@ -324,8 +324,9 @@ impl Direct {
     /// peer's next receive, if it is published, has room, and its segments are the peer's
     /// registered memory with local write privilege in the connection's zone: the receive is
     /// claimed (a compare-and-swap against the peer's own claims for messages by the socket),
-    /// filled with the final byte last, and marked filled with the length.
-    pub fn send(&self, segments: &[DAT_LMR_TRIPLET], total: u64) -> Outcome {
+    /// filled with the final byte last, and marked filled with the length (and whether the
+    /// send was `solicited`).
+    pub fn send(&self, segments: &[DAT_LMR_TRIPLET], total: u64, solicited: bool) -> Outcome {
         let Some(mut local) = Pieces::of(segments) else {
             return Outcome::Socket;
         };
@@ -384,8 +385,11 @@ impl Direct {
                 write_last_byte_last(self.peer.pid, &mut local, &mut remote)
             };
             let failed = outcome(copied, total) != DONE;
-            d.length
-                .store(if failed { FAILED } else { total }, Ordering::Release);
+            let asked = if solicited { SOLICITED } else { 0 };
+            d.length.store(
+                if failed { FAILED } else { total | asked },
+                Ordering::Release,
+            );
             d.filled.store(n, Ordering::SeqCst);
             if failed {
                 return Outcome::Failed;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::objects::region_table::Region;
 
-pub const MAGIC: u64 = u64::from_le_bytes(*b"libdatD3");
+pub const MAGIC: u64 = u64::from_le_bytes(*b"libdatD4");
 /// Region slots: contexts are scattered keys, so their low bits spread them; a context whose
 /// slot another region holds is reached through the socket.
 pub const REGION_SLOTS: usize = 4096;
@@ -25,6 +25,9 @@ pub const OPEN: u64 = 1;
 
 /// A receive's `length` when the peer's copy into it failed.
 pub const FAILED: u64 = 1 << 63;
+/// Set in a receive's `length` beside the message's length: the sender solicited the
+/// receive's notification (DAT_COMPLETION_SOLICITED_WAIT_FLAG).
+pub const SOLICITED: u64 = 1 << 62;
 
 #[repr(C, align(64))]
 pub struct RegionSlot {
@@ -92,7 +95,7 @@ pub struct RecvDesc {
     pub seq: AtomicU64,
     /// Set to `seq` by the peer once its message is in the receive.
     pub filled: AtomicU64,
-    /// The message's length (`FAILED` when the copy failed).
+    /// The message's length (`FAILED` when the copy failed), with `SOLICITED`.
     pub length: AtomicU64,
     pub count: AtomicU64,
     pub segments: [RecvSegment; RING_SEGMENTS],

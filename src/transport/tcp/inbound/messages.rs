@@ -165,7 +165,7 @@ pub(super) fn deliver_buffered(
     }
     drop(holds);
     invalidate(ep, invalidated_context(h));
-    complete(dat_dto_completion_status::DAT_DTO_SUCCESS, len as u32);
+    ep.complete_received(evd, &recv, len as u32, solicited(h), catch);
     Some(None)
 }
 
@@ -240,11 +240,12 @@ pub(super) fn receive_landed(
         None => {
             link.acknowledge(h.id, in_caller);
             invalidate(ep, invalidated_context(h));
-            ep.complete_recv_on(
+            ep.complete_received(
                 evd.as_deref(),
-                recv.cookie,
-                dat_dto_completion_status::DAT_DTO_SUCCESS,
+                &recv,
                 h.payload_len,
+                solicited(h),
+                &mut Catch::none(),
             );
             None
         }
@@ -271,8 +272,15 @@ pub(super) fn keep_arrived(ep: &Arc<Ep>, link: &TcpLink, h: &Header, data: Vec<u
             data,
             immediate: None,
             invalidate: invalidated_context(h),
+            solicited: solicited(h),
         },
     );
+}
+
+/// Whether a message's sender solicited its receive's notification
+/// (DAT_COMPLETION_SOLICITED_WAIT_FLAG).
+pub(super) fn solicited(h: &Header) -> bool {
+    h.flags & flags::SOLICITED != 0
 }
 
 /// The `rmr_context` a send with invalidate names.
@@ -335,7 +343,8 @@ pub fn land_early(ep: &Ep, link: &TcpLink) {
                 let landed = status == dat_dto_completion_status::DAT_DTO_SUCCESS;
                 invalidate(ep, message.invalidate.filter(|_| landed));
                 let len = if landed { message.data.len() as u32 } else { 0 };
-                ep.complete_recv_on(evd, recv.cookie, status, len);
+                let solicited = message.solicited;
+                ep.complete_recv_with(evd, &recv, status, len, solicited, &mut Catch::none());
             }
         }
     }
@@ -406,12 +415,9 @@ pub(crate) fn take_filled_of(
 /// receive whose memory is not ours).
 fn complete_filled(ep: &Ep, evd: Option<&Evd>, r: PostedRecv, filled: Filled) {
     match filled {
-        Filled::Landed(length) => ep.complete_recv_on(
-            evd,
-            r.cookie,
-            dat_dto_completion_status::DAT_DTO_SUCCESS,
-            length,
-        ),
+        Filled::Landed { length, solicited } => {
+            ep.complete_received(evd, &r, length, solicited, &mut Catch::none())
+        }
         Filled::Failed => ep.complete_recv_on(
             evd,
             r.cookie,
@@ -495,6 +501,7 @@ pub(super) fn immediate(
             data: Vec::new(),
             immediate: Some((data, length)),
             invalidate: None,
+            solicited: false,
         },
     );
     None

@@ -135,7 +135,7 @@ impl TcpLink {
             (Op::RdmaReadRequest, Some(r)) => {
                 d.read(r.rmr_context, r.virtual_address, out.segments, total)
             }
-            (Op::Send, _) => d.send(out.segments, total),
+            (Op::Send, _) => d.send(out.segments, total, out.solicited),
             _ => Outcome::Socket,
         };
         match outcome {
