@@ -2041,7 +2041,7 @@ fn an_srq_below_its_low_watermark_reports_it_once_per_setting() {
 
 /// A UD EP of `s`'s IA, zone and EVDs (the IB extension's unreliable datagrams).
 fn ud_ep(s: &Side) -> DAT_EP_HANDLE {
-    let mut attr = dat::objects::ep::default_attr();
+    let mut attr = common::default_ep_attr(s.ia);
     attr.service_type = dat_ib_service_type::DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE;
     attr.max_message_size = 4096;
     attr.max_rdma_read_in = 0;

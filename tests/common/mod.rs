@@ -18,6 +18,20 @@ pub const ALL_PRIV: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_ALL_FLAG as u32;
 pub const LOCAL_PRIV: u32 = dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_READ_FLAG as u32
     | dat_mem_priv_flags::DAT_MEM_PRIV_LOCAL_WRITE_FLAG as u32;
 
+/// The attributes an EP of `ia` gets when the consumer gives none: the largest message and
+/// RDMA are its transport's (`dat_ia_query`; soft-RoCE's are smaller than TCP's).
+pub fn default_ep_attr(ia: DAT_IA_HANDLE) -> DAT_EP_ATTR {
+    let mut ia_attr: DAT_IA_ATTR = zero();
+    let mut async_evd = null_mut();
+    // SAFETY: a live IA and out-pointers to live locals.
+    let rc = unsafe { dat_ia_query(ia, &mut async_evd, 0, &mut ia_attr, 0, null_mut()) };
+    assert_eq!(rc, OK);
+    let mut attr = dat::objects::ep::default_attr();
+    attr.max_message_size = ia_attr.max_message_size;
+    attr.max_rdma_size = ia_attr.max_rdma_size;
+    attr
+}
+
 pub fn zero<T>() -> T {
     unsafe { std::mem::zeroed() }
 }
@@ -290,7 +304,7 @@ impl Side {
     /// Another EP of the side's IA, zone and EVDs, on `srq`.
     pub fn srq_ep(&self, srq: DAT_SRQ_HANDLE) -> DAT_EP_HANDLE {
         let mut ep = null_mut();
-        let attr = dat::objects::ep::default_attr();
+        let attr = default_ep_attr(self.ia);
         let rc = unsafe {
             dat_ep_create_with_srq(
                 self.ia,
