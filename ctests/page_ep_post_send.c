@@ -28,20 +28,6 @@
 
 #include <sys/mman.h>
 
-static DAT_DTO_COOKIE cookie(uint64_t v)
-{
-	DAT_DTO_COOKIE c;
-	c.as_64 = v;
-	return c;
-}
-
-static int dto_ok(DAT_EVENT e, uint64_t cookie_value)
-{
-	return e.event_number == DAT_DTO_COMPLETION_EVENT &&
-	       e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS &&
-	       e.event_data.dto_completion_event_data.user_cookie.as_64 == cookie_value;
-}
-
 /* An EP of `attr` on side s, in place of its own. */
 static void replace_ep(struct side *s, DAT_EP_ATTR *attr)
 {

@@ -57,6 +57,21 @@ static inline DAT_LMR_TRIPLET iov(struct side *s, int offset, int len)
 	return triplet(s->lmr_ctx, s->buf, offset, len);
 }
 
+static inline DAT_DTO_COOKIE cookie(uint64_t v)
+{
+	DAT_DTO_COOKIE c;
+	c.as_64 = v;
+	return c;
+}
+
+/* Whether `e` is a successful DTO completion with cookie `cookie_value`. */
+static inline int dto_ok(DAT_EVENT e, uint64_t cookie_value)
+{
+	return e.event_number == DAT_DTO_COMPLETION_EVENT &&
+	       e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS &&
+	       e.event_data.dto_completion_event_data.user_cookie.as_64 == cookie_value;
+}
+
 static inline DAT_EVENT next(DAT_EVD_HANDLE evd)
 {
 	DAT_EVENT e;

@@ -25,20 +25,6 @@
 /* How long a wait that must expire lasts: long enough for the message to land within it. */
 #define QUIET_US (1000 * 1000)
 
-static DAT_DTO_COOKIE cookie(uint64_t v)
-{
-	DAT_DTO_COOKIE c;
-	c.as_64 = v;
-	return c;
-}
-
-static int recv_ok(DAT_EVENT e, uint64_t cookie_value)
-{
-	return e.event_number == DAT_DTO_COMPLETION_EVENT &&
-	       e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS &&
-	       e.event_data.dto_completion_event_data.user_cookie.as_64 == cookie_value;
-}
-
 /* The receiving side p, its EP's Recv Completion Flags `recv_flags`, its receive EVD with a CNO
  * when `cno` is given, connected from a. */
 static void pair(struct side *a, struct side *p, DAT_COMPLETION_FLAGS recv_flags, DAT_CNO_HANDLE *cno)
@@ -159,7 +145,7 @@ static int dequeued(DAT_EVD_HANDLE evd, uint64_t c)
 		memset(&e, 0, sizeof(e));
 		rc = dat_evd_dequeue(evd, &e);
 	} while (rc == DAT_QUEUE_EMPTY && time(NULL) < deadline);
-	return rc == DAT_SUCCESS && recv_ok(e, c);
+	return rc == DAT_SUCCESS && dto_ok(e, c);
 }
 
 /* An unsolicited send's receive does not unblock the waiter (its bounded wait expires although
@@ -190,7 +176,7 @@ static void waiter_cases(void)
 	start_waiter(&w, &p, WAIT_US);
 	send_one(&a, 12, DAT_COMPLETION_SOLICITED_WAIT_FLAG);
 	pthread_join(w.thread, NULL);
-	expect_true("solicited/solicited-receive-wakes-the-waiter", w.rc == DAT_SUCCESS && recv_ok(w.event, 2),
+	expect_true("solicited/solicited-receive-wakes-the-waiter", w.rc == DAT_SUCCESS && dto_ok(w.event, 2),
 		    "dat_evd_wait returns the receive (cookie 2)");
 
 	/* "a waiter woken for another event still finds them": the unsolicited receive came first,
@@ -199,7 +185,7 @@ static void waiter_cases(void)
 	send_one(&a, 13, DAT_COMPLETION_DEFAULT_FLAG);
 	send_one(&a, 14, DAT_COMPLETION_SOLICITED_WAIT_FLAG);
 	pthread_join(w.thread, NULL);
-	expect_true("solicited/woken-waiter-finds-the-unsolicited-first", w.rc == DAT_SUCCESS && recv_ok(w.event, 3),
+	expect_true("solicited/woken-waiter-finds-the-unsolicited-first", w.rc == DAT_SUCCESS && dto_ok(w.event, 3),
 		    "dat_evd_wait returns the earlier receive (cookie 3)");
 	expect_true("solicited/then-the-solicited-one", dequeued(p.recv_evd, 4), "a dequeue finds cookie 4");
 	close_side(&a);
@@ -248,7 +234,7 @@ static void default_cases(void)
 	start_waiter(&w, &p, WAIT_US);
 	send_one(&a, 51, DAT_COMPLETION_DEFAULT_FLAG);
 	pthread_join(w.thread, NULL);
-	expect_true("solicited/default-ep-every-receive-wakes", w.rc == DAT_SUCCESS && recv_ok(w.event, 41),
+	expect_true("solicited/default-ep-every-receive-wakes", w.rc == DAT_SUCCESS && dto_ok(w.event, 41),
 		    "dat_evd_wait returns the receive (cookie 41)");
 	close_side(&a);
 	close_side(&p);
