@@ -3,7 +3,8 @@
 #   make                 release library build/lib/libdat2.so.2 (+ libdat2.so, libdat.so) and datinfo,
 #                        profile-guided when the toolchain can (PGO below)
 #   make headers         regenerate include/dat2 from the Rust ABI types (cbindgen)
-#   make check-headers   fail if include/dat2 differs from what the Rust source generates
+#   make headers-1.2     regenerate include/dat (DAT 1.2) from the Rust 1.2 ABI types (src/abi12)
+#   make check-headers   fail if include/dat2 or include/dat differs from what the Rust source generates
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make test            every test; the last line is "N passed, N failed"
 #   make test-rdma       the RDMA tests alone, in the soft-RoCE guest (../shared/rxe-vm; make test runs them too)
@@ -61,7 +62,7 @@ else
 RELEASE_DIR := $(TARGET_DIR)/release
 endif
 
-.PHONY: callcount callcount-rdma compare FORCE all lib datinfo tools headers check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
+.PHONY: callcount callcount-rdma compare FORCE all lib datinfo tools headers headers-1.2 check-headers install test test-rdma demo bench bench-rdma fuzz fuzz-header ctest ctest-asan ctest-openfabrics clean
 
 all: lib datinfo tools
 
@@ -223,10 +224,17 @@ ctest-openfabrics: all
 headers:
 	$(CARGO) run -q -p headergen -- include/dat2
 
+# The DAT 1.2 headers (compat-dapl's names and ABI). Not installed yet: the library has no
+# DAT 1.2 entry points, and their prototypes name the 2.0 functions' symbols.
+headers-1.2:
+	$(CARGO) run -q -p headergen -- --set 1.2 include/dat
+
 check-headers:
-	rm -rf $(BUILD)/headers-check && mkdir -p $(BUILD)/headers-check
-	$(CARGO) run -q -p headergen -- $(BUILD)/headers-check
-	diff -ru include/dat2 $(BUILD)/headers-check
+	rm -rf $(BUILD)/headers-check && mkdir -p $(BUILD)/headers-check/dat2 $(BUILD)/headers-check/dat
+	$(CARGO) run -q -p headergen -- $(BUILD)/headers-check/dat2
+	diff -ru include/dat2 $(BUILD)/headers-check/dat2
+	$(CARGO) run -q -p headergen -- --set 1.2 $(BUILD)/headers-check/dat
+	diff -ru include/dat $(BUILD)/headers-check/dat
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/dat2 \

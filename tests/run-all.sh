@@ -45,6 +45,9 @@ step "headers are what the Rust source generates" make -s check-headers
 step "ABI equal to the reference headers" python3 tests/abi/compare.py "$ref" include
 step "the ABI comparison detects changes" tests/abi/selftest.sh "$ref"
 step "headers compile pedantic as C99, C11, C++17" tests/abi/pedantic.sh include
+step "DAT 1.2 ABI equal to compat-dapl's headers" tests/abi/dat12.sh compare include
+step "the DAT 1.2 ABI comparison detects changes" tests/abi/dat12.sh selftest
+step "DAT 1.2 headers compile pedantic as C99, C11, C++17" tests/abi/pedantic.sh --set 1.2 include
 step "exported symbols" tests/exports/check.sh build/lib include "$ref"
 step "RDMA transport on a machine without RDMA (no rdma-core symbol at load)" tests/rdma/host.sh build/lib include build/bin/datinfo
 step "dapl2-utils start on our library" tests/consumers/start.sh build/lib

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Bootstraps src/abi/*.rs from a reference DAT 2.0 header set (OpenFabrics' /usr/include/dat2).
+"""Bootstraps src/abi/*.rs from a reference DAT 2.0 header set (OpenFabrics' /usr/include/dat2),
+or src/abi12/*.rs from a DAT 1.2 one (`--set 1.2`: compat-dapl's dat/include, which holds dat/*.h).
 
 The Rust types in src/abi are the source of truth of our headers (cbindgen makes include/dat2
 from them); this tool wrote their first version mechanically, from clang's AST of the
 reference headers, so no member, enumerator or value was typed by hand. Run it again only to
-re-check: `python3 tools/abigen.py /usr/include OUTDIR` and diff OUTDIR against src/abi.
+re-check: `python3 tools/abigen.py /usr/include OUTDIR` and diff OUTDIR against src/abi (or
+`python3 tools/abigen.py --set 1.2 COMPAT_DAPL/dat/include OUTDIR` against src/abi12).
 
 Conventions of the output (the rest of the crate relies on them):
 - every C typedef keeps its C name;
@@ -19,7 +21,12 @@ import subprocess
 import sys
 import tempfile
 
-HEADERS = ["udat.h", "dat_registry.h", "dat_ib_extensions.h"]
+# Per set: the directory its headers are in (under the include directory), the headers that
+# include all the others, and the version the generated modules name.
+SETS = {
+    "2.0": ("dat2", ["udat.h", "dat_registry.h", "dat_ib_extensions.h"], "DAT 2.0"),
+    "1.2": ("dat", ["udat.h", "dat_registry.h"], "DAT 1.2"),
+}
 # Where each item goes: the header file it comes from.
 FILE_TO_MODULE = {
     "dat_platform_specific.h": "platform",
@@ -55,12 +62,17 @@ def run(cmd, **kw):
 
 
 def main():
-    ref, out = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    which = "2.0"
+    if args[:1] == ["--set"]:
+        which, args = args[1], args[2:]
+    subdir, headers, version = SETS[which]
+    ref, out = args[0], args[1]
     os.makedirs(out, exist_ok=True)
     tmp = tempfile.mkdtemp()
     probe = os.path.join(tmp, "probe.c")
     with open(probe, "w") as f:
-        f.write("#include <netinet/in.h>\n" + "".join(f"#include <dat2/{h}>\n" for h in HEADERS))
+        f.write("#include <netinet/in.h>\n" + "".join(f"#include <{subdir}/{h}>\n" for h in headers))
     ast = json.loads(run(["clang", "-I", ref, "-Xclang", "-ast-dump=json", "-fsyntax-only", probe]))
     items = []
     cur = None
@@ -69,16 +81,21 @@ def main():
         f = loc.get("file") or loc.get("spellingLoc", {}).get("file") or loc.get("expansionLoc", {}).get("file")
         if f:
             cur = f
-        if cur and "/dat2/" in cur:
+        if cur and f"/{subdir}/" in cur:
             d["_module"] = FILE_TO_MODULE[os.path.basename(cur)]
+            d["_file"] = cur
             items.append(d)
     gen = Gen(items)
+    if which == "1.2":
+        # No exported function of the library has a DAT 1.2 prototype yet: the headers'
+        # prototypes are declared in Rust, each under a comment naming its header.
+        gen.prototypes()
     # va_list parameters: C spells them va_list (from <stdarg.h>); Rust passes the pointer.
     gen.out("platform", "pub type DAT_VA_LIST = *mut c_void;\n")
-    gen.macros(ref, tmp, probe)
+    gen.macros(ref, tmp, probe, subdir)
     for module, lines in gen.modules.items():
         with open(os.path.join(out, module + ".rs"), "w") as f:
-            f.write(f"//! Types and constants of the DAT 2.0 headers ({module}).\n")
+            f.write(f"//! Types and constants of the {version} headers ({module}).\n")
             f.write("#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, clippy::upper_case_acronyms)]\n\n")
             f.write("#[allow(unused_imports)]\nuse super::*;\n#[allow(unused_imports)]\nuse core::ffi::*;\n\n")
             f.write("\n".join(lines) + "\n")
@@ -121,11 +138,39 @@ class Gen:
             elif k == "EnumDecl" and d.get("name"):
                 self.enum(d, d["name"], self.enum_tags.get("enum " + d["name"]), d["_module"])
 
+    def prototypes(self):
+        """`extern "C"` declarations of the headers' functions, grouped by header, parameters
+        named by the comment beside each (`IN DAT_IA_HANDLE, /* ia_handle */`)."""
+        texts = {}
+        by_file = {}
+        for d in self.items:
+            if d["kind"] != "FunctionDecl" or d.get("storageClass") == "static":
+                continue
+            path = d["_file"]
+            if path not in texts:
+                texts[path] = open(path, "rb").read()
+            params = []
+            for i, p in enumerate(x for x in d.get("inner", []) if x["kind"] == "ParmVarDecl"):
+                name = p.get("name")
+                if not name:
+                    off = p.get("loc", {}).get("offset")
+                    line = texts[path][off:].split(b"\n", 1)[0].decode() if off is not None else ""
+                    m = re.search(r"/\*\s*(\w+)\s*\*/", line)
+                    name = m.group(1).lower() if m else f"arg{i}"
+                params.append(f"{rust_ident(name)}: {self.rust(p['type']['qualType'])}")
+            ret = d["type"]["qualType"].split("(")[0].strip()
+            r = "" if ret == "void" else f" -> {self.rust(ret)}"
+            by_file.setdefault(os.path.basename(path), []).append(
+                f"    pub fn {d['name']}({', '.join(params)}){r};\n")
+        for header, decls in by_file.items():
+            self.out("prototypes", f"// {header}\nextern \"C\" {{\n{''.join(decls)}}}\n")
+
     def out(self, module, text):
         self.modules.setdefault(module, []).append(text)
 
     def rust(self, q):
-        q = q.strip()
+        # A parameter `T *(x[])` has the type `T *(*)`: a `T **`.
+        q = q.strip().replace("*(*)", "**")
         if q in BUILTIN:
             return BUILTIN[q]
         m = re.fullmatch(r"(.+?)\s*\(\*\)\((.*)\)", q)
@@ -155,6 +200,11 @@ class Gen:
             return self.rust(q[: -len("const")])
         if q.endswith("*"):
             base = q[:-1].strip()
+            if base.endswith("*const"):
+                return f"*const {self.rust(base[: -len('const')])}"
+            if base.endswith("*"):
+                # A pointer to a pointer: its own constness is the inner pointer's pointee's.
+                return f"*mut {self.rust(base)}"
             if base.startswith("const ") or base.endswith(" const"):
                 return f"*const {self.rust(base.replace('const', '').strip())}"
             return f"*mut {self.rust(base)}"
@@ -302,21 +352,25 @@ class Gen:
         names = ", ".join(n for n, v in values if seen.get(v) == n)
         self.emitted_enum_variants[tag] = {n for n, v in values if seen.get(v) == n}
         self.enum_module[tag] = mod
+        if any(v > 0x7FFFFFFF for _, v in values):
+            # Beyond a C int (DAT 1.2's DAT_NOT_IMPLEMENTED): C makes the enum unsigned; the
+            # library is built for 64-bit targets only.
+            text += "#[allow(clippy::enum_clike_unportable_variant)]\n"
         text += (f"#[repr(C)]\n#[derive(Clone, Copy, Debug, PartialEq, Eq)]\n"
                  f"pub enum {tag} {{\n{''.join(variants)}}}\n"
                  f"c_enum!({tag}: {repr_}; {names});\n")
         text += "".join(aliases)
         self.out(mod, text)
 
-    def macros(self, ref, tmp, probe):
+    def macros(self, ref, tmp, probe, subdir):
         defs = run(["gcc", "-I", ref, "-dM", "-E", probe])
         base_file = os.path.join(tmp, "base.c")
         with open(base_file, "w") as f:
             f.write("#include <netinet/in.h>\n#include <sys/types.h>\n#include <inttypes.h>\n#include <sys/socket.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdarg.h>\n")
         base = set(l.split()[1] for l in run(["gcc", "-dM", "-E", base_file]).splitlines() if l.startswith("#define"))
         where = {}
-        for h in os.listdir(os.path.join(ref, "dat2")):
-            for line in open(os.path.join(ref, "dat2", h), errors="replace"):
+        for h in os.listdir(os.path.join(ref, subdir)):
+            for line in open(os.path.join(ref, subdir, h), errors="replace"):
                 m = re.match(r"\s*#\s*define\s+(\w+)\s", line)
                 if m:
                     where.setdefault(m.group(1), FILE_TO_MODULE.get(h, "dat"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Mechanical ABI comparison of two DAT 2.0 header sets.
+"""Mechanical ABI comparison of two DAT 2.0 header sets, or of two DAT 1.2 ones (`--set 1.2`).
 
-usage: compare.py REF_INCLUDE_DIR OUR_INCLUDE_DIR   (each holds dat2/*.h)
+usage: compare.py [--set 1.2] REF_INCLUDE_DIR OUR_INCLUDE_DIR   (each holds dat2/*.h, or dat/*.h)
 
 Every item is enumerated from the headers themselves (clang's AST, gcc -dM), never from a
 hand-written list: every struct and union (size, alignment, offset and size of every member),
@@ -14,7 +14,8 @@ dropped), the tag behind every typedef of a struct, union or enum (`typedef stru
 function taking a pointer to each typedef (`void f(DAT_EVENT *)` is `_Z1fP9dat_event` only when
 the tag is there; an integer typedef mangles by its underlying type, `unsigned long` or
 `unsigned long long`). Run once with <dat2/udat.h> alone and once with
-<dat2/dat_ib_extensions.h> too. Prints each difference; exits 1 if there is any.
+<dat2/dat_ib_extensions.h> too; DAT 1.2 (no IB extension) once with <dat/udat.h>. Prints each
+difference; exits 1 if there is any.
 """
 import json
 import os
@@ -23,10 +24,22 @@ import subprocess
 import sys
 import tempfile
 
-SETS = {
-    "udat.h": ["dat2/udat.h", "dat2/dat_registry.h"],
-    "udat.h+dat_ib_extensions.h": ["dat2/udat.h", "dat2/dat_registry.h", "dat2/dat_ib_extensions.h"],
+# Per DAT version: the headers' directory, and the sets of headers compiled together.
+VERSIONS = {
+    "2.0": ("dat2", {
+        "udat.h": ["dat2/udat.h", "dat2/dat_registry.h"],
+        "udat.h+dat_ib_extensions.h": ["dat2/udat.h", "dat2/dat_registry.h", "dat2/dat_ib_extensions.h"],
+    }),
+    "1.2": ("dat", {
+        "dat/udat.h": ["dat/udat.h", "dat/dat_registry.h"],
+    }),
 }
+DIR, SETS = VERSIONS["2.0"]
+# compat-dapl's DAT 1.2 headers declare their functions without `extern "C"`: a C++ program
+# built against them references mangled names (`_Z11dat_ep_freePv`) that no C library defines.
+# Ours declare them with C linkage. With this set, a reference call by a mangled name counts as
+# the same call as ours by that function's C name, and is reported as a note, not a difference.
+CXX_LINKAGE_FIXED = False
 PRELUDE = "#include <netinet/in.h>\n"  # OpenFabrics' dat_ib_extensions.h needs sockaddr_in6
 
 
@@ -58,7 +71,7 @@ def scan(inc, headers, tmp):
         f = loc.get("file") or loc.get("spellingLoc", {}).get("file") or loc.get("expansionLoc", {}).get("file")
         if f:
             cur = f
-        if cur and "/dat2/" in cur:
+        if cur and f"/{DIR}/" in cur:
             decls.append(d)
     # Records are compared by typedef name (tags may differ: cbindgen names a struct's tag
     # after its typedef), and tag-only records by tag.
@@ -269,6 +282,8 @@ MACRO_FIXES = {
     "dat_ib_collective_gatherv": "the reference passes `recvbuf`, no parameter of it",
     "dat_ib_collective_read_clock": "the reference has an unbalanced parenthesis",
     "dat_ib_collective_set_clock": "the reference passes `user_contex` and the READ_CLOCK operation",
+    # DAT 1.2 (compat-dapl)
+    "DAT_SRQ_CREATE": "the reference dispatches through `srq`, the pointer the call fills in; ours through the IA",
 }
 
 
@@ -341,7 +356,13 @@ def expansions(inc, headers, tmp, macros):
     return out
 
 
-def compare(ref, ours, headers, label):
+def c_name(symbol):
+    """The function name inside an Itanium-mangled `_Z<length><name>...` symbol."""
+    m = re.match(r"_Z(\d+)", symbol)
+    return symbol[m.end():m.end() + int(m.group(1))] if m else symbol
+
+
+def compare(ref, ours, headers, label, notes):
     diffs = []
     facts = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -379,6 +400,10 @@ def compare(ref, ours, headers, label):
         called = {f for f in set(r[3]) & set(o[3]) if f not in r[6]}
         rs, os_ = cxx_function_symbols(ref, headers, tmp, called), cxx_function_symbols(ours, headers, tmp, called)
         facts += len(called)
+        if CXX_LINKAGE_FIXED:
+            mangled = {sym: c_name(sym) for sym in rs if sym != c_name(sym) and c_name(sym) in called and c_name(sym) in os_}
+            rs = (rs - set(mangled)) | set(mangled.values())
+            notes.append(f"{label}: {len(mangled)} functions the reference declares with C++ linkage, ours with C linkage")
         for sym in sorted(rs ^ os_):
             diffs.append(f"{label}: a C++ call references {sym} with {'the reference' if sym in rs else 'ours'} only")
         both = set(r[2]) & set(o[2])
@@ -402,21 +427,31 @@ def compare(ref, ours, headers, label):
         po = probe(ours, headers, tmp, common_records, common_enums, common_typedefs, int_macros, names_both)
         facts += len(pr)
         for line in sorted(pr - po):
-            key = line.split("=")[0].rsplit(" ", 1)[0] if "=" in line else line
+            head = line.split("=")[0]
+            # `record X.m offset=...` is keyed by `record X.m `; `macro M=...` by `macro M=`.
+            key = head.rsplit(" ", 1)[0] + " " if head.count(" ") >= 2 else head + "="
             theirs = [x for x in po if x.startswith(key)]
             diffs.append(f"{label}: {line}  (ours: {theirs[0] if theirs else 'absent'})")
     return facts, diffs
 
 
 def main():
-    ref, ours = sys.argv[1], sys.argv[2]
-    total, all_diffs = 0, []
+    global DIR, SETS, CXX_LINKAGE_FIXED
+    args = sys.argv[1:]
+    if args[:1] == ["--set"]:
+        DIR, SETS = VERSIONS[args[1]]
+        CXX_LINKAGE_FIXED = args[1] == "1.2"
+        args = args[2:]
+    ref, ours = args[0], args[1]
+    total, all_diffs, notes = 0, [], []
     for label, headers in SETS.items():
-        facts, diffs = compare(ref, ours, headers, label)
+        facts, diffs = compare(ref, ours, headers, label, notes)
         total += facts
         all_diffs += diffs
     for d in all_diffs:
         print(d)
+    for n in notes:
+        print(f"note: {n}")
     print(f"abi: {total} facts compared, {len(all_diffs)} differences")
     sys.exit(1 if all_diffs else 0)
 

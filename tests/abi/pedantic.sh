@@ -1,14 +1,46 @@
 #!/usr/bin/env bash
 # Our headers compile warning-free with -Wall -Wextra -Werror -pedantic as C99, C11 and C++17,
 # each header included twice (the include guards cover everything in them).
-# usage: pedantic.sh INCLUDE_DIR
+# With --set 1.2, the DAT 1.2 headers (include/dat).
+# usage: pedantic.sh [--set 1.2] INCLUDE_DIR
 set -euo pipefail
-inc=${1:?usage: pedantic.sh INCLUDE_DIR}
+dir=dat2
+if [ "${1:-}" = --set ]; then
+    dir=dat
+    shift 2
+fi
+inc=${1:?usage: pedantic.sh [--set 1.2] INCLUDE_DIR}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for pass in 1 2; do
-    for h in "$inc"/dat2/*.h; do echo "#include <dat2/$(basename "$h")>"; done
+    for h in "$inc/$dir"/*.h; do echo "#include <$dir/$(basename "$h")>"; done
 done > "$tmp/probe.c"
+if [ $dir = dat ]; then
+cat >> "$tmp/probe.c" <<'C'
+
+/* Uses the macros and types a DAT 1.2 program uses; compiled, not linked. */
+DAT_RETURN probe(DAT_IA_HANDLE *ia, DAT_EVD_HANDLE *evd, DAT_RMR_HANDLE rmr, DAT_EP_HANDLE ep);
+DAT_RETURN probe(DAT_IA_HANDLE *ia, DAT_EVD_HANDLE *evd, DAT_RMR_HANDLE rmr, DAT_EP_HANDLE ep)
+{
+    DAT_EVENT event;
+    DAT_COUNT more = 0;
+    DAT_LMR_TRIPLET iov = { 0, 0, 0, 0 };
+    DAT_RMR_CONTEXT context;
+    DAT_RMR_COOKIE cookie;
+    const char *major = 0;
+    char name[] = "tcp-lo";
+    DAT_RETURN rc = dat_ia_open(name, 8, evd, ia);
+    if (DAT_GET_TYPE(rc) != DAT_SUCCESS) {
+        (void)dat_strerror(rc, &major, 0);
+        return rc;
+    }
+    cookie.as_64 = 1;
+    (void)dat_rmr_bind(rmr, &iov, DAT_MEM_PRIV_ALL_FLAG, ep, cookie, DAT_COMPLETION_DEFAULT_FLAG, &context);
+    (void)dat_evd_wait(*evd, DAT_TIMEOUT_INFINITE, 1, &event, &more);
+    return dat_ia_close(*ia, DAT_CLOSE_DEFAULT);
+}
+C
+else
 cat >> "$tmp/probe.c" <<'C'
 
 /* Uses the macros and types a program uses; compiled, not linked. */
@@ -29,6 +61,7 @@ DAT_RETURN probe(DAT_IA_HANDLE *ia, DAT_EVD_HANDLE *evd)
     return dat_ia_close(*ia, DAT_CLOSE_DEFAULT);
 }
 C
+fi
 cp "$tmp/probe.c" "$tmp/probe.cpp"
 fail=0
 for std in c99 c11; do

@@ -1,6 +1,8 @@
 //! Writes include/dat2 (the OpenFabrics file names) from the Rust ABI types and the exported
 //! functions, with cbindgen; cbindgen.toml holds the shared settings and, under `[headergen]`,
 //! what cbindgen cannot derive (function-like macros, pointer and string macros) per file.
+//! With `--set 1.2` it writes include/dat (the DAT 1.2 file names) from src/abi12 and the 1.2
+//! prototypes declared there (src/abi12/prototypes.rs), with cbindgen-1.2.toml.
 //!
 //! Every struct, union and enum carries the tag OpenFabrics gives it (`typedef struct dat_event
 //! {...} DAT_EVENT;`), so C can spell `struct dat_event` and C++ mangles a `DAT_EVENT *`
@@ -9,7 +11,7 @@
 //! name (`dat_boolean` behind `DAT_BOOLEAN`), a struct's or union's is its Rust name in lower
 //! case (`DAT_EVENT` -> `dat_event`). tests/abi/compare.py checks every tag against them.
 //!
-//! usage: headergen OUTPUT_DIR   (run from the repository root)
+//! usage: headergen [--set 1.2] OUTPUT_DIR   (run from the repository root)
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -29,7 +31,37 @@ enum Functions {
     /// Every exported function not placed elsewhere.
     Rest,
     Only(&'static [&'static str]),
+    /// Those src/abi12/prototypes.rs declares under a line `// <one of these files>`.
+    Declared(&'static [&'static str]),
 }
+
+/// One header set: its directory's name, the Rust ABI types' directory, the settings, the
+/// headers.
+struct Set {
+    dir: &'static str,
+    abi: &'static str,
+    config: &'static str,
+    headers: &'static [Header],
+}
+
+const DAT2: Set = Set {
+    dir: "dat2",
+    abi: "src/abi",
+    config: "cbindgen.toml",
+    headers: HEADERS,
+};
+
+/// DAT 1.2: compat-dapl's ten file names (no IB extension), each header including what it
+/// uses (compat-dapl's rely on udat.h's order). Which functions each declares is said by
+/// src/abi12/prototypes.rs.
+const DAT12: Set = Set {
+    dir: "dat",
+    abi: "src/abi12",
+    config: "cbindgen-1.2.toml",
+    headers: HEADERS_12,
+};
+
+const PROTOTYPES_12: &str = "src/abi12/prototypes.rs";
 
 const REGISTRY_FUNCTIONS: &[&str] = &[
     "dat_registry_add_provider",
@@ -127,6 +159,109 @@ const HEADERS: &[Header] = &[
         functions: Functions::Only(IB_EXTENSION_FUNCTIONS),
     },
 ];
+
+const HEADERS_12: &[Header] = &[
+    Header {
+        file: "udat_config.h",
+        guard: "_UDAT_CONFIG_H_",
+        modules: &["config"],
+        includes: &[],
+        functions: Functions::None,
+    },
+    Header {
+        file: "dat_platform_specific.h",
+        guard: "_DAT_PLATFORM_SPECIFIC_H_",
+        modules: &["platform"],
+        includes: &[],
+        functions: Functions::None,
+    },
+    Header {
+        file: "dat_error.h",
+        guard: "_DAT_ERROR_H_",
+        modules: &["dat_error"],
+        includes: &["dat/dat_platform_specific.h"],
+        functions: Functions::None,
+    },
+    Header {
+        file: "dat_vendor_specific.h",
+        guard: "_DAT_VENDOR_SPECIFIC_H_",
+        modules: &[],
+        includes: &[],
+        functions: Functions::None,
+    },
+    Header {
+        file: "udat_vendor_specific.h",
+        guard: "_UDAT_VENDOR_SPECIFIC_H_",
+        modules: &[],
+        includes: &["dat/dat_vendor_specific.h"],
+        functions: Functions::None,
+    },
+    Header {
+        file: "dat.h",
+        guard: "_DAT_H_",
+        modules: &["dat"],
+        includes: &[
+            "dat/udat_config.h",
+            "dat/dat_platform_specific.h",
+            "dat/dat_error.h",
+        ],
+        // Its functions' types are udat.h's, defined after udat.h includes dat.h: declared there.
+        functions: Functions::None,
+    },
+    Header {
+        file: "udat.h",
+        guard: "_UDAT_H_",
+        modules: &["udat"],
+        includes: &[
+            "dat/udat_config.h",
+            "dat/dat_platform_specific.h",
+            "dat/dat.h",
+            "dat/udat_vendor_specific.h",
+        ],
+        functions: Functions::Declared(&["dat.h", "udat.h"]),
+    },
+    Header {
+        file: "dat_redirection.h",
+        guard: "_DAT_REDIRECTION_H_",
+        modules: &["redirection"],
+        includes: &["dat/udat.h"],
+        functions: Functions::None,
+    },
+    Header {
+        file: "udat_redirection.h",
+        guard: "_UDAT_REDIRECTION_H_",
+        modules: &[],
+        includes: &["dat/dat_redirection.h"],
+        functions: Functions::None,
+    },
+    Header {
+        file: "dat_registry.h",
+        guard: "_DAT_REGISTRY_H_",
+        modules: &["registry"],
+        includes: &["dat/udat.h", "dat/udat_redirection.h"],
+        functions: Functions::Declared(&["dat_registry.h"]),
+    },
+];
+
+/// The functions src/abi12/prototypes.rs declares, by the header named on the `// file.h` line
+/// before their block.
+fn declared_functions(text: &str) -> BTreeMap<String, String> {
+    let mut header = String::new();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(file) = line.strip_prefix("// ").filter(|f| f.ends_with(".h")) {
+            header = file.to_string();
+        } else if let Some(rest) = line.strip_prefix("pub fn ") {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            out.insert(name, header.clone());
+        }
+    }
+    out
+}
 
 /// The items a Rust ABI module declares, and its C enums (tag -> raw typedef name).
 #[derive(Default)]
@@ -264,12 +399,15 @@ fn rust_sources(root: &Path) -> Vec<std::path::PathBuf> {
 }
 
 fn main() {
-    let out = std::env::args()
-        .nth(1)
-        .expect("usage: headergen OUTPUT_DIR");
-    let out = Path::new(&out);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (set, out) = match args.as_slice() {
+        [out] => (&DAT2, out),
+        [flag, version, out] if flag == "--set" && version == "1.2" => (&DAT12, out),
+        _ => panic!("usage: headergen [--set 1.2] OUTPUT_DIR"),
+    };
+    let out = Path::new(out);
     let root = Path::new(".");
-    let toml_text = fs::read_to_string(root.join("cbindgen.toml")).expect("cbindgen.toml");
+    let toml_text = fs::read_to_string(root.join(set.config)).expect(set.config);
     let mut table: toml::Table = toml_text.parse().expect("cbindgen.toml is TOML");
     let verbatim: BTreeMap<String, toml::Value> = match table.remove("headergen") {
         Some(toml::Value::Table(t)) => t.into_iter().collect(),
@@ -278,23 +416,41 @@ fn main() {
     let base: cbindgen::Config = table.try_into().expect("cbindgen settings");
 
     let mut modules: BTreeMap<String, ModuleItems> = BTreeMap::new();
-    for h in HEADERS {
+    for h in set.headers {
         for m in h.modules {
             let text =
-                fs::read_to_string(root.join(format!("src/abi/{m}.rs"))).expect("abi module");
+                fs::read_to_string(root.join(format!("{}/{m}.rs", set.abi))).expect("abi module");
             modules.insert(m.to_string(), scan_module(&text));
         }
     }
-    let functions = defined_functions(root, "dat_");
-    let internal = defined_functions(root, "libdat_");
-    let sources = rust_sources(root);
+    let (functions, internal, sources, declared) = if set.dir == DAT2.dir {
+        (
+            defined_functions(root, "dat_"),
+            defined_functions(root, "libdat_"),
+            rust_sources(root),
+            BTreeMap::new(),
+        )
+    } else {
+        // cbindgen skips the `#[cfg(test)] mod prototypes` of src/abi12: named here instead.
+        let text = fs::read_to_string(root.join(PROTOTYPES_12)).expect(PROTOTYPES_12);
+        let declared = declared_functions(&text);
+        (
+            declared.keys().cloned().collect(),
+            Vec::new(),
+            vec![
+                root.join(format!("{}/mod.rs", set.abi)),
+                root.join(PROTOTYPES_12),
+            ],
+            declared,
+        )
+    };
     let enum_tags: BTreeMap<String, String> = modules
         .values()
         .flat_map(|m| m.enums.iter().map(|(tag, raw)| (raw.clone(), tag.clone())))
         .collect();
     fs::create_dir_all(out).expect("output dir");
 
-    for h in HEADERS {
+    for h in set.headers {
         let mut cfg = base.clone();
         cfg.include_guard = Some(h.guard.to_string());
         cfg.includes = h.includes.iter().map(|s| s.to_string()).collect();
@@ -310,8 +466,8 @@ fn main() {
         // included twice would define its trailer's types twice): see `inside_guard`.
         let mut trailer = text_of("trailer").unwrap_or_default();
         if h.file == "dat_redirection.h" {
-            let redirection =
-                fs::read_to_string(root.join("src/abi/redirection.rs")).expect("redirection.rs");
+            let redirection = fs::read_to_string(root.join(format!("{}/redirection.rs", set.abi)))
+                .expect("redirection.rs");
             trailer += &dispatch_macros(&redirection);
         }
         if let Some(sys) = verbatim
@@ -360,6 +516,9 @@ fn main() {
                 Functions::Rest => ![REGISTRY_FUNCTIONS, IB_EXTENSION_FUNCTIONS]
                     .concat()
                     .contains(&f.as_str()),
+                Functions::Declared(files) => declared
+                    .get(f)
+                    .is_some_and(|file| files.contains(&file.as_str())),
             };
             if !here {
                 exclude.push(f.clone());
@@ -403,6 +562,9 @@ fn main() {
         for member in list_of("const_members") {
             text = const_member(&text, &member);
         }
+        for tag in list_of("beyond_int_enums") {
+            text = beyond_int_enum(&text, &tag);
+        }
         let text = inside_guard(&text, h.guard, &trailer);
         fs::write(out.join(h.file), text).expect("write header");
     }
@@ -442,6 +604,24 @@ fn inline_type(text: &str, name: &str) -> String {
         &format!("  {name} "),
         &format!("  {kind} {{\n{indented}  }} "),
         1,
+    )
+}
+
+/// Lets the enum `tag` have an enumerator beyond the range of an `int` (DAT 1.2's
+/// `DAT_NOT_IMPLEMENTED`, 0xFFFF0000: C then makes the enum unsigned) in a `-pedantic` C build,
+/// which warns of it: the value is the ABI.
+fn beyond_int_enum(text: &str, tag: &str) -> String {
+    let open = format!("typedef enum {tag} {{\n");
+    let start = text
+        .find(&open)
+        .unwrap_or_else(|| panic!("beyond_int_enums: no enum {tag}"));
+    let close = text[start..].find("\n} ").expect("enum end") + start;
+    let end = text[close..].find(";\n").expect("typedef end") + close + 2;
+    format!(
+        "{}#pragma GCC diagnostic push\n#pragma GCC diagnostic ignored \"-Wpedantic\"\n{}#pragma GCC diagnostic pop\n{}",
+        &text[..start],
+        &text[start..end],
+        &text[end..]
     )
 }
 
