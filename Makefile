@@ -76,6 +76,7 @@ define link_library
 	  -Wl,--gc-sections -Wl,-z,defs $(NATIVE_LIBS)
 	ln -sf $(SONAME) $(dir $(2))libdat2.so
 	ln -sf $(SONAME) $(dir $(2))libdat.so
+	ln -sf $(SONAME) $(dir $(2))libdat.so.1
 endef
 
 ifeq ($(RELEASE_DIR),$(TARGET_DIR)/release)
@@ -121,10 +122,11 @@ endif
 
 # Exactly the DAT functions, in version node DAT_2.0; everything else stays local. Those the
 # Rust source defines, and those the C source does (src/ext: a definition begins a line
-# `DAT_RETURN dat_...(`).
+# `DAT_RETURN dat_...(`). The DAT 1.2 functions name their version node themselves
+# (`dat_x@DAT_1.2`, src/api12): the script only declares the node.
 $(BUILD)/dat.map: $(RUST_SRC)
 	@mkdir -p $(BUILD)
-	{ echo 'DAT_2.0 {'; echo '  global:'; \
+	{ echo 'DAT_1.2 { };'; echo 'DAT_2.0 {'; echo '  global:'; \
 	  { grep -rhoE 'extern "C" fn dat_[a-z0-9_]+' src/api | sed 's/.*fn //'; \
 	    grep -hoE '^DAT_RETURN dat_[a-z0-9_]+\(' src/ext/*.c | sed 's/^DAT_RETURN //; s/($$//'; } | \
 	    sed 's/^/    /; s/$$/;/' | sort -u; \
@@ -242,6 +244,7 @@ install: all
 	install -m 755 $(LIBDIR)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libdat2.so
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libdat.so
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libdat.so.1
 	install -m 644 include/dat2/*.h $(DESTDIR)$(PREFIX)/include/dat2/
 	sed 's|@PREFIX@|$(PREFIX)|g' dat2.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dat2.pc
 	install -m 755 $(BUILD)/bin/datinfo $(DESTDIR)$(PREFIX)/bin/

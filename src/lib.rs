@@ -17,6 +17,7 @@ pub mod abi;
 #[rustfmt::skip]
 pub mod abi12;
 pub mod api;
+pub mod api12;
 pub mod error;
 pub mod handle;
 pub mod objects;

@@ -29,17 +29,42 @@ pub unsafe extern "C" fn dat_ia_openv(
     thread_safety: DAT_BOOLEAN,
 ) -> DAT_RETURN {
     entry! {
+        // SAFETY: forwarded from our caller.
+        unsafe {
+            openv(ia_name_ptr, async_evd_min_qlen, async_evd_handle, ia_handle, dapl_major, thread_safety, API_MAJOR)
+        }
+    }
+}
+
+/// `dat_ia_openv` for a caller of API major version `api_major` (this one, or 1.2's entry
+/// point): a request for another major version finds no provider, as in OpenFabrics'
+/// registries.
+///
+/// # Safety
+/// The pointers are the C caller's, as `dat_ia_openv` takes them.
+pub(crate) unsafe fn openv(
+    ia_name_ptr: DAT_NAME_PTR,
+    async_evd_min_qlen: DAT_COUNT,
+    async_evd_handle: *mut DAT_EVD_HANDLE,
+    ia_handle: *mut DAT_IA_HANDLE,
+    dapl_major: DAT_UINT32,
+    thread_safety: DAT_BOOLEAN,
+    api_major: u32,
+) -> DatResult {
+    {
         // SAFETY: a non-NULL name points to the caller's string, read no further than a name
         // may go.
         let name = unsafe { edge::name_in(ia_name_ptr as *const c_char, 1)? };
         let async_inout = edge::out(async_evd_handle, 3)?;
         let ia_out = edge::out(ia_handle, 4)?;
         edge::enum_in::<dat_boolean, _>(thread_safety, 7)?;
-        // Both thread-safety values are served: the library is thread-safe either way. A
-        // request for another major version finds no provider, as in OpenFabrics' registry.
-        let entry = registry::find(name)
-            .filter(|e| e.api_major == dapl_major && dapl_major == API_MAJOR)
-            .ok_or(DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED))?;
+        // Both thread-safety values are served: the library is thread-safe either way.
+        let entry = registry::find(name, dapl_major)
+            .filter(|_| dapl_major == api_major)
+            .ok_or(DatError::new(
+                Type::DAT_PROVIDER_NOT_FOUND,
+                Sub::DAT_NAME_NOT_REGISTERED,
+            ))?;
         // SAFETY: the in-out handle is non-NULL (checked by `out` above) and points to a
         // handle, or to DAT_HANDLE_NULL (API contract).
         let requested = unsafe { edge::read_in(async_evd_handle as *const DAT_EVD_HANDLE) }
@@ -154,12 +179,10 @@ pub(crate) fn open_query(
     provider_attr_mask: DAT_PROVIDER_ATTR_MASK,
     provider_attr: *mut DAT_PROVIDER_ATTR,
 ) -> DatResult {
-    let entry = registry::find(name)
-        .filter(|e| e.api_major == API_MAJOR)
-        .ok_or(DatError::new(
-            Type::DAT_PROVIDER_NOT_FOUND,
-            Sub::DAT_NAME_NOT_REGISTERED,
-        ))?;
+    let entry = registry::find(name, API_MAJOR).ok_or(DatError::new(
+        Type::DAT_PROVIDER_NOT_FOUND,
+        Sub::DAT_NAME_NOT_REGISTERED,
+    ))?;
     let out = edge::out(ia_handle, 2)?;
     if ia_attr.is_null() && provider_attr.is_null() {
         return Err(DatError::invalid_arg(5));

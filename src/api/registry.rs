@@ -10,11 +10,15 @@ use crate::abi::*;
 use crate::error::{DatError, Sub, Type};
 use crate::registry;
 
-fn info_of(e: &registry::Entry) -> DAT_PROVIDER_INFO {
+/// An entry as a caller of API major version `major` sees it: a built-in IA serves both
+/// versions and says the caller's.
+fn info_of(e: &registry::Entry, major: u32) -> DAT_PROVIDER_INFO {
     let mut info = DAT_PROVIDER_INFO::zeroed();
     fill_name(&mut info.ia_name, &e.ia_name);
-    info.dapl_version_major = e.api_major;
-    info.dapl_version_minor = e.api_minor;
+    (info.dapl_version_major, info.dapl_version_minor) = match e.origin {
+        registry::Origin::Builtin if major == registry::API_MAJOR_1 => (1, 2),
+        _ => (e.api_major, e.api_minor),
+    };
     info.is_thread_safe = if e.thread_safe {
         dat_boolean::DAT_TRUE
     } else {
@@ -30,21 +34,53 @@ pub unsafe extern "C" fn dat_registry_list_providers(
     dat_provider_list: *mut *mut DAT_PROVIDER_INFO,
 ) -> DAT_RETURN {
     entry! {
+        // SAFETY: forwarded from our caller.
+        unsafe { list_providers(registry::entries(), registry::API_MAJOR, max_to_return, entries_returned, dat_provider_list) }
+    }
+}
+
+/// `dat_registry_list_providers` over `entries`, for a caller of API major version `major`
+/// (1.2's provider info has 2.0's layout).
+///
+/// # Safety
+/// The pointers are the C caller's, as `dat_registry_list_providers` takes them.
+pub(crate) unsafe fn list_providers(
+    entries: Vec<std::sync::Arc<registry::Entry>>,
+    major: u32,
+    max_to_return: DAT_COUNT,
+    entries_returned: *mut DAT_COUNT,
+    dat_provider_list: *mut *mut DAT_PROVIDER_INFO,
+) -> crate::error::DatResult {
+    {
         let count_out = edge::out(entries_returned, 2)?;
-        let entries = registry::entries();
         // The man page: a list too small (max_to_return 0 included) or NULL fails with
         // DAT_INVALID_PARAMETER, and the count then says how many entries there are.
-        if max_to_return < 0 || (max_to_return as usize) < entries.len() || dat_provider_list.is_null() {
+        if max_to_return < 0
+            || (max_to_return as usize) < entries.len()
+            || dat_provider_list.is_null()
+        {
             count_out.set(entries.len() as DAT_COUNT);
-            return Err(DatError::invalid_arg(if dat_provider_list.is_null() && max_to_return > 0 { 3 } else { 1 }));
+            return Err(DatError::invalid_arg(
+                if dat_provider_list.is_null() && max_to_return > 0 {
+                    3
+                } else {
+                    1
+                },
+            ));
         }
         // SAFETY: the list is the caller's array of `max_to_return` pointers to provider infos
         // (API contract).
-        let slots = unsafe { edge::slice_in(dat_provider_list as *const *mut DAT_PROVIDER_INFO, max_to_return, 3)? };
+        let slots = unsafe {
+            edge::slice_in(
+                dat_provider_list as *const *mut DAT_PROVIDER_INFO,
+                max_to_return,
+                3,
+            )?
+        };
         let mut written = 0;
         for (slot, e) in slots.iter().zip(entries.iter()) {
             let out = edge::out(*slot, 3)?;
-            out.set(info_of(e));
+            out.set(info_of(e, major));
             written += 1;
         }
         count_out.set(written);
@@ -182,8 +218,8 @@ pub unsafe extern "C" fn dat_registry_providers_related(
         let (a, b) = (name(ia_name1, 1)?, name(ia_name2, 2)?);
         let out = edge::out(relationship, 3)?;
         let not_found = DatError::new(Type::DAT_PROVIDER_NOT_FOUND, Sub::DAT_NAME_NOT_REGISTERED);
-        let ea = registry::find(&a).ok_or(not_found)?;
-        let eb = registry::find(&b).ok_or(not_found)?;
+        let ea = registry::find(&a, registry::API_MAJOR).ok_or(not_found)?;
+        let eb = registry::find(&b, registry::API_MAJOR).ok_or(not_found)?;
         // Two IAs are the same adapter when they name the same transport and interface.
         let related = ea.transport == eb.transport && ea.ia_params == eb.ia_params;
         out.set(if related { dat_ha_relationship::DAT_HA_TRUE } else { dat_ha_relationship::DAT_HA_FALSE } as DAT_HA_RELATIONSHIP);

@@ -30,7 +30,11 @@ impl Transport {
     /// path naming `tcp` (or our own library) means the TCP transport.
     pub fn from_lib_path(lib_path: &str) -> Option<Transport> {
         let base = lib_path.rsplit('/').next().unwrap_or(lib_path);
-        if base.starts_with("libdaplo") || base.starts_with("libdaplcma") {
+        // 2.0: libdaplofa, libdaploscm, libdaplomcm; 1.2: libdaplcma, libdaplscm.
+        if base.starts_with("libdaplo")
+            || base.starts_with("libdaplcma")
+            || base.starts_with("libdaplscm")
+        {
             Some(Transport::Rdma)
         } else if base.contains("tcp") || base.starts_with("libdat") {
             Some(Transport::Tcp)
@@ -85,9 +89,21 @@ pub struct Entry {
 /// The DAT API version this library implements.
 pub const API_MAJOR: u32 = 2;
 pub const API_MINOR: u32 = 0;
+/// The earlier version it serves too, through the 1.2 entry points (`src/api12`).
+pub const API_MAJOR_1: u32 = 1;
 pub const PROVIDER_VERSION: &str = "libdat.0.1";
 
 impl Entry {
+    /// Whether a caller of API major version `major` may open this IA: a `dat.conf` line or
+    /// a run-time provider serves the version it names (`u1.2` lines the 1.2 API, `u2.0` lines
+    /// 2.0, as OpenFabrics' two registries), a built-in IA both.
+    pub fn serves(&self, major: u32) -> bool {
+        match self.origin {
+            Origin::Builtin => major == API_MAJOR || major == API_MAJOR_1,
+            _ => self.api_major == major,
+        }
+    }
+
     /// The peer timeout this entry's platform parameters set (`peer_timeout=SECONDS`, among
     /// other words separated by spaces or commas; fractions allowed), if any.
     pub fn peer_timeout(&self) -> Option<std::time::Duration> {
@@ -219,9 +235,13 @@ pub fn assemble(
             ia_params: line.ia_params,
             platform_params: line.platform_params,
         });
-        // A line of the same name replaces a built-in; among file lines the first one wins,
-        // as OpenFabrics' static registry keeps the first.
-        match entries.iter().position(|e| e.ia_name == entry.ia_name) {
+        // A line of the same name replaces a built-in; among file lines of one API version the
+        // first one wins, as OpenFabrics' static registry keeps the first (a `u1.2` and a
+        // `u2.0` line may share a name: each API finds its own).
+        match entries.iter().position(|e| {
+            e.ia_name == entry.ia_name
+                && (e.origin == Origin::Builtin || e.api_major == entry.api_major)
+        }) {
             Some(i) if entries[i].origin == Origin::Builtin => entries[i] = entry,
             Some(_) => warn(format!(
                 "libdat: {}:{}: skipped: IA `{}` is already registered",
@@ -253,13 +273,23 @@ pub fn entries() -> Vec<Arc<Entry>> {
     REGISTRY.read().clone()
 }
 
-/// The entry named `ia_name`.
-pub fn find(ia_name: &str) -> Option<Arc<Entry>> {
+/// The entry named `ia_name` that serves API major version `major`.
+pub fn find(ia_name: &str, major: u32) -> Option<Arc<Entry>> {
     REGISTRY
         .read()
         .iter()
-        .find(|e| e.ia_name == ia_name)
+        .find(|e| e.ia_name == ia_name && e.serves(major))
         .cloned()
+}
+
+/// A snapshot of the IAs that serve API major version `major`, in registry order.
+pub fn entries_serving(major: u32) -> Vec<Arc<Entry>> {
+    REGISTRY
+        .read()
+        .iter()
+        .filter(|e| e.serves(major))
+        .cloned()
+        .collect()
 }
 
 /// Adds a run-time provider; `false` if an IA of that name and version is registered already.
