@@ -8,3 +8,10 @@
 mod ia;
 pub mod returns;
 mod same;
+// Endpoints, data transfers, memory (and what they share: triplets, queries).
+pub mod dto;
+pub mod ep;
+pub mod memory;
+mod query;
+pub mod srq;
+pub mod triplets;
