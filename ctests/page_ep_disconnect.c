@@ -332,7 +332,10 @@ static void peer_process_cases(pid_t stopped, int to_stopped, pid_t dying, int t
 	if (write(to_stopped, &port, sizeof(port)) != (ssize_t)sizeof(port))
 		exit(2);
 	e = next(p.cr_evd);
+	/* Stopped before the accept: kill() only queues the signal, the peer's threads may still
+	 * run (and confirm the accept) until it has taken effect. */
 	kill(stopped, SIGSTOP);
+	waitpid(stopped, NULL, WUNTRACED);
 	must(post_recv(&p, 0, 8), "dat_ep_post_recv");
 	if (e.event_number == DAT_CONNECTION_REQUEST_EVENT)
 		must(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL), "dat_cr_accept");
