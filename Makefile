@@ -5,7 +5,8 @@
 #   make headers         regenerate include/dat2 from the Rust ABI types (cbindgen)
 #   make headers-1.2     regenerate include/dat (DAT 1.2) from the Rust 1.2 ABI types (src/abi12)
 #   make check-headers   fail if include/dat2 or include/dat differs from what the Rust source generates
-#   make install         PREFIX=/usr/local DESTDIR=
+#   make install         PREFIX=/usr/local DESTDIR= (the library and its links, include/dat2 and
+#                        include/dat, dat2.pc and dat.pc, datinfo)
 #   make test            every test; the last line is "N passed, N failed"
 #   make test-rdma       the RDMA tests alone, in the soft-RoCE guest (../shared/rxe-vm; make test runs them too)
 #   make bench-rdma      ours, OpenFabrics' and perftest side by side in the soft-RoCE guest (15 rounds,
@@ -226,8 +227,9 @@ ctest-openfabrics: all
 headers:
 	$(CARGO) run -q -p headergen -- include/dat2
 
-# The DAT 1.2 headers (compat-dapl's names and ABI). Not installed yet: the library has no
-# DAT 1.2 entry points, and their prototypes name the 2.0 functions' symbols.
+# The DAT 1.2 headers (compat-dapl's names and ABI). Their `.symver` lines bind a program's
+# calls to the library's DAT 1.2 entry points (dat_x@DAT_1.2), so `-ldat` links a 1.2 program
+# and a 2.0 one (include/dat2: the default dat_x@@DAT_2.0) alike.
 headers-1.2:
 	$(CARGO) run -q -p headergen -- --set 1.2 include/dat
 
@@ -239,14 +241,16 @@ check-headers:
 	diff -ru include/dat $(BUILD)/headers-check/dat
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/dat2 \
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/dat2 $(DESTDIR)$(PREFIX)/include/dat \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/libdat
 	install -m 755 $(LIBDIR)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libdat2.so
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libdat.so
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libdat.so.1
 	install -m 644 include/dat2/*.h $(DESTDIR)$(PREFIX)/include/dat2/
+	install -m 644 include/dat/*.h $(DESTDIR)$(PREFIX)/include/dat/
 	sed 's|@PREFIX@|$(PREFIX)|g' dat2.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dat2.pc
+	sed 's|@PREFIX@|$(PREFIX)|g' dat.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dat.pc
 	install -m 755 $(BUILD)/bin/datinfo $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 dat.conf.example $(DESTDIR)$(PREFIX)/share/doc/libdat/
 

@@ -180,7 +180,7 @@ typedef enum dat_pz_param_mask {
 
 typedef enum dat_close_flags {
   DAT_CLOSE_ABRUPT_FLAG = 0,
-  DAT_CLOSE_GRACEFUL_FLAG = 1,
+  DAT_CLOSE_GRACEFUL_FLAG = 1
 } DAT_CLOSE_FLAGS;
 
 typedef enum dat_dto_completion_status {
@@ -195,7 +195,7 @@ typedef enum dat_dto_completion_status {
   DAT_DTO_ERR_TRANSPORT = 8,
   DAT_DTO_ERR_RECEIVER_NOT_READY = 9,
   DAT_DTO_ERR_PARTIAL_PACKET = 10,
-  DAT_RMR_OPERATION_FAILED = 11,
+  DAT_RMR_OPERATION_FAILED = 11
 } DAT_DTO_COMPLETION_STATUS;
 
 typedef enum dat_ep_state {
@@ -211,12 +211,12 @@ typedef enum dat_ep_state {
   DAT_EP_STATE_CONNECTED = 9,
   DAT_EP_STATE_DISCONNECT_PENDING = 10,
   DAT_EP_STATE_DISCONNECTED = 11,
-  DAT_EP_STATE_COMPLETION_PENDING = 12,
+  DAT_EP_STATE_COMPLETION_PENDING = 12
 } DAT_EP_STATE;
 
 typedef enum dat_boolean {
   DAT_FALSE = 0,
-  DAT_TRUE = 1,
+  DAT_TRUE = 1
 } DAT_BOOLEAN;
 
 typedef enum dat_completion_flags {
@@ -225,7 +225,7 @@ typedef enum dat_completion_flags {
   DAT_COMPLETION_SOLICITED_WAIT_FLAG = 2,
   DAT_COMPLETION_UNSIGNALLED_FLAG = 4,
   DAT_COMPLETION_BARRIER_FENCE_FLAG = 8,
-  DAT_COMPLETION_EVD_THRESHOLD_FLAG = 16,
+  DAT_COMPLETION_EVD_THRESHOLD_FLAG = 16
 } DAT_COMPLETION_FLAGS;
 
 typedef enum dat_qos {
@@ -233,12 +233,12 @@ typedef enum dat_qos {
   DAT_QOS_HIGH_THROUGHPUT = 1,
   DAT_QOS_LOW_LATENCY = 2,
   DAT_QOS_ECONOMY = 4,
-  DAT_QOS_PREMIUM = 8,
+  DAT_QOS_PREMIUM = 8
 } DAT_QOS;
 
 typedef enum dat_connect_flags {
   DAT_CONNECT_DEFAULT_FLAG = 0,
-  DAT_CONNECT_MULTIPATH_FLAG = 1,
+  DAT_CONNECT_MULTIPATH_FLAG = 1
 } DAT_CONNECT_FLAGS;
 
 typedef enum dat_evd_flags {
@@ -248,12 +248,12 @@ typedef enum dat_evd_flags {
   DAT_EVD_CONNECTION_FLAG = 64,
   DAT_EVD_RMR_BIND_FLAG = 128,
   DAT_EVD_ASYNC_FLAG = 256,
-  DAT_EVD_DEFAULT_FLAG = 496,
+  DAT_EVD_DEFAULT_FLAG = 496
 } DAT_EVD_FLAGS;
 
 typedef enum dat_psp_flags {
   DAT_PSP_CONSUMER_FLAG = 0,
-  DAT_PSP_PROVIDER_FLAG = 1,
+  DAT_PSP_PROVIDER_FLAG = 1
 } DAT_PSP_FLAGS;
 
 typedef enum dat_mem_priv_flags {
@@ -262,7 +262,7 @@ typedef enum dat_mem_priv_flags {
   DAT_MEM_PRIV_REMOTE_READ_FLAG = 2,
   DAT_MEM_PRIV_LOCAL_WRITE_FLAG = 16,
   DAT_MEM_PRIV_REMOTE_WRITE_FLAG = 32,
-  DAT_MEM_PRIV_ALL_FLAG = 51,
+  DAT_MEM_PRIV_ALL_FLAG = 51
 } DAT_MEM_PRIV_FLAGS;
 
 typedef enum dat_lmr_param_mask {
@@ -276,7 +276,7 @@ typedef enum dat_lmr_param_mask {
   DAT_LMR_FIELD_RMR_CONTEXT = 128,
   DAT_LMR_FIELD_REGISTERED_SIZE = 256,
   DAT_LMR_FIELD_REGISTERED_ADDRESS = 512,
-  DAT_LMR_FIELD_ALL = 1023,
+  DAT_LMR_FIELD_ALL = 1023
 } DAT_LMR_PARAM_MASK;
 
 typedef enum dat_rmr_param_mask {
@@ -285,28 +285,28 @@ typedef enum dat_rmr_param_mask {
   DAT_RMR_FIELD_LMR_TRIPLET = 4,
   DAT_RMR_FIELD_MEM_PRIV = 8,
   DAT_RMR_FIELD_RMR_CONTEXT = 16,
-  DAT_RMR_FIELD_ALL = 31,
+  DAT_RMR_FIELD_ALL = 31
 } DAT_RMR_PARAM_MASK;
 
 typedef enum dat_iov_ownership {
   DAT_IOV_CONSUMER = 0,
   DAT_IOV_PROVIDER_NOMOD = 1,
-  DAT_IOV_PROVIDER_MOD = 2,
+  DAT_IOV_PROVIDER_MOD = 2
 } DAT_IOV_OWNERSHIP;
 
 typedef enum dat_ep_creator_for_psp {
   DAT_PSP_CREATES_EP_NEVER = 0,
   DAT_PSP_CREATES_EP_IFASKED = 1,
-  DAT_PSP_CREATES_EP_ALWAYS = 2,
+  DAT_PSP_CREATES_EP_ALWAYS = 2
 } DAT_EP_CREATOR_FOR_PSP;
 
 typedef enum dat_service_type {
-  DAT_SERVICE_TYPE_RC = 0,
+  DAT_SERVICE_TYPE_RC = 0
 } DAT_SERVICE_TYPE;
 
 typedef enum dat_srq_state {
   DAT_SRQ_STATE_OPERATIONAL = 0,
-  DAT_SRQ_STATE_ERROR = 1,
+  DAT_SRQ_STATE_ERROR = 1
 } DAT_SRQ_STATE;
 
 typedef enum dat_srq_param_mask {
@@ -318,7 +318,7 @@ typedef enum dat_srq_param_mask {
   DAT_SRQ_FIELD_LOW_WATERMARK = 32,
   DAT_SRQ_FIELD_AVAILABLE_DTO_COUNT = 64,
   DAT_SRQ_FIELD_OUTSTANDING_DTO_COUNT = 128,
-  DAT_SRQ_FIELD_ALL = 255,
+  DAT_SRQ_FIELD_ALL = 255
 } DAT_SRQ_PARAM_MASK;
 
 typedef enum dat_psp_param_mask {
@@ -326,7 +326,7 @@ typedef enum dat_psp_param_mask {
   DAT_PSP_FIELD_CONN_QUAL = 2,
   DAT_PSP_FIELD_EVD_HANDLE = 4,
   DAT_PSP_FIELD_PSP_FLAGS = 8,
-  DAT_PSP_FIELD_ALL = 15,
+  DAT_PSP_FIELD_ALL = 15
 } DAT_PSP_PARAM_MASK;
 
 typedef enum dat_rsp_param_mask {
@@ -334,7 +334,7 @@ typedef enum dat_rsp_param_mask {
   DAT_RSP_FIELD_CONN_QUAL = 2,
   DAT_RSP_FIELD_EVD_HANDLE = 4,
   DAT_RSP_FIELD_EP_HANDLE = 8,
-  DAT_RSP_FIELD_ALL = 15,
+  DAT_RSP_FIELD_ALL = 15
 } DAT_RSP_PARAM_MASK;
 
 typedef enum dat_cr_param_mask {
@@ -343,41 +343,41 @@ typedef enum dat_cr_param_mask {
   DAT_CR_FIELD_PRIVATE_DATA_SIZE = 4,
   DAT_CR_FIELD_PRIVATE_DATA = 8,
   DAT_CR_FIELD_LOCAL_EP_HANDLE = 16,
-  DAT_CR_FIELD_ALL = 31,
+  DAT_CR_FIELD_ALL = 31
 } DAT_CR_PARAM_MASK;
 
 typedef enum ia_async_error_reason {
   DAT_IA_CATASTROPHIC_ERROR = 0,
-  DAT_IA_OTHER_ERROR = 1,
+  DAT_IA_OTHER_ERROR = 1
 } DAT_IA_ASYNC_ERROR_REASON;
 
 typedef enum ep_async_error_reason {
   DAT_EP_TRANSFER_TO_ERROR = 0,
   DAT_EP_OTHER_ERROR = 1,
-  DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT = 2,
+  DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT = 2
 } DAT_EP_ASYNC_ERROR_REASON;
 
 typedef enum evd_async_error_reason {
   DAT_EVD_OVERFLOW_ERROR = 0,
-  DAT_EVD_OTHER_ERROR = 1,
+  DAT_EVD_OTHER_ERROR = 1
 } DAT_EVD_ASYNC_ERROR_REASON;
 
 typedef enum srq_async_error_reason {
   DAT_SRQ_TRANSFER_TO_ERROR = 0,
   DAT_SRQ_OTHER_ERROR = 1,
-  DAT_SRQ_LOW_WATERMARK_EVENT = 2,
+  DAT_SRQ_LOW_WATERMARK_EVENT = 2
 } DAT_SRQ_ASYNC_ERROR_REASON;
 
 typedef enum lmr_async_error_reason {
-  DAT_LMR_OTHER_ERROR = 0,
+  DAT_LMR_OTHER_ERROR = 0
 } DAT_LMR_ASYNC_ERROR_REASON;
 
 typedef enum rmr_async_error_reason {
-  DAT_RMR_OTHER_ERROR = 0,
+  DAT_RMR_OTHER_ERROR = 0
 } DAT_RMR_ASYNC_ERROR_REASON;
 
 typedef enum pz_async_error_reason {
-  DAT_PZ_OTHER_ERROR = 0,
+  DAT_PZ_OTHER_ERROR = 0
 } DAT_PZ_ASYNC_ERROR_REASON;
 
 typedef enum dat_event_number {
@@ -397,7 +397,7 @@ typedef enum dat_event_number {
   DAT_ASYNC_ERROR_EP_BROKEN = 32771,
   DAT_ASYNC_ERROR_TIMED_OUT = 32772,
   DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR = 32773,
-  DAT_SOFTWARE_EVENT = 65537,
+  DAT_SOFTWARE_EVENT = 65537
 } DAT_EVENT_NUMBER;
 
 typedef char *DAT_NAME_PTR;

@@ -17,7 +17,7 @@ typedef void (*DAT_PROVIDER_FINI_FUNC)(const DAT_PROVIDER_INFO*);
 
 #ifdef __cplusplus
 extern "C" {
-#endif // __cplusplus
+#endif /* __cplusplus */
 
 extern DAT_RETURN dat_registry_add_provider(const DAT_PROVIDER *provider,
                                             const DAT_PROVIDER_INFO *provider_info);
@@ -27,7 +27,13 @@ extern DAT_RETURN dat_registry_remove_provider(const DAT_PROVIDER *provider,
 
 #ifdef __cplusplus
 }  // extern "C"
-#endif  // __cplusplus
+#endif  /* __cplusplus */
 
+
+/* Calls bind to the DAT 1.2 entry points of the library (version DAT_1.2). */
+#if defined(__GNUC__) && defined(__ELF__)
+__asm__(".symver dat_registry_add_provider, dat_registry_add_provider@DAT_1.2");
+__asm__(".symver dat_registry_remove_provider, dat_registry_remove_provider@DAT_1.2");
+#endif
 
 #endif  /* _DAT_REGISTRY_H_ */

@@ -73,7 +73,7 @@
 typedef enum dat_mem_type {
   DAT_MEM_TYPE_VIRTUAL = 0,
   DAT_MEM_TYPE_LMR = 1,
-  DAT_MEM_TYPE_SHARED_VIRTUAL = 2,
+  DAT_MEM_TYPE_SHARED_VIRTUAL = 2
 } DAT_MEM_TYPE;
 
 typedef enum dat_handle_type {
@@ -87,7 +87,7 @@ typedef enum dat_handle_type {
   DAT_HANDLE_TYPE_RMR = 7,
   DAT_HANDLE_TYPE_RSP = 8,
   DAT_HANDLE_TYPE_CNO = 9,
-  DAT_HANDLE_TYPE_SRQ = 10,
+  DAT_HANDLE_TYPE_SRQ = 10
 } DAT_HANDLE_TYPE;
 
 typedef enum dat_evd_state {
@@ -97,7 +97,7 @@ typedef enum dat_evd_state {
   DAT_EVD_STATE_UNWAITABLE = 8,
   DAT_EVD_STATE_CONFIG_NOTIFY = 16,
   DAT_EVD_STATE_CONFIG_SOLICITED = 32,
-  DAT_EVD_STATE_CONFIG_THRESHOLD = 48,
+  DAT_EVD_STATE_CONFIG_THRESHOLD = 48
 } DAT_EVD_STATE;
 
 typedef enum dat_evd_param_mask {
@@ -106,18 +106,18 @@ typedef enum dat_evd_param_mask {
   DAT_EVD_FIELD_EVD_STATE = 4,
   DAT_EVD_FIELD_CNO = 8,
   DAT_EVD_FIELD_EVD_FLAGS = 16,
-  DAT_EVD_FIELD_ALL = 31,
+  DAT_EVD_FIELD_ALL = 31
 } DAT_EVD_PARAM_MASK;
 
 typedef enum dat_cno_param_mask {
   DAT_CNO_FIELD_IA_HANDLE = 1,
   DAT_CNO_FIELD_AGENT = 2,
-  DAT_CNO_FIELD_ALL = 3,
+  DAT_CNO_FIELD_ALL = 3
 } DAT_CNO_PARAM_MASK;
 
 typedef enum dat_pz_support {
   DAT_PZ_UNIQUE = 0,
-  DAT_PZ_SHAREABLE = 1,
+  DAT_PZ_SHAREABLE = 1
 } DAT_PZ_SUPPORT;
 
 typedef DAT_UINT64 DAT_PROVIDER_ATTR_MASK;
@@ -201,7 +201,7 @@ typedef struct dat_cno_param {
 
 #ifdef __cplusplus
 extern "C" {
-#endif // __cplusplus
+#endif /* __cplusplus */
 
 extern DAT_RETURN dat_ia_openv(DAT_NAME_PTR provider,
                                DAT_COUNT asynch_evd_min_qlen,
@@ -485,7 +485,81 @@ extern DAT_RETURN dat_evd_clear_unwaitable(DAT_EVD_HANDLE evd_handle);
 
 #ifdef __cplusplus
 }  // extern "C"
-#endif  // __cplusplus
+#endif  /* __cplusplus */
 
+
+/* Calls bind to the DAT 1.2 entry points of the library (version DAT_1.2). */
+#if defined(__GNUC__) && defined(__ELF__)
+__asm__(".symver dat_cno_create, dat_cno_create@DAT_1.2");
+__asm__(".symver dat_cno_free, dat_cno_free@DAT_1.2");
+__asm__(".symver dat_cno_modify_agent, dat_cno_modify_agent@DAT_1.2");
+__asm__(".symver dat_cno_query, dat_cno_query@DAT_1.2");
+__asm__(".symver dat_cno_wait, dat_cno_wait@DAT_1.2");
+__asm__(".symver dat_cr_accept, dat_cr_accept@DAT_1.2");
+__asm__(".symver dat_cr_handoff, dat_cr_handoff@DAT_1.2");
+__asm__(".symver dat_cr_query, dat_cr_query@DAT_1.2");
+__asm__(".symver dat_cr_reject, dat_cr_reject@DAT_1.2");
+__asm__(".symver dat_ep_connect, dat_ep_connect@DAT_1.2");
+__asm__(".symver dat_ep_create, dat_ep_create@DAT_1.2");
+__asm__(".symver dat_ep_create_with_srq, dat_ep_create_with_srq@DAT_1.2");
+__asm__(".symver dat_ep_disconnect, dat_ep_disconnect@DAT_1.2");
+__asm__(".symver dat_ep_dup_connect, dat_ep_dup_connect@DAT_1.2");
+__asm__(".symver dat_ep_free, dat_ep_free@DAT_1.2");
+__asm__(".symver dat_ep_get_status, dat_ep_get_status@DAT_1.2");
+__asm__(".symver dat_ep_modify, dat_ep_modify@DAT_1.2");
+__asm__(".symver dat_ep_post_rdma_read, dat_ep_post_rdma_read@DAT_1.2");
+__asm__(".symver dat_ep_post_rdma_write, dat_ep_post_rdma_write@DAT_1.2");
+__asm__(".symver dat_ep_post_recv, dat_ep_post_recv@DAT_1.2");
+__asm__(".symver dat_ep_post_send, dat_ep_post_send@DAT_1.2");
+__asm__(".symver dat_ep_query, dat_ep_query@DAT_1.2");
+__asm__(".symver dat_ep_recv_query, dat_ep_recv_query@DAT_1.2");
+__asm__(".symver dat_ep_reset, dat_ep_reset@DAT_1.2");
+__asm__(".symver dat_ep_set_watermark, dat_ep_set_watermark@DAT_1.2");
+__asm__(".symver dat_evd_clear_unwaitable, dat_evd_clear_unwaitable@DAT_1.2");
+__asm__(".symver dat_evd_create, dat_evd_create@DAT_1.2");
+__asm__(".symver dat_evd_dequeue, dat_evd_dequeue@DAT_1.2");
+__asm__(".symver dat_evd_disable, dat_evd_disable@DAT_1.2");
+__asm__(".symver dat_evd_enable, dat_evd_enable@DAT_1.2");
+__asm__(".symver dat_evd_free, dat_evd_free@DAT_1.2");
+__asm__(".symver dat_evd_modify_cno, dat_evd_modify_cno@DAT_1.2");
+__asm__(".symver dat_evd_post_se, dat_evd_post_se@DAT_1.2");
+__asm__(".symver dat_evd_query, dat_evd_query@DAT_1.2");
+__asm__(".symver dat_evd_resize, dat_evd_resize@DAT_1.2");
+__asm__(".symver dat_evd_set_unwaitable, dat_evd_set_unwaitable@DAT_1.2");
+__asm__(".symver dat_evd_wait, dat_evd_wait@DAT_1.2");
+__asm__(".symver dat_get_consumer_context, dat_get_consumer_context@DAT_1.2");
+__asm__(".symver dat_get_handle_type, dat_get_handle_type@DAT_1.2");
+__asm__(".symver dat_ia_close, dat_ia_close@DAT_1.2");
+__asm__(".symver dat_ia_openv, dat_ia_openv@DAT_1.2");
+__asm__(".symver dat_ia_query, dat_ia_query@DAT_1.2");
+__asm__(".symver dat_lmr_create, dat_lmr_create@DAT_1.2");
+__asm__(".symver dat_lmr_free, dat_lmr_free@DAT_1.2");
+__asm__(".symver dat_lmr_query, dat_lmr_query@DAT_1.2");
+__asm__(".symver dat_lmr_sync_rdma_read, dat_lmr_sync_rdma_read@DAT_1.2");
+__asm__(".symver dat_lmr_sync_rdma_write, dat_lmr_sync_rdma_write@DAT_1.2");
+__asm__(".symver dat_psp_create, dat_psp_create@DAT_1.2");
+__asm__(".symver dat_psp_create_any, dat_psp_create_any@DAT_1.2");
+__asm__(".symver dat_psp_free, dat_psp_free@DAT_1.2");
+__asm__(".symver dat_psp_query, dat_psp_query@DAT_1.2");
+__asm__(".symver dat_pz_create, dat_pz_create@DAT_1.2");
+__asm__(".symver dat_pz_free, dat_pz_free@DAT_1.2");
+__asm__(".symver dat_pz_query, dat_pz_query@DAT_1.2");
+__asm__(".symver dat_registry_list_providers, dat_registry_list_providers@DAT_1.2");
+__asm__(".symver dat_rmr_bind, dat_rmr_bind@DAT_1.2");
+__asm__(".symver dat_rmr_create, dat_rmr_create@DAT_1.2");
+__asm__(".symver dat_rmr_free, dat_rmr_free@DAT_1.2");
+__asm__(".symver dat_rmr_query, dat_rmr_query@DAT_1.2");
+__asm__(".symver dat_rsp_create, dat_rsp_create@DAT_1.2");
+__asm__(".symver dat_rsp_free, dat_rsp_free@DAT_1.2");
+__asm__(".symver dat_rsp_query, dat_rsp_query@DAT_1.2");
+__asm__(".symver dat_set_consumer_context, dat_set_consumer_context@DAT_1.2");
+__asm__(".symver dat_srq_create, dat_srq_create@DAT_1.2");
+__asm__(".symver dat_srq_free, dat_srq_free@DAT_1.2");
+__asm__(".symver dat_srq_post_recv, dat_srq_post_recv@DAT_1.2");
+__asm__(".symver dat_srq_query, dat_srq_query@DAT_1.2");
+__asm__(".symver dat_srq_resize, dat_srq_resize@DAT_1.2");
+__asm__(".symver dat_srq_set_lw, dat_srq_set_lw@DAT_1.2");
+__asm__(".symver dat_strerror, dat_strerror@DAT_1.2");
+#endif
 
 #endif  /* _UDAT_H_ */

@@ -1,5 +1,6 @@
-//! datinfo: lists the registered IAs (name, transport, parameters, where each came from); with
-//! `-v` opens each one and prints its IA and provider attributes. Then the RDMA devices present,
+//! datinfo: lists the registered IAs (name, transport, the DAT versions whose programs may open
+//! it, parameters, where each came from); with `-v` opens each one a DAT 2.0 program may open
+//! and prints its IA and provider attributes. Then the RDMA devices present,
 //! with their ports.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -17,6 +18,16 @@ fn name(buf: &[c_char]) -> String {
         .map(|c| *c as u8)
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The API versions whose programs may open the IA, as dat.conf spells them: `u2.0,u1.2` for
+/// a built-in IA, which serves both.
+fn versions(e: &registry::Entry) -> String {
+    e.versions()
+        .iter()
+        .map(|(major, minor)| format!("u{major}.{minor}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn strerror(code: DAT_RETURN) -> String {
@@ -128,14 +139,19 @@ fn main() {
             "absent: built-in entries only"
         }
     );
-    println!("{} IA(s):", entries.len());
+    let serving = |major| entries.iter().filter(|e| e.serves(major)).count();
+    println!(
+        "{} IA(s): {} open to DAT 2.0 programs, {} to DAT 1.2 programs",
+        entries.len(),
+        serving(registry::API_MAJOR),
+        serving(registry::API_MAJOR_1)
+    );
     for e in &entries {
         println!(
-            "  {:<20} {:<5} u{}.{} {:<13} {:<10} params \"{}\"  from {}",
+            "  {:<20} {:<5} {:<9} {:<13} {:<10} params \"{}\"  from {}",
             e.ia_name,
             e.transport.name(),
-            e.api_major,
-            e.api_minor,
+            versions(e),
             if e.thread_safe {
                 "threadsafe"
             } else {
@@ -150,7 +166,11 @@ fn main() {
             e.origin
         );
         if verbose {
-            show_attributes(&e.ia_name);
+            if e.serves(registry::API_MAJOR) {
+                show_attributes(&e.ia_name);
+            } else {
+                println!("    not opened here: DAT 1.2 programs alone open it");
+            }
         }
     }
     show_rdma_devices();

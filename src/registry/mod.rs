@@ -91,6 +91,7 @@ pub const API_MAJOR: u32 = 2;
 pub const API_MINOR: u32 = 0;
 /// The earlier version it serves too, through the 1.2 entry points (`src/api12`).
 pub const API_MAJOR_1: u32 = 1;
+pub const API_MINOR_1: u32 = 2;
 pub const PROVIDER_VERSION: &str = "libdat.0.1";
 
 impl Entry {
@@ -101,6 +102,15 @@ impl Entry {
         match self.origin {
             Origin::Builtin => major == API_MAJOR || major == API_MAJOR_1,
             _ => self.api_major == major,
+        }
+    }
+
+    /// The API versions (major, minor) whose programs may open this IA, the newest first: the
+    /// one its line names, or both for a built-in IA.
+    pub fn versions(&self) -> Vec<(u32, u32)> {
+        match self.origin {
+            Origin::Builtin => vec![(API_MAJOR, API_MINOR), (API_MAJOR_1, API_MINOR_1)],
+            _ => vec![(self.api_major, self.api_minor)],
         }
     }
 
@@ -376,6 +386,41 @@ mod tests {
             ("rxe0 1", Transport::Rdma, &Origin::Builtin)
         );
         assert_eq!(e[3].lib_path, "libdaploscm.so.2");
+    }
+
+    #[test]
+    fn versions_are_those_an_entry_serves() {
+        let text = "cma u1.2 nonthreadsafe default libdaplcma.so.1 mv_dapl.1.2 \"eth0 0\" \"\"\n\
+                    tcp-lo u2.0 threadsafe default tcp x 127.0.0.1\n";
+        let e = assemble(
+            &["lo".into(), "eth0".into()],
+            &[],
+            Some((Path::new("/x/dat.conf"), text)),
+            &mut |_| {},
+        );
+        let versions: Vec<_> = e
+            .iter()
+            .map(|e| (e.ia_name.as_str(), e.versions()))
+            .collect();
+        assert_eq!(
+            versions,
+            [
+                ("tcp-lo", vec![(2, 0)]),
+                ("tcp-eth0", vec![(2, 0), (1, 2)]),
+                ("cma", vec![(1, 2)]),
+            ]
+        );
+        for entry in &e {
+            for major in 0..4 {
+                let listed = entry.versions().iter().any(|v| v.0 == major);
+                assert_eq!(
+                    entry.serves(major),
+                    listed,
+                    "{} major {major}",
+                    entry.ia_name
+                );
+            }
+        }
     }
 
     #[test]

@@ -7,7 +7,8 @@ Every item is enumerated from the headers themselves (clang's AST, gcc -dM), nev
 hand-written list: every struct and union (size, alignment, offset and size of every member),
 every enumerator's value, every typedef (size, signedness, kind), every integer object-like
 macro's value, the existence and parameter count of every other macro, and every function
-prototype (and that a C++ program calls each by its C name), the const qualifier of every
+prototype (and that a C program and a C++ one call each by its C name, or with --set 1.2 by its
+name in version DAT_1.2, which our 1.2 headers bind it to), the const qualifier of every
 member, what every other macro expands to (its tokens, arguments numbered, redundant parentheses
 dropped), the tag behind every typedef of a struct, union or enum (`typedef struct dat_event
 {...} DAT_EVENT;` lets C spell `struct dat_event`), and the C++ linkage name of a probe
@@ -40,6 +41,12 @@ DIR, SETS = VERSIONS["2.0"]
 # Ours declare them with C linkage. With this set, a reference call by a mangled name counts as
 # the same call as ours by that function's C name, and is reported as a note, not a difference.
 CXX_LINKAGE_FIXED = False
+# Our DAT 1.2 headers bind every call to the library's 1.2 entry points with `.symver`: a call
+# references `dat_x@DAT_1.2`, which the link resolves to the `dat_x` of version DAT_1.2, the
+# one a program built against the reference and its library imports too. With this set, such a
+# reference counts as the same call as the reference's by the plain name, and is reported as a
+# note; any other version is a difference.
+SYMBOL_VERSION = None
 PRELUDE = "#include <netinet/in.h>\n"  # OpenFabrics' dat_ib_extensions.h needs sockaddr_in6
 
 
@@ -248,14 +255,15 @@ def probe(inc, headers, tmp, records, enumerators, typedefs, int_macros, typedef
     return set(run([exe]).splitlines())
 
 
-def cxx_function_symbols(inc, headers, tmp, names):
-    """The symbols a C++ program references to call each function (unmangled under extern "C")."""
-    src = os.path.join(tmp, "calls.cc")
+def function_symbols(inc, headers, tmp, names, cxx):
+    """The symbols a C++ program (cxx), or a C one, references to call each function (a C++
+    one unmangled under extern "C"; either bound to a version by `.symver`, `name@VERSION`)."""
+    src = os.path.join(tmp, "calls.cc" if cxx else "calls.c")
     with open(src, "w") as f:
         f.write(PRELUDE + "".join(f"#include <{h}>\n" for h in headers))
         f.write("extern void *const libdat_fns[] = {\n" + "".join(f"(void *)&{n},\n" for n in sorted(names)) + "};\n")
     obj = os.path.join(tmp, "calls.o")
-    run(["g++", "-w", "-c", "-I", inc, "-o", obj, src])
+    run(["g++" if cxx else "gcc", "-w", "-c", "-I", inc, "-o", obj, src])
     return set(run(["nm", "--undefined-only", obj]).split()) - {"U"}
 
 
@@ -398,8 +406,23 @@ def compare(ref, ours, headers, label, notes):
                 facts += 1
                 diffs.append(f"{label}: member {what} is const in {'the reference' if what in r[7] else 'ours'} only")
         called = {f for f in set(r[3]) & set(o[3]) if f not in r[6]}
-        rs, os_ = cxx_function_symbols(ref, headers, tmp, called), cxx_function_symbols(ours, headers, tmp, called)
+        def plain(syms):
+            """Our calls bound to SYMBOL_VERSION, counted as calls by the plain name."""
+            if not SYMBOL_VERSION:
+                return syms, 0
+            versioned = {sym for sym in syms if sym.endswith("@" + SYMBOL_VERSION)}
+            return (syms - versioned) | {sym.split("@")[0] for sym in versioned}, len(versioned)
+
+        rc_, oc_ = function_symbols(ref, headers, tmp, called, False), function_symbols(ours, headers, tmp, called, False)
+        oc_, bound_c = plain(oc_)
         facts += len(called)
+        for sym in sorted(rc_ ^ oc_):
+            diffs.append(f"{label}: a C call references {sym} with {'the reference' if sym in rc_ else 'ours'} only")
+        rs, os_ = function_symbols(ref, headers, tmp, called, True), function_symbols(ours, headers, tmp, called, True)
+        os_, bound_cxx = plain(os_)
+        facts += len(called)
+        if SYMBOL_VERSION:
+            notes.append(f"{label}: our calls bound to version {SYMBOL_VERSION} by .symver: {bound_c} from C, {bound_cxx} from C++")
         if CXX_LINKAGE_FIXED:
             mangled = {sym: c_name(sym) for sym in rs if sym != c_name(sym) and c_name(sym) in called and c_name(sym) in os_}
             rs = (rs - set(mangled)) | set(mangled.values())
@@ -436,11 +459,12 @@ def compare(ref, ours, headers, label, notes):
 
 
 def main():
-    global DIR, SETS, CXX_LINKAGE_FIXED
+    global DIR, SETS, CXX_LINKAGE_FIXED, SYMBOL_VERSION
     args = sys.argv[1:]
     if args[:1] == ["--set"]:
         DIR, SETS = VERSIONS[args[1]]
         CXX_LINKAGE_FIXED = args[1] == "1.2"
+        SYMBOL_VERSION = "DAT_1.2" if args[1] == "1.2" else None
         args = args[2:]
     ref, ours = args[0], args[1]
     total, all_diffs, notes = 0, [], []

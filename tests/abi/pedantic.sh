@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Our headers compile warning-free with -Wall -Wextra -Werror -pedantic as C99, C11 and C++17,
 # each header included twice (the include guards cover everything in them).
-# With --set 1.2, the DAT 1.2 headers (include/dat).
-# usage: pedantic.sh [--set 1.2] INCLUDE_DIR
+# With --set 1.2, the DAT 1.2 headers (include/dat); given the reference headers too
+# (compat-dapl's: tests/abi/dat12.sh pedantic), also as C89 and C++98, and a warning is allowed
+# where the reference gives the same one (C89 has no `long long`, which the ABI needs).
+# usage: pedantic.sh [--set 1.2] INCLUDE_DIR [REF_INCLUDE_DIR]
 set -euo pipefail
 dir=dat2
 if [ "${1:-}" = --set ]; then
     dir=dat
     shift 2
 fi
-inc=${1:?usage: pedantic.sh [--set 1.2] INCLUDE_DIR}
+inc=${1:?usage: pedantic.sh [--set 1.2] INCLUDE_DIR [REF_INCLUDE_DIR]}
+ref=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for pass in 1 2; do
@@ -64,6 +67,34 @@ C
 fi
 cp "$tmp/probe.c" "$tmp/probe.cpp"
 fail=0
+if [ -n "$ref" ]; then
+    # The reference's headers compile only in udat.h's order: the probe's body after the two a
+    # program includes.
+    { printf '#include <dat/udat.h>\n#include <dat/dat_registry.h>\n'; sed '/^#include/d' "$tmp/probe.c"; } > "$tmp/ref.c"
+    cp "$tmp/ref.c" "$tmp/ref.cpp"
+    # Each warning by its text alone (no file, line or column: the headers differ in layout).
+    warnings() {  # compiler, standard, include dir, source
+        "$1" -std="$2" -Wall -Wextra -pedantic -I "$3" -c "$4" -o "$tmp/probe.o" 2> "$tmp/err" ||
+            { echo "pedantic: $2 FAILED to compile with $3:" >&2; cat "$tmp/err" >&2; return 1; }
+        sed -n 's/^[^ ]*:[0-9]*:[0-9]*: warning: //p' "$tmp/err" | sort -u
+    }
+    for std in c89 c99 c11 c++98 c++17; do
+        case $std in c++*) cc=g++ x=cpp ;; *) cc=gcc x=c ;; esac
+        if ! warnings "$cc" $std "$inc" "$tmp/probe.$x" > "$tmp/ours" ||
+           ! warnings "$cc" $std "$ref" "$tmp/ref.$x" > "$tmp/theirs"; then
+            fail=1; continue
+        fi
+        extra=$(comm -23 "$tmp/ours" "$tmp/theirs")
+        if [ -n "$extra" ]; then
+            echo "pedantic: $std FAILED: warnings the reference headers do not give:"; echo "$extra"; fail=1
+        elif [ -s "$tmp/ours" ]; then
+            echo "pedantic: $std ok (the reference headers give these too: $(paste -sd';' "$tmp/ours"))"
+        else
+            echo "pedantic: $std ok"
+        fi
+    done
+    exit $fail
+fi
 for std in c99 c11; do
     if gcc -std=$std -Wall -Wextra -Werror -pedantic -I "$inc" -c "$tmp/probe.c" -o "$tmp/probe.o"; then
         echo "pedantic: $std ok"

@@ -52,5 +52,6 @@ else
     mutate "macro body" dat_redirection.h 's/^#define DAT_HANDLE_TO_PROVIDER(handle) (\*(DAT_PROVIDER \*\*)(handle))/#define DAT_HANDLE_TO_PROVIDER(handle) ((DAT_PROVIDER *)(handle))/'
     mutate "const member" udat.h 's/^    const DAT_BOOLEAN           evd_stream_merging_supported/    DAT_BOOLEAN evd_stream_merging_supported/'
     mutate "typedef added (even a libdat_ one)" udat.h 's/^} DAT_CNO_PARAM;/} DAT_CNO_PARAM;\ntypedef int libdat_helper;/'
+    mutate "a call bound to another version" udat.h 's/^} DAT_CNO_PARAM;/} DAT_CNO_PARAM;\n__asm__(".symver dat_cno_free, dat_cno_free@DAT_2.0");/'
 fi
 exit $fail

@@ -2,7 +2,9 @@
 //! functions, with cbindgen; cbindgen.toml holds the shared settings and, under `[headergen]`,
 //! what cbindgen cannot derive (function-like macros, pointer and string macros) per file.
 //! With `--set 1.2` it writes include/dat (the DAT 1.2 file names) from src/abi12 and the 1.2
-//! prototypes declared there (src/abi12/prototypes.rs), with cbindgen-1.2.toml.
+//! prototypes declared there (src/abi12/prototypes.rs), with cbindgen-1.2.toml; after the
+//! prototypes, `.symver` lines bind every call to the library's DAT 1.2 entry points
+//! (`symbol_versions`), and the text is made C89-clean (`c89`), as compat-dapl's headers are.
 //!
 //! Every struct, union and enum carries the tag OpenFabrics gives it (`typedef struct dat_event
 //! {...} DAT_EVENT;`), so C can spell `struct dat_event` and C++ mangles a `DAT_EVENT *`
@@ -42,6 +44,11 @@ struct Set {
     abi: &'static str,
     config: &'static str,
     headers: &'static [Header],
+    /// The version node every function of the set is bound to by `.symver` (see
+    /// `symbol_versions`); `None`: the default version, as a plain link binds it.
+    symbol_version: Option<&'static str>,
+    /// Whether the headers are written for C89 too (see `c89`).
+    c89: bool,
 }
 
 const DAT2: Set = Set {
@@ -49,6 +56,8 @@ const DAT2: Set = Set {
     abi: "src/abi",
     config: "cbindgen.toml",
     headers: HEADERS,
+    symbol_version: None,
+    c89: false,
 };
 
 /// DAT 1.2: compat-dapl's ten file names (no IB extension), each header including what it
@@ -59,6 +68,9 @@ const DAT12: Set = Set {
     abi: "src/abi12",
     config: "cbindgen-1.2.toml",
     headers: HEADERS_12,
+    symbol_version: Some("DAT_1.2"),
+    // The 1.2 generation's programs are often C89, and compat-dapl's headers compile there.
+    c89: true,
 };
 
 const PROTOTYPES_12: &str = "src/abi12/prototypes.rs";
@@ -509,6 +521,7 @@ fn main() {
                 }
             }
         }
+        let mut placed = Vec::new();
         for f in &functions {
             let here = match h.functions {
                 Functions::None => false,
@@ -520,9 +533,14 @@ fn main() {
                     .get(f)
                     .is_some_and(|file| files.contains(&file.as_str())),
             };
-            if !here {
+            if here {
+                placed.push(f.as_str());
+            } else {
                 exclude.push(f.clone());
             }
+        }
+        if let Some(version) = set.symbol_version {
+            trailer += &symbol_versions(&placed, version);
         }
         // Spelled by C itself (see [export.rename] in cbindgen.toml).
         exclude.extend(["sockaddr", "sockaddr_in6", "ibv_ah", "DAT_VA_LIST"].map(String::from));
@@ -566,6 +584,7 @@ fn main() {
             text = beyond_int_enum(&text, &tag);
         }
         let text = inside_guard(&text, h.guard, &trailer);
+        let text = if set.c89 { c89(&text) } else { text };
         fs::write(out.join(h.file), text).expect("write header");
     }
 }
@@ -647,6 +666,53 @@ fn const_member(text: &str, member: &str) -> String {
         .collect();
     assert_eq!(found, 1, "const_members: {member} declared {found} times");
     out.join("\n") + "\n"
+}
+
+/// Binds a program's references to `functions` to their definitions in version node `version`
+/// (`dat_x@DAT_1.2`): one library (`-ldat`) defines each DAT function twice, the default
+/// `dat_x@@DAT_2.0` that a plain reference binds to, and the 1.2 one. A binary built so
+/// imports `dat_x@DAT_1.2`, as one built against compat-dapl's headers and `libdat.so.1`
+/// does. Only GCC-compatible compilers emitting ELF know `.symver`; `__asm__`, not `asm`,
+/// is accepted by every C and C++ standard under `-pedantic`. An unreferenced function
+/// adds no import: the directive names a symbol, it does not reference it.
+fn symbol_versions(functions: &[&str], version: &str) -> String {
+    if functions.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\n/* Calls bind to the DAT {} entry points of the library (version {version}). */\n",
+        version.trim_start_matches("DAT_")
+    );
+    out += "#if defined(__GNUC__) && defined(__ELF__)\n";
+    for f in functions {
+        out += &format!("__asm__(\".symver {f}, {f}@{version}\");\n");
+    }
+    out += "#endif\n";
+    out
+}
+
+/// What C89 (`-std=c89 -pedantic`) warns of in cbindgen's output, rewritten: the comma after
+/// an enum's last enumerator, and a `//` comment after a C preprocessor `#endif`.
+fn c89(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in lines.iter().enumerate() {
+        let closes_next = lines
+            .get(i + 1)
+            .is_some_and(|next| next.trim_start().starts_with('}'));
+        let line = match line.strip_suffix(',') {
+            Some(last) if closes_next && !line.trim_start().starts_with('#') => last.to_string(),
+            _ => match line.split_once("// ") {
+                Some((directive, comment)) if directive.starts_with("#endif") => {
+                    format!("{directive}/* {comment} */")
+                }
+                _ => line.to_string(),
+            },
+        };
+        out += &line;
+        out.push('\n');
+    }
+    out
 }
 
 /// Places `trailer` just before the include guard's `#endif`.
