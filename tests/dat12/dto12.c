@@ -18,28 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The 1.2 entry points, as the generated headers will bind them (version node DAT_1.2). */
-__asm__(".symver dat_ia_openv, dat_ia_openv@DAT_1.2");
-__asm__(".symver dat_ia_close, dat_ia_close@DAT_1.2");
-__asm__(".symver dat_pz_create, dat_pz_create@DAT_1.2");
-__asm__(".symver dat_evd_create, dat_evd_create@DAT_1.2");
-__asm__(".symver dat_evd_wait, dat_evd_wait@DAT_1.2");
-__asm__(".symver dat_evd_dequeue, dat_evd_dequeue@DAT_1.2");
-__asm__(".symver dat_ep_create, dat_ep_create@DAT_1.2");
-__asm__(".symver dat_ep_query, dat_ep_query@DAT_1.2");
-__asm__(".symver dat_ep_connect, dat_ep_connect@DAT_1.2");
-__asm__(".symver dat_cr_accept, dat_cr_accept@DAT_1.2");
-__asm__(".symver dat_psp_create_any, dat_psp_create_any@DAT_1.2");
-__asm__(".symver dat_psp_free, dat_psp_free@DAT_1.2");
-__asm__(".symver dat_lmr_create, dat_lmr_create@DAT_1.2");
-__asm__(".symver dat_lmr_query, dat_lmr_query@DAT_1.2");
-__asm__(".symver dat_rmr_create, dat_rmr_create@DAT_1.2");
-__asm__(".symver dat_rmr_bind, dat_rmr_bind@DAT_1.2");
-__asm__(".symver dat_rmr_query, dat_rmr_query@DAT_1.2");
-__asm__(".symver dat_ep_post_send, dat_ep_post_send@DAT_1.2");
-__asm__(".symver dat_ep_post_recv, dat_ep_post_recv@DAT_1.2");
-__asm__(".symver dat_ep_post_rdma_write, dat_ep_post_rdma_write@DAT_1.2");
-__asm__(".symver dat_ep_post_rdma_read, dat_ep_post_rdma_read@DAT_1.2");
 
 #define WAIT_US (10 * 1000 * 1000)
 #define BUF 8192

@@ -1,7 +1,7 @@
 /*
  * The DAT 1.2 entry points for events, CNOs, the IA's attributes and dat_strerror, called as a
  * 1.2 program calls them: built against include/dat (the 1.2 headers) and linked with -ldat,
- * its references bound to version DAT_1.2 by the .symver lines below. Over tcp-lo: the
+ * its references bound to version DAT_1.2 by the headers' .symver lines. Over tcp-lo: the
  * attributes a 1.2 caller is told, software events through dequeue and wait (every field), a
  * wait that times out, a CNO's param and wait, 1.2 codes named by dat_strerror, and the events
  * of a connection (CR arrival, established with private data, disconnected) in 1.2's layout.
@@ -15,29 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The 1.2 functions this program calls, by their DAT_1.2 versions. */
-__asm__(".symver dat_ep_create, dat_ep_create@DAT_1.2");
-__asm__(".symver dat_ia_openv, dat_ia_openv@DAT_1.2");
-__asm__(".symver dat_ia_query, dat_ia_query@DAT_1.2");
-__asm__(".symver dat_ia_close, dat_ia_close@DAT_1.2");
-__asm__(".symver dat_pz_create, dat_pz_create@DAT_1.2");
-__asm__(".symver dat_evd_create, dat_evd_create@DAT_1.2");
-__asm__(".symver dat_evd_free, dat_evd_free@DAT_1.2");
-__asm__(".symver dat_evd_post_se, dat_evd_post_se@DAT_1.2");
-__asm__(".symver dat_evd_dequeue, dat_evd_dequeue@DAT_1.2");
-__asm__(".symver dat_evd_wait, dat_evd_wait@DAT_1.2");
-__asm__(".symver dat_cno_create, dat_cno_create@DAT_1.2");
-__asm__(".symver dat_cno_query, dat_cno_query@DAT_1.2");
-__asm__(".symver dat_cno_wait, dat_cno_wait@DAT_1.2");
-__asm__(".symver dat_cno_free, dat_cno_free@DAT_1.2");
-__asm__(".symver dat_strerror, dat_strerror@DAT_1.2");
-__asm__(".symver dat_psp_create_any, dat_psp_create_any@DAT_1.2");
-__asm__(".symver dat_psp_free, dat_psp_free@DAT_1.2");
-__asm__(".symver dat_cr_query, dat_cr_query@DAT_1.2");
-__asm__(".symver dat_cr_accept, dat_cr_accept@DAT_1.2");
-__asm__(".symver dat_ep_connect, dat_ep_connect@DAT_1.2");
-__asm__(".symver dat_ep_disconnect, dat_ep_disconnect@DAT_1.2");
-__asm__(".symver dat_ep_free, dat_ep_free@DAT_1.2");
 
 #define ERR(type, sub) ((DAT_RETURN)(DAT_CLASS_ERROR | (type) | (sub)))
 #define WAIT_US (10 * 1000 * 1000)
