@@ -1,0 +1,86 @@
+# The DAT 1.2 runs (compat-dapl 1.2.19's dtest and dapltest, and the mixed ping-pong), shared by
+# run.sh (tcp-lo), twohost.sh and rdma.sh (the soft-RoCE guest). Sourced after
+# tests/consumers/lib.sh, whose pair, alone, dapltest_against_server and dapltest_limits run
+# them; the caller sets what those need (work, fail, passed, loader, SERVER_NS...).
+#
+# 1.2's options are not 2.0's: dtest has -p (poll), -c (CNO), -b (buffer size), -B (bursts)
+# and no -W/-w/-u/-D; its server listens on conn qual 45248 and says so before it waits.
+# dapltest has -T S/Q/T/P/L and F; its function tests (-T F) have no -n: connmgt listens on the
+# server's own conn qual, and none of them needs a server, so they run alone, before it starts.
+
+DTEST12_MODES=("" "-p" "-c" "-b 1" "-b 4194304" "-B 100" "-p -b 65536")
+DAPLTEST12_FUNCTIONS="hwconn endpoint pz mem connmgt queryinfo"
+
+dtest12_runs() {  # label, mode, dtest binary, IA, server address [, extra options of every run]
+    local label=$1 mode=$2 bin=$3 ia=$4 host=$5 extra=${6:-} m
+    built "$bin" || return
+    for m in "${DTEST12_MODES[@]}"; do
+        # Every run's burst is the extra one when given (-B): the guest's short runs.
+        [ -n "$extra" ] && [ "${m#-B}" != "$m" ] && continue
+        pair "$label ${m:-default}" "$mode" "Server waiting for connect request" \
+            "$bin -P $ia -s $m $extra" "$bin -P $ia -h $host $m $extra"
+    done
+}
+
+dapltest12_functions() {  # label, mode, dapltest binary, IA: each function test alone
+    local label=$1 mode=$2 bin=$3 ia=$4 f rc ok=0
+    for f in $DAPLTEST12_FUNCTIONS; do
+        # shellcheck disable=SC2046
+        ${CLIENT_NS:-} env $(loader "$mode") timeout "${RUN_TIMEOUT:-120}" "$bin" -T F -D "$ia" -f $f > "$work/client.log" 2>&1
+        rc=$?
+        if [ $rc != 0 ] || grep -q "Result: FAIL" "$work/client.log" || ! grep -q "Result: PASS" "$work/client.log"; then
+            echo "${SUITE:-dat12}: $label -T F -f $f ($mode): exit $rc, $(grep -c "Result: PASS" "$work/client.log") cases passed"
+            grep -h -B3 "Result: FAIL" "$work/client.log" | head -8
+            fail=1
+        else
+            passed=$((passed + 1)) ok=$((ok + 1))
+        fi
+    done
+    echo "${SUITE:-dat12}: $label -T F ($mode): $ok of $DAPLTEST12_FUNCTIONS ran with no case failed"
+}
+
+dapltest12_runs() {  # label, mode, dapltest binary, IA, iterations of -T T, of -T P
+    local label=$1 mode=$2 bin=$3 ia=$4 ti=$5 pi=$6
+    built "$bin" || return
+    dapltest12_functions "$label" "$mode" "$bin" "$ia"
+    dapltest_against_server "$label" "$mode" "$bin" "$ia" \
+        "-T T -i $ti client SR 4096 2 server SR 4096 2" \
+        "-T T -t 2 -w 4 -i $((ti * 3 / 5)) -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f" \
+        "-T P -i $pi RW 4096 2" \
+        "-T P -i $pi RR 4096 2" \
+        "-T P -i $pi -m p RW 65536 1"
+    dapltest_limits "$label" "$mode" "$bin" "$ia"
+}
+
+pingpong_mixed() {  # mode of the 1.2 side, mode of the 2.0 side, pingpong directory, IA, server address
+    local m12=$1 m20=$2 dir=$3 ia=$4 host=$5
+    built "$dir/pingpong12" "$dir/pingpong20" || return
+    CLIENT_MODE=$m20 pair "pingpong: 1.2 server, 2.0 client" "$m12" "pingpong: ready" \
+        "$dir/pingpong12 -s $ia" "$dir/pingpong20 $ia $host"
+    CLIENT_MODE=$m12 pair "pingpong: 2.0 server, 1.2 client" "$m20" "pingpong: ready" \
+        "$dir/pingpong20 -s $ia" "$dir/pingpong12 $ia $host"
+}
+
+bound_to_ours() {  # label, mode, binary, our library, arguments that make it stop at once:
+    # with every symbol bound at start, each dat_* the binary imports is bound to our library
+    local label=$1 mode=$2 bin=$3 lib=$4 bindings n other; shift 4
+    built "$bin" || return
+    # shellcheck disable=SC2046
+    bindings=$(env $(loader "$mode") LD_BIND_NOW=1 LD_DEBUG=bindings timeout 20 "$bin" "$@" 2>&1 >/dev/null |
+        grep "binding file $bin .* normal symbol \`dat_")
+    n=$(echo "$bindings" | grep -c "to $lib \[")
+    other=$(echo "$bindings" | grep -v "to $lib \[" | head -2)
+    if [ -z "$bindings" ] || [ -n "$other" ]; then
+        echo "${SUITE:-dat12}: $label ($mode): not every dat_* is bound to $lib: ${other:-none bound}"; fail=1
+    else
+        echo "${SUITE:-dat12}: $label ($mode): its $n dat_* functions bound to $lib ($(echo "$bindings" | grep -o "\[DAT_[0-9.]*\]" | sort -u | tr '\n' ' '))"
+        passed=$((passed + 1))
+    fi
+}
+
+built() {  # programs...: whether each was built (build.sh removes a 1.2 program bound to 2.0)
+    local b
+    for b in "$@"; do
+        [ -x "$b" ] || { echo "${SUITE:-dat12}: $(basename "$(dirname "$b")")/$(basename "$b") was not built: its runs fail"; fail=1; return 1; }
+    done
+}
