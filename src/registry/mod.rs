@@ -434,5 +434,46 @@ mod tests {
             Some(Transport::Tcp)
         );
         assert_eq!(Transport::from_lib_path("libother.so"), None);
+        // compat-dapl's DAT 1.2 providers.
+        assert_eq!(
+            Transport::from_lib_path("libdaplcma.so.1"),
+            Some(Transport::Rdma)
+        );
+        assert_eq!(
+            Transport::from_lib_path("libdaplscm.so.1"),
+            Some(Transport::Rdma)
+        );
+    }
+
+    #[test]
+    fn each_api_finds_its_own_lines_and_the_builtins_serve_both() {
+        let text = "ib0 u1.2 threadsafe default libdaplcma.so.1 dapl.1.2 \"ib0 0\" \"\"\n\
+                    ib0 u2.0 threadsafe default libdaplofa.so.2 dapl.2.0 \"ib0 0\" \"\"\n\
+                    ib0 u1.2 threadsafe default libdaplscm.so.1 dapl.1.2 \"mlx4_0 1\" \"\"\n\
+                    old u1.2 threadsafe default libdat-tcp.so.1 dapl.1.2 lo \"\"\n";
+        let mut warnings = Vec::new();
+        let e = assemble(
+            &["lo".into()],
+            &[],
+            Some((Path::new("/x/dat.conf"), text)),
+            &mut |w| warnings.push(w),
+        );
+        assert_eq!(names(&e), ["tcp-lo", "ib0", "ib0", "old"]);
+        // The second u1.2 line of the same name is the duplicate, not the u2.0 one.
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("/x/dat.conf:3"), "{}", warnings[0]);
+        let serving = |name: &str, major| {
+            e.iter()
+                .filter(|x| x.ia_name == name && x.serves(major))
+                .map(|x| x.lib_path.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(serving("ib0", 1), ["libdaplcma.so.1"]);
+        assert_eq!(serving("ib0", 2), ["libdaplofa.so.2"]);
+        assert_eq!(serving("old", 2), Vec::<&str>::new());
+        assert_eq!(serving("old", 1), ["libdat-tcp.so.1"]);
+        assert_eq!(serving("tcp-lo", 1), ["tcp"]);
+        assert_eq!(serving("tcp-lo", 2), ["tcp"]);
+        assert!(serving("tcp-lo", 3).is_empty());
     }
 }
