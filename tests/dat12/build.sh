@@ -42,6 +42,7 @@ fail=0
 # --- compat-dapl's libdat.so.1: its Makefile.am's sources and flags. Its header includes
 # <linux/stddef.h> for NULL, which today's kernel headers no longer define: <stddef.h> first.
 osrel=$(($(uname -r | cut -f1 -d.) * 65536 + $(uname -r | cut -f2 -d.)))
+# shellcheck disable=SC2086  # flags: several words
 (cd "$src" && gcc $flags -include stddef.h -DDAT_CONF='"/etc/dat.conf"' -DOS_RELEASE=$osrel \
     -I dat/include -I dat/udat -I dat/udat/linux -I dat/common -fPIC -DPIC -shared \
     -Wl,--version-script=dat/udat/libdat.map -Wl,-soname,libdat.so.1 \
@@ -93,9 +94,11 @@ build_one compat pingpong12 "$here" "" pingpong.c || { echo "dat12: pingpong doe
 for v in 12 20; do
     lib=-ldat; def=""
     [ $v = 20 ] && { lib=-ldat2; def=-DPINGPONG_DAT2; }
-    gcc -std=c99 $flags -Wextra $def -I "$inc" "$here/pingpong.c" -o "$out/ours/pingpong$v" -L "$libdir" $lib > "$logs/pingpong$v.log" 2>&1 &&
-        ! grep -q warning "$logs/pingpong$v.log" ||
-        { echo "dat12: pingpong$v does not build cleanly against our headers:"; head -5 "$logs/pingpong$v.log"; fail=1; }
+    # shellcheck disable=SC2086
+    if ! gcc -std=c99 $flags -Wextra $def -I "$inc" "$here/pingpong.c" -o "$out/ours/pingpong$v" -L "$libdir" $lib > "$logs/pingpong$v.log" 2>&1 ||
+        grep -q warning "$logs/pingpong$v.log"; then
+        echo "dat12: pingpong$v does not build cleanly against our headers:"; head -5 "$logs/pingpong$v.log"; fail=1
+    fi
 done
 
 # --- What each program imports: compat/ and ours/'s 1.2 programs DAT_1.2 alone, pingpong20 DAT_2.0.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154  # sourced: the caller sets work, reads fail and passed
 # The DAT 1.2 runs (compat-dapl 1.2.19's dtest and dapltest, and the mixed ping-pong), shared by
 # run.sh (tcp-lo), twohost.sh and rdma.sh (the soft-RoCE guest). Sourced after
 # tests/consumers/lib.sh, whose pair, alone, dapltest_against_server and dapltest_limits run
@@ -26,7 +27,7 @@ dapltest12_functions() {  # label, mode, dapltest binary, IA: each function test
     local label=$1 mode=$2 bin=$3 ia=$4 f rc ok=0
     for f in $DAPLTEST12_FUNCTIONS; do
         # shellcheck disable=SC2046
-        ${CLIENT_NS:-} env $(loader "$mode") timeout "${RUN_TIMEOUT:-120}" "$bin" -T F -D "$ia" -f $f > "$work/client.log" 2>&1
+        ${CLIENT_NS:-} env $(loader "$mode") timeout "${RUN_TIMEOUT:-120}" "$bin" -T F -D "$ia" -f "$f" > "$work/client.log" 2>&1
         rc=$?
         if [ $rc != 0 ] || grep -q "Result: FAIL" "$work/client.log" || ! grep -q "Result: PASS" "$work/client.log"; then
             echo "${SUITE:-dat12}: $label -T F -f $f ($mode): exit $rc, $(grep -c "Result: PASS" "$work/client.log") cases passed"
@@ -39,13 +40,14 @@ dapltest12_functions() {  # label, mode, dapltest binary, IA: each function test
     echo "${SUITE:-dat12}: $label -T F ($mode): $ok of $DAPLTEST12_FUNCTIONS ran with no case failed"
 }
 
-dapltest12_runs() {  # label, mode, dapltest binary, IA, iterations of -T T, of -T P
-    local label=$1 mode=$2 bin=$3 ia=$4 ti=$5 pi=$6
+dapltest12_runs() {  # label, mode, dapltest binary, IA, iterations of -T T, of -T P [, EPs per
+    # thread of the second -T T (4)]
+    local label=$1 mode=$2 bin=$3 ia=$4 ti=$5 pi=$6 w=${7:-4}
     built "$bin" || return
     dapltest12_functions "$label" "$mode" "$bin" "$ia"
     dapltest_against_server "$label" "$mode" "$bin" "$ia" \
         "-T T -i $ti client SR 4096 2 server SR 4096 2" \
-        "-T T -t 2 -w 4 -i $((ti * 3 / 5)) -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f" \
+        "-T T -t 2 -w $w -i $((ti * 3 / 5)) -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f" \
         "-T P -i $pi RW 4096 2" \
         "-T P -i $pi RR 4096 2" \
         "-T P -i $pi -m p RW 65536 1"
