@@ -50,11 +50,11 @@ for way in compat ours; do
     [ $way = ours ] && mode=preload ia=net12
     started=$SECONDS
     SUITE="dat12 twohost [$way, $ia]"
-    dtest12_runs dtest $mode "$out/$way/dtest" $ia $a
+    dtest12_runs dtest $mode "$out/$way/dtest" $ia "$a"
     dapltest12_runs "dapltest (limits and functions on host B)" $mode "$out/$way/dapltest" $ia 500 2000
     echo "$SUITE: $((SECONDS - started)) s"
 done
 SUITE="dat12 twohost [pingpong, tcp-dat0]"
-pingpong_mixed path path "$out/ours" tcp-dat0 $a
+pingpong_mixed path path "$out/ours" tcp-dat0 "$a"
 echo "dat12 twohost: $passed runs passed"
 exit $fail
