@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034,SC2154  # sourced: the caller sets work, reads fail and passed
 # The DAT 1.2 runs (compat-dapl 1.2.19's dtest and dapltest, and the mixed ping-pong), shared by
-# run.sh (tcp-lo), twohost.sh and rdma.sh (the soft-RoCE guest). Sourced after
+# consumers.sh (tcp-lo), twohost.sh and rdma.sh (the soft-RoCE guest). Sourced after
 # tests/consumers/lib.sh, whose pair, alone, dapltest_against_server and dapltest_limits run
 # them; the caller sets what those need (work, fail, passed, loader, SERVER_NS...).
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # DAT 1.2 programs on our library between two hosts (tests/twohost/netns.sh: two network
 # namespaces joined by a veth pair dat0), over the socket path (LIBDAT_DIRECT=0): compat-dapl
-# 1.2.19's dtest and dapltest as tests/dat12/run.sh runs them on tcp-lo, servers on host A,
+# 1.2.19's dtest and dapltest as tests/dat12/consumers.sh runs them on tcp-lo, servers on host A,
 # clients on host B; compat/ (its own headers and libdat.so.1) by LD_LIBRARY_PATH on the
 # built-in tcp-dat0, ours/ (our include/dat, -ldat) by LD_PRELOAD with a `u1.2` dat.conf line;
 # then the 1.2/2.0 ping-pong both ways. About 2 minutes on a quiet 2-core machine.

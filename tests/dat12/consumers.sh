@@ -9,10 +9,10 @@
 # compat/ runs path with the library's default (direct path allowed) and preload with
 # LIBDAT_DIRECT=0, ours/ the other way round. Each mode is first checked to bind every dat_*
 # the binary imports to our library (LD_DEBUG=bindings). About 3 minutes on a quiet 2-core machine.
-# usage: run.sh LIBDIR INCLUDE_DIR [BUILD_DIR (build/dat12)]
+# usage: consumers.sh LIBDIR INCLUDE_DIR [BUILD_DIR (build/dat12)]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-libdir=$(cd "${1:?usage: run.sh LIBDIR INCLUDE_DIR [BUILD_DIR]}" && pwd)
+libdir=$(cd "${1:?usage: consumers.sh LIBDIR INCLUDE_DIR [BUILD_DIR]}" && pwd)
 inc=${2:?}
 out=${3:-build/dat12}
 # A build that failed in part leaves the programs that built right: those run, the step fails.
