@@ -63,28 +63,38 @@ pub unsafe extern "C" fn dat_cno_query(
     cno_param_mask: DAT_CNO_PARAM_MASK,
     cno_param: *mut DAT_CNO_PARAM,
 ) -> DAT_RETURN {
-    entry! {
-        let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
-        // DAT_CNO_FIELD_ALL is 0x4 in the header (not a union of the others): accept 0x1..0x7.
-        if cno_param_mask & !0x7 != 0 {
-            return Err(DatError::invalid_arg(2));
-        }
-        let out = edge::out(cno_param, 3)?;
-        let mut p = DAT_CNO_PARAM::zeroed();
-        p.ia_handle = cno.ia.handle();
-        match cno.fd() {
-            Some(fd) => {
-                p.proxy_type = dat_proxy_type::DAT_PROXY_TYPE_FD as DAT_PROXY_TYPE;
-                p.proxy.fd = fd;
-            }
-            None => {
-                p.proxy_type = dat_proxy_type::DAT_PROXY_TYPE_AGENT as DAT_PROXY_TYPE;
-                p.proxy.agent = cno.agent();
-            }
-        }
-        out.set(p);
-        Ok(())
+    // DAT_CNO_FIELD_ALL is 0x4 in the header (not a union of the others): accept 0x1..0x7.
+    entry! { query(cno_handle, cno_param_mask, 0x7, cno_param, |p| p) }
+}
+
+/// `dat_cno_query` for a caller whose mask may have the bits `known` and whose param is made
+/// from 2.0's by `form` (this API's, or 1.2's).
+pub(crate) fn query<P>(
+    cno_handle: DAT_CNO_HANDLE,
+    cno_param_mask: DAT_CNO_PARAM_MASK,
+    known: DAT_CNO_PARAM_MASK,
+    cno_param: *mut P,
+    form: impl FnOnce(DAT_CNO_PARAM) -> P,
+) -> crate::error::DatResult {
+    let cno = edge::object::<Cno>(cno_handle, Sub::DAT_INVALID_HANDLE_CNO)?;
+    if cno_param_mask & !known != 0 {
+        return Err(DatError::invalid_arg(2));
     }
+    let out = edge::out(cno_param, 3)?;
+    let mut p = DAT_CNO_PARAM::zeroed();
+    p.ia_handle = cno.ia.handle();
+    match cno.fd() {
+        Some(fd) => {
+            p.proxy_type = dat_proxy_type::DAT_PROXY_TYPE_FD as DAT_PROXY_TYPE;
+            p.proxy.fd = fd;
+        }
+        None => {
+            p.proxy_type = dat_proxy_type::DAT_PROXY_TYPE_AGENT as DAT_PROXY_TYPE;
+            p.proxy.agent = cno.agent();
+        }
+    }
+    out.set(form(p));
+    Ok(())
 }
 
 #[no_mangle]

@@ -50,16 +50,19 @@ fn stream_evd(
     Ok(evd)
 }
 
-/// `ep_attributes`: the consumer's attributes, if it gave any.
+/// The body of `dat_ep_create` and `dat_ep_create_with_srq` of both APIs.
+/// `ep_attributes`: the consumer's attributes, if it gave any (or why they cannot be read,
+/// returned where the attributes are checked); `attr_position` their place among the
+/// arguments.
 #[allow(clippy::too_many_arguments)]
-fn create(
+pub(crate) fn create(
     ia_handle: DAT_IA_HANDLE,
     pz_handle: DAT_PZ_HANDLE,
     recv_evd_handle: DAT_EVD_HANDLE,
     request_evd_handle: DAT_EVD_HANDLE,
     connect_evd_handle: DAT_EVD_HANDLE,
     srq_handle: Option<DAT_SRQ_HANDLE>,
-    ep_attributes: Option<DAT_EP_ATTR>,
+    ep_attributes: DatResult<Option<DAT_EP_ATTR>>,
     attr_position: u8,
     ep_handle: *mut DAT_EP_HANDLE,
 ) -> DatResult {
@@ -96,7 +99,7 @@ fn create(
         }
         None => None,
     };
-    let attr = match ep_attributes {
+    let attr = match ep_attributes? {
         Some(a) => ep::check_attr(
             &a,
             attr_position,
@@ -153,7 +156,7 @@ pub unsafe extern "C" fn dat_ep_create(
     entry! {
         // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
         let attr = unsafe { edge::read_in(ep_attributes) };
-        create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, None, attr, 6, ep_handle)
+        create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, None, Ok(attr), 6, ep_handle)
     }
 }
 
@@ -171,7 +174,7 @@ pub unsafe extern "C" fn dat_ep_create_with_srq(
     entry! {
         // SAFETY: a non-NULL attribute pointer points to a DAT_EP_ATTR (API contract).
         let attr = unsafe { edge::read_in(ep_attributes) };
-        create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, Some(srq_handle), attr, 7, ep_handle)
+        create(ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle, Some(srq_handle), Ok(attr), 7, ep_handle)
     }
 }
 
@@ -217,56 +220,85 @@ pub unsafe extern "C" fn dat_ep_modify(
     ep_param: *const DAT_EP_PARAM,
 ) -> DAT_RETURN {
     entry! {
-        let ep = ep(ep_handle)?;
-        if ep_param_mask & !DAT_EP_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
-        }
         // SAFETY: a non-NULL parameter pointer points to a DAT_EP_PARAM (API contract).
-        let p = unsafe { edge::required_in(ep_param, 3)? };
-        // Read-only fields cannot be modified.
-        let read_only = DAT_EP_FIELD_IA_HANDLE | DAT_EP_FIELD_EP_STATE | DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR
-            | DAT_EP_FIELD_LOCAL_PORT_QUAL | DAT_EP_FIELD_REMOTE_IA_ADDRESS_PTR | DAT_EP_FIELD_REMOTE_PORT_QUAL
-            | DAT_EP_FIELD_SRQ_HANDLE;
-        if ep_param_mask & read_only != 0 {
-            return Err(DatError::invalid_arg(2));
-        }
-        let mut inner = ep.inner.lock();
-        if Ep::is_datagram(&inner) {
-            // A UD EP's QP, made with it on its PZ and EVDs, is in use from the start.
-            return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
-        }
-        ep_state::modify(inner.state)?;
-        // Only the attributes the mask names change; the others keep their values.
-        let attr = if ep_param_mask & DAT_EP_FIELD_EP_ATTR_ALL != 0 {
-            let own = ep.ia.transport.limits();
-            let asked = masked_attr(inner.attr, &p.ep_attr, ep_param_mask);
-            Some(ep::check_attr(&asked, 3, false, &own)?)
-        } else {
-            None
-        };
-        let ia = &ep.ia;
-        if ep_param_mask & DAT_EP_FIELD_PZ_HANDLE != 0 {
-            let pz = edge::optional_object::<Pz>(p.pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
-            inner.pz = pz.map(crate::objects::Held::new);
-        }
-        if ep_param_mask & DAT_EP_FIELD_RECV_EVD_HANDLE != 0 {
-            let e = stream_evd(p.recv_evd_handle, ia, dat_evd_flags::DAT_EVD_DTO_FLAG, Sub::DAT_INVALID_HANDLE_EVD_RECV)?;
-            inner.recv_evd = e.map(crate::objects::Held::new);
-        }
-        if ep_param_mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE != 0 {
-            let e = stream_evd(p.request_evd_handle, ia, dat_evd_flags::DAT_EVD_DTO_FLAG, Sub::DAT_INVALID_HANDLE_EVD_REQUEST)?;
-            inner.request_evd = e.map(crate::objects::Held::new);
-        }
-        if ep_param_mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE != 0 {
-            let e = stream_evd(p.connect_evd_handle, ia, dat_evd_flags::DAT_EVD_CONNECTION_FLAG, Sub::DAT_INVALID_HANDLE_EVD_CONN)?;
-            inner.connect_evd = e.map(crate::objects::Held::new);
-        }
-        if let Some(a) = attr {
-            inner.attr = a;
-            inner.size_queues();
-        }
-        Ok(())
+        modify(ep_handle, ep_param_mask, || unsafe { edge::required_in(ep_param, 3) })
     }
+}
+
+/// The body of `dat_ep_modify` of both APIs: `ep_param` reads the parameters (argument 3)
+/// once the handle and the mask have been checked.
+pub(crate) fn modify(
+    ep_handle: DAT_EP_HANDLE,
+    ep_param_mask: DAT_EP_PARAM_MASK,
+    ep_param: impl FnOnce() -> DatResult<DAT_EP_PARAM>,
+) -> DatResult {
+    let ep = ep(ep_handle)?;
+    if ep_param_mask & !DAT_EP_FIELD_ALL != 0 {
+        return Err(DatError::invalid_arg(2));
+    }
+    let p = ep_param()?;
+    // Read-only fields cannot be modified.
+    let read_only = DAT_EP_FIELD_IA_HANDLE
+        | DAT_EP_FIELD_EP_STATE
+        | DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR
+        | DAT_EP_FIELD_LOCAL_PORT_QUAL
+        | DAT_EP_FIELD_REMOTE_IA_ADDRESS_PTR
+        | DAT_EP_FIELD_REMOTE_PORT_QUAL
+        | DAT_EP_FIELD_SRQ_HANDLE;
+    if ep_param_mask & read_only != 0 {
+        return Err(DatError::invalid_arg(2));
+    }
+    let mut inner = ep.inner.lock();
+    if Ep::is_datagram(&inner) {
+        // A UD EP's QP, made with it on its PZ and EVDs, is in use from the start.
+        return Err(DatError::bare(Type::DAT_MODEL_NOT_SUPPORTED));
+    }
+    ep_state::modify(inner.state)?;
+    // Only the attributes the mask names change; the others keep their values.
+    let attr = if ep_param_mask & DAT_EP_FIELD_EP_ATTR_ALL != 0 {
+        let own = ep.ia.transport.limits();
+        let asked = masked_attr(inner.attr, &p.ep_attr, ep_param_mask);
+        Some(ep::check_attr(&asked, 3, false, &own)?)
+    } else {
+        None
+    };
+    let ia = &ep.ia;
+    if ep_param_mask & DAT_EP_FIELD_PZ_HANDLE != 0 {
+        let pz = edge::optional_object::<Pz>(p.pz_handle, Sub::DAT_INVALID_HANDLE_PZ)?;
+        inner.pz = pz.map(crate::objects::Held::new);
+    }
+    if ep_param_mask & DAT_EP_FIELD_RECV_EVD_HANDLE != 0 {
+        let e = stream_evd(
+            p.recv_evd_handle,
+            ia,
+            dat_evd_flags::DAT_EVD_DTO_FLAG,
+            Sub::DAT_INVALID_HANDLE_EVD_RECV,
+        )?;
+        inner.recv_evd = e.map(crate::objects::Held::new);
+    }
+    if ep_param_mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE != 0 {
+        let e = stream_evd(
+            p.request_evd_handle,
+            ia,
+            dat_evd_flags::DAT_EVD_DTO_FLAG,
+            Sub::DAT_INVALID_HANDLE_EVD_REQUEST,
+        )?;
+        inner.request_evd = e.map(crate::objects::Held::new);
+    }
+    if ep_param_mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE != 0 {
+        let e = stream_evd(
+            p.connect_evd_handle,
+            ia,
+            dat_evd_flags::DAT_EVD_CONNECTION_FLAG,
+            Sub::DAT_INVALID_HANDLE_EVD_CONN,
+        )?;
+        inner.connect_evd = e.map(crate::objects::Held::new);
+    }
+    if let Some(a) = attr {
+        inner.attr = a;
+        inner.size_queues();
+    }
+    Ok(())
 }
 
 /// `current` with the attributes of `new` that `mask` names (DAT_EP_FIELD_EP_ATTR_*).
@@ -578,7 +610,7 @@ fn best_effort_only(quality_of_service: DAT_QOS, position: u8) -> DatResult {
 // keeps one post path in its instruction cache, not one per entry point.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn post_request(
+pub(crate) unsafe fn post_request(
     ep_handle: DAT_EP_HANDLE,
     num_segments: DAT_COUNT,
     local_iov: *const DAT_LMR_TRIPLET,
@@ -606,11 +638,41 @@ pub(super) unsafe fn post_request(
         Some(r) => unsafe { edge::required_in(r, 5) }.map(Some),
         None => Ok(None),
     };
-    // The body inlined: a data-transfer call makes one call of its own, not two.
+    post_request_with(ep_handle, post, local, remote)
+}
+
+/// A request DTO on the EP behind `ep_handle`: `local` gives its `num_segments` segments
+/// (argument 3), `remote` its remote triplet (argument 5) where it has one, each read where
+/// the checks before it passed (the 1.2 entry points convert theirs there).
+// The body inlined: a data-transfer call makes one call of its own, not two.
+#[inline(always)]
+pub(crate) fn post_request_with<'a>(
+    ep_handle: DAT_EP_HANDLE,
+    post: RequestPost,
+    local: impl FnOnce(DAT_COUNT) -> DatResult<&'a [DAT_LMR_TRIPLET]>,
+    remote: impl FnOnce() -> DatResult<Option<DAT_RMR_TRIPLET>>,
+) -> DatResult {
     with_ep(
         ep_handle,
         #[inline(always)]
         |ep| ep.post_request(post, local, remote),
+    )
+}
+
+/// A receive on the EP behind `ep_handle`: `local` gives its `num_segments` segments
+/// (argument 3) once the count has been checked.
+#[inline(always)]
+pub(crate) fn post_recv_with<'a>(
+    ep_handle: DAT_EP_HANDLE,
+    num_segments: DAT_COUNT,
+    local: impl FnOnce(DAT_COUNT) -> DatResult<&'a [DAT_LMR_TRIPLET]>,
+    cookie: u64,
+    completion_flags: DAT_COMPLETION_FLAGS,
+) -> DatResult {
+    with_ep(
+        ep_handle,
+        #[inline(always)]
+        |ep| ep.post_recv(num_segments, local, cookie, completion_flags),
     )
 }
 
@@ -725,6 +787,6 @@ pub unsafe extern "C" fn dat_ep_post_recv(
         // The body inlined: a data-transfer call makes one call of its own, not two.
         // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
         let local = |n| unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, n, 3) };
-        with_ep(ep_handle, #[inline(always)] |ep| ep.post_recv(num_segments, local, user_cookie.as_u64(), completion_flags))
+        post_recv_with(ep_handle, num_segments, local, user_cookie.as_u64(), completion_flags)
     }
 }

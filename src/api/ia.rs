@@ -115,28 +115,60 @@ pub unsafe extern "C" fn dat_ia_query(
     provider_attr: *mut DAT_PROVIDER_ATTR,
 ) -> DAT_RETURN {
     entry! {
-        let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
-        if ia_attr_mask & !DAT_IA_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(3));
-        }
-        if provider_attr_mask & !DAT_PROVIDER_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(5));
-        }
-        let ia_out = if ia_attr_mask != 0 { Some(edge::out(ia_attr, 4)?) } else { None };
-        let provider_out =
-            if provider_attr_mask != 0 { Some(edge::out(provider_attr, 6)?) } else { None };
-        if let Some(out) = edge::optional_out(async_evd_handle) {
-            let h = ia.async_evd();
-            out.set(if h.is_null() { OUT_OF_SCOPE as DAT_EVD_HANDLE } else { h });
-        }
-        if let Some(out) = ia_out {
-            out.set(ia_attributes(&ia));
-        }
-        if let Some(out) = provider_out {
-            out.set(provider_attributes(&ia));
-        }
-        Ok(())
+        let ia_query = AttrQuery { mask: ia_attr_mask, all: DAT_IA_FIELD_ALL, out: ia_attr, form: std::convert::identity };
+        let provider_query = AttrQuery { mask: provider_attr_mask, all: DAT_PROVIDER_FIELD_ALL, out: provider_attr, form: std::convert::identity };
+        query(ia_handle, async_evd_handle, ia_query, provider_query)
     }
+}
+
+/// One of the attribute structures `dat_ia_query` fills: the caller's mask and the bits it may
+/// have, the caller's structure, and how it is made from 2.0's (this API's, or 1.2's layout).
+pub(crate) struct AttrQuery<T, F> {
+    pub mask: u64,
+    pub all: u64,
+    pub out: *mut T,
+    pub form: F,
+}
+
+/// `dat_ia_query` for a caller whose attributes are `I` and `P`.
+pub(crate) fn query<I, P>(
+    ia_handle: DAT_IA_HANDLE,
+    async_evd_handle: *mut DAT_EVD_HANDLE,
+    ia_query: AttrQuery<I, impl FnOnce(DAT_IA_ATTR) -> I>,
+    provider_query: AttrQuery<P, impl FnOnce(DAT_PROVIDER_ATTR) -> P>,
+) -> DatResult {
+    let ia = edge::object::<Ia>(ia_handle, Sub::DAT_INVALID_HANDLE_IA)?;
+    if ia_query.mask & !ia_query.all != 0 {
+        return Err(DatError::invalid_arg(3));
+    }
+    if provider_query.mask & !provider_query.all != 0 {
+        return Err(DatError::invalid_arg(5));
+    }
+    let ia_out = if ia_query.mask != 0 {
+        Some(edge::out(ia_query.out, 4)?)
+    } else {
+        None
+    };
+    let provider_out = if provider_query.mask != 0 {
+        Some(edge::out(provider_query.out, 6)?)
+    } else {
+        None
+    };
+    if let Some(out) = edge::optional_out(async_evd_handle) {
+        let h = ia.async_evd();
+        out.set(if h.is_null() {
+            OUT_OF_SCOPE as DAT_EVD_HANDLE
+        } else {
+            h
+        });
+    }
+    if let Some(out) = ia_out {
+        out.set((ia_query.form)(ia_attributes(&ia)));
+    }
+    if let Some(out) = provider_out {
+        out.set((provider_query.form)(provider_attributes(&ia)));
+    }
+    Ok(())
 }
 
 #[no_mangle]

@@ -85,8 +85,8 @@ pub unsafe extern "C" fn dat_rmr_bind(
         let ep = edge::object::<Ep>(ep_handle, Sub::DAT_INVALID_HANDLE_EP)?;
         edge::flags_in(completion_flags, BIND_COMPLETION_FLAGS, 8)?;
         edge::out(context, 9)?;
-        let bind = BindRequest { handle: rmr_handle, triplet, privileges: mem_priv, va_type, cookie: user_cookie, completion_flags };
-        let bound = rmr.bind_through(&ep, lmr, bind)?;
+        let bind = BindRequest { handle: rmr_handle, triplet, privileges: mem_priv, va_type, cookie: user_cookie, completion_flags, triplet_position: 3, flags_position: 8 };
+        let bound = rmr.bind_through(&ep, Some(lmr), bind)?;
         edge::out(context, 9)?.set(bound);
         Ok(())
     }

@@ -77,20 +77,44 @@ pub unsafe extern "C" fn dat_srq_post_recv(
     user_cookie: DAT_DTO_COOKIE,
 ) -> DAT_RETURN {
     entry! {
-        let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
-        if num_segments < 0 {
-            return Err(DatError::invalid_arg(2));
-        }
         // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
-        let segments = unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, num_segments, 3)? };
-        let state = srq.state.lock();
-        if num_segments > state.max_recv_iov {
-            return Err(DatError::invalid_arg(2));
-        }
-        crate::objects::posting::check_local_segments(segments, Some(srq.pz.arc()), lmr::PRIV_LOCAL_WRITE, 3, crate::objects::posting::Empty::Check)?;
-        let cookie = user_cookie.as_u64();
-        srq.post(state, PostedRecv { cookie, segments: Segments::from_slice(segments), wakes: Default::default() })
+        let local = |n| unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, n, 3) };
+        post_recv(srq_handle, num_segments, local, user_cookie.as_u64())
     }
+}
+
+/// The body of `dat_srq_post_recv` of both APIs: `local` gives the `num_segments` segments
+/// (argument 3) once the count is known not to be negative.
+pub(crate) fn post_recv<'a>(
+    srq_handle: DAT_SRQ_HANDLE,
+    num_segments: DAT_COUNT,
+    local: impl FnOnce(DAT_COUNT) -> DatResult<&'a [DAT_LMR_TRIPLET]>,
+    cookie: u64,
+) -> DatResult {
+    let srq = edge::object::<Srq>(srq_handle, Sub::DAT_INVALID_HANDLE_SRQ)?;
+    if num_segments < 0 {
+        return Err(DatError::invalid_arg(2));
+    }
+    let segments = local(num_segments)?;
+    let state = srq.state.lock();
+    if num_segments > state.max_recv_iov {
+        return Err(DatError::invalid_arg(2));
+    }
+    crate::objects::posting::check_local_segments(
+        segments,
+        Some(srq.pz.arc()),
+        lmr::PRIV_LOCAL_WRITE,
+        3,
+        crate::objects::posting::Empty::Check,
+    )?;
+    srq.post(
+        state,
+        PostedRecv {
+            cookie,
+            segments: Segments::from_slice(segments),
+            wakes: Default::default(),
+        },
+    )
 }
 
 #[no_mangle]

@@ -5,6 +5,19 @@
 //! definition of `dat_x` in version `DAT_1.2`, which a 1.2 binary imports, while a 2.0 one
 //! binds to `dat_x@@DAT_2.0`.
 
+// Events, CNOs, the IA's attributes and dat_strerror.
+mod cno;
+mod evd;
+mod events;
 mod ia;
+mod strerror;
+// What every family shares: return codes, and the functions laid out alike.
 pub mod returns;
 mod same;
+// Endpoints, data transfers, memory (and what they share: triplets, queries).
+pub mod dto;
+pub mod ep;
+pub mod memory;
+mod query;
+pub mod srq;
+pub mod triplets;

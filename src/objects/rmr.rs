@@ -132,12 +132,12 @@ impl Window {
 
 impl Rmr {
     /// Binds the RMR to `triplet` of `lmr` with `privileges` for `ep`'s peer, or unbinds it
-    /// (a zero length), under `context` (the transport's key for it: verbs; None: a new key of
+    /// (a zero length; `lmr` may then be None), under `context` (the transport's key for it: verbs; None: a new key of
     /// ours, TCP): the window it had closes, and the new context is returned (one that names
     /// nothing, for an unbind: "the return value of rmr_context for that case is undefined").
     pub fn bind(
         self: &Arc<Self>,
-        lmr: Arc<Lmr>,
+        lmr: Option<Arc<Lmr>>,
         triplet: DAT_LMR_TRIPLET,
         privileges: u32,
         va_type: dat_va_type,
@@ -151,12 +151,8 @@ impl Rmr {
         }
         let our_key = context.is_none();
         let context = context.unwrap_or_else(lmr::claim_window_key);
-        if triplet.segment_length == 0 {
-            // An unbind: the context returned names nothing.
-            if our_key {
-                lmr::release_window_key(context);
-            }
-        } else {
+        let region = lmr.filter(|_| triplet.segment_length != 0);
+        if let Some(lmr) = region {
             let window = Window {
                 lmr: lmr.clone(),
                 address: triplet.virtual_address,
@@ -175,6 +171,9 @@ impl Rmr {
                 context,
                 window: key(ep, context),
             });
+        } else if our_key {
+            // An unbind: the context returned names nothing.
+            lmr::release_window_key(context);
         }
         context
     }
@@ -203,6 +202,10 @@ pub struct BindRequest {
     pub cookie: DAT_RMR_COOKIE,
     /// Known bind completion flags (`BIND_COMPLETION_FLAGS`).
     pub completion_flags: DAT_COMPLETION_FLAGS,
+    /// Where the triplet and the completion flags are among the call's arguments (for the
+    /// errors' subtypes: 1.2's call has neither an LMR handle nor an address type).
+    pub triplet_position: u8,
+    pub flags_position: u8,
 }
 
 impl Rmr {
@@ -211,11 +214,12 @@ impl Rmr {
     /// request EVD as the man page says; on a CONNECTED EP it completes with a
     /// `DAT_RMR_BIND_COMPLETION_EVENT` (unless suppressed): at once where the window is ours
     /// (TCP), or once the device has bound the memory window (verbs). Returns the context the
-    /// consumer gets.
+    /// consumer gets. `lmr` is the region the triplet names; None only for an unbind (1.2's
+    /// call names no region: its triplet's context may name none).
     pub fn bind_through(
         self: &Arc<Self>,
         ep: &Arc<Ep>,
-        lmr: Arc<Lmr>,
+        lmr: Option<Arc<Lmr>>,
         request: BindRequest,
     ) -> DatResult<DAT_RMR_CONTEXT> {
         let BindRequest {
@@ -225,8 +229,10 @@ impl Rmr {
             va_type,
             cookie: user_cookie,
             completion_flags,
+            triplet_position,
+            flags_position,
         } = request;
-        if !Arc::ptr_eq(&lmr.ia, &self.ia) {
+        if lmr.as_ref().is_some_and(|l| !Arc::ptr_eq(&l.ia, &self.ia)) {
             return Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_LMR));
         }
         if !Arc::ptr_eq(&ep.ia, &self.ia) {
@@ -237,8 +243,11 @@ impl Rmr {
         }
         // A zero length unbinds: no region to check.
         if triplet.segment_length != 0 {
+            let lmr = lmr
+                .as_ref()
+                .ok_or(DatError::invalid_arg(triplet_position))?;
             if triplet.lmr_context != lmr.context {
-                return Err(DatError::invalid_arg(3));
+                return Err(DatError::invalid_arg(triplet_position));
             }
             if lmr
                 .check(
@@ -249,7 +258,7 @@ impl Rmr {
                 )
                 .is_err()
             {
-                return Err(DatError::invalid_arg(3));
+                return Err(DatError::invalid_arg(triplet_position));
             }
             // Remote read needs local read on the LMR, remote write and the remote atomics
             // (which write too) local write.
@@ -284,7 +293,7 @@ impl Rmr {
         };
         let unsignalled = dat_completion_flags::DAT_COMPLETION_UNSIGNALLED_FLAG as u32;
         if completion_flags & unsignalled != 0 && ep_flags & unsignalled == 0 {
-            return Err(DatError::invalid_arg(8));
+            return Err(DatError::invalid_arg(flags_position));
         }
         match ep_pz {
             Some(pz) if Arc::ptr_eq(&pz, self.pz()) => {}
@@ -325,9 +334,10 @@ impl Rmr {
                 };
                 let bind = WindowBind {
                     window,
-                    region: (triplet.segment_length != 0)
-                        .then(|| lmr.registration())
-                        .flatten(),
+                    region: lmr
+                        .as_ref()
+                        .filter(|_| triplet.segment_length != 0)
+                        .and_then(|l| l.registration()),
                     bound,
                     address: triplet.virtual_address,
                     length: u64::from(triplet.segment_length),
