@@ -6,7 +6,6 @@
  *     every byte of its buffer.
  * usage: pingpong -s IA            (server: prints "pingpong: ready" once it listens)
  *        pingpong IA SERVER_IPV4   (client)
- *        pingpong IA               (both, the server a child process, over 127.0.0.1)
  * Exit status 0 and a last line "pingpong: PASSED" when every check held. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #ifdef PINGPONG_DAT2
 #include <dat2/udat.h>
 #else
@@ -187,8 +184,7 @@ static void send_text(const char *text)
     send_message((int)strlen(text) + 1);
 }
 
-/* One side; `ready`: a pipe the server writes a byte to once it listens (-1: none). */
-static int run_side(int server, char *ia_name, const char *server_address, int ready)
+static int run_side(int server, char *ia_name, const char *server_address)
 {
     me = server ? "server" : "client";
     int who = server ? 1 : 2, peer_who = server ? 2 : 1;
@@ -227,8 +223,6 @@ static int run_side(int server, char *ia_name, const char *server_address, int r
         check("dat_psp_create", dat_psp_create(ia, CONN_QUAL, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
         printf("pingpong: ready (DAT %d.%d)\n", DAT_VERSION_MAJOR, DAT_VERSION_MINOR);
         fflush(stdout);
-        if (ready >= 0 && write(ready, "r", 1) != 1)
-            fail("the ready pipe (%ld, %ld)", 0, 0);
         event = wait_event(cr_evd, "dat_evd_wait (connection request)");
         if (event.event_number != DAT_CONNECTION_REQUEST_EVENT)
             fail("event 0x%lx where a connection request was awaited (%ld)", (long)event.event_number, 0);
@@ -307,31 +301,9 @@ static int run_side(int server, char *ia_name, const char *server_address, int r
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "-s") == 0)
-        return run_side(1, argv[2], NULL, -1);
+        return run_side(1, argv[2], NULL);
     if (argc == 3)
-        return run_side(0, argv[1], argv[2], -1);
-    if (argc != 2) {
-        fprintf(stderr, "usage: pingpong -s IA | pingpong IA SERVER_IPV4 | pingpong IA (both, on 127.0.0.1)\n");
-        return 2;
-    }
-    /* Both sides, the server in a child process: the client starts once it listens. */
-    int fds[2];
-    char byte;
-    if (pipe(fds) != 0)
-        return 1;
-    pid_t child = fork();
-    if (child == 0) {
-        close(fds[0]);
-        exit(run_side(1, argv[1], NULL, fds[1]));
-    }
-    close(fds[1]);
-    if (child < 0 || read(fds[0], &byte, 1) != 1) {
-        printf("pingpong: FAILED: the server did not start listening\n");
-        return 1;
-    }
-    int client = run_side(0, argv[1], "127.0.0.1", -1);
-    int status;
-    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return 1;
-    return client;
+        return run_side(0, argv[1], argv[2]);
+    fprintf(stderr, "usage: pingpong -s IA | pingpong IA SERVER_IPV4\n");
+    return 2;
 }
