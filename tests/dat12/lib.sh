@@ -9,7 +9,14 @@
 # dapltest has -T S/Q/T/P/L and F; its function tests (-T F) have no -n: connmgt listens on the
 # server's own conn qual, and none of them needs a server, so they run alone, before it starts.
 
-DTEST12_MODES=("" "-p" "-c" "-b 1" "-b 4194304" "-B 100" "-p -b 65536")
+# The smallest buffer 1.2's dtest can take is -b 2 with -B 14: it splits each write into two
+# segments of -b/2 bytes (-b 1: empty ones), and copies strings of up to 26 bytes into its
+# buffers of -b times -B bytes.
+# pair's failure lines, set here: its own default (${ERRORS:-FAILED\|Error\|ERR}) loses its
+# backslashes to quote removal, and "FAILED|Error|ERR" matches no line.
+ERRORS='FAILED\|Error\|ERR'
+
+DTEST12_MODES=("" "-p" "-c" "-b 2 -B 20" "-b 4194304" "-B 100" "-p -b 65536")
 DAPLTEST12_FUNCTIONS="hwconn endpoint pz mem connmgt queryinfo"
 
 dtest12_runs() {  # label, mode, dtest binary, IA, server address [, extra options of every run]
@@ -18,26 +25,45 @@ dtest12_runs() {  # label, mode, dtest binary, IA, server address [, extra optio
     for m in "${DTEST12_MODES[@]}"; do
         # Every run's burst is the extra one when given (-B): the guest's short runs.
         [ -n "$extra" ] && [ "${m#-B}" != "$m" ] && continue
+        # Its ready line is printed, not flushed: line-buffered (stdbuf), it reaches the log at once.
         pair "$label ${m:-default}" "$mode" "Server waiting for connect request" \
-            "$bin -P $ia -s $m $extra" "$bin -P $ia -h $host $m $extra"
+            "stdbuf -oL $bin -P $ia -s $m $extra" "$bin -P $ia -h $host $m $extra"
     done
 }
 
+# The function test cases that fail where docs/compatibility.md decides for the man page, each
+# allowed only with its documented code: registering 0 bytes is DAT_INVALID_PARAMETER (mem),
+# a PSP with DAT_PSP_PROVIDER_FLAG is DAT_MODEL_NOT_SUPPORTED (queryinfo: the create its PSP
+# cases start with, line 278).
+declare -A DAPLTEST12_DECIDED=(
+    [mem]="memory size 0.*DAT_INVALID_PARAMETER"
+    [queryinfo]="queryinfo.c, line 278.*DAT_MODEL_NOT_SUPPORTED"
+)
+
+undecided_failures() {  # function, log: the failed cases (one line each) not decided as above
+    awk -v decided="${DAPLTEST12_DECIDED[$1]:-^$}" '
+        /case: [0-9]+/ {text = ""; name = $0; sub(/.*case: /, "case ", name)}
+        {text = text " " $0}
+        /^Result: FAIL/ && text !~ decided {print name ": " text}' "$2"
+}
+
 dapltest12_functions() {  # label, mode, dapltest binary, IA: each function test alone
-    local label=$1 mode=$2 bin=$3 ia=$4 f rc ok=0
+    local label=$1 mode=$2 bin=$3 ia=$4 f rc ok=0 decided=0 undecided
     for f in $DAPLTEST12_FUNCTIONS; do
         # shellcheck disable=SC2046
         ${CLIENT_NS:-} env $(loader "$mode") timeout "${RUN_TIMEOUT:-120}" "$bin" -T F -D "$ia" -f "$f" > "$work/client.log" 2>&1
         rc=$?
-        if [ $rc != 0 ] || grep -q "Result: FAIL" "$work/client.log" || ! grep -q "Result: PASS" "$work/client.log"; then
+        undecided=$(undecided_failures "$f" "$work/client.log")
+        if [ $rc != 0 ] || [ -n "$undecided" ] || ! grep -q "Result: PASS" "$work/client.log"; then
             echo "${SUITE:-dat12}: $label -T F -f $f ($mode): exit $rc, $(grep -c "Result: PASS" "$work/client.log") cases passed"
-            grep -h -B3 "Result: FAIL" "$work/client.log" | head -8
+            echo "$undecided" | head -4 | cut -c1-300 | sed 's/^/    /'
             fail=1
         else
             passed=$((passed + 1)) ok=$((ok + 1))
+            decided=$((decided + $(grep -c "Result: FAIL" "$work/client.log")))
         fi
     done
-    echo "${SUITE:-dat12}: $label -T F ($mode): $ok of $DAPLTEST12_FUNCTIONS ran with no case failed"
+    echo "${SUITE:-dat12}: $label -T F ($mode): $ok of $DAPLTEST12_FUNCTIONS passed ($decided cases failed where docs/compatibility.md follows the man page)"
 }
 
 dapltest12_runs() {  # label, mode, dapltest binary, IA, iterations of -T T, of -T P [, EPs per

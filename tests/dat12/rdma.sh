@@ -37,7 +37,7 @@ builtin_ia=ofa-v2-$RXE_VM_NETDEV
 # same sources, other headers) in two dtest modes and a transaction and a performance test.
 started=$SECONDS
 SUITE="dat12 rdma [compat, ofa12]"
-DTEST12_MODES=("" "-p" "-c" "-b 1" "-b 65536" "-p -b 65536")
+DTEST12_MODES=("" "-p" "-c" "-b 2" "-b 65536" "-p -b 65536")  # each with -B 20
 dtest12_runs dtest path "$out/compat/dtest" ofa12 "$host" "-B 20"
 dapltest12_runs dapltest path "$out/compat/dapltest" ofa12 100 500 2
 echo "$SUITE: $((SECONDS - started)) s"
