@@ -80,13 +80,15 @@ dapltest12_runs() {  # label, mode, dapltest binary, IA, iterations of -T T, of 
     dapltest_limits "$label" "$mode" "$bin" "$ia"
 }
 
-pingpong_mixed() {  # mode of the 1.2 side, mode of the 2.0 side, pingpong directory, IA, server address
-    local m12=$1 m20=$2 dir=$3 ia=$4 host=$5
-    built "$dir/pingpong12" "$dir/pingpong20" || return
-    CLIENT_MODE=$m20 pair "pingpong: 1.2 server, 2.0 client" "$m12" "pingpong: ready" \
-        "$dir/pingpong12 -s $ia" "$dir/pingpong20 $ia $host"
-    CLIENT_MODE=$m12 pair "pingpong: 2.0 server, 1.2 client" "$m20" "pingpong: ready" \
-        "$dir/pingpong20 -s $ia" "$dir/pingpong12 $ia $host"
+pingpong_mixed() {  # mode of the 1.2 side, of the 2.0 side, the 1.2 program, the 2.0 one, IA
+    # (one both APIs open: a built-in one), server address
+    local m12=$1 m20=$2 p12=$3 p20=$4 ia=$5 host=$6 how
+    built "$p12" "$p20" || return
+    how="$(basename "$(dirname "$p12")") 1.2 half"
+    CLIENT_MODE=$m20 pair "pingpong, 1.2 server ($how), 2.0 client" "$m12" "pingpong: ready" \
+        "$p12 -s $ia" "$p20 $ia $host"
+    CLIENT_MODE=$m12 pair "pingpong, 2.0 server, 1.2 client ($how)" "$m20" "pingpong: ready" \
+        "$p20 -s $ia" "$p12 $ia $host"
 }
 
 bound_to_ours() {  # label, mode, binary, our library, arguments that make it stop at once:

@@ -50,6 +50,7 @@ built "$out/ours/dapltest" && dapltest_against_server dapltest preload "$out/our
     "-T P -i 500 RW 4096 2"
 echo "$SUITE: $((SECONDS - started)) s"
 SUITE="dat12 rdma [pingpong, $builtin_ia]"
-pingpong_mixed path path "$out/ours" "$builtin_ia" "$host"
+pingpong_mixed path path "$out/ours/pingpong12" "$out/ours/pingpong20" "$builtin_ia" "$host"
+pingpong_mixed preload path "$out/compat/pingpong12" "$out/ours/pingpong20" "$builtin_ia" "$host"
 echo "dat12 over RDMA: $passed runs passed"
 exit $fail

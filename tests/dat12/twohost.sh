@@ -55,6 +55,7 @@ for way in compat ours; do
     echo "$SUITE: $((SECONDS - started)) s"
 done
 SUITE="dat12 twohost [pingpong, tcp-dat0]"
-pingpong_mixed path path "$out/ours" tcp-dat0 "$a"
+pingpong_mixed path path "$out/ours/pingpong12" "$out/ours/pingpong20" tcp-dat0 "$a"
+pingpong_mixed preload path "$out/compat/pingpong12" "$out/ours/pingpong20" tcp-dat0 "$a"
 echo "dat12 twohost: $passed runs passed"
 exit $fail
