@@ -127,9 +127,10 @@ static void argument_cases(void)
 	expect_ret("ep_connect/multipath-not-supported",
 		   connect_with(&a, port, WAIT_US, DAT_QOS_BEST_EFFORT, DAT_CONNECT_MULTIPATH_FLAG),
 		   DAT_ERROR(DAT_MODEL_NOT_SUPPORTED, 0));
-	expect_ret("ep_connect/multipath-required-not-supported",
-		   connect_with(&a, port, WAIT_US, DAT_QOS_BEST_EFFORT, DAT_CONNECT_MULTIPATH_REQUIRED_FLAG),
-		   DAT_ERROR(DAT_MODEL_NOT_SUPPORTED, 0));
+	DAT20_ONLY("ep_connect/multipath-required-not-supported", "DAT_CONNECT_MULTIPATH_REQUIRED_FLAG",
+		   expect_ret("ep_connect/multipath-required-not-supported",
+			      connect_with(&a, port, WAIT_US, DAT_QOS_BEST_EFFORT, DAT_CONNECT_MULTIPATH_REQUIRED_FLAG),
+			      DAT_ERROR(DAT_MODEL_NOT_SUPPORTED, 0)));
 	expect_state("ep_connect/unsupported-model-leaves-unconnected", a.ep, DAT_EP_STATE_UNCONNECTED);
 
 	/* "If the Provider can locally determine that the remote_ia_address is invalid, or that
@@ -395,11 +396,9 @@ static void rdma_read_depth_cases(void)
 	fresh_ep(&p, &attr);
 	connect_opened(&a, &p);
 	memset(p.buf, 0x5a, 256);
-	r.rmr_context = p.rmr_ctx;
-	r.segment_length = 64;
 	for (i = 0; i < 4; i++) {
 		l = iov(&a, i * 64, 64);
-		r.virtual_address = (DAT_VADDR)(uintptr_t)(p.buf + i * 64);
+		r = rmr_triplet(p.rmr_ctx, p.buf + i * 64, 64);
 		c.as_64 = (DAT_UINT64)i;
 		must(dat_ep_post_rdma_read(a.ep, 1, &l, c, &r, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_rdma_read");
 	}

@@ -123,12 +123,9 @@ static void graceful_cases(void)
 	expect_ret("ep_disconnect/no-send-while-pending", post_send(&a, 8, 2), PENDING_STATE);
 	{
 		DAT_LMR_TRIPLET l = iov(&a, 16, 8);
-		DAT_RMR_TRIPLET r;
+		DAT_RMR_TRIPLET r = rmr_triplet(p.rmr_ctx, p.buf, 8);
 		DAT_DTO_COOKIE c;
 		c.as_64 = 3;
-		r.rmr_context = p.rmr_ctx;
-		r.virtual_address = (DAT_VADDR)(uintptr_t)p.buf;
-		r.segment_length = 8;
 		expect_ret("ep_disconnect/no-rdma-write-while-pending",
 			   dat_ep_post_rdma_write(a.ep, 1, &l, c, &r, DAT_COMPLETION_DEFAULT_FLAG), PENDING_STATE);
 		expect_ret("ep_disconnect/no-rdma-read-while-pending",
@@ -335,7 +332,10 @@ static void peer_process_cases(pid_t stopped, int to_stopped, pid_t dying, int t
 	if (write(to_stopped, &port, sizeof(port)) != (ssize_t)sizeof(port))
 		exit(2);
 	e = next(p.cr_evd);
+	/* Stopped before the accept: kill() only queues the signal, the peer's threads may still
+	 * run (and confirm the accept) until it has taken effect. */
 	kill(stopped, SIGSTOP);
+	waitpid(stopped, NULL, WUNTRACED);
 	must(post_recv(&p, 0, 8), "dat_ep_post_recv");
 	if (e.event_number == DAT_CONNECTION_REQUEST_EVENT)
 		must(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL), "dat_cr_accept");

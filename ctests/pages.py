@@ -9,8 +9,8 @@ cases and its reason after a second tab. ctests/run.sh runs it after the suite.
 usage: pages.py MAN_DIR RAW_CASE_LINES
 Checks, and says what fails: every listed sentence is the page's (word for word); every
 sentence of those sections is listed; every case named ran (a CASE line in the raw output, so a
-renamed case cannot leave a rule silently untested). Whether the cases passed is the suite's own
-count. Prints one line per page. Exit status 1 on any failure.
+renamed case cannot leave a rule silently untested; a case the build skips, SKIP with its reason,
+counts as run). Whether the cases passed is the suite's own count. Prints one line per page. Exit status 1 on any failure.
 """
 import os
 import re
@@ -71,9 +71,10 @@ def main():
             if sentence not in listed:
                 problems.append(f"not listed: {sentence[:70]}")
         passed = sum(1 for c in cases_named if ran.get(c) == "PASS")
+        skipped = sum(1 for c in cases_named if ran.get(c) == "SKIP")
         status = "ok" if not problems else "FAILED"
         print(f"pages: {function}: {len(page)} sentences, {rules} rules checked by "
-              f"{len(cases_named)} cases ({passed} passed): {status}")
+              f"{len(cases_named)} cases ({passed} passed{f', {skipped} skipped' if skipped else ''}): {status}")
         for problem in problems:
             print(f"pages:   {problem}")
         failed |= bool(problems)

@@ -7,7 +7,10 @@
 # env: DAT_IA (the IA to open; default the built-in tcp-lo), CTEST_TIME_SCALE (multiplies every
 # time bound, for slow machines), CTEST_RAW (a file that receives the raw CASE lines), CTEST_ONLY
 # (one area's name, e.g. connect: only ctests/connect.c), CTEST_MAN_DIR (the man pages the
-# seed functions' sentences are checked against; default ../shared/spec/man3dat).
+# seed functions' sentences are checked against; default ../shared/spec/man3dat), CTEST_API
+# (2.0, the default; or 1.2: the areas that check the four seed functions' man pages, built as
+# DAT 1.2 source against include/dat with -DCTEST_DAT12, so that they call the library's
+# DAT_1.2 entry points; cases of what 1.2 lacks are SKIP, with the reason).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -17,6 +20,24 @@ mode=${2:-plain}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cflags=(-std=gnu11 -O1 -g -Wall -Wextra -Werror -I "$root/include")
+api=${CTEST_API:-2.0}
+srcs=("$here"/${CTEST_ONLY:-*}.c)
+case "$api" in
+2.0) api_cflags=() ;;
+1.2)
+    # The areas whose cases ctests/pages/*.txt name (the four seed functions), as 1.2 source.
+    dat12=()
+    for area in connect connect_args page_cr_accept page_ep_connect page_ep_disconnect page_ep_post_send solicited; do
+        for src in "${srcs[@]}"; do [ "$src" = "$here/$area.c" ] && dat12+=("$src"); done
+    done
+    srcs=("${dat12[@]}")
+    [ ${#srcs[@]} -gt 0 ] || { echo "ctest: no area of the DAT 1.2 half matches CTEST_ONLY=${CTEST_ONLY:-}"; exit 2; }
+    api_cflags=(-DCTEST_DAT12)
+    # A 1.2 program's references name version DAT_1.2: the headers' own .symver lines, or ours.
+    grep -q '\.symver' "$root/include/dat/udat.h" || api_cflags+=(-include "$here/dat12_symver.h")
+    ;;
+*) echo "ctest: CTEST_API is 2.0 or 1.2, not $api"; exit 2 ;;
+esac
 env_run=()
 if [ "$mode" = asan ]; then
     cflags+=(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
@@ -25,7 +46,8 @@ if [ "$mode" = asan ]; then
     env_run=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1)
 fi
 libdir=$(dirname "$lib")
-echo "ctest: library $lib ($mode)"
+echo "ctest: library $lib ($mode), DAT $api API"
+printf 'API\t%s\n' "$api" > "$out/all"
 status=0
 # The guard that keeps a crashing library from stopping the suite checks itself first.
 if gcc "${cflags[@]}" "$here/self/guard.c" "$lib" -Wl,-rpath,"$libdir" -o "$out/guard" 2> "$out/guard.cc" &&
@@ -37,11 +59,18 @@ if gcc "${cflags[@]}" "$here/self/guard.c" "$lib" -Wl,-rpath,"$libdir" -o "$out/
 else
     echo "ctest: the suite's guard does not work:"; cat "$out/guard.cc" "$out/guard.out"; status=1
 fi
-for src in "$here"/${CTEST_ONLY:-*}.c; do
+for src in "${srcs[@]}"; do
     name=$(basename "$src" .c)
-    # Link by path so the suite runs against exactly this library.
-    if ! gcc "${cflags[@]}" "$src" "$lib" -Wl,-rpath,"$libdir" -o "$out/$name" 2> "$out/$name.cc"; then
-        echo "ctest: $name does not compile:"; cat "$out/$name.cc"; status=1; continue
+    # Link by path so the suite runs against exactly this library (for 1.2, what -ldat is).
+    if ! gcc "${cflags[@]}" "${api_cflags[@]}" "$src" "$lib" -Wl,-rpath,"$libdir" -o "$out/$name" 2> "$out/$name.cc"; then
+        if grep -q "undefined reference to" "$out/$name.cc"; then
+            # The library lacks functions (a 1.2 entry point, say): name each once.
+            echo "ctest: $name does not link: the library lacks" \
+                $(grep -o "undefined reference to \`[^']*'" "$out/$name.cc" | cut -d'`' -f2 | tr -d "'" | sort -u)
+        else
+            echo "ctest: $name does not compile:"; cat "$out/$name.cc"
+        fi
+        status=1; continue
     fi
     env "${env_run[@]}" LD_LIBRARY_PATH="$libdir" timeout $((180 * ${CTEST_TIME_SCALE:-1})) "$out/$name" > "$out/$name.out" 2> "$out/$name.err"
     rc=$?
@@ -59,7 +88,7 @@ for src in "$here"/${CTEST_ONLY:-*}.c; do
 done
 [ -n "${CTEST_RAW:-}" ] && cp "$out/all" "$CTEST_RAW"
 printf '%-52s %-8s %s\n' "case" "result" "expected / got"
-awk -F'\t' '$1=="CASE" { printf "%-52s %-8s %s\n", $2, $5, ($5=="PASS" ? $3 : "expected " $3 " / got " $4) }' "$out/all"
+awk -F'\t' '$1=="CASE" { printf "%-52s %-8s %s\n", $2, $5, ($5=="PASS" ? $3 : $5=="SKIP" ? $4 : "expected " $3 " / got " $4) }' "$out/all"
 # Every sentence of the four seed functions' pages is listed with the cases that check it, and
 # each of those cases ran (ctests/pages.py; their results are in the count below).
 man=${CTEST_MAN_DIR:-$root/../shared/spec/man3dat}
@@ -72,5 +101,6 @@ else
 fi
 passed=$(awk -F'\t' '$1=="CASE" && $5=="PASS"' "$out/all" | wc -l)
 failed=$(awk -F'\t' '$1=="CASE" && $5=="FAIL"' "$out/all" | wc -l)
-echo "ctest: $passed passed, $failed failed"
+skipped=$(awk -F'\t' '$1=="CASE" && $5=="SKIP"' "$out/all" | wc -l)
+echo "ctest: $passed passed, $failed failed, $skipped skipped (DAT $api API)"
 [ "$failed" = 0 ] && [ $status = 0 ]

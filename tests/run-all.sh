@@ -65,6 +65,8 @@ step "C API fuzzer, two connected processes (short)" tests/fuzz/api_fuzz.sh buil
 step "C API fuzzer under ASan and UBSan (short)" tests/fuzz/api_fuzz.sh build/lib 200000 asan
 step "C conformance suite" ctests/run.sh build/lib/libdat2.so.2
 step "C conformance suite under ASan and UBSan" ctests/run.sh build/lib/libdat2.so.2 asan
+step "C conformance suite, DAT 1.2 half (the seed functions' areas built against include/dat)" env CTEST_API=1.2 ctests/run.sh build/lib/libdat2.so.2
+step "DAT 1.2 programs: endpoints, transfers, memory, events, CNOs, IA attributes" tests/dat12/run.sh build/lib
 step "install" install_check
 step "RDMA in the soft-RoCE guest: devices, rdma-cm, verbs, dtest on our library" tests/rdma/run.sh build/bin/datinfo build/lib
 for f in "${skips[@]}"; do echo "skipped: $f"; done

@@ -241,7 +241,13 @@ mod tests {
             DAT_RMR_FIELD_LMR_TRIPLET,
             DAT_RMR_FIELD_MEM_PRIV,
             DAT_RMR_FIELD_RMR_CONTEXT,
-            DAT_RMR_FIELD_ALL,
+        );
+        // All 1.2 names: 2.0's but the scope and the address type.
+        let extra = v2::dat_rmr_param_mask::DAT_RMR_FIELD_RMR_SCOPE as u32
+            | v2::dat_rmr_param_mask::DAT_RMR_FIELD_VA_TYPE as u32;
+        assert_eq!(
+            rmr_mask20(v1::dat_rmr_param_mask::DAT_RMR_FIELD_ALL as u32),
+            v2::dat_rmr_param_mask::DAT_RMR_FIELD_ALL as u32 & !extra
         );
         // 2.0's scope and address type are unknown to 1.2: refused, as 1.2 would.
         let all20 = v2::dat_rmr_param_mask::DAT_RMR_FIELD_ALL as u32;

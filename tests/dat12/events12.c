@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The 1.2 functions this program calls, by their DAT_1.2 versions. dat_ep_create is left to
- * the default version: its 1.2 entry point does not exist yet, and with NULL attributes the
- * 2.0 one takes the same arguments. */
+/* The 1.2 functions this program calls, by their DAT_1.2 versions. */
+__asm__(".symver dat_ep_create, dat_ep_create@DAT_1.2");
 __asm__(".symver dat_ia_openv, dat_ia_openv@DAT_1.2");
 __asm__(".symver dat_ia_query, dat_ia_query@DAT_1.2");
 __asm__(".symver dat_ia_close, dat_ia_close@DAT_1.2");
