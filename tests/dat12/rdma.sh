@@ -19,6 +19,8 @@ host=${host%/*}
 server_host=$host  # where dapltest clients find their server (consumers/lib.sh)
 fail=0
 passed=0
+# A dapltest server that hangs after a failed test costs this much of the guest's time, not 300 s.
+DAPLTEST_SERVER_TIMEOUT=150
 
 loader() {  # mode -> env assignments for `env`
     case $1 in
