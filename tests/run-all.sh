@@ -58,8 +58,10 @@ step "exported symbols" tests/exports/check.sh build/lib include "$ref"
 step "RDMA transport on a machine without RDMA (no rdma-core symbol at load)" tests/rdma/host.sh build/lib include build/bin/datinfo
 step "dapl2-utils start on our library" tests/consumers/start.sh build/lib
 step "dapl2-utils run end to end over TCP" tests/consumers/run.sh build/lib
+step "DAT 1.2: compat-dapl's dtest and dapltest (built against its headers and ours) and a 1.2/2.0 ping-pong over TCP" tests/dat12/consumers.sh build/lib include
 # Each of its runs is time-bounded, and the whole too: a transport that hangs in every run costs 20 minutes.
 step "dapl2-utils between two hosts (network namespaces joined by a veth pair)" timeout 1200 tests/twohost/run.sh build/lib
+step "DAT 1.2 programs between two hosts" timeout 600 tests/dat12/twohost.sh build/lib include
 step "between two hosts, a short outage loses nothing and a vanished peer ends its connection in time" timeout 300 tests/twohost/outage.sh build/lib
 step "OpenFabrics' programs built from source against our headers" tests/consumers/source.sh build/lib include
 step "every way of waiting, quiet machine" tests/waits/run.sh build/lib quiet 1

@@ -7,7 +7,7 @@
 # prefix that runs a server / a client (and the programs that need no peer) on its host (e.g.
 # `ip netns exec NAME`; empty: here); server_host, the address dapltest's clients name;
 # RUN_TIMEOUT, each program's time bound in seconds (120); SUITE, the word that starts each
-# line (consumers).
+# line (consumers); DAPLTEST_SERVER_TIMEOUT, the dapltest server's bound in seconds (300).
 
 listening() {  # port [, pid]: whether a socket listens on the port (state 0A) in the network
     # namespace of process pid (its /proc/PID/net/tcp: a server on another host, i.e. in another
@@ -98,7 +98,7 @@ dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each 
     # clients' mode, when it differs (one library on each side).
     local label=$1 mode=$2 bin=$3 ia=$4 args rc dpid local_t; shift 4
     # shellcheck disable=SC2046
-    ${SERVER_NS:-} env $(loader "$mode") timeout 300 "$bin" -T S -D "$ia" > "$work/dapltest-server.log" 2>&1 &
+    ${SERVER_NS:-} env $(loader "$mode") timeout "${DAPLTEST_SERVER_TIMEOUT:-300}" "$bin" -T S -D "$ia" > "$work/dapltest-server.log" 2>&1 &
     dpid=$!
     if ! wait_ready "$work/dapltest-server.log" "Service Point Ready" $dpid; then
         echo "${SUITE:-consumers}: $label server ($mode) did not get ready"; fail=1

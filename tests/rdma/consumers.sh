@@ -78,4 +78,10 @@ builtin_ia=ofa-v2-${RXE_VM_IBDEV:?}-1
 pair "dtest on the built-in $builtin_ia" builtin "waiting for client connection" \
     "/usr/bin/dtest -P $builtin_ia -s -B 20 -b 65536" "/usr/bin/dtest -P $builtin_ia -h $host -B 20 -b 65536" 15828
 echo "consumers over RDMA: $passed runs passed"
+# The DAT 1.2 programs and the 1.2/2.0 ping-pong (tests/dat12/rdma.sh), built on the host.
+case ${DAT12_BUILD:-} in
+    skipped*) echo "dat12 over RDMA: ${DAT12_BUILD}" ;;
+    "" | failed) echo "dat12 over RDMA: the DAT 1.2 programs were not built on the host"; fail=1 ;;
+    *) "$(dirname "$0")/../dat12/rdma.sh" "$libdir" "$DAT12_BUILD" || fail=1 ;;
+esac
 exit $fail

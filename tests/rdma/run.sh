@@ -19,5 +19,15 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and "test" in m["target"]["kind"]:
         print(m["executable"])')
 [ -n "$bins" ] || { echo "rdma: the device tests did not build"; exit 1; }
+# The DAT 1.2 programs (tests/dat12), built here for consumers.sh to run there; DAT12_BUILD says
+# where, or why not ("skipped: ...", "failed").
+if tests/dat12/build.sh "$libdir" include build/dat12 > build/dat12.log 2>&1; then
+    export DAT12_BUILD=build/dat12
+elif [ $? = 77 ]; then
+    export DAT12_BUILD="skipped: $(tail -1 build/dat12.log)"
+else
+    cat build/dat12.log
+    export DAT12_BUILD=failed
+fi
 "$vm" --prepare > /dev/null
 exec "$vm" -t 1200 -- tests/rdma/guest.sh "$datinfo" "$libdir" $bins
