@@ -414,6 +414,14 @@ pub fn check_attr(
         copy.max_message_size = own.max_message_size;
         copy.max_rdma_size = own.max_rdma_size;
     }
+    // No RDMA segment count given: the request's, as OpenFabrics' providers bound every request
+    // by it (DAT 1.2 programs, whose providers never read these two, leave them 0).
+    if copy.max_rdma_write_iov == 0 {
+        copy.max_rdma_write_iov = copy.max_request_iov;
+    }
+    if copy.max_rdma_read_iov == 0 {
+        copy.max_rdma_read_iov = copy.max_request_iov.min(own.max_read_iov);
+    }
     copy.ep_transport_specific_count = 0;
     copy.ep_transport_specific = std::ptr::null_mut();
     copy.ep_provider_specific_count = 0;
@@ -1248,6 +1256,23 @@ mod tests {
             attr,
             EpWire::new(Box::new(crate::objects::seam::NoEpState)),
         )
+    }
+
+    #[test]
+    fn rdma_segment_counts_not_given_are_the_requests() {
+        let own = Limits {
+            max_read_iov: 3,
+            ..Limits::TABLE
+        };
+        let mut a = DAT_EP_ATTR::zeroed();
+        a.service_type = dat_service_type::DAT_SERVICE_TYPE_RC as DAT_SERVICE_TYPE;
+        a.max_request_iov = 4;
+        let c = check_attr(&a, 6, false, &own).unwrap();
+        // The read's within what the transport scatters into.
+        assert_eq!((c.max_rdma_write_iov, c.max_rdma_read_iov), (4, 3));
+        (a.max_rdma_write_iov, a.max_rdma_read_iov) = (1, 2);
+        let c = check_attr(&a, 6, false, &own).unwrap();
+        assert_eq!((c.max_rdma_write_iov, c.max_rdma_read_iov), (1, 2));
     }
 
     #[test]
