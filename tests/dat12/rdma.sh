@@ -44,7 +44,7 @@ transactions=("-T T -i 100 client SR 4096 2 server SR 4096 2"
     "-T T -t 2 -w 2 -i 50 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f")
 started=$SECONDS
 SUITE="dat12 rdma [compat, ofa12]"
-DTEST12_MODES=("" "-c" "-p -b 65536")
+DTEST12_MODES=("" "-p" "-p -b 65536")
 dtest12_runs dtest path "$out/compat/dtest" ofa12 "$host" "-B 20"
 dapltest12_functions dapltest path "$out/compat/dapltest" ofa12
 dapltest_against_server dapltest path "$out/compat/dapltest" ofa12 "${transactions[@]}" "-T P -i 500 RW 4096 2"
