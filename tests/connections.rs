@@ -820,6 +820,31 @@ fn abrupt_disconnect_and_free_tell_the_peer() {
     assert_eq!(unsafe { dat_evd_free(a.conn_evd) }, OK);
 }
 
+/// A server's teardown with a request it never answered (dtest's server, when a stray client
+/// reached its PSP): it frees the PSP, then the PSP's EVD. The CR outlives the PSP ("no effect
+/// on previously generated Connection Requested Events", dat_psp_free), but no event stream
+/// feeds the EVD any more, so the EVD frees (dat_evd_free); the CR is still the consumer's to
+/// answer.
+#[test]
+fn a_psps_evd_frees_after_the_psp_though_a_request_is_unanswered() {
+    let (a, p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
+    let (psp, port) = p.listen();
+    assert_eq!(a.connect(port, b"stray", WAIT_US), OK);
+    let (cr, pd) = p.request();
+    assert_private_data(&pd, b"stray");
+    let in_use = DatError::invalid_state(Sub::DAT_INVALID_STATE_EVD_IN_USE).code();
+    unsafe {
+        // The PSP feeds it.
+        assert_eq!(dat_evd_free(p.cr_evd), in_use);
+        assert_eq!(dat_psp_free(psp), OK);
+        assert_eq!(dat_evd_free(p.cr_evd), OK);
+        assert_eq!(dat_cr_reject(cr, 2, b"no".as_ptr() as DAT_PVOID), OK);
+    }
+    let (event, pd) = a.conn_event();
+    assert_eq!(event, dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED);
+    assert_private_data(&pd, b"no");
+}
+
 #[test]
 fn a_rejected_request_is_peer_rejected_with_the_private_data() {
     let (a, p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));

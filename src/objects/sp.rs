@@ -35,7 +35,12 @@ pub enum SpKind {
 
 pub struct ServicePoint {
     pub ia: Arc<Ia>,
-    pub evd: Held<Evd>,
+    /// The EVD its connection requests are reported on.
+    pub evd: Arc<Evd>,
+    /// Its use of that EVD, from its creation until its handle is freed. Its CRs may outlive
+    /// it (each keeps it), but once freed it feeds the EVD no more (dat_evd_free: in use while
+    /// event streams feed it), and an unanswered CR must not keep the EVD from being freed.
+    feeding: Mutex<Option<Held<Evd>>>,
     conn_qual: std::sync::atomic::AtomicU64,
     pub kind: SpKind,
     handle: SelfHandle,
@@ -74,7 +79,8 @@ impl ServicePoint {
     pub fn new(ia: Arc<Ia>, evd: Arc<Evd>, kind: SpKind) -> Arc<ServicePoint> {
         Arc::new(ServicePoint {
             ia,
-            evd: Held::new(evd),
+            feeding: Mutex::new(Some(Held::new(evd.clone()))),
+            evd,
             conn_qual: std::sync::atomic::AtomicU64::new(0),
             kind,
             handle: SelfHandle::default(),
@@ -129,6 +135,12 @@ impl ServicePoint {
     /// listener stays open until the RSP is freed: closing it from the transport's thread that
     /// reports the request could wait for that very thread).
     pub fn arrive(self: Arc<Self>, request: Box<dyn ConnRequest>) {
+        // A handshake that ends after the free (a CR of this service point still holds it):
+        // refused as if nobody listened (dat_psp_free).
+        if self.feeding.lock().is_none() {
+            request.reject(&[]);
+            return;
+        }
         if let SpKind::Reserved { ep } = &self.kind {
             if self.spent.swap(true, std::sync::atomic::Ordering::AcqRel) || !ep.request_arrived() {
                 request.reject(&[]);
@@ -141,7 +153,7 @@ impl ServicePoint {
             dat_event_number::DAT_CONNECTION_REQUEST_EVENT as DAT_EVENT_NUMBER
         };
         let cr = Arc::new(Cr::new(self.clone(), request));
-        let Ok(cr_handle) = self.ia.adopt(cr.clone()) else {
+        let Ok(cr_handle) = self.ia.adopt(cr) else {
             return;
         };
         let mut e = DAT_EVENT::zeroed();
@@ -170,15 +182,11 @@ impl ServicePoint {
         }
         e.event_data.cr_arrival_event_data = data;
         // From the event on, the consumer may accept the CR, free the service point and then
-        // its EVD: the CR in the handle table is the only holder of the service point left
-        // (and so of the EVD's use), not this thread, which the scheduler may hold up for a
-        // while after the post (a dtestx that freed its EVD then found it still in use).
-        let (ia, evd) = (self.ia.clone(), self.evd.arc().clone());
-        drop(cr);
-        drop(self);
-        if evd.post(e).is_err() {
+        // its EVD: what this thread and the CR hold of the service point keeps no use of the
+        // EVD (`feeding` ends with the handle), however long the scheduler holds us up here.
+        if self.evd.post(e).is_err() {
             // Nobody can see this request: refuse it rather than leave the peer waiting.
-            if let Some(cr) = ia.release::<Cr>(cr_handle) {
+            if let Some(cr) = self.ia.release::<Cr>(cr_handle) {
                 cr.reject(&[]);
                 cr.request_gone();
             }
@@ -189,9 +197,10 @@ impl ServicePoint {
         self.listener.lock().is_some()
     }
 
-    /// Stops listening; requests not yet accepted stay valid CRs.
+    /// Stops listening and feeding its EVD; requests not yet accepted stay valid CRs.
     pub fn close(&self) {
         self.listener.lock().take();
+        self.feeding.lock().take();
     }
 }
 

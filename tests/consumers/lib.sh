@@ -60,8 +60,11 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
     local crc=$?
     wait $spid
     local src=$?
-    # ERRORS: what in the logs is a failure (counters' names hold "ERR": DCNT_IA_CM_ERR)
-    local errors=${ERRORS:-FAILED\|Error\|ERR}
+    # ERRORS: what in the logs is a failure (counters' names hold "ERR": DCNT_IA_CM_ERR). The
+    # default is single-quoted on its own: written unquoted inside ${ERRORS:-...}, its
+    # backslashes go to quote removal and grep looks for the literal "FAILED|Error|ERR".
+    local errors='FAILED\|Error\|ERR'
+    errors=${ERRORS:-$errors}
     if [ $crc != 0 ] || [ $src != 0 ] || grep -q "$errors" "$work/client.log" "$work/server.log"; then
         echo "${SUITE:-consumers}: $name ($mode): client exit $crc, server exit $src"
         grep -h "$errors\| returned " "$work/client.log" "$work/server.log" | head -5

@@ -9,10 +9,6 @@
 # dapltest has -T S/Q/T/P/L and F; its function tests (-T F) have no -n: connmgt listens on the
 # server's own conn qual, and none of them needs a server, so they run alone, before it starts.
 
-# pair's failure lines, set here: its own default (${ERRORS:-FAILED\|Error\|ERR}) loses its
-# backslashes to quote removal, and "FAILED|Error|ERR" matches no line.
-ERRORS='FAILED\|Error\|ERR'
-
 # The smallest buffer 1.2's dtest can take is -b 2 with -B 14 (here -B 20): it splits each write into two
 # segments of -b/2 bytes (-b 1: empty ones), and copies strings of up to 26 bytes into its
 # buffers of -b times -B bytes.
