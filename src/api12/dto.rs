@@ -32,8 +32,9 @@ unsafe fn local<'a>(
     position: u8,
 ) -> impl FnOnce(DAT_COUNT) -> DatResult<&'a [crate::abi::DAT_LMR_TRIPLET]> {
     move |count| {
-        let room = room; // moved, not reborrowed: the slice lives as long as the room
-                         // SAFETY: forwarded from our caller.
+        // Moved, not reborrowed: the slice lives as long as the room.
+        let room = room;
+        // SAFETY: forwarded from our caller.
         unsafe { room.read(p, count, position) }
     }
 }
