@@ -13,8 +13,10 @@ skips=()
 step() {  # name, command...
     local name=$1; shift
     echo "=== $name"
+    local started=$SECONDS
     "$@"
     local rc=$?
+    echo "=== $name: $((SECONDS - started)) s"
     if [ $rc = 0 ]; then
         passed=$((passed + 1))
     elif [ $rc = 77 ]; then

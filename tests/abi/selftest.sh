@@ -14,17 +14,26 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+# The mutations are independent: each in a directory of its own, as many at once as there are
+# processors (the comparison is one process each); their lines are printed in order at the end.
+n=0
+slots=$(nproc)
 mutate() {  # name, file, sed expression
-    rm -rf "$tmp/inc" && mkdir -p "$tmp/inc" && cp -r "$ref/$dir" "$tmp/inc/$dir"
-    sed -i "$3" "$tmp/inc/$dir/$2"
-    if cmp -s "$ref/$dir/$2" "$tmp/inc/$dir/$2"; then
-        echo "selftest: $1: the mutation did not apply"; fail=1; return
+    n=$((n + 1))
+    local d="$tmp/$n"
+    mkdir -p "$d/inc" && cp -r "$ref/$dir" "$d/inc/$dir"
+    sed -i "$3" "$d/inc/$dir/$2"
+    if cmp -s "$ref/$dir/$2" "$d/inc/$dir/$2"; then
+        echo "selftest: $1: the mutation did not apply" > "$d/line"; echo 1 > "$d/failed"; return
     fi
-    if python3 "$here/compare.py" "${set_args[@]}" "$ref" "$tmp/inc" > "$tmp/out" 2>&1; then
-        echo "selftest: $1: NOT detected"; fail=1
-    else
-        echo "selftest: $1: detected ($(tail -1 "$tmp/out"))"
-    fi
+    (
+        if python3 "$here/compare.py" "${set_args[@]}" "$ref" "$d/inc" > "$d/out" 2>&1; then
+            echo "selftest: $1: NOT detected" > "$d/line"; echo 1 > "$d/failed"
+        else
+            echo "selftest: $1: detected ($(tail -1 "$d/out"))" > "$d/line"
+        fi
+    ) &
+    while [ "$(jobs -rp | wc -l)" -ge "$slots" ]; do wait -n || true; done
 }
 if [ $dir = dat2 ]; then
     mutate "member type" dat.h 's/^    DAT_COUNT                   max_recv_dtos;/    DAT_UINT64 max_recv_dtos;/'
@@ -54,4 +63,9 @@ else
     mutate "typedef added (even a libdat_ one)" udat.h 's/^} DAT_CNO_PARAM;/} DAT_CNO_PARAM;\ntypedef int libdat_helper;/'
     mutate "a call bound to another version" udat.h 's/^} DAT_CNO_PARAM;/} DAT_CNO_PARAM;\n__asm__(".symver dat_cno_free, dat_cno_free@DAT_2.0");/'
 fi
+wait
+for i in $(seq 1 $n); do
+    cat "$tmp/$i/line"
+    [ -f "$tmp/$i/failed" ] && fail=1
+done
 exit $fail
