@@ -15,10 +15,8 @@ use crate::registry;
 fn info_of(e: &registry::Entry, major: u32) -> DAT_PROVIDER_INFO {
     let mut info = DAT_PROVIDER_INFO::zeroed();
     fill_name(&mut info.ia_name, &e.ia_name);
-    (info.dapl_version_major, info.dapl_version_minor) = match e.origin {
-        registry::Origin::Builtin if major == registry::API_MAJOR_1 => (1, 2),
-        _ => (e.api_major, e.api_minor),
-    };
+    (info.dapl_version_major, info.dapl_version_minor) =
+        e.version_for(major).unwrap_or((e.api_major, e.api_minor));
     info.is_thread_safe = if e.thread_safe {
         dat_boolean::DAT_TRUE
     } else {

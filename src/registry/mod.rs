@@ -99,10 +99,12 @@ impl Entry {
     /// a run-time provider serves the version it names (`u1.2` lines the 1.2 API, `u2.0` lines
     /// 2.0, as OpenFabrics' two registries), a built-in IA both.
     pub fn serves(&self, major: u32) -> bool {
-        match self.origin {
-            Origin::Builtin => major == API_MAJOR || major == API_MAJOR_1,
-            _ => self.api_major == major,
-        }
+        self.version_for(major).is_some()
+    }
+
+    /// The version (major, minor) of major version `major` this IA serves, if it serves one.
+    pub fn version_for(&self, major: u32) -> Option<(u32, u32)> {
+        self.versions().into_iter().find(|(m, _)| *m == major)
     }
 
     /// The API versions (major, minor) whose programs may open this IA, the newest first: the
