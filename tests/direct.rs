@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use dat::abi::*;
-use dat::api::{ep::*, lmr::*, pz::*};
+use dat::api::{cm::*, ep::*, lmr::*, pz::*};
 
 mod common;
 use common::*;
@@ -456,6 +456,110 @@ fn messages_keep_their_order_whether_they_come_directly_or_by_the_socket() {
         assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
     }
     a.buf[0] = 0;
+}
+
+/// Runs as the child of `receives_of_two_connections_on_one_evd_complete_in_the_order_filled`:
+/// two EPs whose receives complete on one EVD accept its parent's two connections (its first
+/// EP the first); stopped meanwhile, it then prints the order its receives completed in.
+#[test]
+fn shared_receive_evd_child() {
+    if std::env::var_os("LIBDAT_TEST_SHARED_EVD_CHILD").is_none() {
+        return; // only the child does anything
+    }
+    use std::io::Write;
+    let p = Side::new(ALL_PRIV);
+    let conn_evd = create_evd(p.ia, 8, dat_evd_flags::DAT_EVD_CONNECTION_FLAG);
+    let req_evd = create_evd(p.ia, 8, dat_evd_flags::DAT_EVD_DTO_FLAG);
+    let mut second = null_mut();
+    assert_eq!(
+        unsafe {
+            dat_ep_create(
+                p.ia,
+                p.pz,
+                p.recv_evd,
+                req_evd,
+                conn_evd,
+                std::ptr::null(),
+                &mut second,
+            )
+        },
+        OK
+    );
+    for i in 0..2 {
+        p.post_recv(&[p.iov(i * 16, 16)], 1 + i as u64);
+        let iov = [p.iov(64 + i * 16, 16)];
+        let posted = unsafe {
+            dat_ep_post_recv(
+                second,
+                1,
+                iov.as_ptr() as *mut _,
+                cookie(11 + i as u64),
+                DEFAULT,
+            )
+        };
+        assert_eq!(posted, OK);
+    }
+    let (_psp, port) = p.listen();
+    println!("PEER {port}");
+    std::io::stdout().flush().unwrap();
+    for ep in [p.ep, second] {
+        let (cr, _) = p.request();
+        assert_eq!(unsafe { dat_cr_accept(cr, ep, 0, null_mut()) }, OK);
+    }
+    // The parent stops us once both are established, sends, and continues us.
+    let order: Vec<String> = (0..4).map(|_| dto(p.recv_evd).0.to_string()).collect();
+    println!("ORDER {}", order.join(" "));
+    std::io::stdout().flush().unwrap();
+    std::process::exit(0);
+}
+
+/// Two connections whose receives complete on one EVD, their messages put directly in a
+/// stopped process's receives, each sent once the one before it completed (so its sender
+/// knew the one before had arrived): the receives complete in that order, as a device's
+/// completion queue has them, not one connection's after the other's.
+#[test]
+fn receives_of_two_connections_on_one_evd_complete_in_the_order_filled() {
+    if on_rdma() {
+        return; // the TCP transport's alone
+    }
+    let mut child = Child(
+        test_child("shared_receive_evd_child")
+            .env("LIBDAT_TEST_SHARED_EVD_CHILD", "1")
+            .spawn()
+            .unwrap(),
+    );
+    let port: DAT_CONN_QUAL = child_says(&mut child.0, "PEER ").parse().unwrap();
+    let mut senders = [Side::new(ALL_PRIV), Side::new(ALL_PRIV)];
+    for a in &senders {
+        assert_eq!(a.connect(port, b"", WAIT_US), OK);
+        assert_eq!(
+            a.conn_event().0,
+            dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+        );
+    }
+    let pid = child.0.id() as libc::pid_t;
+    let mut status = 0;
+    unsafe {
+        assert_eq!(libc::kill(pid, libc::SIGSTOP), 0);
+        assert_eq!(libc::waitpid(pid, &mut status, libc::WUNTRACED), pid);
+    }
+    assert!(libc::WIFSTOPPED(status), "the child stopped");
+    // First, second, first, second: each completes while the child is stopped (the direct
+    // path), before the next is posted.
+    for (i, which) in [0, 1, 0, 1].into_iter().enumerate() {
+        let a = &mut senders[which];
+        a.buf[..4].copy_from_slice(&(i as u32).to_le_bytes());
+        assert_eq!(a.post_send(&[a.iov(0, 4)], i as u64), OK);
+        assert_eq!(dto(a.req_evd).1, dat_dto_completion_status::DAT_DTO_SUCCESS);
+    }
+    unsafe { assert_eq!(libc::kill(pid, libc::SIGCONT), 0) };
+    assert_eq!(
+        child_says(&mut child.0, "ORDER "),
+        "1 11 2 12",
+        "the order the child's receives completed in (cookies 1 and 2 the first \
+         connection's, 11 and 12 the second's)"
+    );
+    assert_eq!(child.0.wait().unwrap().code(), Some(0));
 }
 
 /// A message that landed directly completes with its bytes when the connection ends right

@@ -67,14 +67,13 @@ dapltest12_functions() {  # label, mode, dapltest binary, IA: each function test
     echo "${SUITE:-dat12}: $label -T F ($mode): $ok of $DAPLTEST12_FUNCTIONS passed ($decided cases failed where docs/compatibility.md follows the man page)"
 }
 
-dapltest12_runs() {  # label, mode, dapltest binary, IA, iterations of -T T, of -T P [, EPs per
-    # thread of the second -T T (4)]
-    local label=$1 mode=$2 bin=$3 ia=$4 ti=$5 pi=$6 w=${7:-4}
+dapltest12_runs() {  # label, mode, dapltest binary, IA, iterations of -T T, of -T P
+    local label=$1 mode=$2 bin=$3 ia=$4 ti=$5 pi=$6
     built "$bin" || return
     dapltest12_functions "$label" "$mode" "$bin" "$ia"
     dapltest_against_server "$label" "$mode" "$bin" "$ia" \
         "-T T -i $ti client SR 4096 2 server SR 4096 2" \
-        "-T T -t 2 -w $w -i $((ti * 3 / 5)) -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f" \
+        "-T T -t 2 -w 4 -i $((ti * 3 / 5)) -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2 client SR 1024 3 -f server SR 2048 1 -f" \
         "-T P -i $pi RW 4096 2" \
         "-T P -i $pi RR 4096 2" \
         "-T P -i $pi -m p RW 65536 1"

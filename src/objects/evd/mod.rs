@@ -156,7 +156,8 @@ pub struct Evd {
     waiting: AtomicBool,
     /// Whether a CNO is attached (a copy of the queue's, read by `may_hand_over`).
     has_cno: AtomicBool,
-    /// The transport's completion queue of a DTO EVD (none for TCP).
+    /// The transport's completion queue of a DTO EVD (for TCP, the order in which receives
+    /// its connections' peers filled directly complete).
     pub completion_queue: std::sync::OnceLock<crate::objects::seam::Resource>,
     /// That queue as a source, when it alone completes the EVD's DTOs and needs nothing of a
     /// polling thread (verbs: the device moves the data): a dequeue polls it and no more, with

@@ -27,8 +27,11 @@ use std::time::Duration;
 
 use crate::error::DatResult;
 use crate::objects::ep::Ep;
+use crate::objects::evd::Evd;
 use crate::objects::limits;
-use crate::objects::seam::{ConnRequest, EpTransportState, Listening, OnRequest, Transport};
+use crate::objects::seam::{
+    ConnRequest, EpTransportState, Listening, OnRequest, Resource, Transport,
+};
 
 /// The TCP transport, the same for every TCP IA.
 pub struct Tcp;
@@ -61,6 +64,11 @@ impl Transport for Tcp {
 
     fn datagrams(&self) -> bool {
         true
+    }
+
+    /// The order its connections' directly filled receives complete in (`direct::FillOrder`).
+    fn completion_queue(&self, _evd: &Arc<Evd>) -> DatResult<Option<Resource>> {
+        Ok(Some(Arc::new(direct::FillOrder::default())))
     }
 
     fn endpoint_state(&self) -> Box<dyn EpTransportState> {

@@ -371,6 +371,30 @@ impl ExportedSlot {
         wait_for_accesses(conn, "a connection that ends");
     }
 
+    /// The receives the peer filled that the EP has not taken, from the next on as long as
+    /// each is filled: (receive number, stamp), added to `into`. No lock: a look, which the
+    /// taking (`Receives::take_filled_number`) checks.
+    pub fn filled(&self, into: &mut Vec<(u64, u64)>) {
+        let conn = self.conn();
+        let next = self.handled.load(Ordering::Acquire) + 1;
+        for n in next..next + RING as u64 {
+            let d = &conn.ring[((n - 1) % RING as u64) as usize];
+            if d.filled.load(Ordering::SeqCst) != n {
+                break;
+            }
+            into.push((n, d.stamp.load(Ordering::Relaxed)));
+        }
+    }
+
+    /// Whether the next receive is filled, or the peer claimed it and marks it filled within
+    /// a moment (it is copying its message in).
+    pub fn next_filled_soon(&self) -> bool {
+        let conn = self.conn();
+        let n = self.handled.load(Ordering::Acquire) + 1;
+        let d = &conn.ring[((n - 1) % RING as u64) as usize];
+        d.filled.load(Ordering::SeqCst) == n || filled_soon(conn, d, n)
+    }
+
     /// Whether the peer put messages in receives the EP has not taken yet (no lock: a poll
     /// looks). In one total order with `set_polled`'s store (see `Direct::send`).
     pub fn peer_filled(&self) -> bool {
@@ -469,32 +493,61 @@ impl Receives {
         messages_waiting: bool,
         mut each: impl FnMut(PostedRecv, Filled),
     ) {
-        let conn = self.slot.conn();
-        while self.handled < self.published {
-            let n = self.handled + 1;
-            let d = &conn.ring[((n - 1) % RING as u64) as usize];
-            if d.filled.load(Ordering::SeqCst) != n && !filled_soon(conn, d, n) {
-                break;
-            }
-            let word = d.length.load(Ordering::Acquire);
-            let (length, solicited) = (word & !SOLICITED, word & SOLICITED != 0);
-            let Some(r) = queue.pop_front() else { break };
-            self.took(n);
-            // A length beyond the receive's room is the peer's lie: as a failure.
-            let room = crate::objects::lmr::total_length(&r.segments);
-            each(
-                r,
-                if length & FAILED != 0 || length > room {
-                    Filled::Failed
-                } else {
-                    Filled::Landed {
-                        length: length as u32,
-                        solicited,
-                    }
-                },
-            );
-        }
+        while self.take_next(queue, true, &mut each) {}
         self.publish(queue, messages_waiting);
+    }
+
+    /// Takes receive `n` (`ExportedSlot::filled`), if it is the next and the peer filled it,
+    /// as `take_filled` does; then publishes more. Whether it took it.
+    pub fn take_filled_number(
+        &mut self,
+        n: u64,
+        queue: &mut VecDeque<PostedRecv>,
+        messages_waiting: bool,
+        mut each: impl FnMut(PostedRecv, Filled),
+    ) -> bool {
+        let took = self.handled + 1 == n && self.take_next(queue, false, &mut each);
+        self.publish(queue, messages_waiting);
+        took
+    }
+
+    /// Takes the next receive off `queue` to `each` if the peer filled it (or, `claimed`,
+    /// claimed it and marks it filled soon); whether it did.
+    fn take_next(
+        &mut self,
+        queue: &mut VecDeque<PostedRecv>,
+        claimed: bool,
+        each: &mut impl FnMut(PostedRecv, Filled),
+    ) -> bool {
+        if self.handled >= self.published {
+            return false;
+        }
+        let conn = self.slot.conn();
+        let n = self.handled + 1;
+        let d = &conn.ring[((n - 1) % RING as u64) as usize];
+        if d.filled.load(Ordering::SeqCst) != n && !(claimed && filled_soon(conn, d, n)) {
+            return false;
+        }
+        let word = d.length.load(Ordering::Acquire);
+        let (length, solicited) = (word & !SOLICITED, word & SOLICITED != 0);
+        let Some(r) = queue.pop_front() else {
+            return false;
+        };
+        self.took(n);
+        // A length beyond the receive's room is the peer's lie: as a failure.
+        let room = crate::objects::lmr::total_length(&r.segments);
+        each(
+            r,
+            if length & FAILED != 0 || length > room {
+                Filled::Failed
+            } else {
+                Filled::Landed {
+                    length: length as u32,
+                    solicited,
+                }
+            },
+        );
+        true
     }
 
     /// A message that came by the socket takes the receive at the front of `queue`: claimed
@@ -537,7 +590,7 @@ impl Receives {
     fn took(&mut self, n: u64) {
         self.handled = n;
         self.published = self.published.max(n);
-        self.slot.handled.store(n, Ordering::Relaxed);
+        self.slot.handled.store(n, Ordering::Release);
     }
 }
 

@@ -29,7 +29,9 @@
 //! flush.
 //!
 //! - `table`: the shared layout; `exports`: ours (regions, connection slots, the receives an
-//!   EP publishes); `peer`: a peer's, and a connection's accesses through it.
+//!   EP publishes); `peer`: a peer's, and a connection's accesses through it; `order`: the
+//!   order in which receives of several connections complete on one EVD (as they were
+//!   filled).
 //!
 //! The offer rides in the handshake's `Ready` frame of a side whose peer asked for it (its
 //! connect request or accept flagged `DIRECT`: the peer runs on this host), so each side has
@@ -38,12 +40,14 @@
 //! `LIBDAT_DIRECT=0` turns the whole path off.
 
 mod exports;
+mod order;
 mod peer;
 mod table;
 
 use std::net::SocketAddrV4;
 
 pub use exports::{offer, publish, withdraw, ExportedSlot, Filled, Receives};
+pub use order::FillOrder;
 pub use peer::{attach, Direct, Outcome};
 
 use super::wire::{flags, Header, Op, OFFER_COOKIE};

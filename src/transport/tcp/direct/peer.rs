@@ -390,6 +390,12 @@ impl Direct {
                 if failed { FAILED } else { total | asked },
                 Ordering::Release,
             );
+            // Stamped after the copy, before the mark: a fill this send knew of (its send
+            // completed before this one was posted) has an earlier stamp.
+            d.stamp.store(
+                t.fills.fetch_add(1, Ordering::SeqCst) + 1,
+                Ordering::Relaxed,
+            );
             d.filled.store(n, Ordering::SeqCst);
             if failed {
                 return Outcome::Failed;

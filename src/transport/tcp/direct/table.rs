@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::objects::region_table::Region;
 
-pub const MAGIC: u64 = u64::from_le_bytes(*b"libdatD4");
+pub const MAGIC: u64 = u64::from_le_bytes(*b"libdatD5");
 /// Region slots: contexts are scattered keys, so their low bits spread them; a context whose
 /// slot another region holds is reached through the socket.
 pub const REGION_SLOTS: usize = 4096;
@@ -88,7 +88,7 @@ pub struct RecvSegment {
 }
 
 /// A published receive: the owner writes it, then `seq`; the peer that fills it writes
-/// `length`, then `filled`.
+/// `length` and `stamp`, then `filled`.
 #[repr(C, align(64))]
 pub struct RecvDesc {
     /// The receive it describes (the connection's receives numbered from 1 in posting order).
@@ -99,6 +99,8 @@ pub struct RecvDesc {
     pub length: AtomicU64,
     pub count: AtomicU64,
     pub segments: [RecvSegment; RING_SEGMENTS],
+    /// When it was filled: the table's `fills` as the peer marked it (see `Table::fills`).
+    pub stamp: AtomicU64,
 }
 
 #[repr(C, align(64))]
@@ -138,7 +140,12 @@ pub struct Table {
     /// Where the owner keeps the cookie in its own memory: a peer reads it there too, so a
     /// file that only says it is the owner's table is not taken for one.
     pub cookie_at: AtomicU64,
-    _reserved: [AtomicU64; 3],
+    /// Receives filled so far, by all peers: each filler stamps its receive with the count it
+    /// makes, just before marking it filled. Receives of several connections that complete on
+    /// one EVD complete in stamp order (a fill that knew of another, filled before it, is
+    /// stamped after it).
+    pub fills: AtomicU64,
+    _reserved: [AtomicU64; 2],
     pub regions: [RegionSlot; REGION_SLOTS],
     pub conns: [ConnSlot; CONN_SLOTS],
 }

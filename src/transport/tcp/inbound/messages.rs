@@ -65,6 +65,7 @@ pub(super) fn on_send(
     in_caller: bool,
     catch: &mut Catch<'_>,
 ) -> Option<Stop> {
+    link.before_socket_message();
     let ack = (h.flags & flags::ACK != 0).then_some(h.remote_addr);
     if inb.reader.buffered() >= h.payload_len as usize {
         if let Some(done) = deliver_buffered(ep, link, &mut inb.reader, &h, ack, in_caller, catch) {
@@ -410,6 +411,31 @@ pub(crate) fn take_filled_of(
     }
 }
 
+/// Takes receives `numbers` the connection's peer filled directly, in order, as far as each
+/// is the next and filled (`direct::FillOrder`): how many it took.
+pub(crate) fn take_filled_numbers(ep: &Arc<Ep>, numbers: &[u64]) -> usize {
+    let mut inner = ep.inner.lock();
+    let EpInner {
+        wire,
+        recvs,
+        recv_evd,
+        ..
+    } = &mut *inner;
+    let state = wire.tcp();
+    let waiting = !state.unexpected.is_empty();
+    let Some(receives) = state.receives.as_mut() else {
+        return 0;
+    };
+    numbers
+        .iter()
+        .take_while(|&&n| {
+            receives.take_filled_number(n, recvs, waiting, |r, filled| {
+                complete_filled(ep, recv_evd.as_deref(), r, filled)
+            })
+        })
+        .count()
+}
+
 /// A receive the peer filled directly completes: with its message, or in error where the
 /// peer's copy failed (the peer breaks the connection then, as the socket path would for a
 /// receive whose memory is not ours).
@@ -468,6 +494,7 @@ pub(super) fn immediate(
     length: u32,
     in_caller: bool,
 ) -> Option<Stop> {
+    link.before_socket_message();
     let mut inner = ep.inner.lock();
     let recv = receive_in_order(ep, &mut inner);
     if let Some(recv) = recv {

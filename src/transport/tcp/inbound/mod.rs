@@ -35,7 +35,7 @@ use crate::objects::evd::Catch;
 use messages::immediate;
 pub use messages::land_early;
 pub(super) use messages::place;
-pub(crate) use messages::{take_filled, take_filled_of};
+pub(crate) use messages::{take_filled, take_filled_numbers, take_filled_of};
 use payload::{feed_arriving, finish, start, Partial, Sink};
 use peer_checks::Share;
 use replies::acknowledged;

@@ -50,20 +50,40 @@ impl TcpLink {
                 let state = wire.tcp();
                 receives.publish(recvs, !state.unexpected.is_empty());
                 state.receives = Some(receives);
+                // Before the offer goes: the peer fills nothing before its order is known.
+                if let Some(order) = &self.fill_order {
+                    order.join(&slot, &self.ep);
+                }
             }
         }
         let _ = self.exported.set(slot);
     }
 
-    /// Takes the receives the peer filled directly (they complete). Returns whether it found
-    /// any (no lock is taken to look).
+    /// Takes the receives the peer filled directly (they complete): with those of the other
+    /// connections completing on the same EVD, in the order they were filled, where there are
+    /// any. Returns whether it found any (no lock is taken to look).
     pub(in crate::transport::tcp) fn take_direct(&self) -> bool {
         match self.exported.get() {
             Some(slot) if slot.peer_filled() => {
-                inbound::take_filled(&self.ep, &mut self.ep.inner.lock());
+                match self.fill_order.as_ref().filter(|o| o.shared_beyond(1)) {
+                    Some(order) => order.take(Some(slot), inbound::take_filled_numbers),
+                    None => inbound::take_filled(&self.ep, &mut self.ep.inner.lock()),
+                }
                 true
             }
             _ => false,
+        }
+    }
+
+    /// A message (or immediate) came by the socket: what other connections' peers put
+    /// directly in receives completing on the same EVD before it was sent completes before
+    /// it (it came after them: its sender may have known of them).
+    #[inline]
+    pub(in crate::transport::tcp) fn before_socket_message(&self) {
+        if let Some(order) = &self.fill_order {
+            if order.shared_beyond(usize::from(self.exported.get().is_some())) {
+                order.take(None, inbound::take_filled_numbers);
+            }
         }
     }
 
@@ -97,6 +117,9 @@ impl TcpLink {
         if let Some(slot) = self.exported.get() {
             slot.close();
             self.take_direct();
+            if let Some(order) = &self.fill_order {
+                order.leave(slot);
+            }
         }
     }
 

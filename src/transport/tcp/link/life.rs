@@ -19,7 +19,7 @@ use crate::runtime::sys::{self, debug};
 use crate::transport::tcp::answers::Answer;
 use crate::transport::tcp::cm::{self, ConnectFailure, IncomingRequest, HANDSHAKE_TIMEOUT};
 use crate::transport::tcp::conn::{ConnError, Wrote};
-use crate::transport::tcp::direct::{self, Offer};
+use crate::transport::tcp::direct::{self, FillOrder, Offer};
 use crate::transport::tcp::ep_wire;
 use crate::transport::tcp::inbound::Stop;
 use crate::transport::tcp::wire::{Header, Op, ReadLimits};
@@ -445,6 +445,12 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
 }
 
 /// How many RDMA reads `ep` answers and starts at once, as its attributes say.
+/// The order the receives of `ep`'s receive EVD complete in (its TCP resource), if it has one.
+pub(super) fn fill_order(ep: &Ep) -> Option<Arc<FillOrder>> {
+    let evd = ep.inner.lock().recv_evd.as_ref()?.arc().clone();
+    evd.completion_queue.get()?.clone().downcast().ok()
+}
+
 pub(super) fn read_limits(ep: &Ep) -> ReadLimits {
     let attr = ep.inner.lock().attr;
     ReadLimits {

@@ -54,7 +54,7 @@ use parking_lot::{Mutex, MutexGuard};
 use super::answers::Answers;
 use super::cm;
 use super::conn::{watch_peer, ConnError, Reader, Writer};
-use super::direct::{Direct, ExportedSlot, Offer};
+use super::direct::{Direct, ExportedSlot, FillOrder, Offer};
 use super::held::Held;
 use super::inbound::{self, Inbound, Stop};
 use super::wire::ReadLimits;
@@ -66,7 +66,7 @@ use crate::runtime::sys;
 
 use acks::ACK_HOLD_MIN_US;
 pub use life::{accept, connect};
-use life::{read_limits, Phase};
+use life::{fill_order, read_limits, Phase};
 use stats::Stats;
 
 /// A connected EP's connection over TCP: one struct, whose jobs the modules above share.
@@ -172,6 +172,9 @@ pub struct TcpLink {
     peer_direct: bool,
     /// The connection's slot in our export table, once offered.
     exported: OnceLock<Arc<ExportedSlot>>,
+    /// The order in which the receives of the connections completing on the EP's receive
+    /// EVD complete, where their peers fill them directly (`direct::FillOrder`).
+    fill_order: Option<Arc<FillOrder>>,
     /// Our direct path into the peer's memory, once its offer was taken up.
     direct: OnceLock<Direct>,
     /// Set when the direct path failed: the socket carries everything from then on.
@@ -261,6 +264,7 @@ impl TcpLink {
             ends,
             peer_direct,
             exported: OnceLock::new(),
+            fill_order: fill_order(ep),
             direct: OnceLock::new(),
             direct_off: AtomicBool::new(false),
             frames_seen: AtomicU64::new(0),
