@@ -9,6 +9,9 @@
 # RUN_TIMEOUT, each program's time bound in seconds (120); SUITE, the word that starts each
 # line (consumers); DAPLTEST_SERVER_TIMEOUT, the dapltest server's bound in seconds (300).
 
+# The caller's output, for what a run's watcher prints while the run's own output goes to its log.
+exec 9>&1
+
 listening() {  # port [, pid]: whether a socket listens on the port (state 0A) in the network
     # namespace of process pid (its /proc/PID/net/tcp: a server on another host, i.e. in another
     # namespace, listens in that one), or in ours
@@ -29,6 +32,39 @@ wait_ready() {  # log file, pattern, pid [, port]: until the server says it is r
         sleep 0.05
     done
     return 1
+}
+
+stacks_of() {  # process name (as ps shows it): every thread's stack of each such process,
+    # by gdb where it is installed
+    command -v gdb > /dev/null || { echo "    (gdb not installed: no stacks)"; return; }
+    local p
+    for p in $(pgrep -x "$1"); do
+        echo "    stacks of pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-200)"
+        timeout 60 gdb -p "$p" -batch -ex "thread apply all bt" 2>/dev/null |
+            grep -E "^Thread|^#" | cut -c1-200 | head -400 | sed 's/^/      /'
+    done
+}
+
+watched() {  # seconds, process name, command...: runs the command (itself bounded by a
+    # `timeout` of those seconds); if it still runs 3 s before that, the stacks of every
+    # process of that name are printed first (a hang says where it is stuck before it is killed)
+    local secs=$1 name=$2 watcher rc; shift 2
+    # The sleep holds none of our output open (a pipe reading it would wait for it), and goes
+    # with the watcher.
+    (
+        trap 'kill $sleeper 2>/dev/null; exit 0' TERM
+        sleep $((secs - 3)) < /dev/null > /dev/null 2>&1 &
+        sleeper=$!
+        wait $sleeper || exit 0
+        echo "${SUITE:-consumers}: $name still running after $((secs - 3)) s:"
+        stacks_of "$name"
+    ) >&9 2>&1 &
+    watcher=$!
+    "$@"
+    rc=$?
+    kill $watcher 2>/dev/null
+    wait $watcher 2>/dev/null
+    return $rc
 }
 
 pair() {  # name, mode, ready pattern, server command, client command (both quoted strings)
@@ -56,7 +92,8 @@ pair() {  # name, mode, ready pattern, server command, client command (both quot
         kill $spid 2>/dev/null; wait $spid 2>/dev/null; fail=1; return
     done
     # shellcheck disable=SC2086
-    ${CLIENT_NS:-} env $cenv timeout "${RUN_TIMEOUT:-120}" $client > "$work/client.log" 2>&1
+    watched "${RUN_TIMEOUT:-120}" "$(basename "${client%% *}" | cut -c1-15)" \
+        ${CLIENT_NS:-} env $cenv timeout "${RUN_TIMEOUT:-120}" $client > "$work/client.log" 2>&1
     local crc=$?
     wait $spid
     local src=$?
@@ -114,7 +151,8 @@ dapltest_against_server() {  # label, mode, dapltest binary, IA name, then each 
         set -- $args
         local_t="$1 $2"; shift 2
         # shellcheck disable=SC2046,SC2086
-        ${CLIENT_NS:-} env $(loader "${CLIENT_MODE:-$mode}") timeout "${RUN_TIMEOUT:-120}" "$bin" $local_t -s "${server_host:-127.0.0.1}" -D "$ia" "$@" > "$work/client.log" 2>&1
+        watched "${RUN_TIMEOUT:-120}" "$(basename "$bin" | cut -c1-15)" \
+            ${CLIENT_NS:-} env $(loader "${CLIENT_MODE:-$mode}") timeout "${RUN_TIMEOUT:-120}" "$bin" $local_t -s "${server_host:-127.0.0.1}" -D "$ia" "$@" > "$work/client.log" 2>&1
         rc=$?
         # A function test prints "Error" where a case checks a code the man page or we decide
         # otherwise and still passes it (docs/compatibility.md); its verdict is its "Result:" lines.
