@@ -11,7 +11,8 @@
 //! - SRQ receives posted while the SRQ's EPs connect and end;
 //! - LMRs and RMRs freed while RDMA writes land in them;
 //! - PSPs and RSPs freed while connections arrive;
-//! - `dat_ia_close` while all of that runs.
+//! - `dat_ia_close` while all of that runs;
+//! - receives of connections sharing one EVD taken (in the order filled) while they stream.
 //!
 //! No scenario can hang: a watchdog fails the run when a DAT call does not return within
 //! `LOCK_ORDER_STALL_S` seconds (10) or a scenario outlives its bound, naming each thread and
@@ -3978,6 +3979,143 @@ fn the_os_wait_proxy_agent_may_post_a_receive() {
                 "closing the passive IA".into()
             });
             s.check(close_ia(a.ia) == OK, || "closing the active IA".into());
+        },
+    );
+}
+
+/// Receives of several connections that complete on one EVD complete in the order their peers
+/// filled them (`direct::FillOrder`): a taker (a thread waiting on the EVD or dequeuing from it,
+/// the progress thread answering a doorbell, a message by the socket taking the fills before
+/// it) holds the order's lock and takes each EP's lock in turn. Here `CONNS` connections stream
+/// messages into EPs that share one receive EVD, each sender waiting for its send to complete
+/// before the next, while two threads take the completions (one waits, one dequeues) and post
+/// each receive again; with `RECVS` receives posted per EP, a sender often outruns them, and
+/// its message goes by the socket to wait for one. Every message must land once, whole, and no
+/// call stall. (The two takers post receives again in whichever order they get to it, so which
+/// receive a message lands in is theirs to decide: the order is `tests/direct.rs`'s to check.)
+#[test]
+fn receives_of_connections_sharing_an_evd_taken_while_they_stream() {
+    const CONNS: usize = 4;
+    const RECVS: usize = 4;
+    const SLOT: usize = 16;
+    scenario(
+        "receives of connections sharing one EVD, taken while they stream",
+        Duration::from_secs(60),
+        |s| {
+            let messages = 1500 * scale();
+            let p = Arc::new(host(CONNS * RECVS * SLOT));
+            let a = host(CONNS * SLOT);
+            let recv_evd = new_evd(p.ia, 1024, DTO);
+            let (p_req, p_conn) = (new_evd(p.ia, 64, DTO), new_evd(p.ia, 64, CONNECTION));
+            let (psp, port) = p.listen();
+            let t = s.track("setup (main)");
+            let mut passive = Vec::new();
+            for c in 0..CONNS {
+                let ep = p.ep(recv_evd, p_req, p_conn).expect("a passive EP");
+                for k in 0..RECVS {
+                    let iov = [p.mem.iov((c * RECVS + k) * SLOT, SLOT)];
+                    assert_eq!(post_recv(ep, &iov, k as u64), OK);
+                }
+                let (req, conn) = (new_evd(a.ia, 64, DTO), new_evd(a.ia, 8, CONNECTION));
+                let active = a.ep(req, req, conn).expect("an active EP");
+                assert_eq!(connect(active, port, b"", 10_000_000), OK);
+                let e = conn_event(&t, p.cr_evd, c as u64).expect("a connection request");
+                let (cr, _) = cr_of(&e).expect("a connection request");
+                assert_eq!(accept(cr, ep), OK);
+                for evd in [p_conn, conn] {
+                    let e = conn_event(&t, evd, c as u64).expect("a connection event");
+                    assert!(event_is(&e, ESTABLISHED), "connection {c}: not established");
+                }
+                passive.push(ep);
+                // The sender: message k of connection c carries k, each sent once the one
+                // before it completed.
+                let a_mem = (a.mem.base, a.mem.lmr_ctx);
+                s.spawn(&format!("send {c}"), move |s, t| {
+                    let iov = [DAT_LMR_TRIPLET {
+                        lmr_context: a_mem.1,
+                        virtual_address: (a_mem.0 + c * SLOT) as DAT_VADDR,
+                        segment_length: 8,
+                    }];
+                    for k in 0..messages {
+                        if s.stopped() {
+                            break;
+                        }
+                        // SAFETY: the sender's own slot of the leaked buffer.
+                        unsafe { std::ptr::write_volatile(iov[0].virtual_address as *mut u64, k) };
+                        let rc = t.call("dat_ep_post_send", k, || post_send(active, &iov, k));
+                        if rc != OK {
+                            return Err(format!("connection {c}: send {k}: {rc:#x}"));
+                        }
+                        request_done(t, req, k)?;
+                    }
+                    Ok(())
+                });
+            }
+            // SAFETY: a live PSP.
+            assert_eq!(unsafe { dat_psp_free(psp as _) }, OK);
+            // The takers: each completion's receive (its cookie: the receive's number on its
+            // EP, which names its slot) holds one of the connection's messages, seen once; the
+            // receive is posted again.
+            let landed: Arc<Vec<AtomicU64>> =
+                Arc::new((0..CONNS).map(|_| AtomicU64::new(0)).collect());
+            let seen: Arc<Vec<Seen>> = Arc::new((0..CONNS).map(|_| Seen::default()).collect());
+            let passive = Arc::new(passive);
+            for (name, waits) in [("wait", true), ("dequeue", false)] {
+                let (p, landed, seen, passive) =
+                    (p.clone(), landed.clone(), seen.clone(), passive.clone());
+                s.spawn(name, move |s, t| {
+                    let total = messages * CONNS as u64;
+                    while landed.iter().map(|n| n.load(SeqCst)).sum::<u64>() < total {
+                        if s.stopped() {
+                            return Ok(());
+                        }
+                        let e = if waits {
+                            t.call("dat_evd_wait", 0, || wait_us(recv_evd, 100_000))
+                        } else {
+                            t.call("dat_evd_dequeue", 0, || dequeue(recv_evd))
+                        };
+                        let Ok(e) = e else { continue };
+                        let d = dto_of(&e).ok_or("not a DTO completion")?;
+                        let c = passive
+                            .iter()
+                            .position(|&ep| ep == d.ep)
+                            .ok_or(format!("a completion of no EP of ours: {d:?}"))?;
+                        let slot = (c * RECVS + d.cookie as usize % RECVS) * SLOT;
+                        let got = u64::from_le_bytes(p.mem.read(slot, 8).try_into().unwrap());
+                        if d.status != SUCCESS || d.len != 8 || got >= messages || !seen[c].insert(got)
+                        {
+                            return Err(format!(
+                                "connection {c}: receive {} holds message {got} (a second time, or none sent): {d:?}",
+                                d.cookie
+                            ));
+                        }
+                        landed[c].fetch_add(1, SeqCst);
+                        let next = d.cookie + RECVS as u64;
+                        if next < messages {
+                            let iov = [p.mem.iov(slot, SLOT)];
+                            let rc = t.call("dat_ep_post_recv", next, || {
+                                post_recv(passive[c], &iov, next)
+                            });
+                            if rc != OK {
+                                return Err(format!("connection {c}: receive {next}: {rc:#x}"));
+                            }
+                        }
+                    }
+                    Ok(())
+                });
+            }
+            for h in std::mem::take(&mut *s.threads.lock().unwrap()) {
+                let _ = h.join();
+            }
+            s.note(format!(
+                "messages landed per connection: {:?}",
+                landed.iter().map(|n| n.load(SeqCst)).collect::<Vec<_>>()
+            ));
+            s.check(landed.iter().all(|n| n.load(SeqCst) == messages), || {
+                "not every message landed".into()
+            });
+            s.check(close_ia(a.ia) == OK, || "closing the active IA".into());
+            s.check(close_ia(p.ia) == OK, || "closing the passive IA".into());
         },
     );
 }
