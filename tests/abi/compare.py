@@ -268,16 +268,37 @@ def function_symbols(inc, headers, tmp, names, cxx):
 
 
 def integer_macros(inc, headers, tmp, names):
-    """The object-like macros that are integer constant expressions."""
-    good = []
-    for n in names:
-        src = os.path.join(tmp, "m.c")
+    """The object-like macros that are integer constant expressions. All are tried in one
+    translation unit, each on a line of its own (macro expansion not tracked, so an error is
+    reported on the line that used the macro); those whose line has an error, and all of them
+    when an error has no such line, are tried again alone, as an error may spill onto the next
+    line. The answer is the one trying each alone gives, in a few compilations instead of one
+    per macro."""
+    head = PRELUDE + "".join(f"#include <{h}>\n" for h in headers)
+
+    def check(batch, name):
+        src = os.path.join(tmp, name)
         with open(src, "w") as f:
-            f.write(PRELUDE + "".join(f"#include <{h}>\n" for h in headers) +
-                    f"_Static_assert(__builtin_classify_type({n}) <= 3, \"\");\nenum {{ probe_ = ({n}) ? 1 : 0 }};\n")
-        if subprocess.run(["gcc", "-w", "-fsyntax-only", "-I", inc, src], capture_output=True).returncode == 0:
+            f.write(head)
+            for i, n in enumerate(batch):
+                f.write(f"_Static_assert(__builtin_classify_type({n}) <= 3, \"\"); "
+                        f"enum {{ libdat_probe_{i} = ({n}) ? 1 : 0 }};\n")
+        r = subprocess.run(["gcc", "-w", "-fsyntax-only", "-fmax-errors=0", "-ftrack-macro-expansion=0",
+                            "-I", inc, src], capture_output=True, text=True)
+        at = [re.match(rf"{re.escape(src)}:(\d+):", e) for e in r.stderr.splitlines() if ": error:" in e]
+        if r.returncode != 0 and (not at or None in at):
+            return None  # an error outside the probes' lines: nothing is known
+        first = head.count("\n") + 1
+        lines = {int(m.group(1)) - first for m in at}
+        return [n for i, n in enumerate(batch) if i not in lines], [n for i, n in enumerate(batch) if i in lines]
+
+    known = check(names, "m.c")
+    good, suspects = known if known is not None else ([], list(names))
+    for n in suspects:
+        alone = check([n], "m1.c")
+        if alone is not None and alone[0]:
             good.append(n)
-    return good
+    return [n for n in names if n in set(good)]
 
 
 TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|##|#|->|<<|>>|[<>=!]=|&&|\|\||\S")
