@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Inside the soft-RoCE guest: Debian's unmodified dapl2-utils over the RDMA IA, selected by an
 # OpenFabrics dat.conf line (libdaplofa.so.2 "<netdev> 0"): on our library by
-# LD_LIBRARY_PATH and by LD_PRELOAD, with no dat.conf on the built-in IA, and against
+# LD_LIBRARY_PATH (a few by LD_PRELOAD), with no dat.conf on the built-in IA, and against
 # OpenFabrics' own library (ours on one side, theirs on the other, both ways). Sizes are kept
 # small: the guest is emulated.
 # usage: consumers.sh LIBDIR
@@ -29,7 +29,8 @@ loader() {  # mode -> env assignments for `env`: ours (path, preload) or OpenFab
 . "$(dirname "$0")/../consumers/lib.sh"
 
 dtest_modes=("" "-p" "-c" "-W" "-w" "-u" "-D" "-b 1" "-p -u")
-for mode in path preload; do
+every_run() {  # mode
+    local mode=$1 m started=$SECONDS
     for m in "${dtest_modes[@]}"; do
         pair "dtest ${m:-default}" $mode "waiting for client connection" \
             "/usr/bin/dtest -P $ia -s -B 20 -b 65536 $m" "/usr/bin/dtest -P $ia -h $host -B 20 -b 65536 $m" 15828
@@ -58,7 +59,20 @@ for mode in path preload; do
         "-T P -i 500 RR 4096 2" \
         "${DAPLTEST_FUNCTIONS[@]}"
     dapltest_limits dapltest $mode /usr/bin/dapltest $ia
-done
+    echo "consumers over RDMA ($mode): $((SECONDS - started)) s"
+}
+# Every run on our library as found by LD_LIBRARY_PATH; by LD_PRELOAD, the same library bound
+# another way (the host's runs check each import binds to it), a few: the guest is emulated.
+every_run path
+started=$SECONDS
+pair "dtest default" preload "waiting for client connection" \
+    "/usr/bin/dtest -P $ia -s -B 20 -b 65536" "/usr/bin/dtest -P $ia -h $host -B 20 -b 65536" 15828
+pair "dtestx (write with immediate data, compare-and-swap, fetch-and-add)" preload "" \
+    "/usr/bin/dtestx -P $ia -s" "/usr/bin/dtestx -P $ia -c -h $host" 15828
+dapltest_against_server dapltest preload /usr/bin/dapltest $ia \
+    "-T T -t 2 -w 2 -i 50 -V client RW 4096 1 server RW 2048 4 client SR 1024 4 server SR 4096 2 client RR 4096 2 server RR 1024 2"
+echo "consumers over RDMA (preload): $((SECONDS - started)) s"
+started=$SECONDS
 # One library on each side: ours serves OpenFabrics' client, and the other way round (dtest,
 # dtestx's immediate data and atomics, and dapltest's transaction test with data checked).
 CLIENT_MODE=openfabrics pair "dtest, OpenFabrics client" path "waiting for client connection" \
@@ -77,6 +91,7 @@ CLIENT_MODE=path dapltest_against_server "dapltest, OpenFabrics server" openfabr
 builtin_ia=ofa-v2-${RXE_VM_IBDEV:?}-1
 pair "dtest on the built-in $builtin_ia" builtin "waiting for client connection" \
     "/usr/bin/dtest -P $builtin_ia -s -B 20 -b 65536" "/usr/bin/dtest -P $builtin_ia -h $host -B 20 -b 65536" 15828
+echo "consumers over RDMA (interop, built-in): $((SECONDS - started)) s"
 echo "consumers over RDMA: $passed runs passed"
 # The DAT 1.2 programs and the 1.2/2.0 ping-pong (tests/dat12/rdma.sh), built on the host.
 case ${DAT12_BUILD:-} in

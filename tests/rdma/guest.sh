@@ -32,6 +32,8 @@ tcp_only=(a_malformed_frame_breaks_only_that_connection peers_of_another_frame_v
     a_message_that_arrives_before_any_shared_receive_waits_for_one
     a_message_sent_before_its_receive_is_posted_waits_for_it_and_so_does_its_sender)
 log=$(mktemp)
+t0=$SECONDS
+took() { echo "rdma-guest: $1: $((SECONDS - t0)) s"; t0=$SECONDS; }
 for t in "$@"; do
     echo "rdma-guest: $(basename "$t")"
     case $(basename "$t") in
@@ -45,7 +47,7 @@ for t in "$@"; do
         cat "$log"; fail=1
     fi
 done
-rm -f "$log"
+took "the Rust tests"
 # Every way of waiting (tests/waits), quiet and with a busy loop on each core.
 for load in quiet contention; do
     WAITS_IA=$LIBDAT_TEST_IA WAITS_ITERS=16 tests/waits/run.sh "$libdir" $load 1 > "$log" 2>&1 || { cat "$log"; fail=1; }
@@ -54,6 +56,7 @@ done
 # Threads cancelled in the waits, a connection's receive EVD fed by its CQ among them.
 CANCEL_IA=$LIBDAT_TEST_IA CANCEL_TIME_SCALE=4 tests/cancel/run.sh "$libdir" 50 > "$log" 2>&1 || { cat "$log"; fail=1; }
 echo "rdma-guest: $(tail -1 "$log")"
+took "waits and cancellation"
 # The conformance suite on the RDMA IA, through an OpenFabrics dat.conf line.
 conf=$(mktemp)
 printf 'ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "%s 0" ""\n' "$RXE_VM_NETDEV" > "$conf"
@@ -70,5 +73,6 @@ else
     grep -v " PASS " "$log"; fail=1
 fi
 rm -f "$log" "$conf"
+took "the conformance suite, both halves"
 "$(dirname "$0")/consumers.sh" "$libdir" || fail=1
 exit $fail
