@@ -2379,3 +2379,38 @@ fn a_cr_evd_is_free_to_go_once_its_request_and_service_point_are() {
         assert_eq!(unsafe { dat_ep_reset(a.ep) }, OK);
     }
 }
+
+/// A conn qual is a TCP port on this transport, and the local port the kernel picks for a
+/// connection comes from the same range: a service point of this host must still listen on
+/// a port one of its connections holds as its local end (dapltest's server once waited for
+/// ever on a test thread whose PSP failed so, `DAT_CONN_QUAL_IN_USE`), and a request to that
+/// conn qual must reach it.
+#[test]
+fn a_psp_listens_on_a_port_a_connection_of_this_host_holds_locally() {
+    if on_rdma() {
+        return; // rdma-cm's port space holds no connection's local end
+    }
+    let (a, p) = connected(ALL_PRIV);
+    let mut param: DAT_EP_PARAM = zero();
+    let mask = DAT_EP_FIELD_LOCAL_PORT_QUAL as DAT_EP_PARAM_MASK;
+    assert_eq!(unsafe { dat_ep_query(a.ep, mask, &mut param) }, OK);
+    let held = param.local_port_qual;
+    assert_ne!(held, 0, "the active EP names its connection's local port");
+    let mut psp = null_mut();
+    let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+    assert_eq!(
+        unsafe { dat_psp_create(p.ia, held, p.cr_evd, flags, &mut psp) },
+        OK,
+        "a PSP on conn qual {held}, the local port of a connection of this host"
+    );
+    let other = Side::new(ALL_PRIV);
+    assert_eq!(other.connect(held, b"to the PSP", WAIT_US), OK);
+    let (cr, pd) = p.request();
+    assert_private_data(&pd, b"to the PSP");
+    assert_eq!(unsafe { dat_cr_reject(cr, 0, null_mut()) }, OK);
+    assert_eq!(
+        other.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_PEER_REJECTED
+    );
+    assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+}

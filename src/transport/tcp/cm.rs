@@ -187,6 +187,14 @@ impl IncomingRequest {
 }
 
 /// A socket that connects without blocking.
+///
+/// With `SO_REUSEADDR`, as our listeners have it: the local port the kernel picks for the
+/// connection, from the same range as the conn quals programs listen on (dapltest's 45279 on),
+/// does not keep a service point of this host from listening there later (a listener and
+/// connections may share a port when every socket on it allows it; none of ours listens
+/// twice). Without it, a PSP failed with `DAT_CONN_QUAL_IN_USE` whenever one of the host's
+/// connections happened to hold its port locally: a service point on an RDMA device has a
+/// port space of its own, where no connection takes one.
 fn nonblocking_socket() -> io::Result<RawFd> {
     // SAFETY: socket takes integers and returns a new descriptor or -1.
     let fd = unsafe {
@@ -198,6 +206,23 @@ fn nonblocking_socket() -> io::Result<RawFd> {
     };
     if fd < 0 {
         return Err(io::Error::last_os_error());
+    }
+    let on: libc::c_int = 1;
+    // SAFETY: an int option of our fresh socket, from a live local of its size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(fd) };
+        return Err(e);
     }
     Ok(fd)
 }
