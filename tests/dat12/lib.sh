@@ -13,10 +13,14 @@
 # segments of -b/2 bytes (-b 1: empty ones), and copies strings of up to 26 bytes into its
 # buffers of -b times -B bytes.
 #
-# Not -c: 1.2's dtest then holds dat_cno_wait to name the one EVD it expects while the other EVD
-# on the CNO may hold an event too (a peer's message that came first): the page makes the
-# returned EVD "only a hint", and the run passes or fails by timing (its 2.0 successor, run by
-# tests/consumers, passes).
+# Not -c (2 to 8 runs in 10 fail, on both paths, before and after this library's changes): 1.2's
+# dtest then takes dat_cno_wait's EVD, "only a hint" by the page, for the one that has its next
+# event, and waits for one notification per event. Two ways that fails by timing, traced here:
+# the peer's message comes before a read's completion, and the CNO names the receive EVD; or the
+# peer runs a message ahead, the CNO's one notification of that EVD is spent on the first, and
+# dtest waits 5 s on the CNO for the second, already in its receive EVD. OpenFabrics' CNO keeps
+# one triggered EVD too (a second trigger is dropped); a CNO that reported any EVD holding
+# events would fail the first way more often. Its 2.0 successor, run by tests/consumers, passes.
 DTEST12_MODES=("" "-p" "-b 2 -B 20" "-b 4194304" "-B 100" "-p -b 65536")
 DAPLTEST12_FUNCTIONS="hwconn endpoint pz mem connmgt queryinfo"
 
