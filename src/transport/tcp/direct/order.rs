@@ -152,13 +152,18 @@ impl FillOrder {
         }
     }
 
-    /// Every member's filled receives, as they stand.
+    /// Every member's filled receives, as they stand. The members are upgraded under the
+    /// lock and looked at outside it: the last reference to a connection's slot may be ours
+    /// for a moment, and its drop waits for the peer's accesses.
     fn look(&self) -> Vec<Seen> {
-        let members = self.members.lock();
-        members
+        let live: Vec<(Arc<ExportedSlot>, Arc<Ep>)> = self
+            .members
+            .lock()
             .iter()
-            .filter_map(|m| {
-                let (slot, ep) = (m.slot.upgrade()?, m.ep.upgrade()?);
+            .filter_map(|m| Some((m.slot.upgrade()?, m.ep.upgrade()?)))
+            .collect();
+        live.into_iter()
+            .filter_map(|(slot, ep)| {
                 let mut filled = Vec::new();
                 slot.filled(&mut filled);
                 (!filled.is_empty()).then_some(Seen {
