@@ -444,13 +444,13 @@ pub fn accept(ep: Arc<Ep>, request: IncomingRequest, private_data: &[u8]) -> Dat
     Ok(())
 }
 
-/// How many RDMA reads `ep` answers and starts at once, as its attributes say.
 /// The order the receives of `ep`'s receive EVD complete in (its TCP resource), if it has one.
 pub(super) fn fill_order(ep: &Ep) -> Option<Arc<FillOrder>> {
     let evd = ep.inner.lock().recv_evd.as_ref()?.arc().clone();
     evd.completion_queue.get()?.clone().downcast().ok()
 }
 
+/// How many RDMA reads `ep` answers and starts at once, as its attributes say.
 pub(super) fn read_limits(ep: &Ep) -> ReadLimits {
     let attr = ep.inner.lock().attr;
     ReadLimits {
