@@ -13,7 +13,7 @@
 # segments of -b/2 bytes (-b 1: empty ones), and copies strings of up to 26 bytes into its
 # buffers of -b times -B bytes.
 #
-# Not -c (2 to 8 runs in 10 fail, on both paths, before and after this library's changes): 1.2's
+# Not -c (2 to 8 runs in 10 fail here, on both paths, since this layer was written): 1.2's
 # dtest then takes dat_cno_wait's EVD, "only a hint" by the page, for the one that has its next
 # event, and waits for one notification per event. Two ways that fails by timing, traced here:
 # the peer's message comes before a read's completion, and the CNO names the receive EVD; or the
