@@ -1463,22 +1463,7 @@ fn atomics_from_several_peers_on_one_word_lose_no_update() {
         let ep = if i == 0 {
             p.ep
         } else {
-            let mut ep = null_mut();
-            assert_eq!(
-                unsafe {
-                    dat_ep_create(
-                        p.ia,
-                        p.pz,
-                        p.recv_evd,
-                        p.req_evd,
-                        p.conn_evd,
-                        std::ptr::null(),
-                        &mut ep,
-                    )
-                },
-                OK
-            );
-            ep
+            p.ep_sharing_receives(p.req_evd, p.conn_evd)
         };
         assert_eq!(a.connect(port, b"", WAIT_US), OK);
         let (cr, _) = p.request();

@@ -87,6 +87,20 @@ fn stopped_peer_child() {
 /// Kills the child if the test fails while it is stopped.
 struct Child(std::process::Child);
 
+impl Child {
+    /// Stops the child (SIGSTOP): none of its threads runs until it is continued. Its pid.
+    fn stop(&self) -> libc::pid_t {
+        let pid = self.0.id() as libc::pid_t;
+        let mut status = 0;
+        unsafe {
+            assert_eq!(libc::kill(pid, libc::SIGSTOP), 0);
+            assert_eq!(libc::waitpid(pid, &mut status, libc::WUNTRACED), pid);
+        }
+        assert!(libc::WIFSTOPPED(status), "the child stopped");
+        pid
+    }
+}
+
 impl Drop for Child {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -119,13 +133,7 @@ fn writes_and_reads_land_in_a_peer_process_that_is_stopped() {
     );
 
     // The peer process stops: none of its threads runs until it is continued.
-    let pid = child.0.id() as libc::pid_t;
-    let mut status = 0;
-    unsafe {
-        assert_eq!(libc::kill(pid, libc::SIGSTOP), 0);
-        assert_eq!(libc::waitpid(pid, &mut status, libc::WUNTRACED), pid);
-    }
-    assert!(libc::WIFSTOPPED(status), "the child stopped");
+    let pid = child.stop();
 
     for i in 0..LEN {
         a.buf[i] = pattern(i);
@@ -470,21 +478,7 @@ fn shared_receive_evd_child() {
     let p = Side::new(ALL_PRIV);
     let conn_evd = create_evd(p.ia, 8, dat_evd_flags::DAT_EVD_CONNECTION_FLAG);
     let req_evd = create_evd(p.ia, 8, dat_evd_flags::DAT_EVD_DTO_FLAG);
-    let mut second = null_mut();
-    assert_eq!(
-        unsafe {
-            dat_ep_create(
-                p.ia,
-                p.pz,
-                p.recv_evd,
-                req_evd,
-                conn_evd,
-                std::ptr::null(),
-                &mut second,
-            )
-        },
-        OK
-    );
+    let second = p.ep_sharing_receives(req_evd, conn_evd);
     for i in 0..2 {
         p.post_recv(&[p.iov(i * 16, 16)], 1 + i as u64);
         let iov = [p.iov(64 + i * 16, 16)];
@@ -537,13 +531,7 @@ fn receives_of_two_connections_on_one_evd_complete_in_the_order_filled() {
             dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
         );
     }
-    let pid = child.0.id() as libc::pid_t;
-    let mut status = 0;
-    unsafe {
-        assert_eq!(libc::kill(pid, libc::SIGSTOP), 0);
-        assert_eq!(libc::waitpid(pid, &mut status, libc::WUNTRACED), pid);
-    }
-    assert!(libc::WIFSTOPPED(status), "the child stopped");
+    let pid = child.stop();
     // First, second, first, second: each completes while the child is stopped (the direct
     // path), before the next is posted.
     for (i, which) in [0, 1, 0, 1].into_iter().enumerate() {

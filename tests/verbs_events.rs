@@ -306,22 +306,7 @@ fn peers_sharing_a_receive_evd(p: &Side, conns: usize, msgs: u64) -> (Vec<Side>,
         let ep = if c == 0 {
             p.ep
         } else {
-            let mut ep = null_mut();
-            assert_eq!(
-                unsafe {
-                    dat_ep_create(
-                        p.ia,
-                        p.pz,
-                        p.recv_evd,
-                        p.req_evd,
-                        p.conn_evd,
-                        std::ptr::null(),
-                        &mut ep,
-                    )
-                },
-                OK
-            );
-            ep
+            p.ep_sharing_receives(p.req_evd, p.conn_evd)
         };
         for m in 0..msgs {
             let iov = [p.iov(0, 8)];

@@ -301,6 +301,30 @@ impl Side {
         srq
     }
 
+    /// Another EP of the side's IA and zone whose receives complete on the side's receive
+    /// EVD, its requests and connection events on `req_evd` and `conn_evd` (the side's own,
+    /// or others of its IA).
+    pub fn ep_sharing_receives(
+        &self,
+        req_evd: DAT_EVD_HANDLE,
+        conn_evd: DAT_EVD_HANDLE,
+    ) -> DAT_EP_HANDLE {
+        let mut ep = null_mut();
+        let rc = unsafe {
+            dat_ep_create(
+                self.ia,
+                self.pz,
+                self.recv_evd,
+                req_evd,
+                conn_evd,
+                std::ptr::null(),
+                &mut ep,
+            )
+        };
+        assert_eq!(rc, OK);
+        ep
+    }
+
     /// Another EP of the side's IA, zone and EVDs, on `srq`.
     pub fn srq_ep(&self, srq: DAT_SRQ_HANDLE) -> DAT_EP_HANDLE {
         let mut ep = null_mut();
