@@ -33,6 +33,14 @@ if [ "$ia" = tcp-lo ]; then
     run -m send -s 65536 -n 2000
     run -m write -s 1048576 -n 200
     run -m send -s 1048576 -n 200
+    # The socket path, which a peer on another host takes (tcp-lo's peers on this host take
+    # the direct path): untrained, its code would be laid out and optimized as cold.
+    LIBDAT_DIRECT=0 run -m pingpong -s 8 -n 20000 -p
+    LIBDAT_DIRECT=0 run -m pingpong -s 8 -n 5000
+    LIBDAT_DIRECT=0 run -m sendwait -s 8 -n 5000 -p
+    LIBDAT_DIRECT=0 run -m write -s 65536 -n 2000
+    LIBDAT_DIRECT=0 run -m send -s 65536 -n 2000
+    LIBDAT_DIRECT=0 run -m send -s 1048576 -n 200
 else
     # Fewer rounds in the slow guest; the merge weighs the two trainings equally.
     run -m pingpong -s 8 -n 3000 -p
