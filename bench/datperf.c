@@ -5,7 +5,7 @@
  * and -p).
  *
  *   datperf [-P ia] [-m pingpong|mempoll|write|send|sendwait|dequeue] [-s bytes] [-n iterations]
- *           [-p] [-t] [-q] [-l port | -c address:port]
+ *           [-p] [-t] [-r] [-q] [-l port | -c address:port]
  *
  *   -m pingpong  send/recv ping-pong of -s bytes; prints the one-way latency (RTT / 2): the
  *                mean, and with -t the median round trip's half as well (perftest's t_typical)
@@ -25,6 +25,11 @@
  *                does not count; the verbose line gives the mean over all calls too)
  *   -p           poll with dat_evd_dequeue (default: block in dat_evd_wait)
  *   -t           latency modes: also the typical one-way latency, the median round trip / 2
+ *   -r           with -m pingpong: a raw TCP socket between the same two processes as well,
+ *                and the ping-pong alternates between the two in batches (RAW_BATCHES, each
+ *                begun with untimed rounds), polling or blocking alike; prints both one-way
+ *                latencies, ours first. On a machine whose speed drifts from one second to
+ *                the next, two figures taken milliseconds apart compare better than two runs.
  *   -q           one line of figures only (for scripts)
  *   -l port      the listening side only: waits for one connection on conn_qual `port` of
  *                the IA and prints "datperf: listening on port N" once it can come
@@ -36,6 +41,7 @@
  */
 #include <dat2/udat.h>
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +51,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #define WINDOW 16
 #define WAIT_US (10 * 1000 * 1000)
@@ -57,6 +65,9 @@ static int polling;
 static int quiet;
 static double *stamps; /* with -t: when each timed round of a ping-pong began, and the end */
 static long slot; /* bytes per buffer slot: the size, at least room for an RMR triplet */
+static int beside_raw;                   /* -r: a raw TCP ping-pong alternating with ours */
+static int raw_fd = -1;                  /* -r: the raw socket, connected */
+static double raw_latency;               /* -r: its one-way latency, us */
 static long listen_port = -1;            /* -l: the listening side alone, on this conn_qual */
 static struct sockaddr_in connect_to;    /* -c: the connecting side alone, to this address */
 static int connect_given;
@@ -296,6 +307,20 @@ static void serve(struct side *s, int port_pipe)
 	DAT_PSP_HANDLE psp;
 	DAT_CONN_QUAL port;
 	DAT_EVENT e;
+	/* -r: the raw socket's port goes to the client in the accept's private data */
+	int raw_listener = -1;
+	uint16_t raw_port = 0;
+	if (beside_raw) {
+		struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+		socklen_t len = sizeof(any);
+		raw_listener = socket(AF_INET, SOCK_STREAM, 0);
+		if (raw_listener < 0 || bind(raw_listener, (struct sockaddr *)&any, sizeof(any)) ||
+		    listen(raw_listener, 1) || getsockname(raw_listener, (struct sockaddr *)&any, &len)) {
+			perror("datperf: the raw socket");
+			exit(1);
+		}
+		raw_port = any.sin_port; /* network order, as it travels */
+	}
 	if (listen_port >= 0) {
 		port = (DAT_CONN_QUAL)listen_port;
 		check(dat_psp_create(s->ia, port, s->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create");
@@ -309,13 +334,25 @@ static void serve(struct side *s, int port_pipe)
 	e = next_event(s->cr_evd);
 	if (e.event_number != DAT_CONNECTION_REQUEST_EVENT)
 		exit(1);
-	check(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, s->ep, 0, NULL), "dat_cr_accept");
+	check(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, s->ep, beside_raw ? (DAT_COUNT)sizeof(raw_port) : 0,
+			    beside_raw ? &raw_port : NULL),
+	      "dat_cr_accept");
 	e = next_event(s->conn_evd);
 	if (e.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
 		fprintf(stderr, "datperf: server: connection event 0x%x\n", e.event_number);
 		exit(1);
 	}
 	check(dat_psp_free(psp), "dat_psp_free");
+	if (beside_raw) {
+		raw_fd = accept(raw_listener, NULL, NULL);
+		if (raw_fd < 0) {
+			perror("datperf: accepting the raw socket");
+			exit(1);
+		}
+		close(raw_listener);
+		int one = 1;
+		setsockopt(raw_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 }
 
 static void dial(struct side *s, int port_pipe)
@@ -342,6 +379,22 @@ static void dial(struct side *s, int port_pipe)
 	if (e.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
 		fprintf(stderr, "datperf: client: connection event 0x%x\n", e.event_number);
 		exit(1);
+	}
+	if (beside_raw) {
+		/* the server's raw port, from its accept's private data, at the same address */
+		DAT_CONNECTION_EVENT_DATA *c = &e.event_data.connect_event_data;
+		if (c->private_data_size < (DAT_COUNT)sizeof(sin.sin_port) || !c->private_data) {
+			fprintf(stderr, "datperf: the server's raw port did not come with its accept\n");
+			exit(1);
+		}
+		memcpy(&sin.sin_port, c->private_data, sizeof(sin.sin_port));
+		raw_fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (raw_fd < 0 || connect(raw_fd, (struct sockaddr *)&sin, sizeof(sin))) {
+			perror("datperf: connecting the raw socket");
+			exit(1);
+		}
+		int one = 1;
+		setsockopt(raw_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 }
 
@@ -401,25 +454,86 @@ static void ping_send(struct side *s, long n)
 	post_send(s, n, size, signalled ? DAT_COMPLETION_DEFAULT_FLAG : DAT_COMPLETION_SUPPRESS_FLAG);
 }
 
+/* Round trip i of the send/recv ping-pong (the client sends first). */
+static void ping_round(struct side *s, int client, long i)
+{
+	if (client)
+		ping_send(s, i);
+	DAT_DTO_COMPLETION_EVENT_DATA d = next_dto(s->recv_evd);
+	long n = (long)d.user_cookie.as_64;
+	bad_bytes += verify(s->buf + (WINDOW + n % WINDOW) * slot, i, d.transfered_length);
+	post_recv(s, n + 1);
+	if (!client)
+		ping_send(s, i);
+}
+
+static void raw_io(int fd, char *p, long n, int receive)
+{
+	while (n > 0) {
+		ssize_t k = receive ? recv(fd, p, (size_t)n, polling ? MSG_DONTWAIT : 0) : send(fd, p, (size_t)n, MSG_NOSIGNAL);
+		if (k < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (k <= 0) {
+			fprintf(stderr, "datperf: the raw socket failed or closed\n");
+			exit(1);
+		}
+		p += k;
+		n -= k;
+	}
+}
+
+/* A round trip on the raw socket, as rawtcp's ping-pong makes it. */
+static void raw_round(int client, char *buf)
+{
+	if (client)
+		raw_io(raw_fd, buf, size, 0);
+	raw_io(raw_fd, buf, size, 1);
+	if (!client)
+		raw_io(raw_fd, buf, size, 0);
+}
+
+/* -r: batches of each in turn, so both see the machine at the same moments. */
+#define RAW_BATCHES 10
+/* Untimed rounds that begin each batch: the connection the other batch left idle wakes up
+ * (ours: a lease to take again, acknowledgements held for a ride gone alone). */
+#define BATCH_WARMUP 100
+
 static double pingpong(struct side *s, int client)
 {
 	double start = 0;
 	for (long i = 0; i < WINDOW; i++)
 		fill(s->buf + i * slot, i, size);
 	post_recv(s, 1);
+	if (beside_raw) {
+		char *raw_buf = calloc(1, (size_t)size);
+		long per_batch = iterations / RAW_BATCHES > 0 ? iterations / RAW_BATCHES : 1, i = 0;
+		double ours = 0, raw = 0;
+		if (!raw_buf)
+			exit(1);
+		for (int b = 0; b < RAW_BATCHES; b++) {
+			for (long k = 0; k < BATCH_WARMUP + per_batch; k++, i++) {
+				if (k == BATCH_WARMUP)
+					start = now();
+				ping_round(s, client, i);
+			}
+			ours += now() - start;
+			for (long k = 0; k < BATCH_WARMUP + per_batch; k++) {
+				if (k == BATCH_WARMUP)
+					start = now();
+				raw_round(client, raw_buf);
+			}
+			raw += now() - start;
+		}
+		free(raw_buf);
+		raw_latency = raw / ((double)per_batch * RAW_BATCHES) / 2 * 1e6;
+		return ours / ((double)per_batch * RAW_BATCHES) / 2 * 1e6;
+	}
 	for (long i = 0; i < iterations + 100; i++) {
 		if (i == 100)
 			start = now(); /* the first rounds warm up */
 		if (i >= 100)
 			stamp(i - 100);
-		if (client)
-			ping_send(s, i);
-		DAT_DTO_COMPLETION_EVENT_DATA d = next_dto(s->recv_evd);
-		long n = (long)d.user_cookie.as_64;
-		bad_bytes += verify(s->buf + (WINDOW + n % WINDOW) * slot, i, d.transfered_length);
-		post_recv(s, n + 1);
-		if (!client)
-			ping_send(s, i);
+		ping_round(s, client, i);
 	}
 	double end = now();
 	stamp(iterations);
@@ -666,7 +780,7 @@ static int parse_address(const char *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: datperf [-P ia] [-m pingpong|mempoll|write|send|sendwait|dequeue] [-s bytes] [-n iterations]\n"
-			"               [-p] [-t] [-q] [-l port | -c address:port]\n");
+			"               [-p] [-t] [-r] [-q] [-l port | -c address:port]\n");
 	exit(2);
 }
 
@@ -677,7 +791,7 @@ int main(int argc, char **argv)
 	pid_t child;
 	double figure;
 
-	while ((c = getopt(argc, argv, "P:m:s:n:ptql:c:")) != -1) {
+	while ((c = getopt(argc, argv, "P:m:s:n:ptrql:c:")) != -1) {
 		switch (c) {
 		case 'P': ia_name = optarg; break;
 		case 'm': mode = optarg; break;
@@ -685,6 +799,7 @@ int main(int argc, char **argv)
 		case 'n': iterations = atol(optarg); break;
 		case 'p': polling = 1; break;
 		case 't': typical = 1; break;
+		case 'r': beside_raw = 1; break;
 		case 'q': quiet = 1; break;
 		case 'l': listen_port = atol(optarg); break;
 		case 'c': if (!(connect_given = parse_address(optarg))) usage(); break;
@@ -693,7 +808,8 @@ int main(int argc, char **argv)
 	}
 	if (size < 1 || iterations < 1 || listen_port == 0 || listen_port > 65535 || (listen_port > 0 && connect_given) ||
 	    (strcmp(mode, "pingpong") && strcmp(mode, "mempoll") && strcmp(mode, "write") && strcmp(mode, "send") &&
-	     strcmp(mode, "sendwait") && strcmp(mode, "dequeue")))
+	     strcmp(mode, "sendwait") && strcmp(mode, "dequeue")) ||
+	    (beside_raw && (strcmp(mode, "pingpong") || typical)))
 		usage();
 	slot = size < 64 ? 64 : size;
 	if (typical && (stamps = malloc((size_t)(iterations + 1) * sizeof *stamps)) == NULL)
@@ -728,11 +844,16 @@ int main(int argc, char **argv)
 	} else
 		figure = stream(&s, client, !strcmp(mode, "write"));
 	close_side(&s);
+	if (raw_fd >= 0)
+		close(raw_fd);
 	if (client) {
 		if (!quiet)
 			printf("datperf: %s, %ld bytes x %ld, %s on %s: ", mode, size, iterations,
 			       polling ? "polling" : "blocking", ia_name);
-		if ((!strcmp(mode, "pingpong") || !strcmp(mode, "mempoll")) && stamps)
+		if (beside_raw)
+			printf(quiet ? "%.2f %.2f\n" : "%.2f us one-way latency; raw TCP between the same two, batch for batch: %.2f us\n",
+			       figure, raw_latency);
+		else if ((!strcmp(mode, "pingpong") || !strcmp(mode, "mempoll")) && stamps)
 			printf(quiet ? "%.2f %.2f\n" : "%.2f us one-way latency, typical %.2f us\n", figure,
 			       typical_latency());
 		else if (!strcmp(mode, "pingpong") || !strcmp(mode, "mempoll"))

@@ -7,7 +7,11 @@
 # between the namespaces the library takes it anyway, which the section checks first.
 #
 #   ping-pong latency, 8 B, polling (dat_evd_dequeue / a non-blocking recv spun on) and
-#     blocking (dat_evd_wait / a blocking recv); target <= 1.10x raw
+#     blocking (dat_evd_wait / a blocking recv); target <= 1.10x raw. Ours and raw run in one
+#     pair of processes (datperf -r): the ping-pong alternates between our connection and a
+#     raw TCP socket beside it in batches of a few milliseconds, so each pair of figures sees
+#     the same machine (this one's speed drifts by half from one second to the next: separate
+#     runs gave round ratios from 0.6 to 2.1)
 #   send and wait: one 8-byte send at a time, its completion awaited before the next; raw: a
 #     send and the receiver's one-byte answer (a DAT send completes once the peer has the
 #     message: only an answer from the peer tells a socket's sender that); messages per second,
@@ -126,7 +130,7 @@ direct_check
 # Round trips a latency run, messages a send-and-wait run, bytes a bandwidth run, calls a
 # dequeue run: a second or less each on a quiet machine. Under load, runs in which both sides
 # spin stretch the most (raw polling took 45 s for 5000 round trips at load 19 on 2 cores).
-latency_n=5000
+latency_n=10000
 sendwait_n=5000
 stream_bytes=500000000
 dequeue_n=500000
@@ -142,8 +146,14 @@ versus() {  # key of ours, key of raw, datperf's flags, rawtcp's flags
 for r in $(seq "$rounds"); do
     order=(dat raw)
     [ $((r % 2)) = 0 ] && order=(raw dat)
-    versus lat_dat_poll lat_raw_poll "-m pingpong -p -s 8 -n $latency_n" "-m pingpong -p -s 8 -n $latency_n"
-    versus lat_dat_wait lat_raw_wait "-m pingpong -s 8 -n $latency_n" "-m pingpong -s 8 -n $latency_n"
+    for how in poll wait; do
+        flags=(-m pingpong -s 8 -n $latency_n -r)
+        [ $how = poll ] && flags+=(-p)
+        pair datperf "${flags[@]}"
+        read -r ours raw <<< "$out"
+        add "lat_dat_$how" "${ours:-}"
+        add "lat_raw_$how" "${raw:-}"
+    done
     versus sw_dat_wait sw_raw_wait "-m sendwait -s 8 -n $sendwait_n" "-m sendwait -s 8 -n $sendwait_n"
     versus sw_dat_poll sw_raw_poll "-m sendwait -p -s 8 -n $sendwait_n" "-m sendwait -p -s 8 -n $sendwait_n"
     for s in 65536 1048576; do
@@ -206,9 +216,9 @@ ratio() {  # label, key of ours, key of raw, op, bound
 echo "  load average at the end: $(load)"
 echo "  8-byte ping-pong, one-way latency in microseconds, median (min..max) of $rounds runs:"
 row "libdat tcp-dat0, polling (dat_evd_dequeue)" lat_dat_poll
-row "raw TCP, polling (MSG_DONTWAIT)" lat_raw_poll
+row "raw TCP beside it, polling (MSG_DONTWAIT)" lat_raw_poll
 row "libdat tcp-dat0, blocking (dat_evd_wait)" lat_dat_wait
-row "raw TCP, blocking (recv)" lat_raw_wait
+row "raw TCP beside it, blocking (recv)" lat_raw_wait
 echo "  Send and wait for its completion, 8 B, messages per second:"
 row "libdat, blocking (dat_evd_wait)" sw_dat_wait
 row "raw TCP, send and a 1-byte answer, blocking" sw_raw_wait
