@@ -16,6 +16,10 @@
  *   measured_post_send      one dat_ep_post_send (the child)
  *   measured_post_recv      one dat_ep_post_recv (the parent)
  *   measured_found_dequeue  one dat_evd_dequeue that finds a receive's completion (the parent)
+ *   measured_empty_dequeue  one dat_evd_dequeue of the receive EVD that finds nothing: the
+ *                           parent's, after it posted the next receive and before it lets the
+ *                           child send (the poll a spinning program makes again and again; on
+ *                           TCP it asks the socket, one recv(2))
  * A dequeue that found nothing is retried outside the measured wrapper and counted: the
  * figures hold only if they are rare (the program prints how many).
  */
@@ -129,6 +133,11 @@ __attribute__((noinline)) DAT_RETURN measured_found_dequeue(DAT_EVD_HANDLE evd, 
 	return dat_evd_dequeue(evd, e);
 }
 
+__attribute__((noinline)) DAT_RETURN measured_empty_dequeue(DAT_EVD_HANDLE evd, DAT_EVENT *e)
+{
+	return dat_evd_dequeue(evd, e);
+}
+
 static void post_recv(struct side *s, long n)
 {
 	DAT_LMR_TRIPLET t = iov(s, SLOT, SLOT);
@@ -176,6 +185,10 @@ static void server(int from_client, int to_client, DAT_CONN_QUAL port)
 			exit(1);
 		}
 		post_recv(&s, i + 1);
+		if (DAT_GET_TYPE(measured_empty_dequeue(s.recv_evd, &e)) != DAT_QUEUE_EMPTY) {
+			fprintf(stderr, "callcount: round %ld: an event before the next message was sent\n", i);
+			exit(1);
+		}
 		if (write(to_client, "g", 1) != 1) { /* the next receive is posted: the next send may go */
 			perror("callcount: write");
 			exit(1);

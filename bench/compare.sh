@@ -73,13 +73,13 @@ else
 fi
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 
-# Instruction counts, each side's "post_send N  post_recv N  found_dequeue N" (one after the
+# Instruction counts, each side's "post_send N  post_recv N  found_dequeue N  empty_dequeue N" (one after the
 # other: callcount listens on a fixed conn_qual).
 callcount_table() {  # title, before's line, after's line
     echo "$1"
     printf '  %-22s %10s %10s %9s\n' "" before after change
     local name b a
-    for name in post_send post_recv found_dequeue; do
+    for name in post_send post_recv found_dequeue empty_dequeue; do
         b=$(awk -v k="$name" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<< "$2")
         a=$(awk -v k="$name" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<< "$3")
         awk -v n="$name" -v b="${b:--}" -v a="${a:--}" 'BEGIN {
