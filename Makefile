@@ -179,9 +179,9 @@ demo: all
 bench: all
 	@bench/run.sh $(BUILD) $(or $(ROUNDS),5)
 
-# Instructions per call of dat_ep_post_send, dat_ep_post_recv and a dequeue that finds a
-# completion, counted by callgrind over tcp-lo (bench/callcount.sh): what a change to the data
-# path costs, free of the machine's timing noise.
+# Instructions per call of dat_ep_post_send, dat_ep_post_recv, a dequeue that finds a
+# completion and one that finds nothing, counted by callgrind over tcp-lo (bench/callcount.sh):
+# what a change to the data path costs, free of the machine's timing noise.
 callcount: all
 	@bench/callcount.sh $(BUILD) $(or $(DAT_IA),tcp-lo)
 
