@@ -30,9 +30,17 @@
  *
  * With no arguments every object and both cancel types run. Every step is time-bounded:
  * CANCEL_TIME_SCALE multiplies the bounds. Prints a line per run; exits 0 when all pass.
+ *
+ * Built with -DCANCEL_DAT12 the same program is DAT 1.2 source (<dat/udat.h>, linked with
+ * -ldat): its waits are the library's DAT_1.2 entry points, which wait in the same steps but
+ * hand over 1.2's event and wait on past an event 1.2 cannot represent.
  */
 #define _GNU_SOURCE
+#ifdef CANCEL_DAT12
+#include <dat/udat.h>
+#else
 #include <dat2/udat.h>
+#endif
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -280,9 +288,15 @@ static void connect_pair(struct bench *b)
 	must(dat_ep_create(b->ia, b->pz, b->peer_recv_evd, b->peer_req_evd, b->peer_conn_evd, NULL, &b->peer_ep),
 	     "dat_ep_create");
 	region.for_va = b->buf;
+#ifdef CANCEL_DAT12 /* 1.2 has no virtual address type */
+	must(dat_lmr_create(b->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(b->buf), b->pz, DAT_MEM_PRIV_ALL_FLAG,
+			    &b->lmr, &b->lmr_ctx, &rmr_ctx, &len, &addr),
+	     "dat_lmr_create");
+#else
 	must(dat_lmr_create(b->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(b->buf), b->pz, DAT_MEM_PRIV_ALL_FLAG,
 			    DAT_VA_TYPE_VA, &b->lmr, &b->lmr_ctx, &rmr_ctx, &len, &addr),
 	     "dat_lmr_create");
+#endif
 	must(dat_psp_create_any(b->ia, &port, b->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create_any");
 	memset(&attr, 0, sizeof(attr));
 	memset(&sin, 0, sizeof(sin));
