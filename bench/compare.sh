@@ -73,8 +73,8 @@ else
 fi
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 
-# Instruction counts, each side's "post_send N  post_recv N  found_dequeue N  empty_dequeue N" (one after the
-# other: callcount listens on a fixed conn_qual).
+# Instruction counts, each side's "post_send N  post_recv N  found_dequeue N  empty_dequeue N"
+# (one after the other: callcount listens on a fixed conn_qual).
 callcount_table() {  # title, before's line, after's line
     echo "$1"
     printf '  %-22s %10s %10s %9s\n' "" before after change
