@@ -7,6 +7,7 @@
 #include "dat2/dat_platform_specific.h"
 #include "dat2/dat_error.h"
 #define DAT_HANDLE_NULL ((DAT_HANDLE)NULL)
+#define DAT_TIMEOUT_INFINITE ((DAT_TIMEOUT) ~0)
 #define dat_ia_open(name, qlen, async_evd, ia) \
     dat_ia_openv((name), (qlen), (async_evd), (ia), DAT_VERSION_MAJOR, DAT_VERSION_MINOR, DAT_THREADSAFE)
 #define DAT_RMR_BIND_COMPLETION_STATUS DAT_DTO_COMPLETION_STATUS
@@ -166,8 +167,6 @@ typedef enum dat_pz_param_mask {
 #define DAT_WATERMARK_INFINITE -1
 
 #define DAT_EP_FIELD_IA_HANDLE 1
-
-#define DAT_TIMEOUT_INFINITE 4294967295
 
 #define DAT_IA_FIELD_IA_MAX_PZS 131072
 
