@@ -232,16 +232,6 @@ def norm_proto(d):
     return f"{ret} ({', '.join(norm)})".replace("*(*)", "**")
 
 
-# Integer macros whose type is compared too (its size, and whether it stays signed beside an
-# int), not only their value: those programs compare with a variable of another type. A bare
-# 4294967295 is a long, the reference's ((DAT_TIMEOUT) ~0) an unsigned int: an int -1 equals
-# the second and not the first (compat-dapl's dapltest took its infinite wait for a timed one).
-# Most others differ in type from the reference's (over 200 facts of the 2.0 set, about 100
-# of the 1.2 one: field masks a plain int where the reference has UINT64_C, say): not yet
-# compared.
-TYPED_MACROS = {"DAT_TIMEOUT_INFINITE", "DAT_WATERMARK_INFINITE"}
-
-
 def probe(inc, headers, tmp, records, enumerators, typedefs, int_macros, typedef_names):
     lines = [PRELUDE] + [f"#include <{h}>\n" for h in headers] + ["#include <stdio.h>\n#include <stddef.h>\nint main(void) {\n"]
     for name, members in sorted(records.items()):
@@ -254,12 +244,15 @@ def probe(inc, headers, tmp, records, enumerators, typedefs, int_macros, typedef
     for t in sorted(typedefs):
         lines.append(f'printf("typedef {t} size=%zu class=%d signed=%d\\n", sizeof({t}), '
                      f'__builtin_classify_type(*({t} *)0), __builtin_classify_type(*({t} *)0) <= 3 ? (int)((({t})-1) < ({t})0) : -1);\n')
+    # An integer macro's type is compared with its value (its size, and whether it stays
+    # signed beside an int): programs compare and combine the macros with variables of their
+    # own types. A bare 4294967295 is a long, the reference's ((DAT_TIMEOUT) ~0) an unsigned
+    # int: an int -1 equals the second and not the first (compat-dapl's dapltest took its
+    # infinite wait for a timed one); a mask that is an int where the reference's is a
+    # UINT64_C loses its upper half when a program complements it.
     for m in sorted(int_macros):
-        if m in TYPED_MACROS:
-            lines.append(f'printf("macro {m}=%lld size=%zu signed=%d\\n", (long long)({m}), sizeof({m}), '
-                         f'(int)((0 ? ({m}) : -1) < 0));\n')
-        else:
-            lines.append(f'printf("macro {m}=%lld\\n", (long long)({m}));\n')
+        lines.append(f'printf("macro {m}=%lld size=%zu signed=%d\\n", (long long)({m}), sizeof({m}), '
+                     f'(int)((0 ? ({m}) : -1) < 0));\n')
     lines.append("return 0;\n}\n")
     src = os.path.join(tmp, "probe.c")
     with open(src, "w") as f:

@@ -40,6 +40,8 @@ if [ $dir = dat2 ]; then
     mutate "enum value" dat.h 's/DAT_EP_STATE_UNCONNECTED,/DAT_EP_STATE_UNCONNECTED = 5,/'
     mutate "macro value" dat.h 's/#define DAT_TIMEOUT_INFINITE    ((DAT_TIMEOUT) ~0)/#define DAT_TIMEOUT_INFINITE 7/'
     mutate "macro type (same value)" dat.h 's/#define DAT_TIMEOUT_INFINITE    ((DAT_TIMEOUT) ~0)/#define DAT_TIMEOUT_INFINITE 4294967295/'
+    mutate "field-mask macro type (same value, an int)" dat.h 's/^#define DAT_IA_FIELD_IA_MAX_EPS                          UINT64_C(0x000000080)/#define DAT_IA_FIELD_IA_MAX_EPS 0x80/'
+    mutate "macro type (DAT_CLASS_ERROR a long)" dat_error.h 's/^#define DAT_CLASS_ERROR           0x80000000/#define DAT_CLASS_ERROR 2147483648/'
     mutate "prototype" dat.h 's/IN      DAT_CLOSE_FLAGS );	\/\* close_flags          \*\//IN DAT_COUNT);/'
     mutate "typedef changed" dat.h "s/^typedef DAT_UINT64      DAT_PORT_QUAL;/typedef DAT_UINT32 DAT_PORT_QUAL;/"
     mutate "tag removed" dat.h 's/^typedef struct dat_event$/typedef struct/'
@@ -56,6 +58,8 @@ else
     mutate "field-mask macro value" dat.h 's/^#define DAT_IA_FIELD_IA_MAX_EPS                          UINT64_C(0x000000080)/#define DAT_IA_FIELD_IA_MAX_EPS UINT64_C(0x000000100)/'
     mutate "macro value" dat.h 's/#define DAT_TIMEOUT_INFINITE    ((DAT_TIMEOUT) ~0)/#define DAT_TIMEOUT_INFINITE 7/'
     mutate "macro type (same value)" dat.h 's/#define DAT_TIMEOUT_INFINITE    ((DAT_TIMEOUT) ~0)/#define DAT_TIMEOUT_INFINITE 4294967295/'
+    mutate "field-mask macro type (same value, an int)" dat.h 's/^#define DAT_IA_FIELD_IA_MAX_EPS                          UINT64_C(0x000000080)/#define DAT_IA_FIELD_IA_MAX_EPS 0x80/'
+    mutate "macro type (DAT_CLASS_ERROR a long)" dat_error.h 's/^#define DAT_CLASS_ERROR           0x80000000/#define DAT_CLASS_ERROR 2147483648/'
     mutate "prototype (dat_cr_reject with private data)" dat.h 's/^	IN      DAT_CR_HANDLE )		\/\* cr_handle            \*\/;/	IN DAT_CR_HANDLE, IN DAT_COUNT, IN const DAT_PVOID);/'
     mutate "typedef changed" dat.h "s/^typedef DAT_UINT64      DAT_PORT_QUAL;/typedef DAT_UINT32 DAT_PORT_QUAL;/"
     mutate "tag removed" dat.h 's/^typedef struct dat_event$/typedef struct/'

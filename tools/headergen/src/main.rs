@@ -280,6 +280,8 @@ fn declared_functions(text: &str) -> BTreeMap<String, String> {
 struct ModuleItems {
     names: Vec<String>,
     enums: Vec<(String, String)>,
+    /// The unsigned integer constants (name -> `u32` or `u64`): see `typed_integer_macros`.
+    unsigned: Vec<(String, String)>,
 }
 
 fn scan_module(text: &str) -> ModuleItems {
@@ -298,6 +300,9 @@ fn scan_module(text: &str) -> ModuleItems {
             },
             ["pub", kind, name, ..] if ["struct", "union", "type", "const"].contains(kind) => {
                 let name = name.trim_end_matches([':', ';', '{', '<']).to_string();
+                if let ["pub", "const", _, ty @ ("u32" | "u64"), "=", ..] = words.as_slice() {
+                    items.unsigned.push((name.clone(), ty.to_string()));
+                }
                 items.names.push(name);
                 last_raw = None;
             }
@@ -456,6 +461,10 @@ fn main() {
             declared,
         )
     };
+    let unsigned: BTreeMap<String, String> = modules
+        .values()
+        .flat_map(|m| m.unsigned.iter().cloned())
+        .collect();
     let enum_tags: BTreeMap<String, String> = modules
         .values()
         .flat_map(|m| m.enums.iter().map(|(tag, raw)| (raw.clone(), tag.clone())))
@@ -573,7 +582,7 @@ fn main() {
                 })
                 .unwrap_or_default()
         };
-        let mut text = with_tags(&text, &enum_tags);
+        let mut text = typed_integer_macros(&with_tags(&text, &enum_tags), &unsigned);
         for name in list_of("inline_types") {
             text = inline_type(&text, &name);
         }
@@ -624,6 +633,31 @@ fn inline_type(text: &str, name: &str) -> String {
         &format!("  {kind} {{\n{indented}  }} "),
         1,
     )
+}
+
+/// Gives each unsigned integer macro the reference's type: cbindgen writes a bare decimal, an
+/// `int` (a `long` past `INT_MAX`), where the reference writes `UINT64_C(...)` for the 64-bit
+/// masks and an `unsigned int` for the 32-bit ones (`0x80000000`, `(DAT_HA_LB)0`). The type is
+/// the ABI too: it decides how a program's comparisons and shifts with the macro behave (a
+/// mask complemented as an `int` loses its upper half; an `int` -1 equals `0x80000000`'s
+/// kind of value only when both are unsigned).
+fn typed_integer_macros(text: &str, unsigned: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len() + 4096);
+    for line in text.split_inclusive('\n') {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let typed = match words.as_slice() {
+            ["#define", name, value] if value.bytes().all(|b| b.is_ascii_digit()) => {
+                match unsigned.get(*name).map(String::as_str) {
+                    Some("u64") => Some(format!("#define {name} UINT64_C({value})\n")),
+                    Some("u32") => Some(format!("#define {name} {value}U\n")),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        out.push_str(typed.as_deref().unwrap_or(line));
+    }
+    out
 }
 
 /// Lets the enum `tag` have an enumerator beyond the range of an `int` (DAT 1.2's
