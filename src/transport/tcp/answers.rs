@@ -196,8 +196,16 @@ impl Answers {
 
     /// A consumer's poll acknowledges a request: owed ahead of the queue when the queue is
     /// empty (no lock), else queued behind what waits there. Only the thread handling frames
-    /// acknowledges, so nothing that must precede it is queued meanwhile.
-    pub fn owe_ack(&self, seq: u64) {
+    /// acknowledges, so nothing that must precede it is queued meanwhile. Returns whether
+    /// acknowledgements were held already (the peer made this request without waiting for
+    /// our answer to an earlier one).
+    pub fn owe_ack(&self, seq: u64) -> bool {
+        let held = self.acks_held();
+        self.owe(seq);
+        held
+    }
+
+    fn owe(&self, seq: u64) {
         if self.queued.load(Ordering::Acquire) == 0 {
             self.ack_owed.store(seq, Ordering::Release);
         } else {

@@ -11,12 +11,11 @@ use crate::runtime::sys;
 use crate::transport::tcp::answers::Answer;
 use crate::transport::tcp::wire::{flags, Header, Op};
 
-/// How long the engine's acknowledgements wait for company (more of them, or a request of the
-/// consumer's to ride on), in microseconds, at least and at most. Each connection adapts: the
-/// wait doubles when the consumer's request took them (a program that answers what arrives:
-/// a longer wait costs nothing, and an expiry the engine would wake for goes), and falls back
-/// to the least when none came (a program that only receives: its peer's requests complete
-/// soon).
+/// How long the engine's acknowledgements wait for company (a request of the consumer's to
+/// ride on), in microseconds, at least and at most. Each connection adapts: the wait doubles
+/// when the consumer's request took them (a program that answers what arrives: a longer wait
+/// costs nothing, and an expiry the engine would wake for goes), and falls back to the least
+/// when none came (a program that only receives: its peer's requests complete soon).
 pub(super) const ACK_HOLD_MIN_US: u64 = 20;
 const ACK_HOLD_MAX_US: u64 = 1000;
 
@@ -32,10 +31,24 @@ const ACK_HOLD_POLLS: u64 = 32;
 
 impl TcpLink {
     /// Acknowledges a request the peer made: a consumer's poll owes it (written as it finishes
-    /// its progress, or carried by its next request); the engine holds it a moment.
+    /// its progress, or carried by its next request); the engine holds it a moment. Not when
+    /// the acknowledgement of an earlier request is held still: a peer that makes requests
+    /// without waiting for our answer (a stream, 16 sends in flight) goes on only as they
+    /// complete, and waiting for a ride that a ping-pong's reply would give stalls it (its
+    /// window full, a hold at a time: 64 KiB sends between two hosts ran at half a raw
+    /// socket's rate). Both go at once, as a device acknowledges what arrives.
     pub(in crate::transport::tcp) fn acknowledge(&self, seq: u64, in_caller: bool) {
         if in_caller {
-            self.answers.owe_ack(seq);
+            if self.answers.owe_ack(seq) {
+                self.pipelined.store(true, Ordering::Relaxed);
+            }
+            return;
+        }
+        if self.answers.acks_held() {
+            // The engine writes them as it finishes handling frames (`engine_reads_with`).
+            count(&self.stats.pipelined_acks);
+            self.answers.push(Answer::Ack(seq));
+            self.answers.acks_gone();
             return;
         }
         let now = sys::monotonic_micros();
@@ -60,7 +73,13 @@ impl TcpLink {
         if !self.answers.pending() && !self.out_blocked.load(Ordering::Relaxed) {
             return;
         }
-        if self.only_acks_wait() {
+        // The peer pipelines (see `acknowledge`): they go now.
+        let pipelined = self.pipelined.load(Ordering::Relaxed);
+        if pipelined {
+            self.pipelined.store(false, Ordering::Relaxed);
+            count(&self.stats.pipelined_acks);
+        }
+        if !pipelined && self.only_acks_wait() {
             if !self.lent.load(Ordering::Relaxed) {
                 // Sent alone, they would complete the peer's request before our answer comes;
                 // a peer that then polls memory, holding its lease, would leave that answer

@@ -163,6 +163,9 @@ pub struct TcpLink {
     /// The poll (`polls`) at which a polling thread's acknowledgements last went alone (0:
     /// none did since the consumer's last request).
     poll_lone_at: AtomicU64,
+    /// A consumer's poll acknowledged a request while the acknowledgement of an earlier one
+    /// was held: the peer pipelines, and `answer_soon` writes them at once.
+    pipelined: AtomicBool,
     /// The peer runs on this machine (a loopback or local address): its engine's wake-ups
     /// compete with our threads for the same CPUs (see `write_request`).
     peer_on_this_host: bool,
@@ -259,6 +262,7 @@ impl TcpLink {
             lone_acks_held_at: AtomicU64::new(0),
             poll_lone_streak: AtomicU32::new(0),
             poll_lone_at: AtomicU64::new(0),
+            pipelined: AtomicBool::new(false),
             lone_streak: AtomicU32::new(0),
             peer_on_this_host,
             ends,

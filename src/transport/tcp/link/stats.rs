@@ -20,6 +20,9 @@ pub(super) struct Stats {
     pub(super) taken_back: AtomicU64,
     /// Acknowledgements the engine held that then went alone (no request came to carry them).
     pub(super) lone_acks: AtomicU64,
+    /// Acknowledgements written at once, not held: the peer made a request while the
+    /// acknowledgement of an earlier one was held (it pipelines).
+    pub(super) pipelined_acks: AtomicU64,
     /// Leases that ended with data waiting in the socket.
     pub(super) taken_back_waiting: AtomicU64,
     /// Our requests (sends, RDMA writes and reads) carried out directly in the peer's memory.
@@ -39,7 +42,7 @@ impl TcpLink {
             (inb.reader.local_addr(), inb.reader.peer_addr())
         };
         eprintln!(
-            "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, held {} us now; {} requests carried out directly)",
+            "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, {} at once (pipelined), held {} us now; {} requests carried out directly)",
             self.ep.handle(),
             (sys::monotonic_micros() - self.started) / 1000,
             self.polls.load(Ordering::Relaxed),
@@ -50,6 +53,7 @@ impl TcpLink {
             s.taken_back.load(Ordering::Relaxed),
             s.taken_back_waiting.load(Ordering::Relaxed),
             s.lone_acks.load(Ordering::Relaxed),
+            s.pipelined_acks.load(Ordering::Relaxed),
             self.ack_hold_us.load(Ordering::Relaxed),
             s.direct.load(Ordering::Relaxed),
         );
