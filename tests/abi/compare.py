@@ -249,7 +249,7 @@ def probe(inc, headers, tmp, records, enumerators, typedefs, int_macros, typedef
     # own types. A bare 4294967295 is a long, the reference's ((DAT_TIMEOUT) ~0) an unsigned
     # int: an int -1 equals the second and not the first (compat-dapl's dapltest took its
     # infinite wait for a timed one); a mask that is an int where the reference's is a
-    # UINT64_C loses its upper half when a program complements it.
+    # UINT64_C is read as 64 bits by printf("%" PRIx64) and overflows when shifted by 32.
     for m in sorted(int_macros):
         lines.append(f'printf("macro {m}=%lld size=%zu signed=%d\\n", (long long)({m}), sizeof({m}), '
                      f'(int)((0 ? ({m}) : -1) < 0));\n')

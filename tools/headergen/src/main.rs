@@ -638,9 +638,9 @@ fn inline_type(text: &str, name: &str) -> String {
 /// Gives each unsigned integer macro the reference's type: cbindgen writes a bare decimal, an
 /// `int` (a `long` past `INT_MAX`), where the reference writes `UINT64_C(...)` for the 64-bit
 /// masks and an `unsigned int` for the 32-bit ones (`0x80000000`, `(DAT_HA_LB)0`). The type is
-/// the ABI too: it decides how a program's comparisons and shifts with the macro behave (a
-/// mask complemented as an `int` loses its upper half; an `int` -1 equals `0x80000000`'s
-/// kind of value only when both are unsigned).
+/// the ABI too: an `int` variable holding 0x80000000 equals the reference's `DAT_CLASS_ERROR`
+/// and not a `long` 2147483648; a mask passed to `printf("%" PRIx64)` or shifted by 32 must be
+/// 64 bits wide; C++ picks an overload by it.
 fn typed_integer_macros(text: &str, unsigned: &BTreeMap<String, String>) -> String {
     let mut out = String::with_capacity(text.len() + 4096);
     for line in text.split_inclusive('\n') {
