@@ -323,6 +323,15 @@ impl Sent {
         }
     }
 
+    /// Request `seq`'s frame went out whole. Only the writer's holder writes `through`: a
+    /// plain store, not a locked read-modify-write on every post.
+    #[inline]
+    fn went_out(&self, seq: u64) {
+        if self.through.load(Ordering::Relaxed) < seq {
+            self.through.store(seq, Ordering::Release);
+        }
+    }
+
     /// Writes request `seq`'s small frame with one `send`, counting it once it went out
     /// whole. Returns how much the socket took.
     #[inline]
@@ -339,7 +348,7 @@ impl Sent {
         })
         .map(|n| n.unwrap_or(0));
         if matches!(n, Ok(n) if n == frame.len) {
-            self.through.fetch_max(seq, Ordering::AcqRel);
+            self.went_out(seq);
         }
         self.writing.store(false, Ordering::Release);
         n
@@ -353,7 +362,7 @@ impl Sent {
         self.writing.store(true, Ordering::SeqCst);
         let done = frame.write_some(stream);
         if matches!(done, Ok(true)) {
-            self.through.fetch_max(frame.request, Ordering::AcqRel);
+            self.went_out(frame.request);
         }
         self.writing.store(false, Ordering::Release);
         done

@@ -3,7 +3,7 @@
 //! and sends them alone when none came, adapting how long it holds them to how the program
 //! answers.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::stats::count;
 use super::TcpLink;
@@ -125,7 +125,7 @@ impl TcpLink {
     #[inline]
     pub(super) fn acks_to_ride(&self, op: Op, h: &mut Header) -> Option<Header> {
         let mut ack = None;
-        let poll_lone_at = self.poll_lone_at.swap(0, Ordering::Relaxed);
+        let poll_lone_at = take(&self.poll_lone_at);
         if poll_lone_at != 0
             && self
                 .polls
@@ -138,7 +138,7 @@ impl TcpLink {
             self.poll_lone_streak.store(0, Ordering::Relaxed);
         }
         let engine_held = self.answers.ack_due() != 0;
-        let lone_at = self.lone_acks_held_at.swap(0, Ordering::Relaxed);
+        let lone_at = take(&self.lone_acks_held_at);
         if lone_at != 0 && !engine_held {
             // The engine's acknowledgements went alone, and this request came after them: a
             // program that takes a while to answer (it checks what landed, or computes). The
@@ -195,4 +195,14 @@ impl TcpLink {
             self.flush_answers();
         }
     }
+}
+
+/// Takes a mark, leaving 0: a swap only when one is set (the usual post finds none, and a swap
+/// is a locked instruction, as dear as a lock on a post's path).
+#[inline]
+fn take(mark: &AtomicU64) -> u64 {
+    if mark.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
+    mark.swap(0, Ordering::Relaxed)
 }
