@@ -10,6 +10,10 @@
 //!
 //! Each source may also keep one timer (an acknowledgement held for a ride, a handshake's
 //! deadline). The engine sleeps until the earliest one (`epoll_pwait2`, to the microsecond).
+//! A consumer's thread that sets an earlier one while the engine sleeps sets an alarm (a
+//! `timerfd` in the engine's poll) for it, and wakes nobody: a wake-up to say "sleep less"
+//! took a CPU from the threads that run, and on a small machine whose threads all spin (a
+//! polling ping-pong) cost one of them its turn.
 
 use std::cell::Cell;
 use std::cmp::Reverse;
@@ -88,6 +92,11 @@ pub struct Engine {
     epoll: OwnedFd,
     /// Rung to make the engine look at its timers again (one became earlier).
     waker: OwnedFd,
+    /// Fires when a timer a consumer's thread set, earlier than the engine's sleep, falls due.
+    alarm: OwnedFd,
+    /// When `alarm` fires (monotonic microseconds; past or 0: it is not set). Its lock orders
+    /// the threads that set it.
+    alarm_at: Mutex<u64>,
     sources: Mutex<Sources>,
     timers: Mutex<BinaryHeap<Reverse<(u64, Token)>>>,
     /// The deadline the engine sleeps until (`u64::MAX`: none; 0: awake): a new timer rings
@@ -124,6 +133,9 @@ extern "C" fn on_process_exit() {
 
 /// The report that means "the waker rang" (no source has slot `u32::MAX`).
 const WAKER: u64 = u32::MAX as u64;
+
+/// The report that means "the alarm fired" (no source has generation 0).
+const ALARM: u64 = u32::MAX as u64 - 1;
 
 /// The most reports one wait takes.
 const BATCH: usize = 64;
@@ -201,9 +213,20 @@ impl Engine {
         if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, ev, &mut e) } < 0 {
             return Err(std::io::Error::last_os_error());
         }
+        let alarm = sys::timerfd()?;
+        let mut e = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: ALARM,
+        };
+        // SAFETY: our epoll and our timerfd, a valid event for the call.
+        if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, alarm.as_raw_fd(), &mut e) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
         let engine = Arc::new(Engine {
             epoll,
             waker,
+            alarm,
+            alarm_at: Mutex::new(0),
             sources: Mutex::new(Sources {
                 slab: Slab::new(),
                 generation: 1,
@@ -336,9 +359,21 @@ impl Engine {
         }
         self.timers.lock().push(Reverse((deadline, token)));
         let until = self.sleeping_until.load(Ordering::SeqCst);
-        if until == 0 || deadline < until {
-            self.wake();
+        if until == 0 {
+            self.wake(); // awake: it looks at the heap before it sleeps (or is about to)
+        } else if deadline < until && !ON_ENGINE.with(Cell::get) {
+            self.set_alarm(deadline);
         }
+    }
+
+    /// Has the sleeping engine woken by `deadline` at the latest, without waking it now.
+    fn set_alarm(&self, deadline: u64) {
+        let mut at = self.alarm_at.lock();
+        if *at > sys::monotonic_micros() && *at <= deadline {
+            return; // it wakes earlier anyway, and then sleeps until the earliest timer
+        }
+        sys::timerfd_at(self.alarm.as_raw_fd(), deadline.max(1));
+        *at = deadline;
     }
 
     /// Has the engine's thread make `call` soon, holding no lock of the library: for what may
@@ -458,11 +493,11 @@ impl Engine {
             for e in &events[..n] {
                 let (bits, data) = (e.events, e.u64);
                 if data == WAKER {
-                    let mut count: u64 = 0;
-                    // SAFETY: 8 bytes into a live u64 from our own non-blocking eventfd.
-                    unsafe {
-                        libc::read(self.waker.as_raw_fd(), (&mut count as *mut u64).cast(), 8)
-                    };
+                    sys::drain_counter(self.waker.as_raw_fd());
+                    continue;
+                }
+                if data == ALARM {
+                    sys::drain_counter(self.alarm.as_raw_fd());
                     continue;
                 }
                 if let Some(source) = self.source(Token(data)) {
@@ -629,6 +664,33 @@ mod tests {
         }
         engine.deregister(tp, None);
         engine.deregister(tq, None);
+    }
+
+    #[test]
+    fn timers_set_from_another_thread_while_the_engine_sleeps_ring() {
+        // Set from this thread, they arm the engine's alarm instead of waking it: a later one
+        // leaves an earlier alarm alone, an earlier one moves it; either way both ring.
+        let engine = Engine::get();
+        let (ta, ra, _a) = timer_probe(&engine);
+        let (tb, rb, _b) = timer_probe(&engine);
+        for round in 0..100 {
+            let now = sys::monotonic_micros();
+            let (first, second) = if round % 2 == 0 { (ta, tb) } else { (tb, ta) };
+            if round % 4 < 2 {
+                engine.set_timer(first, now + 300);
+                engine.set_timer(second, now + 1500);
+            } else {
+                engine.set_timer(second, now + 1500);
+                engine.set_timer(first, now + 300);
+            }
+            let (rf, rs) = if first == ta { (&ra, &rb) } else { (&rb, &ra) };
+            rf.recv_timeout(Duration::from_secs(5))
+                .expect("the earlier timer rings");
+            rs.recv_timeout(Duration::from_secs(5))
+                .expect("the later timer rings");
+        }
+        engine.deregister(ta, None);
+        engine.deregister(tb, None);
     }
 
     #[test]

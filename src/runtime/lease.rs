@@ -24,7 +24,7 @@
 //! polls its EVD keeps the longest.
 
 use std::cell::RefCell;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -57,18 +57,8 @@ pub struct Lease {
 
 impl Lease {
     fn new() -> std::io::Result<Arc<Lease>> {
-        // SAFETY: timerfd_create takes a clock and flags and returns a new descriptor or -1.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor nobody else owns.
-        let timer = unsafe { OwnedFd::from_raw_fd(fd) };
+        let timer = sys::timerfd()?;
+        let fd = timer.as_raw_fd();
         let lease = Arc::new(Lease {
             engine: Engine::get(),
             token: OnceLock::new(),
@@ -87,34 +77,7 @@ impl Lease {
     /// Sets the timer to fire at `deadline` (0: disarmed).
     fn set(&self, deadline: u64) {
         self.deadline.store(deadline, Ordering::Release);
-        let value = if deadline == 0 {
-            libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            }
-        } else {
-            libc::timespec {
-                tv_sec: (deadline / 1_000_000) as libc::time_t,
-                tv_nsec: ((deadline % 1_000_000) * 1000) as libc::c_long,
-            }
-        };
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: value,
-        };
-        // SAFETY: our timerfd, a valid itimerspec, no old value wanted. The monotonic clock
-        // the deadline was read from is the timer's.
-        unsafe {
-            libc::timerfd_settime(
-                self.timer.as_raw_fd(),
-                libc::TFD_TIMER_ABSTIME,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        };
+        sys::timerfd_at(self.timer.as_raw_fd(), deadline);
     }
 
     fn lend(&self, what: Arc<dyn Lent>) {
@@ -177,15 +140,7 @@ impl Lease {
 
 impl Source for Lease {
     fn on_event(self: Arc<Self>, _events: u32) {
-        let mut expirations: u64 = 0;
-        // SAFETY: 8 bytes into a live u64 from our own non-blocking timerfd.
-        unsafe {
-            libc::read(
-                self.timer.as_raw_fd(),
-                (&mut expirations as *mut u64).cast(),
-                8,
-            )
-        };
+        sys::drain_counter(self.timer.as_raw_fd());
         // Pushed back after the timer fired: the thread still polls.
         let deadline = self.deadline.load(Ordering::Acquire);
         if deadline == 0 || sys::monotonic_micros() >= deadline {

@@ -20,7 +20,7 @@
 //! Each returns the count the system call returned, or its error number. The clock the data
 //! path reads is here too.
 
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 /// A count, or the error number of the failed call.
 pub type SysResult = Result<usize, i32>;
@@ -218,6 +218,56 @@ pub fn eventfd() -> Result<RawFd, i32> {
     let flags = (libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) as usize;
     // SAFETY: eventfd2 takes no memory; a count it returns is a new descriptor.
     unsafe { syscall6(libc::SYS_eventfd2, 0, flags, 0, 0, 0, 0) }.map(|fd| fd as RawFd)
+}
+
+/// A new monotonic timerfd, non-blocking, disarmed.
+pub fn timerfd() -> std::io::Result<OwnedFd> {
+    // SAFETY: timerfd_create takes a clock and flags and returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sets timerfd `fd` to fire once at `deadline` (`monotonic_micros`; 0: disarmed).
+pub fn timerfd_at(fd: RawFd, deadline: u64) {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (deadline / 1_000_000) as libc::time_t,
+            tv_nsec: ((deadline % 1_000_000) * 1000) as libc::c_long,
+        },
+    };
+    // SAFETY: a timerfd, a valid itimerspec, no old value wanted. The monotonic clock the
+    // deadline was read from is the timer's.
+    unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+}
+
+/// Reads (and so clears) what eventfd or timerfd `fd` counted; non-blocking.
+pub fn drain_counter(fd: RawFd) {
+    let mut count: u64 = 0;
+    // SAFETY: read(2) writes 8 bytes into a live local.
+    let _ = unsafe {
+        syscall6(
+            libc::SYS_read,
+            fd as usize,
+            &mut count as *mut u64 as usize,
+            8,
+            0,
+            0,
+            0,
+        )
+    };
 }
 
 /// Adds one to eventfd `fd`'s counter: it becomes readable (a full counter already is).
