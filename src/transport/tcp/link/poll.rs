@@ -44,7 +44,10 @@ impl Progress for TcpLink {
             // completion there, as a device has it: the poll waits for that thread, briefly,
             // and takes what the peer put in our receives directly meanwhile (when it found
             // some, that is what the program saw: no wait).
-            if self.take_direct() {
+            // A wait's poll does not: the thread landing the message wakes the waiter as it
+            // posts the completion (waiting here, it spun and yielded its CPU to that thread,
+            // a 64 KiB receive at a time).
+            if self.take_direct() || !catch.for_dequeue() {
                 return None;
             }
             self.inbound.try_lock_for(LANDING_WAIT)
