@@ -2,7 +2,7 @@
 //! timer (deadlines, held acknowledgements, offers to settle, a look again), what the socket
 //! is armed for, and the connection's last answers as the process exits.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use parking_lot::MutexGuard;
@@ -25,9 +25,8 @@ const BUSY_RETRY_US: u64 = 20;
 impl TcpLink {
     /// Has the engine look at this connection as soon as it can (its timer, due now).
     pub(super) fn kick(&self) {
-        let _t = self.timer.lock();
         self.kicked.store(true, Ordering::Release);
-        self.engine.set_timer(self.token(), sys::monotonic_micros());
+        self.set_timer();
     }
 
     /// Arms the socket in the engine for what it should hear of: incoming data unless a
@@ -67,9 +66,36 @@ impl TcpLink {
         self.rearm();
     }
 
-    /// Sets the engine's timer for this connection to its earliest deadline.
+    /// Sets the engine's timer for this connection to its earliest deadline. A thread that
+    /// finds another one setting it leaves the setting to that one, which works it out again
+    /// as it lets go: waiting for it, the engine's thread, which had preempted the holder on
+    /// its CPU, yielded that CPU over and over (a 64 KiB stream, a thousand times a second).
     pub(super) fn set_timer(&self) {
-        let _t = self.timer.lock();
+        loop {
+            let Some(t) = self.timer.try_lock() else {
+                self.timer_wanted.store(true, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                if self.timer.is_locked() {
+                    return; // its holder sees `timer_wanted` after it lets go
+                }
+                continue;
+            };
+            // Read with Acquire: what the thread that asked did before asking is seen here.
+            if self.timer_wanted.load(Ordering::Acquire) {
+                self.timer_wanted.store(false, Ordering::Relaxed);
+            }
+            self.set_timer_now();
+            drop(t);
+            fence(Ordering::SeqCst);
+            if !self.timer_wanted.load(Ordering::Relaxed) {
+                return;
+            }
+        }
+    }
+
+    /// Works out the earliest deadline and sets the engine's timer to it; the caller holds
+    /// `timer`.
+    fn set_timer_now(&self) {
         let mut next = self.answers.ack_due();
         let mut due = |d: u64| {
             if d != 0 && (next == 0 || d < next) {

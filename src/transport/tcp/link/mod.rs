@@ -120,6 +120,8 @@ pub struct TcpLink {
     /// Serializes the setting of the engine's timer: each setting replaces the last, so one
     /// worked out from a look that missed a kick must not land after the kick's.
     timer: Mutex<()>,
+    /// A thread found `timer` taken and left the setting to its holder (see `set_timer`).
+    timer_wanted: AtomicBool,
     /// How the connection ended, as whoever found out first saw it; the engine carries it out.
     stopped: Mutex<Option<Result<Stop, ConnError>>>,
     /// Set once `stopped` is, or the end began: polls leave the frames alone.
@@ -248,6 +250,7 @@ impl TcpLink {
             watch: Mutex::new(()),
             kicked: AtomicBool::new(false),
             timer: Mutex::new(()),
+            timer_wanted: AtomicBool::new(false),
             stopped: Mutex::new(None),
             ending: AtomicBool::new(false),
             draining: AtomicBool::new(false),
