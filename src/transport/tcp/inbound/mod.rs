@@ -62,6 +62,10 @@ pub struct Inbound {
     /// next look must come without waiting for the socket to report (it may have nothing
     /// more to say).
     pub more: bool,
+    /// The last look stopped at an acknowledgement that came ahead of our write of what it
+    /// acknowledges (`Sent::ack_ahead_of_write`): the writer has the connection looked at as
+    /// its write returns, and so does a lease that ends meanwhile.
+    pub awaits_write: bool,
 }
 
 impl Inbound {
@@ -71,6 +75,7 @@ impl Inbound {
             partial: None,
             immediate_due: None,
             more: false,
+            awaits_write: false,
         }
     }
 
@@ -111,6 +116,7 @@ pub fn advance(
     inb.reader.expect_data();
     let mut share = Share::new();
     inb.more = false;
+    inb.awaits_write = false;
     loop {
         if share.spent() {
             inb.more = true; // the rest at the next look
@@ -157,6 +163,12 @@ pub fn advance(
             if inb.reader.fill(usize::MAX)? > 0 {
                 continue;
             }
+        }
+        // An acknowledgement that came ahead of our write of what it acknowledges waits,
+        // unread, for that write: its writer has the connection looked at as it returns.
+        if replies::acknowledgement_in(&h).is_some_and(|last| link.ack_ahead_of_write(last)) {
+            inb.awaits_write = true;
+            return Ok((handled, None));
         }
         inb.reader.take_header(&h);
         handled = true;

@@ -12,7 +12,18 @@ use crate::objects::ep::{Ep, EpInner, Request};
 use crate::objects::evd::Catch;
 use crate::transport::tcp::ep_wire::pop_request;
 use crate::transport::tcp::link::TcpLink;
-use crate::transport::tcp::wire::Header;
+use crate::transport::tcp::wire::{flags, Header, Op};
+
+/// The last of our requests a frame acknowledges: an acknowledgement's, or a send's that
+/// carries one.
+#[inline]
+pub(super) fn acknowledgement_in(h: &Header) -> Option<u64> {
+    match h.op {
+        Op::Ack => Some(h.id),
+        Op::Send if h.flags & flags::ACK != 0 => Some(h.remote_addr),
+        _ => None,
+    }
+}
 
 /// The peer carried out every request of ours up to `last`: they complete. Some(stop) when
 /// the acknowledgement covers a read, which only its data may answer.

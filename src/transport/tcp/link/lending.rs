@@ -144,9 +144,12 @@ impl Lent for TcpLink {
                 waited |= self.take_direct();
             }
             waited |= sys::bytes_waiting(self.fd) > 0;
-            // Frames the thread's last look left in the buffer (its share was spent): the
-            // socket will not report them.
-            let buffered = self.inbound.try_lock().is_none_or(|inb| inb.more);
+            // Frames the thread's last look left in the buffer (its share was spent, or an
+            // acknowledgement waits for our write): the socket will not report them.
+            let buffered = self
+                .inbound
+                .try_lock()
+                .is_none_or(|inb| inb.more || inb.awaits_write);
             waited |= buffered;
             if waited {
                 count(&self.stats.taken_back_waiting);

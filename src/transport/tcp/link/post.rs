@@ -34,6 +34,16 @@ impl TcpLink {
         self.writer.sent().through(seq)
     }
 
+    /// Whether an acknowledgement of our requests up to `last` came while the write of one of
+    /// them has not returned yet: it waits, unread (see `Sent::ack_ahead_of_write`).
+    pub(in crate::transport::tcp) fn ack_ahead_of_write(&self, last: u64) -> bool {
+        let ahead = self.writer.sent().ack_ahead_of_write(last);
+        if ahead {
+            super::stats::count(&self.stats.acks_ahead_of_write);
+        }
+        ahead
+    }
+
     /// How many reads of ours are in flight, and how many may be.
     pub(super) fn reads(&self) -> Reads<'_> {
         Reads {
@@ -237,6 +247,7 @@ impl TcpLink {
             }
             // Answers queued while we held the writer wait behind the rest, as it goes.
             fence(Ordering::SeqCst);
+            self.look_again_if_awaited();
             if self.write_wanted.load(Ordering::Relaxed) {
                 self.flush_answers();
             }
@@ -244,6 +255,7 @@ impl TcpLink {
         }
         // Answers queued while we held the writer are ours to write (see `flush_answers`).
         fence(Ordering::SeqCst);
+        self.look_again_if_awaited();
         if self.write_wanted.load(Ordering::Relaxed) {
             self.flush_answers();
         }

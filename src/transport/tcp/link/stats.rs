@@ -23,6 +23,9 @@ pub(super) struct Stats {
     /// Acknowledgements written at once, not held: the peer made a request while the
     /// acknowledgement of an earlier one was held (it pipelines).
     pub(super) pipelined_acks: AtomicU64,
+    /// Acknowledgements that came while our write of what they acknowledge had not returned
+    /// yet, left to that write's thread (`Sent::ack_ahead_of_write`).
+    pub(super) acks_ahead_of_write: AtomicU64,
     /// Leases that ended with data waiting in the socket.
     pub(super) taken_back_waiting: AtomicU64,
     /// Our requests (sends, RDMA writes and reads) carried out directly in the peer's memory.
@@ -42,7 +45,7 @@ impl TcpLink {
             (inb.reader.local_addr(), inb.reader.peer_addr())
         };
         eprintln!(
-            "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, {} at once (pipelined), held {} us now; {} requests carried out directly)",
+            "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, {} at once (pipelined), held {} us now; {} acknowledgements ahead of our write; {} requests carried out directly)",
             self.ep.handle(),
             (sys::monotonic_micros() - self.started) / 1000,
             self.polls.load(Ordering::Relaxed),
@@ -55,6 +58,7 @@ impl TcpLink {
             s.lone_acks.load(Ordering::Relaxed),
             s.pipelined_acks.load(Ordering::Relaxed),
             self.ack_hold_us.load(Ordering::Relaxed),
+            s.acks_ahead_of_write.load(Ordering::Relaxed),
             s.direct.load(Ordering::Relaxed),
         );
     }

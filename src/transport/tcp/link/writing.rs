@@ -17,6 +17,15 @@ impl TcpLink {
         self.flush_answers();
     }
 
+    /// After a write, past a `SeqCst` fence: an acknowledgement put off until the write
+    /// returned (see `Sent::ack_ahead_of_write`) is handled now, by the engine.
+    #[inline]
+    pub(super) fn look_again_if_awaited(&self) {
+        if self.writer.sent().writer_awaited() {
+            self.kick();
+        }
+    }
+
     /// A kept message landed with this local status.
     pub(in crate::transport::tcp) fn landed(&self, seq: u64, status: dat_dto_completion_status) {
         if !self.answers.landed(seq, status) {
@@ -64,6 +73,7 @@ impl TcpLink {
                 Ok(_) => {}
             }
             fence(Ordering::SeqCst);
+            self.look_again_if_awaited();
             if !self.write_wanted.load(Ordering::Relaxed) {
                 return;
             }
