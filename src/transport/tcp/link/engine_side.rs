@@ -176,10 +176,15 @@ impl TcpLink {
             }
             Err(e) => self.stop(Err(e)),
         }
-        let more = inb.more;
+        let (more, awaits_write) = (inb.more, inb.awaits_write);
         drop(inb);
         if more {
             self.kick(); // its share was spent: the engine comes back after the others
+        } else if awaits_write {
+            // An acknowledgement waits for our write (its thread kicks as it returns): the
+            // socket stays unarmed until the engine looks again, else it would report what
+            // is behind that acknowledgement at once, over and over.
+            self.busy_retry();
         }
         // Acknowledgements alone wait for a ride, or for their timer (see `acknowledge`):
         // written now, each would wake the peer a second time per message.
