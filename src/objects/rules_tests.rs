@@ -595,6 +595,38 @@ fn a_dequeue_returns_the_first_event_its_progress_completes_and_the_rest_queue_i
 }
 
 #[test]
+fn a_wait_of_no_time_polls_its_sources_once() {
+    // A program that polls through dat_evd_wait with a zero timeout: nothing else may ever
+    // look (a verbs CQ reports to the engine only while somebody sleeps on its EVD).
+    let f = fixture(USUAL);
+    let source = Arc::new(Completing {
+        evd: f.recv_evd.clone(),
+        pending: Mutex::new(vec![7]),
+    });
+    f.recv_evd.attach(source.clone());
+    let mut out = MaybeUninit::uninit();
+    match f.recv_evd.wait_begin(Some(Duration::ZERO), 1, &mut out) {
+        super::wakeup::WaitStep::Done((result, remaining)) => {
+            assert_eq!(result, Ok(()), "the event its poll completed");
+            assert_eq!(remaining, 0);
+        }
+        super::wakeup::WaitStep::Sleep(_) => panic!("a wait of no time slept"),
+    }
+    // SAFETY: the wait succeeded: it wrote the event.
+    let e = unsafe { out.assume_init() };
+    // SAFETY: a software event's data is its software_event_data.
+    let pointer = unsafe { e.event_data.software_event_data.pointer };
+    assert_eq!(pointer as u64, 7);
+    // Nothing more: the wait of no time expires at once.
+    match f.recv_evd.wait_begin(Some(Duration::ZERO), 1, &mut out) {
+        super::wakeup::WaitStep::Done((result, _)) => {
+            assert_eq!(result, Err(DatError::bare(Type::DAT_TIMEOUT_EXPIRED)))
+        }
+        super::wakeup::WaitStep::Sleep(_) => panic!("a wait of no time slept"),
+    }
+}
+
+#[test]
 fn an_event_caught_and_not_taken_is_queued_as_the_catch_ends() {
     let f = fixture(USUAL);
     let mut out = MaybeUninit::uninit();

@@ -44,7 +44,7 @@ failed=0
 # Each twice: between two processes of one host messages and RDMA writes land directly in the
 # target's memory (cross-memory attach); LIBDAT_DIRECT=0 sends them over the socket instead,
 # the path a peer on another host takes, which the target's engine lands.
-for mode in dequeue wait cno cnofd memory suppress; do
+for mode in dequeue wait wait0 cno cnofd memory suppress; do
     iters=${WAITS_ITERS:-32}
     if [ "$mode" = suppress ]; then
         iters=${WAITS_SUPPRESS_ITERS:-$([ "$load" = contention ] && echo 75 || echo 770)}

@@ -7,6 +7,8 @@
  * MODE is how the waiting side learns of arrivals:
  *   dequeue  dat_evd_dequeue in a loop
  *   wait     dat_evd_wait, threshold 1
+ *   wait0    dat_evd_wait with a zero timeout, in a loop (a poll through the wait call, as
+ *            programs written for OpenFabrics' library poll: its wait looks at the CQ first)
  *   cno      both DTO EVDs feed a CNO: dat_cno_wait, then dat_evd_dequeue
  *   cnofd    the same CNO made by dat_cno_fd_create: poll() on its fd, then dat_evd_dequeue
  *   memory   the receiver spins on the receive buffer (its last byte is a marker that differs
@@ -78,13 +80,13 @@
 #define SIGNAL_EVERY 16  /* suppress mode: one request in so many is posted with a completion */
 #define SUPPRESS_RECV_QLEN 4 /* suppress mode: the receive EVD's length */
 
-enum mode { DEQUEUE, WAIT, CNO, CNOFD, MEMORY, SUPPRESS };
-#define MODES 6
+enum mode { DEQUEUE, WAIT, CNO, CNOFD, MEMORY, SUPPRESS, WAIT0 };
+#define MODES 7
 enum op { SEND, WRITE };
 enum { SERVER, CLIENT };
 enum kind { K_SEND = 1, K_WRITE, K_RECV };
 
-static const char *mode_names[] = { "dequeue", "wait", "cno", "cnofd", "memory", "suppress" };
+static const char *mode_names[] = { "dequeue", "wait", "cno", "cnofd", "memory", "suppress", "wait0" };
 static const char *op_names[] = { "send", "write" };
 static const char *side_names[] = { "server", "client" };
 
@@ -442,6 +444,18 @@ static void by_wait(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT *e)
 	must(s, dat_evd_wait(evd, DAT_TIMEOUT_INFINITE, 1, e, &more), "dat_evd_wait");
 }
 
+/* A poll through the wait call: a zero timeout expires at once when nothing came. */
+static void by_wait0(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT *e)
+{
+	DAT_COUNT more;
+	DAT_RETURN r;
+	char b[160];
+	while (DAT_GET_TYPE(r = dat_evd_wait(evd, 0, 1, e, &more)) == DAT_TIMEOUT_EXPIRED)
+		;
+	if (r != DAT_SUCCESS)
+		fail(s, "dat_evd_wait (zero timeout): %s", ret_name(r, b, sizeof(b)));
+}
+
 /* A CNO waiter dequeues first (a notification may have come while it was not waiting), and
  * sleeps only on an empty EVD. A wait that times out while an event is queued is a lost
  * notification: counted, and the run fails, but it goes on to show what else follows. */
@@ -491,6 +505,9 @@ static void await_event(struct side *s, DAT_EVD_HANDLE evd)
 		break;
 	case WAIT:
 		by_wait(s, evd, &e);
+		break;
+	case WAIT0:
+		by_wait0(s, evd, &e);
 		break;
 	case CNO:
 	case CNOFD:

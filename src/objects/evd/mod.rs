@@ -571,7 +571,8 @@ impl Evd {
         let epoch = q.epoch;
         // A Solicited Wait EVD's waiter sleeps at once: the receives its own polls would
         // complete are not all known to be solicited or not (see `solicited_only`).
-        let spin = match self.solicited_only() {
+        let solicited_only = self.solicited_only();
+        let spin = match solicited_only {
             true => Duration::ZERO,
             false => Duration::from_micros(self.spin_us.load(Ordering::Relaxed)),
         };
@@ -589,7 +590,12 @@ impl Evd {
         self.waiting.store(true, Ordering::Release);
         let unsatisfied = |q: &Queue| q.waiter.as_ref().is_some_and(|w| !w.satisfied(q));
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
-        while unsatisfied(&q) && q.epoch == epoch && Instant::now() < spin_until {
+        // Once at least, however short the spin: a wait of no time is a poll through the
+        // wait call (OpenFabrics' looks at its CQ first), and nothing else may ever look (a
+        // verbs CQ reports to the engine only while somebody sleeps on its EVD).
+        let mut polled = solicited_only;
+        while unsatisfied(&q) && q.epoch == epoch && (!polled || Instant::now() < spin_until) {
+            polled = true;
             MutexGuard::unlocked(&mut q, || {
                 polling(self.handle());
                 self.progress();
