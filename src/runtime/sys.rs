@@ -360,8 +360,9 @@ pub fn request_short_slice() {
     }
     attr.size = size as u32;
     attr.flags = 0;
-    attr.runtime = 100_000; // nanoseconds: the least the kernel accepts
-                            // SAFETY: sched_setattr reads `attr` (its size given inside) for the calling thread (0).
+    // Nanoseconds: the least the kernel accepts.
+    attr.runtime = 100_000;
+    // SAFETY: sched_setattr reads `attr` (its size given inside) for the calling thread (0).
     let _ = unsafe {
         syscall6(
             libc::SYS_sched_setattr,
