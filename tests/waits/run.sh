@@ -8,7 +8,8 @@
 # 16 B: default 770 iterations, 10010 messages each way; under contention 75, about as many as
 # the other modes send, since each memory-polled message then waits for a CPU the busy loops
 # hold); WAITS_IA names the IA (default the built-in tcp-lo); WAITS_HOLD keeps a hung pair for
-# gdb (see waits.c).
+# gdb (see waits.c). Every mode but suppress runs twice: with a receive EVD and a request EVD
+# per EP, then with one EVD for both (WAITS_SHARED=1).
 set -uo pipefail
 libdir=$(cd "${1:?usage: run.sh LIBDIR [contention|quiet] [runs]}" && pwd)
 load=${2:-quiet}
@@ -49,18 +50,24 @@ for mode in dequeue wait wait0 cno cnofd memory suppress; do
     if [ "$mode" = suppress ]; then
         iters=${WAITS_SUPPRESS_ITERS:-$([ "$load" = contention ] && echo 75 || echo 770)}
     fi
-    for op in send write send-socket write-socket; do
-        direct=1
-        [ "${op%-socket}" != "$op" ] && direct=0
-        for _ in $(seq "$runs"); do
-            if LD_LIBRARY_PATH=$libdir DAT_OVERRIDE=/dev/null LIBDAT_DIRECT=$direct timeout 300 "$work/waits" \
-                -i "$iters" -t "${WAITS_TIMEOUT:-10}" "$mode" "${op%-socket}" 2> "$work/err"; then
-                passed=$((passed + 1))
-            else
-                failed=$((failed + 1))
-                echo "  $mode $op:"
-                sed 's/^/    /' "$work/err"
-            fi
+    # Then again with one DTO EVD for each EP's receives and requests (a common layout), but
+    # in suppress mode, whose poster spins on its request EVD alone.
+    for shared in 0 1; do
+        [ "$shared" = 1 ] && [ "$mode" = suppress ] && continue
+        for op in send write send-socket write-socket; do
+            direct=1
+            [ "${op%-socket}" != "$op" ] && direct=0
+            for _ in $(seq "$runs"); do
+                if LD_LIBRARY_PATH=$libdir DAT_OVERRIDE=/dev/null LIBDAT_DIRECT=$direct WAITS_SHARED=$shared \
+                    timeout 300 "$work/waits" -i "$iters" -t "${WAITS_TIMEOUT:-10}" "$mode" "${op%-socket}" \
+                    2> "$work/err"; then
+                    passed=$((passed + 1))
+                else
+                    failed=$((failed + 1))
+                    echo "  $mode $op$([ "$shared" = 1 ] && echo ", one EVD for receives and requests"):"
+                    sed 's/^/    /' "$work/err"
+                fi
+            done
         done
     done
 done

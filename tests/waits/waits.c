@@ -49,6 +49,9 @@
  *
  * -v prints what each side counted, also on PASS.
  * WAITS_IA names the IA both sides open (default: the built-in tcp-lo).
+ * WAITS_SHARED=1 gives each EP one DTO EVD for its receives and its requests (a common layout;
+ * not in suppress mode, whose poster spins on its request EVD alone): each completion is
+ * handled by its operation, and a side that awaits a message handles requests meanwhile.
  * WAITS_HOLD=N keeps a hung pair, or a side that failed, alive N seconds (to attach gdb).
  */
 #include <dat2/udat.h>
@@ -120,6 +123,8 @@ struct shared {
 
 /* The run's parameters, the same in both sides. */
 static enum mode mode;
+/* WAITS_SHARED: one DTO EVD for an EP's receives and requests. */
+static int shared_evd;
 static enum op op;
 static int iters = 32;
 static int sizes[64];
@@ -419,7 +424,7 @@ static void on_request(struct side *s, const DAT_EVENT *e)
 
 static void on_event(struct side *s, DAT_EVD_HANDLE evd, const DAT_EVENT *e)
 {
-	if (evd == s->recv_evd)
+	if (shared_evd ? e->event_data.dto_completion_event_data.operation == DAT_DTO_RECEIVE : evd == s->recv_evd)
 		on_recv(s, e);
 	else
 		on_request(s, e);
@@ -648,7 +653,14 @@ static void await_message(struct side *s, long m)
 		note_gap(s, m);
 		return;
 	}
-	await_event(s, s->recv_evd);
+	/* With one EVD for both, requests complete on it meanwhile, handled as they come: the
+	 * receive of m may have been among them already. */
+	if (shared_evd) {
+		while (s->recv_next <= m)
+			await_event(s, s->recv_evd);
+	} else {
+		await_event(s, s->recv_evd);
+	}
 	if (op == WRITE) {
 		/* The notice's receive completed: the write before it is in place, every byte. */
 		check_message(s, slot(s->recv_area, m), m, in_dir(s), "when its notice arrived");
@@ -768,9 +780,12 @@ static void open_side(struct side *s)
 	/* Suppress mode's receive EVD is as small as a device's CQ for its one receive buffer may
 	 * be: a receiver that dequeues once per message never finds it fuller than that, as long
 	 * as each completion is there as soon as its message is visible. */
-	must(s, dat_evd_create(s->ia, mode == SUPPRESS ? SUPPRESS_RECV_QLEN : QLEN, s->cno, DAT_EVD_DTO_FLAG, &s->recv_evd),
+	must(s, dat_evd_create(s->ia, mode == SUPPRESS ? SUPPRESS_RECV_QLEN : shared_evd ? 2 * QLEN : QLEN, s->cno, DAT_EVD_DTO_FLAG, &s->recv_evd),
 	     "dat_evd_create");
-	must(s, dat_evd_create(s->ia, QLEN, s->cno, DAT_EVD_DTO_FLAG, &s->req_evd), "dat_evd_create");
+	if (shared_evd)
+		s->req_evd = s->recv_evd;
+	else
+		must(s, dat_evd_create(s->ia, QLEN, s->cno, DAT_EVD_DTO_FLAG, &s->req_evd), "dat_evd_create");
 	must(s, dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn_evd), "dat_evd_create");
 	must(s, dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr_evd), "dat_evd_create");
 	must(s, dat_ep_create(s->ia, s->pz, s->recv_evd, s->req_evd, s->conn_evd, NULL, &s->ep), "dat_ep_create");
@@ -915,7 +930,8 @@ static void close_side(struct side *s)
 		must(s, dat_psp_free(s->psp), "dat_psp_free");
 	must(s, dat_lmr_free(s->lmr), "dat_lmr_free");
 	must(s, dat_evd_free(s->recv_evd), "dat_evd_free");
-	must(s, dat_evd_free(s->req_evd), "dat_evd_free");
+	if (!shared_evd)
+		must(s, dat_evd_free(s->req_evd), "dat_evd_free");
 	must(s, dat_evd_free(s->conn_evd), "dat_evd_free");
 	must(s, dat_evd_free(s->cr_evd), "dat_evd_free");
 	if (s->cno)
@@ -1077,6 +1093,11 @@ int main(int argc, char **argv)
 		usage();
 	mode = (enum mode)lookup(argv[optind], mode_names, MODES);
 	op = (enum op)lookup(argv[optind + 1], op_names, 2);
+	shared_evd = getenv("WAITS_SHARED") && atoi(getenv("WAITS_SHARED"));
+	if (shared_evd && mode == SUPPRESS) {
+		fprintf(stderr, "waits: WAITS_SHARED is not for suppress mode (its poster spins on its request EVD alone)\n");
+		return 2;
+	}
 	make_sizes();
 	total = (long)nsizes * iters;
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1154,7 +1175,7 @@ int main(int argc, char **argv)
 		describe(&sh->side[me], me);
 	if (verbose)
 		printf("waits: server port %ld\n", sh->side[SERVER].port);
-	printf("waits: %s/%s: %d sizes %d..%d B, %d iterations each, %.2f s: %s\n", mode_names[mode], op_names[op],
-	       nsizes, sizes[0], sizes[nsizes - 1], iters, elapsed, ok ? "PASS" : hung ? "FAIL (hang)" : "FAIL");
+	printf("waits: %s/%s%s: %d sizes %d..%d B, %d iterations each, %.2f s: %s\n", mode_names[mode], op_names[op],
+	       shared_evd ? " (one EVD for receives and requests)" : "", nsizes, sizes[0], sizes[nsizes - 1], iters, elapsed, ok ? "PASS" : hung ? "FAIL (hang)" : "FAIL");
 	return ok ? 0 : 1;
 }
