@@ -1066,7 +1066,7 @@ static int lookup(const char *name, const char **names, int n)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: waits [-v] [-i ITERATIONS] [-t STALL_SECONDS] dequeue|wait|cno|cnofd|memory|suppress send|write\n");
+	fprintf(stderr, "usage: waits [-v] [-i ITERATIONS] [-t STALL_SECONDS] dequeue|wait|wait0|cno|cnofd|memory|suppress send|write\n");
 	exit(2);
 }
 
