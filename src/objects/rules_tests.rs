@@ -627,6 +627,41 @@ fn a_wait_of_no_time_polls_its_sources_once() {
 }
 
 #[test]
+fn a_wait_of_no_time_on_a_solicited_wait_evd_finds_what_its_poll_completed() {
+    // Every stream of the EVD a Solicited Wait one: its waiter sleeps without polling, but a
+    // wait of no time, which never sleeps, must look (in two calls at most: what the poll
+    // completed without a notice, the next one finds queued).
+    let f = fixture(USUAL);
+    f.recv_evd.stream_joins(true);
+    assert!(f.recv_evd.solicited_only());
+    let source = Arc::new(Completing {
+        evd: f.recv_evd.clone(),
+        pending: Mutex::new(vec![9]),
+    });
+    f.recv_evd.attach(source.clone());
+    let mut out = MaybeUninit::uninit();
+    let mut found = false;
+    for _ in 0..2 {
+        match f.recv_evd.wait_begin(Some(Duration::ZERO), 1, &mut out) {
+            super::wakeup::WaitStep::Done((Ok(()), _)) => {
+                found = true;
+                break;
+            }
+            super::wakeup::WaitStep::Done((result, _)) => {
+                assert_eq!(result, Err(DatError::bare(Type::DAT_TIMEOUT_EXPIRED)))
+            }
+            super::wakeup::WaitStep::Sleep(_) => panic!("a wait of no time slept"),
+        }
+    }
+    assert!(found, "two waits of no time never looked");
+    // SAFETY: the wait succeeded: it wrote the event.
+    let e = unsafe { out.assume_init() };
+    // SAFETY: a software event's data is its software_event_data.
+    let pointer = unsafe { e.event_data.software_event_data.pointer };
+    assert_eq!(pointer as u64, 9);
+}
+
+#[test]
 fn an_event_caught_and_not_taken_is_queued_as_the_catch_ends() {
     let f = fixture(USUAL);
     let mut out = MaybeUninit::uninit();

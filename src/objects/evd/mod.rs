@@ -592,8 +592,10 @@ impl Evd {
         let spin_until = Instant::now() + spin.min(timeout.unwrap_or(Duration::MAX));
         // Once at least, however short the spin: a wait of no time is a poll through the
         // wait call (OpenFabrics' looks at its CQ first), and nothing else may ever look (a
-        // verbs CQ reports to the engine only while somebody sleeps on its EVD).
-        let mut polled = solicited_only;
+        // verbs CQ reports to the engine only while somebody sleeps on its EVD). A Solicited
+        // Wait EVD's too, when the wait is of no time: what its poll completes without a
+        // notice, the next call finds queued; one that sleeps could miss that notice.
+        let mut polled = solicited_only && timeout != Some(Duration::ZERO);
         while unsatisfied(&q) && q.epoch == epoch && (!polled || Instant::now() < spin_until) {
             polled = true;
             MutexGuard::unlocked(&mut q, || {
