@@ -169,7 +169,7 @@ impl Cno {
         }
         let evd = s.triggered.remove(0) as DAT_EVD_HANDLE;
         if let Some(fd) = self.fd().filter(|_| s.triggered.is_empty()) {
-            sys::eventfd_clear(fd);
+            sys::drain_counter(fd);
         }
         Some(evd)
     }

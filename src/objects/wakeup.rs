@@ -55,7 +55,7 @@ impl Wakeup {
         if let Some(fd) = self.fd.filter(|_| self.signalled) {
             // A wake-up for an earlier sleep that did not need it: cleared here, before this
             // sleep, not by the thread it woke (which has its event sooner so).
-            sys::eventfd_clear(fd);
+            sys::drain_counter(fd);
             self.signalled = false;
         }
         self.asleep = true;

@@ -253,7 +253,8 @@ pub fn timerfd_at(fd: RawFd, deadline: u64) {
     unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
 }
 
-/// Reads (and so clears) what eventfd or timerfd `fd` counted; non-blocking.
+/// Reads (and so clears) what eventfd or timerfd `fd` counted: an eventfd's counter goes back
+/// to 0. Non-blocking (`fd` is): nothing waits when it is 0 already.
 pub fn drain_counter(fd: RawFd) {
     let mut count: u64 = 0;
     // SAFETY: read(2) writes 8 bytes into a live local.
@@ -279,23 +280,6 @@ pub fn eventfd_signal(fd: RawFd) {
             libc::SYS_write,
             fd as usize,
             &one as *const u64 as usize,
-            8,
-            0,
-            0,
-            0,
-        )
-    };
-}
-
-/// Takes eventfd `fd`'s counter back to 0 (`fd` is non-blocking: nothing waits when it is 0).
-pub fn eventfd_clear(fd: RawFd) {
-    let mut count: u64 = 0;
-    // SAFETY: read(2) writes at most 8 bytes into a live local.
-    let _ = unsafe {
-        syscall6(
-            libc::SYS_read,
-            fd as usize,
-            &mut count as *mut u64 as usize,
             8,
             0,
             0,
