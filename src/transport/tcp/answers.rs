@@ -201,16 +201,12 @@ impl Answers {
     /// our answer to an earlier one).
     pub fn owe_ack(&self, seq: u64) -> bool {
         let held = self.acks_held();
-        self.owe(seq);
-        held
-    }
-
-    fn owe(&self, seq: u64) {
         if self.queued.load(Ordering::Acquire) == 0 {
             self.ack_owed.store(seq, Ordering::Release);
         } else {
             self.push(Answer::Ack(seq));
         }
+        held
     }
 
     /// The engine's acknowledgement: it waits until `due` for company. Returns whether it
