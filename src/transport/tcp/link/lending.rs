@@ -58,7 +58,11 @@ impl TcpLink {
     pub(super) fn offer_lease(&self, polling_now: bool) -> bool {
         let polls = self.polls.load(Ordering::Relaxed);
         let seen = self.polls_seen.swap(polls, Ordering::Relaxed);
-        let often = polling_now || polls.wrapping_sub(seen) >= LEND_AFTER_POLLS;
+        // A thread that streams requests looks once a post, and the engine, woken for each
+        // acknowledgement, would rarely see many looks since its last.
+        let streaming =
+            self.streaming.load(Ordering::Relaxed) && self.streaming.swap(false, Ordering::Relaxed);
+        let often = polling_now || streaming || polls.wrapping_sub(seen) >= LEND_AFTER_POLLS;
         if !often
             || self.resting.load(Ordering::Acquire)
             || self.phase() != Phase::Open
@@ -69,7 +73,10 @@ impl TcpLink {
         // Taken by a poll a few polls on: a thread that goes on polling, not one that
         // happened to be in its last poll (a program that reaps now and then between other
         // work drains its EVD in a poll or two).
-        let offer = polls.wrapping_add(ACCEPT_AFTER_POLLS).max(1);
+        // (A streaming thread's next look takes it: its posts may be many microseconds
+        // apart.)
+        let after = if streaming { 1 } else { ACCEPT_AFTER_POLLS };
+        let offer = polls.wrapping_add(after).max(1);
         self.offer.store(offer, Ordering::SeqCst);
         // The thread may have gone to sleep meanwhile: either it saw the offer and withdrew
         // it (`withdraw_offer`), or we see it resting now and withdraw it ourselves.

@@ -8,12 +8,35 @@ use std::time::Duration;
 use super::TcpLink;
 use crate::objects::evd::Catch;
 use crate::objects::seam::Progress;
+use crate::runtime::lease;
 use crate::transport::tcp::inbound;
 
 /// How long a consumer's poll waits at most for the thread handling the connection's frames
 /// (see `progress`): that thread's share of work, or its time off its CPU on a busy machine
 /// (the waiting poll lets it run).
 const LANDING_WAIT: Duration = Duration::from_millis(20);
+
+impl TcpLink {
+    /// A thread that streams requests (others of its own in flight behind the one it just
+    /// wrote) looks at the connection after each post, as a poll does: acknowledgements that
+    /// came meanwhile complete its requests here, and having taken the engine's offer
+    /// (`lending`), it holds the connection on lease, so the engine is not woken for each of
+    /// them. Each such wake-up took a CPU from a thread that runs, and met the posting
+    /// thread's next write on the socket's lock: a stream's wait found its completions queued
+    /// already, polled nothing, and so never took the connection. A ping-pong's request,
+    /// alone in flight, has no answer yet to look for.
+    pub(super) fn look_after_post(&self) {
+        if !self.streaming.load(Ordering::Relaxed) && !self.lent.load(Ordering::Relaxed) {
+            self.streaming.store(true, Ordering::Relaxed);
+        }
+        self.progress();
+        if self.lent.load(Ordering::Relaxed) {
+            // The connection stays this thread's while it posts (its waits may never poll;
+            // its posts may be far apart for a short lease, so each one keeps it).
+            lease::keep_alive();
+        }
+    }
+}
 
 impl Progress for TcpLink {
     fn progress(&self) {

@@ -137,6 +137,9 @@ impl TcpLink {
             };
             self.write_request(w, |w| w.write_now(frame), alone_in_flight);
         }
+        if !alone_in_flight {
+            self.look_after_post();
+        }
         Ok(Posted::Queued)
     }
 
