@@ -97,8 +97,9 @@ pub struct TcpLink {
     /// `polls` as the engine last saw it (the engine's own).
     polls_seen: AtomicU64,
     /// Set by a thread that streams requests as it looks after a post, taken by the engine's
-    /// next offer (see `look_after_post`).
+    /// next offer; and when that look was (monotonic microseconds). See `look_after_post`.
     streaming: AtomicBool,
+    looked_after_post: AtomicU64,
     /// The engine's offer of the connection to a polling thread: the poll count from which a
     /// poll may take it (0: no offer). See `offer_lease`.
     offer: AtomicU64,
@@ -244,6 +245,7 @@ impl TcpLink {
             polls: AtomicU64::new(0),
             polls_seen: AtomicU64::new(0),
             streaming: AtomicBool::new(false),
+            looked_after_post: AtomicU64::new(0),
             offer: AtomicU64::new(0),
             offered: AtomicU64::new(0),
             offer_deadline: AtomicU64::new(0),

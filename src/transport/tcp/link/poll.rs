@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::TcpLink;
 use crate::objects::evd::Catch;
 use crate::objects::seam::Progress;
-use crate::runtime::lease;
+use crate::runtime::{lease, sys};
 use crate::transport::tcp::inbound;
 
 /// How long a consumer's poll waits at most for the thread handling the connection's frames
@@ -16,23 +16,33 @@ use crate::transport::tcp::inbound;
 /// (the waiting poll lets it run).
 const LANDING_WAIT: Duration = Duration::from_millis(20);
 
+/// Posts at most this far apart (microseconds) make a stream (see `look_after_post`): about
+/// a lease's shortest length.
+const STREAM_GAP_US: u64 = 100;
+
 impl TcpLink {
     /// A thread that streams requests (others of its own in flight behind the one it just
     /// wrote) looks at the connection after each post, as a poll does: acknowledgements that
-    /// came meanwhile complete its requests here, and having taken the engine's offer
-    /// (`lending`), it holds the connection on lease, so the engine is not woken for each of
-    /// them. Each such wake-up took a CPU from a thread that runs, and met the posting
-    /// thread's next write on the socket's lock: a stream's wait found its completions queued
-    /// already, polled nothing, and so never took the connection. A ping-pong's request,
-    /// alone in flight, has no answer yet to look for.
+    /// came meanwhile complete its requests here. While its posts come close together
+    /// (`STREAM_GAP_US`), it takes the engine's offer (`lending`) and holds the connection on
+    /// lease, so the engine is not woken for each acknowledgement: each such wake-up took a
+    /// CPU from a thread that runs, and met the posting thread's next write on the socket's
+    /// lock (a stream's waits find their completions queued already and poll nothing, so
+    /// they never took the connection). Posts further apart leave it to the engine: what
+    /// the peer sends for another thread's receives would wait for the next post. A
+    /// ping-pong's request, alone in flight, has no answer yet to look for.
     pub(super) fn look_after_post(&self) {
-        if !self.streaming.load(Ordering::Relaxed) && !self.lent.load(Ordering::Relaxed) {
+        let now = sys::monotonic_micros();
+        let last = self.looked_after_post.load(Ordering::Relaxed);
+        self.looked_after_post.store(now, Ordering::Relaxed);
+        let streaming = now.saturating_sub(last) <= STREAM_GAP_US;
+        let lent = self.lent.load(Ordering::Relaxed);
+        if streaming && !lent && !self.streaming.load(Ordering::Relaxed) {
             self.streaming.store(true, Ordering::Relaxed);
         }
         self.progress();
-        if self.lent.load(Ordering::Relaxed) {
-            // The connection stays this thread's while it posts (its waits may never poll;
-            // its posts may be far apart for a short lease, so each one keeps it).
+        if streaming && lent {
+            // The connection stays this thread's while it streams (its waits may never poll).
             lease::keep_alive();
         }
     }
