@@ -5,24 +5,29 @@
 //! never polled the connection and never took it on lease; each wake-up took a CPU from a
 //! thread that runs and met the posting thread's next write on the socket's lock (64 KiB
 //! sends between two hosts ran at 0.6x a raw socket's rate). Now a post with others in
-//! flight looks at the connection as a poll does.
+//! flight looks at the connection as a poll does, and a stream's posts, close together, take
+//! it on lease.
 //!
 //! The receiver is a child process (this test binary run again, `LIBDAT_DIRECT=0`: the
 //! socket path a peer on another host gets), so the progress thread counted here is the
 //! sender's alone.
 
 use dat::abi::*;
+use dat::api::evd::dat_evd_wait;
 
 mod common;
 use common::*;
 
-/// Sends in a stream, and at most in flight.
+/// Taken by each test that streams: run side by side, they would count each other's load.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Sends in a stream, at most `WINDOW` in flight, of `SIZE` bytes each.
 const MESSAGES: u64 = 4000;
+const WINDOW: u64 = 16;
+const SIZE: u32 = 1024;
 
 /// Streams, one after another on the connection: the best counts (see `WAKE_UPS`).
 const ROUNDS: u64 = 3;
-const WINDOW: u64 = 16;
-const SIZE: u32 = 1024;
 
 /// How long the sender takes to prepare each message: longer than the receiver takes to take
 /// one, so acknowledgements come back before the sender reaps (a stream that the sender's
@@ -117,6 +122,7 @@ fn a_thread_that_streams_sends_completes_them_without_waking_the_progress_thread
     if on_rdma() {
         return; // a device acknowledges: there is no progress thread to wake
     }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut child = test_child("stream_receiver_child")
         .env("LIBDAT_TEST_STREAM_CHILD", "1")
         .env("LIBDAT_DIRECT", "0")
@@ -171,5 +177,111 @@ fn a_thread_that_streams_sends_completes_them_without_waking_the_progress_thread
         "the progress thread woke at least {wake_ups} times in each stream of {MESSAGES} sends \
          (at most {WAKE_UPS}; per round, its wake-ups and the times the sending thread lost \
          its CPU: {rounds:?})"
+    );
+}
+
+/// How long the submitter child's completion thread waits for each completion: far less than
+/// the lease it runs with (`LIBDAT_LEASE_US`, 10 s), far more than a completion takes.
+const COMPLETION_WAIT_US: DAT_TIMEOUT = 2_000_000;
+
+/// The child that submits: connects to the receiver child at `LIBDAT_TEST_PORT` and streams
+/// `ROUNDS` x `MESSAGES` sends, `WINDOW` in flight, from this thread, which blocks outside the
+/// library (on a condition variable) while its window is full; another thread reaps the
+/// completions with `dat_evd_wait`. Exits with 0 when every completion came in order within
+/// `COMPLETION_WAIT_US`, 3 when one did not.
+#[test]
+fn stream_submitter_child() {
+    let Some(port) = std::env::var_os("LIBDAT_TEST_STREAM_SUBMITTER") else {
+        return; // only the child does anything
+    };
+    let port: DAT_CONN_QUAL = port.to_str().unwrap().parse().unwrap();
+    let mut a = Side::with_buffer(ALL_PRIV, (WINDOW * u64::from(SIZE)) as usize);
+    assert_eq!(a.connect(port, b"", WAIT_US), OK);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
+    let total = ROUNDS * MESSAGES;
+    let reaped = std::sync::Arc::new((std::sync::Mutex::new(0u64), std::sync::Condvar::new()));
+    let req_evd = a.req_evd as usize; // a handle: plain data, any thread may use it
+    let completer = {
+        let reaped = reaped.clone();
+        std::thread::spawn(move || {
+            for n in 0..total {
+                let mut e: DAT_EVENT = zero();
+                let mut more = 0;
+                // SAFETY: a live EVD, and valid out-pointers.
+                let rc = unsafe {
+                    dat_evd_wait(
+                        req_evd as DAT_EVD_HANDLE,
+                        COMPLETION_WAIT_US,
+                        1,
+                        &mut e,
+                        &mut more,
+                    )
+                };
+                if rc != OK {
+                    eprintln!("completion {n}: {rc:#x} after {COMPLETION_WAIT_US} us");
+                    std::process::exit(3);
+                }
+                // SAFETY: a DTO EVD's events are DTO completions.
+                let d = unsafe { e.event_data.dto_completion_event_data };
+                // SAFETY: the cookie's 64 bits are what the post gave.
+                assert_eq!(unsafe { d.user_cookie.as_64 }, n);
+                let (count, turn) = &*reaped;
+                *count.lock().unwrap() = n + 1;
+                turn.notify_one();
+            }
+        })
+    };
+    for posted in 0..total {
+        let (count, turn) = &*reaped;
+        let mut done = count.lock().unwrap();
+        while posted - *done >= WINDOW {
+            done = turn.wait(done).unwrap();
+        }
+        drop(done);
+        let at = ((posted % WINDOW) * u64::from(SIZE)) as usize;
+        a.buf[at..at + SIZE as usize].fill(posted as u8);
+        assert_eq!(a.post_send(&[a.iov(at, SIZE)], posted), OK);
+    }
+    completer.join().unwrap();
+    std::process::exit(0);
+}
+
+/// A stream whose completions another thread reaps: the submitting thread blocks outside the
+/// library while its window is full, and the reaping thread sleeps in `dat_evd_wait` until
+/// the progress thread, woken by the acknowledgements, wakes it. The submitting thread must
+/// not hold the connection on lease: nobody would read those acknowledgements until the lease
+/// ran out (it once did: with the lease made 10 s long and waits that sleep at once, the
+/// stream stalled 10 s at a time; 0.2 s in all now).
+#[test]
+fn a_stream_that_another_thread_reaps_leaves_the_connection_to_the_progress_thread() {
+    if on_rdma() {
+        return; // a device acknowledges: no lease, no progress thread
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut receiver = test_child("stream_receiver_child")
+        .env("LIBDAT_TEST_STREAM_CHILD", "1")
+        .env("LIBDAT_DIRECT", "0")
+        .spawn()
+        .unwrap();
+    let port = child_says(&mut receiver, "PEER ");
+    let submitter = test_child("stream_submitter_child")
+        .env("LIBDAT_TEST_STREAM_SUBMITTER", &port)
+        .env("LIBDAT_DIRECT", "0")
+        .env("LIBDAT_LEASE_US", "10000000")
+        .env("LIBDAT_SPIN_US", "0")
+        .status()
+        .unwrap();
+    assert_eq!(
+        submitter.code(),
+        Some(0),
+        "every completion came within {COMPLETION_WAIT_US} us"
+    );
+    assert_eq!(
+        receiver.wait().unwrap().code(),
+        Some(0),
+        "the receiver got every message whole, in order"
     );
 }

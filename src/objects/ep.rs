@@ -439,6 +439,17 @@ pub struct Parts {
 }
 
 impl EpInner {
+    /// Whether another thread than the caller reaps this EP's DTO completions (it polled its
+    /// request or receive EVD empty or waited on it last), and may sleep in a wait that only
+    /// the progress engine would end: a thread that streams requests then leaves the
+    /// connection to the engine (`TcpLink::look_after_post`).
+    pub fn reaped_elsewhere(&self) -> bool {
+        [&self.request_evd, &self.recv_evd]
+            .into_iter()
+            .flatten()
+            .any(|e| e.reaped_elsewhere())
+    }
+
     /// A new EP's state, unconnected, with room for its DTOs already made.
     fn new(parts: Parts, attr: DAT_EP_ATTR, wire: EpWire) -> EpInner {
         let mut inner = EpInner {

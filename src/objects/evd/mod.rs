@@ -169,6 +169,10 @@ pub struct Evd {
     /// Completion Flags ask for Solicited Wait, and all others (see `solicited_only`).
     solicited_streams: AtomicUsize,
     other_streams: AtomicUsize,
+    /// The thread that last polled this EVD empty or waited on it (`polling::thread_token`;
+    /// 0: none yet): a thread that streams requests reads their answers itself only when
+    /// no other thread reaps them (see `reaped_elsewhere`).
+    reaper: AtomicUsize,
 }
 
 impl Object for Evd {
@@ -234,6 +238,7 @@ impl Evd {
             sole_source: std::sync::OnceLock::new(),
             counters: Counters::default(),
             solicited_streams: AtomicUsize::new(0),
+            reaper: AtomicUsize::new(0),
             other_streams: AtomicUsize::new(0),
         });
         if flags & dat_evd_flags::DAT_EVD_DTO_FLAG as u32 != 0 {
@@ -503,6 +508,22 @@ impl Evd {
         }
     }
 
+    /// The calling thread (`me`, its `thread_token`) reaps this EVD (a store only when
+    /// another thread did last).
+    #[inline(always)]
+    fn note_reaper(&self, me: usize) {
+        if self.reaper.load(Ordering::Relaxed) != me {
+            self.reaper.store(me, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a thread other than the caller reaps this EVD (polled it empty or waited on it
+    /// last): one that may sleep in a wait, counting on the engine to wake it.
+    pub fn reaped_elsewhere(&self) -> bool {
+        let reaper = self.reaper.load(Ordering::Relaxed);
+        reaper != 0 && reaper != polling::thread_token()
+    }
+
     /// `dat_evd_dequeue`: the oldest event, into `out`, or `DAT_QUEUE_EMPTY`.
     // Inlined: one frame fewer above a poll's system call (see `runtime::sys`).
     #[inline(always)]
@@ -517,7 +538,9 @@ impl Evd {
             match self.sole_source.get() {
                 Some(source) => source.progress_catching(&mut catch),
                 None => {
-                    polling(self.handle());
+                    // A dequeue that finds events queued notes nothing: a thread that reaps
+                    // a stream polls whenever it catches up with it.
+                    self.note_reaper(polling(self.handle()));
                     self.progress_catching(&mut catch);
                 }
             }
@@ -553,6 +576,7 @@ impl Evd {
         threshold: usize,
         out: &mut MaybeUninit<DAT_EVENT>,
     ) -> WaitStep<WaitResult> {
+        self.note_reaper(polling::thread_token());
         let mut q = self.queue.lock();
         let refused = if !q.waitable {
             Some(DatError::invalid_state(

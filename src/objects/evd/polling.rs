@@ -56,14 +56,21 @@ thread_local! {
     };
 }
 
+/// A number that names the calling thread while it lives (its `POLLED`'s address): never 0.
+#[inline(always)]
+pub(super) fn thread_token() -> usize {
+    POLLED.with(|p| p as *const Polled as usize)
+}
+
 /// Notes that this thread polls `evd`; now and then it keeps its lease alive
 /// (`KEEP_ALIVE_EVERY`) and makes progress on the other EVDs it polled (`OTHERS_EVERY`).
+/// Returns this thread's `thread_token`.
 #[inline]
-pub(super) fn polling(evd: DAT_EVD_HANDLE) {
+pub(super) fn polling(evd: DAT_EVD_HANDLE) -> usize {
     let key = evd as usize;
     // The closure answers only "time for the others?" (and for the lease): the list is copied
     // out just then, not moved through every poll.
-    let (others_due, keep_alive_due) = POLLED.with(|p| {
+    let (others_due, keep_alive_due, me) = POLLED.with(|p| {
         let len = p.len.get();
         let known = |e: &Cell<usize>| e.get() == key;
         if len < POLLED_MAX && !p.evds[..len].iter().rev().any(known) {
@@ -72,7 +79,11 @@ pub(super) fn polling(evd: DAT_EVD_HANDLE) {
         }
         let polls = p.polls.get().wrapping_add(1);
         p.polls.set(polls);
-        (polls % OTHERS_EVERY == 0, polls % KEEP_ALIVE_EVERY == 0)
+        (
+            polls % OTHERS_EVERY == 0,
+            polls % KEEP_ALIVE_EVERY == 0,
+            p as *const Polled as usize,
+        )
     });
     if keep_alive_due {
         // The connections this thread holds on lease stay its own: it still polls.
@@ -81,6 +92,7 @@ pub(super) fn polling(evd: DAT_EVD_HANDLE) {
     if others_due {
         every_few_polls(key);
     }
+    me
 }
 
 /// Every `OTHERS_EVERY` polls: the other EVDs this thread polled move on too.

@@ -29,8 +29,11 @@ impl TcpLink {
     /// CPU from a thread that runs, and met the posting thread's next write on the socket's
     /// lock (a stream's waits find their completions queued already and poll nothing, so
     /// they never took the connection). Posts further apart leave it to the engine: what
-    /// the peer sends for another thread's receives would wait for the next post. A
-    /// ping-pong's request, alone in flight, has no answer yet to look for.
+    /// the peer sends for another thread's receives would wait for the next post. Not
+    /// called (`post_request`) for a ping-pong's request, alone in flight, which has no
+    /// answer yet to look for, nor when another thread reaps the EP's completions
+    /// (`EpInner::reaped_elsewhere`): that thread may sleep in a wait while this one blocks
+    /// outside the library, and the acknowledgements would wait for the lease to run out.
     pub(super) fn look_after_post(&self) {
         let now = sys::monotonic_micros();
         let last = self.looked_after_post.load(Ordering::Relaxed);

@@ -91,6 +91,8 @@ impl TcpLink {
             }
         }
         let (seq, alone_in_flight) = self.record_outstanding(&mut inner, op, out, total);
+        // A stream whose completions no other thread reaps (see `look_after_post`).
+        let look_after = !alone_in_flight && !inner.reaped_elsewhere();
         drop(inner);
         let (mut h, immediate) = request_headers(op, seq, out, total, operands.is_some());
         let copied = operands.as_ref().map_or(&[][..], |o| &o[..]);
@@ -137,7 +139,7 @@ impl TcpLink {
             };
             self.write_request(w, |w| w.write_now(frame), alone_in_flight);
         }
-        if !alone_in_flight {
+        if look_after {
             self.look_after_post();
         }
         Ok(Posted::Queued)
