@@ -238,8 +238,8 @@ impl Evd {
             sole_source: std::sync::OnceLock::new(),
             counters: Counters::default(),
             solicited_streams: AtomicUsize::new(0),
-            reaper: AtomicUsize::new(0),
             other_streams: AtomicUsize::new(0),
+            reaper: AtomicUsize::new(0),
         });
         if flags & dat_evd_flags::DAT_EVD_DTO_FLAG as u32 != 0 {
             if let Some(cq) = ia.transport.completion_queue(&evd)? {
