@@ -184,11 +184,11 @@ fn a_thread_that_streams_sends_completes_them_without_waking_the_progress_thread
 /// the lease it runs with (`LIBDAT_LEASE_US`, 10 s), far more than a completion takes.
 const COMPLETION_WAIT_US: DAT_TIMEOUT = 2_000_000;
 
-/// The child that submits: connects to the receiver child at `LIBDAT_TEST_PORT` and streams
-/// `ROUNDS` x `MESSAGES` sends, `WINDOW` in flight, from this thread, which blocks outside the
-/// library (on a condition variable) while its window is full; another thread reaps the
-/// completions with `dat_evd_wait`. Exits with 0 when every completion came in order within
-/// `COMPLETION_WAIT_US`, 3 when one did not.
+/// The child that submits: connects to the receiver child at the port that
+/// `LIBDAT_TEST_STREAM_SUBMITTER` names and streams `ROUNDS` x `MESSAGES` sends, `WINDOW` in
+/// flight, from this thread, which blocks outside the library (on a condition variable) while
+/// its window is full; another thread reaps the completions with `dat_evd_wait`. Exits with 0
+/// when every completion came in order within `COMPLETION_WAIT_US`, 3 when one did not.
 #[test]
 fn stream_submitter_child() {
     let Some(port) = std::env::var_os("LIBDAT_TEST_STREAM_SUBMITTER") else {

@@ -25,7 +25,8 @@
 //!   gives the child processes it starts: `LIBDAT_TEST_CHILD`, `LIBDAT_TEST_EXITING_CHILD`,
 //!   `LIBDAT_TEST_EXIT_POLLING`, `LIBDAT_TEST_EXIT_WAITING`, `LIBDAT_TEST_HOSTILE`,
 //!   `LIBDAT_TEST_MEMORY_CHILD`, `LIBDAT_TEST_OTHER_USER_CHILD`, `LIBDAT_TEST_STOPPED_CHILD`,
-//!   `LIBDAT_TEST_PORT`, `LIBDAT_TEST_AT`, `LIBDAT_TEST_RKEY`. The test and bench scripts only
+//!   `LIBDAT_TEST_STREAM_CHILD`, `LIBDAT_TEST_STREAM_SUBMITTER`, `LIBDAT_TEST_PORT`,
+//!   `LIBDAT_TEST_AT`, `LIBDAT_TEST_RKEY`. The test and bench scripts only
 //!   set the library's variables above.
 
 use std::ffi::OsStr;
