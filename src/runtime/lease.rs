@@ -121,12 +121,13 @@ impl Lease {
         waited
     }
 
-    /// The thread still polls: the lease goes on, the timer pushed back once half of it ran.
-    fn keep_alive(&self) {
+    /// The thread still polls: the lease goes on, the timer pushed back once half of it ran
+    /// (`now`: see the function `keep_alive`).
+    fn keep_alive(&self, now: Option<u64>) {
         if !self.has_lent.load(Ordering::Relaxed) {
             return;
         }
-        let now = sys::monotonic_micros();
+        let now = now.unwrap_or_else(sys::monotonic_micros);
         let deadline = self.deadline.load(Ordering::Relaxed);
         let length = self.length.load(Ordering::Relaxed);
         if deadline.saturating_sub(now) < length / 2 {
@@ -188,11 +189,13 @@ pub fn lend(what: Arc<dyn Lent>) {
     }
 }
 
-/// The calling thread polls on: its lease goes on (called every few dozen polls).
-pub fn keep_alive() {
+/// The calling thread polls on: its lease goes on (called every few dozen polls). `now`: the
+/// monotonic clock in microseconds when the caller read it already (else read here, and only
+/// when the thread holds something on lease).
+pub fn keep_alive(now: Option<u64>) {
     let _ = LEASE.try_with(|l| {
         if let Some(h) = l.borrow().as_ref() {
-            h.0.keep_alive();
+            h.0.keep_alive(now);
         }
     });
 }

@@ -87,7 +87,7 @@ pub(super) fn polling(evd: DAT_EVD_HANDLE) -> usize {
     });
     if keep_alive_due {
         // The connections this thread holds on lease stay its own: it still polls.
-        crate::runtime::lease::keep_alive();
+        crate::runtime::lease::keep_alive(None);
     }
     if others_due {
         every_few_polls(key);

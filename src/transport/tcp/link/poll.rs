@@ -46,7 +46,7 @@ impl TcpLink {
         self.progress();
         if streaming && lent {
             // The connection stays this thread's while it streams (its waits may never poll).
-            lease::keep_alive();
+            lease::keep_alive(Some(now));
         }
     }
 }
