@@ -59,7 +59,13 @@ thread_local! {
 /// A number that names the calling thread while it lives (its `POLLED`'s address): never 0.
 #[inline(always)]
 pub(super) fn thread_token() -> usize {
-    POLLED.with(|p| p as *const Polled as usize)
+    POLLED.with(token)
+}
+
+/// The token of the thread whose `POLLED` this is.
+#[inline(always)]
+fn token(p: &Polled) -> usize {
+    p as *const Polled as usize
 }
 
 /// Notes that this thread polls `evd`; now and then it keeps its lease alive
@@ -82,7 +88,7 @@ pub(super) fn polling(evd: DAT_EVD_HANDLE) -> usize {
         (
             polls % OTHERS_EVERY == 0,
             polls % KEEP_ALIVE_EVERY == 0,
-            p as *const Polled as usize,
+            token(p),
         )
     });
     if keep_alive_due {
