@@ -75,6 +75,18 @@ fn stream_receiver_child() {
     std::process::exit(if whole { 0 } else { 3 });
 }
 
+/// Starts the receiver child (`stream_receiver_child`) over the socket path: it, and the port
+/// it listens on.
+fn start_receiver() -> (std::process::Child, String) {
+    let mut child = test_child("stream_receiver_child")
+        .env("LIBDAT_TEST_STREAM_CHILD", "1")
+        .env("LIBDAT_DIRECT", "0")
+        .spawn()
+        .unwrap();
+    let port = child_says(&mut child, "PEER ");
+    (child, port)
+}
+
 /// The calling process's progress thread: its context switches so far (it sleeps in
 /// `epoll_wait` between wake-ups, one voluntary switch each).
 fn progress_thread_switches() -> u64 {
@@ -123,12 +135,8 @@ fn a_thread_that_streams_sends_completes_them_without_waking_the_progress_thread
         return; // a device acknowledges: there is no progress thread to wake
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut child = test_child("stream_receiver_child")
-        .env("LIBDAT_TEST_STREAM_CHILD", "1")
-        .env("LIBDAT_DIRECT", "0")
-        .spawn()
-        .unwrap();
-    let port: DAT_CONN_QUAL = child_says(&mut child, "PEER ").parse().unwrap();
+    let (mut child, port) = start_receiver();
+    let port: DAT_CONN_QUAL = port.parse().unwrap();
     let mut a = Side::with_buffer(ALL_PRIV, (WINDOW * u64::from(SIZE)) as usize);
     assert_eq!(a.connect(port, b"", WAIT_US), OK);
     assert_eq!(
@@ -261,12 +269,7 @@ fn a_stream_that_another_thread_reaps_leaves_the_connection_to_the_progress_thre
         return; // a device acknowledges: no lease, no progress thread
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut receiver = test_child("stream_receiver_child")
-        .env("LIBDAT_TEST_STREAM_CHILD", "1")
-        .env("LIBDAT_DIRECT", "0")
-        .spawn()
-        .unwrap();
-    let port = child_says(&mut receiver, "PEER ");
+    let (mut receiver, port) = start_receiver();
     let submitter = test_child("stream_submitter_child")
         .env("LIBDAT_TEST_STREAM_SUBMITTER", &port)
         .env("LIBDAT_DIRECT", "0")
