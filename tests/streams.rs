@@ -13,6 +13,7 @@
 //! sender's alone.
 
 use dat::abi::*;
+use dat::api::ep::dat_ep_post_send;
 use dat::api::evd::dat_evd_wait;
 
 mod common;
@@ -281,6 +282,107 @@ fn a_stream_that_another_thread_reaps_leaves_the_connection_to_the_progress_thre
         submitter.code(),
         Some(0),
         "every completion came within {COMPLETION_WAIT_US} us"
+    );
+    assert_eq!(
+        receiver.wait().unwrap().code(),
+        Some(0),
+        "the receiver got every message whole, in order"
+    );
+}
+
+/// The child whose polling thread goes elsewhere holding its lease: connects to the receiver
+/// child at the port `LIBDAT_TEST_LEASE_HOLDER` names. Another thread sends all but the last
+/// of the `ROUNDS` x `MESSAGES` messages, one at a time, polling for each completion with
+/// `dat_evd_dequeue` (so it takes the connection on lease), then blocks outside the library;
+/// this thread then sends the last and sleeps in `dat_evd_wait` for its completion. Exits
+/// with 0 when it came within `COMPLETION_WAIT_US`, 3 when it did not.
+#[test]
+fn lease_holder_child() {
+    let Some(port) = std::env::var_os("LIBDAT_TEST_LEASE_HOLDER") else {
+        return; // only the child does anything
+    };
+    let port: DAT_CONN_QUAL = port.to_str().unwrap().parse().unwrap();
+    let mut a = Side::with_buffer(ALL_PRIV, (WINDOW * u64::from(SIZE)) as usize);
+    assert_eq!(a.connect(port, b"", WAIT_US), OK);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
+    let total = ROUNDS * MESSAGES;
+    let slot = |n: u64| ((n % WINDOW) * u64::from(SIZE)) as usize;
+    let iovs: Vec<DAT_LMR_TRIPLET> = (0..WINDOW).map(|n| a.iov(slot(n), SIZE)).collect();
+    // Handles and the buffer's address: plain data, any thread may use them.
+    let (ep, req_evd, buf) = (
+        a.ep as usize,
+        a.req_evd as usize,
+        a.buf.as_mut_ptr() as usize,
+    );
+    let send = move |n: u64| {
+        let mut iov = iovs[(n % WINDOW) as usize];
+        // SAFETY: the slot lies inside the registered buffer, which outlives the process's
+        // threads (the process exits before `a` drops), and no send of it is in flight.
+        unsafe { std::ptr::write_bytes((buf + slot(n)) as *mut u8, n as u8, SIZE as usize) };
+        let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+        // SAFETY: a live EP, and one valid triplet.
+        let rc = unsafe { dat_ep_post_send(ep as DAT_EP_HANDLE, 1, &mut iov, cookie(n), flags) };
+        assert_eq!(rc, OK, "send {n}");
+    };
+    let (gone, went) = std::sync::mpsc::channel();
+    let (_stay, stays) = std::sync::mpsc::channel::<()>();
+    let holder_send = send.clone();
+    std::thread::spawn(move || {
+        for n in 0..total - 1 {
+            holder_send(n);
+            let (c, status, _) = polled(req_evd as DAT_EVD_HANDLE);
+            assert_eq!((c, status), (n, dat_dto_completion_status::DAT_DTO_SUCCESS));
+        }
+        gone.send(()).unwrap();
+        let _ = stays.recv(); // outside the library, its lease held, until the process exits
+    });
+    went.recv().unwrap();
+    send(total - 1);
+    let mut e: DAT_EVENT = zero();
+    let mut more = 0;
+    // SAFETY: a live EVD, and valid out-pointers.
+    let rc = unsafe {
+        dat_evd_wait(
+            req_evd as DAT_EVD_HANDLE,
+            COMPLETION_WAIT_US,
+            1,
+            &mut e,
+            &mut more,
+        )
+    };
+    if rc != OK {
+        eprintln!("the last send's completion: {rc:#x} after {COMPLETION_WAIT_US} us");
+        std::process::exit(3);
+    }
+    std::process::exit(0);
+}
+
+/// A thread that sleeps in `dat_evd_wait` for a connection's events while another thread
+/// holds the connection on lease and went elsewhere (it blocks outside the library) gets
+/// them: the engine looks whether the holder still polls, and takes the connection back from
+/// one that stopped. The sleeper once waited for the lease to run out (here 10 s, the wait's
+/// 2 s bound passed).
+#[test]
+fn a_wait_takes_the_connection_back_from_a_lease_holder_gone_elsewhere() {
+    if on_rdma() {
+        return; // a device acknowledges: no lease, no progress thread
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (mut receiver, port) = start_receiver();
+    let holder = test_child("lease_holder_child")
+        .env("LIBDAT_TEST_LEASE_HOLDER", &port)
+        .env("LIBDAT_DIRECT", "0")
+        .env("LIBDAT_LEASE_US", "10000000")
+        .env("LIBDAT_SPIN_US", "0")
+        .status()
+        .unwrap();
+    assert_eq!(
+        holder.code(),
+        Some(0),
+        "the sleeping waiter's completion came within {COMPLETION_WAIT_US} us"
     );
     assert_eq!(
         receiver.wait().unwrap().code(),

@@ -82,7 +82,11 @@ impl Lease {
 
     fn lend(&self, what: Arc<dyn Lent>) {
         let mut lent = self.lent.lock();
-        lent.push(what);
+        // Taken back without the lease ending (for a sleeping waiter) and lent again: listed
+        // once.
+        if !lent.iter().any(|l| same(l, &*what)) {
+            lent.push(what);
+        }
         if !self.has_lent.swap(true, Ordering::AcqRel) {
             self.set(sys::monotonic_micros() + self.length.load(Ordering::Relaxed));
         }
@@ -187,6 +191,23 @@ pub fn lend(what: Arc<dyn Lent>) {
             what.take_back(); // no timer to be had: the engine keeps it
         }
     }
+}
+
+/// Whether the calling thread holds `what` on lease.
+pub fn held_here(what: &dyn Lent) -> bool {
+    LEASE
+        .try_with(|l| {
+            l.borrow()
+                .as_ref()
+                .is_some_and(|h| h.0.lent.lock().iter().any(|l| same(l, what)))
+        })
+        .unwrap_or(false)
+}
+
+/// Whether `a` and `b` are the same lent thing (compared by address alone: the same object
+/// seen through different vtables is still itself).
+fn same(a: &Arc<dyn Lent>, b: &dyn Lent) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), b as *const dyn Lent)
 }
 
 /// The calling thread polls on: its lease goes on (called every few dozen polls). `now`: the

@@ -25,9 +25,9 @@
 //!   gives the child processes it starts: `LIBDAT_TEST_CHILD`, `LIBDAT_TEST_EXITING_CHILD`,
 //!   `LIBDAT_TEST_EXIT_POLLING`, `LIBDAT_TEST_EXIT_WAITING`, `LIBDAT_TEST_HOSTILE`,
 //!   `LIBDAT_TEST_MEMORY_CHILD`, `LIBDAT_TEST_OTHER_USER_CHILD`, `LIBDAT_TEST_STOPPED_CHILD`,
-//!   `LIBDAT_TEST_STREAM_CHILD`, `LIBDAT_TEST_STREAM_SUBMITTER`, `LIBDAT_TEST_PORT`,
-//!   `LIBDAT_TEST_AT`, `LIBDAT_TEST_RKEY`. The test and bench scripts only
-//!   set the library's variables above.
+//!   `LIBDAT_TEST_STREAM_CHILD`, `LIBDAT_TEST_STREAM_SUBMITTER`, `LIBDAT_TEST_LEASE_HOLDER`,
+//!   `LIBDAT_TEST_PORT`, `LIBDAT_TEST_AT`, `LIBDAT_TEST_RKEY`. The test and bench scripts
+//!   only set the library's variables above.
 
 use std::ffi::OsStr;
 use std::sync::OnceLock;

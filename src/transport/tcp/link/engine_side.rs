@@ -103,6 +103,7 @@ impl TcpLink {
             }
         };
         due(self.retry_at.load(Ordering::Acquire));
+        due(self.reclaim_at.load(Ordering::Acquire));
         if self.kicked.load(Ordering::Acquire) {
             due(sys::monotonic_micros());
         }
@@ -208,6 +209,7 @@ impl TcpLink {
         }
         self.send_lone_acks_if_due(now);
         let offer_settled = self.settle_offer_if_due(now);
+        self.reclaim_if_due(now);
         let retry_due = self.retry_if_due(now);
         let rearm = offer_settled || retry_due;
         // A kick (the first frames read ahead, or a consumer's late answers) looks at all.

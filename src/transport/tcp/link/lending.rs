@@ -25,6 +25,11 @@ const ACCEPT_AFTER_POLLS: u64 = 4;
 /// it off its CPU for a moment). Meanwhile that thread handles the data that woke the engine.
 const OFFER_US: u64 = 100;
 
+/// How long the thread holding the connection on lease may go without polling it while
+/// another thread sleeps waiting for its events, before the engine takes it back
+/// (microseconds; see `reclaim_soon`).
+const RECLAIM_AFTER_US: u64 = 100;
+
 impl TcpLink {
     /// The consumer's thread takes the engine's offer, if it still stands.
     #[cold]
@@ -107,6 +112,39 @@ impl TcpLink {
             let _ = self
                 .offer
                 .compare_exchange(offer, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+
+    /// A thread is about to sleep waiting for events this connection brings. If another thread
+    /// holds it on lease, the engine looks in `RECLAIM_AFTER_US` whether that thread polled it
+    /// meanwhile, and takes it back if not: the holder may have gone off to compute or to block
+    /// elsewhere, and the sleeper's events would wait for its lease to run out (up to
+    /// `LIBDAT_LEASE_US`). A holder that polls on keeps it.
+    pub(super) fn reclaim_soon(&self) {
+        if !self.lent.load(Ordering::Acquire) || lease::held_here(self) {
+            return;
+        }
+        self.reclaim_polls
+            .store(self.polls.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.reclaim_at.store(
+            sys::monotonic_micros() + RECLAIM_AFTER_US,
+            Ordering::Release,
+        );
+        self.set_timer();
+    }
+
+    /// The engine's look that `reclaim_soon` asked for, when it is due: a holder that has not
+    /// polled since gives the connection back.
+    pub(super) fn reclaim_if_due(&self, now: u64) {
+        let at = self.reclaim_at.load(Ordering::Acquire);
+        if at == 0 || now < at {
+            return;
+        }
+        self.reclaim_at.store(0, Ordering::Release);
+        let idle = self.polls.load(Ordering::Relaxed) == self.reclaim_polls.load(Ordering::Relaxed);
+        if idle && self.lent.load(Ordering::Acquire) {
+            count(&self.stats.reclaimed);
+            self.take_back();
         }
     }
 

@@ -113,6 +113,11 @@ pub struct TcpLink {
     /// Set while a polling thread holds the connection on lease: the engine is not woken for
     /// its data.
     lent: AtomicBool,
+    /// When the engine looks whether the thread holding the connection on lease still polls
+    /// it, for a thread that sleeps waiting for its events (monotonic microseconds, 0: no such
+    /// look due), and `polls` when that thread asked (see `reclaim_soon`).
+    reclaim_at: AtomicU64,
+    reclaim_polls: AtomicU64,
     /// Set when the last thread that polled the connection went to sleep (`Progress::flush`),
     /// cleared by its next poll: the engine offers a sleeping thread nothing.
     resting: AtomicBool,
@@ -251,6 +256,8 @@ impl TcpLink {
             offer_deadline: AtomicU64::new(0),
             retry_at: AtomicU64::new(0),
             lent: AtomicBool::new(false),
+            reclaim_at: AtomicU64::new(0),
+            reclaim_polls: AtomicU64::new(0),
             resting: AtomicBool::new(true),
             phase: Mutex::new(phase),
             watch: Mutex::new(()),

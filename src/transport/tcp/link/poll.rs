@@ -122,9 +122,11 @@ impl Progress for TcpLink {
         }
     }
 
-    /// The consumer's thread is about to sleep: what it held for a ride goes now.
+    /// The consumer's thread is about to sleep: what it held for a ride goes now, and a lease
+    /// another thread holds is looked at soon (`reclaim_soon`).
     fn flush(&self) {
         self.withdraw_offer();
+        self.reclaim_soon();
         self.answers.acks_gone();
         self.flush_answers();
     }

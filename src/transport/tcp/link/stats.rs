@@ -28,6 +28,9 @@ pub(super) struct Stats {
     pub(super) acks_ahead_of_write: AtomicU64,
     /// Leases that ended with data waiting in the socket.
     pub(super) taken_back_waiting: AtomicU64,
+    /// Leases taken back for a thread that sleeps waiting for the connection's events, its
+    /// holder having stopped polling (`reclaim_soon`).
+    pub(super) reclaimed: AtomicU64,
     /// Our requests (sends, RDMA writes and reads) carried out directly in the peer's memory.
     pub(super) direct: AtomicU64,
 }
@@ -45,7 +48,7 @@ impl TcpLink {
             (inb.reader.local_addr(), inb.reader.peer_addr())
         };
         eprintln!(
-            "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting); {} acknowledgements alone, {} at once (pipelined), held {} us now; {} acknowledgements ahead of our write; {} requests carried out directly)",
+            "libdat: connection of EP {:p} ({local:?} -> {remote:?}) ends after {} ms: {outcome:?} ({} consumer polls; engine: {} reports, handled frames {} times; {} offers, {} leases, {} taken back ({} with data waiting, {} for a sleeping waiter); {} acknowledgements alone, {} at once (pipelined), held {} us now; {} acknowledgements ahead of our write; {} requests carried out directly)",
             self.ep.handle(),
             (sys::monotonic_micros() - self.started) / 1000,
             self.polls.load(Ordering::Relaxed),
@@ -55,6 +58,7 @@ impl TcpLink {
             s.leases.load(Ordering::Relaxed),
             s.taken_back.load(Ordering::Relaxed),
             s.taken_back_waiting.load(Ordering::Relaxed),
+            s.reclaimed.load(Ordering::Relaxed),
             s.lone_acks.load(Ordering::Relaxed),
             s.pipelined_acks.load(Ordering::Relaxed),
             self.ack_hold_us.load(Ordering::Relaxed),
