@@ -10,7 +10,7 @@
 //! | `LIBDAT_DEBUG` | unset: off | set (to anything, even empty or `0`): the transports' diagnostics on stderr |
 //! | `LIBDAT_DEBUG_WC` | unset: off | set, with `LIBDAT_DEBUG`: every RDMA work completion on stderr, not only the failed ones |
 //! | `LIBDAT_DIRECT` | on | `0`: no direct path between processes of one host; every request goes over the socket |
-//! | `LIBDAT_LEASE_US` | 500 µs | the longest a polling thread holds its connections on lease after it stopped polling (at least 20) |
+//! | `LIBDAT_LEASE_US` | 2 ms | the longest a polling thread holds its connections on lease after it stopped polling (at least 20) |
 //! | `LIBDAT_PEER_MEMORY` | 256 MiB | the most the process keeps of its peers' messages that wait for a receive |
 //! | `LIBDAT_PEER_TIMEOUT` | 20 s | how long a TCP peer may go unheard before its connection breaks; an IA's `peer_timeout=` in `dat.conf` comes first |
 //! | `LIBDAT_SPIN_US` | 50 µs | how long `dat_evd_wait` makes progress itself before it sleeps, at least |
@@ -98,9 +98,12 @@ pub const LEASE_US_MIN: u64 = 20;
 
 /// `LIBDAT_LEASE_US`, microseconds: how long a polling thread's lease on its connections lasts
 /// without being pushed back, so the longest a connection waits for the library's own thread
-/// after its polling thread went elsewhere. Default 500; at least `LEASE_US_MIN` (20); a
-/// value that is not a whole number (spaces included) means 500.
-pub static LEASE_US: Knob<u64> = Knob::new("LIBDAT_LEASE_US", 500, |raw| {
+/// after its polling thread went elsewhere. Default 2000: the timer a polling thread pushes
+/// back is then set about every 1.5 ms (see `lease::PUSH_BACK_FRACTION`); at 500 us, set
+/// every 250 us, those `timerfd_settime` calls (each reprogramming the CPU's timer) made a
+/// polling ping-pong between two hosts 7-10% slower. At least `LEASE_US_MIN` (20); a value
+/// that is not a whole number (spaces included) means the default.
+pub static LEASE_US: Knob<u64> = Knob::new("LIBDAT_LEASE_US", 2000, |raw| {
     number::<u64>(raw).map(|us| us.max(LEASE_US_MIN))
 });
 
@@ -176,7 +179,7 @@ mod tests {
 
     #[test]
     fn lease_is_whole_microseconds_at_least_20() {
-        assert_eq!(LEASE_US.value_of(None), 500);
+        assert_eq!(LEASE_US.value_of(None), 2000);
         assert_eq!(set(&LEASE_US, "3600000000"), 3_600_000_000);
         assert_eq!(set(&LEASE_US, "20"), 20);
         // Below the floor: the floor, not the default.
@@ -191,9 +194,9 @@ mod tests {
             "-1",
             "18446744073709551616",
         ] {
-            assert_eq!(set(&LEASE_US, text), 500, "LIBDAT_LEASE_US={text:?}");
+            assert_eq!(set(&LEASE_US, text), 2000, "LIBDAT_LEASE_US={text:?}");
         }
-        assert_eq!(LEASE_US.value_of(Some(not_utf8())), 500);
+        assert_eq!(LEASE_US.value_of(Some(not_utf8())), 2000);
     }
 
     #[test]
