@@ -113,6 +113,23 @@ pub type Deferred = Box<dyn FnOnce() + Send>;
 thread_local! {
     /// Set on the engine's thread.
     static ON_ENGINE: Cell<bool> = const { Cell::new(false) };
+    /// Set on the engine's thread by a source that handled part of a stream of large
+    /// messages, whose next one is probably on its way (see `expect_more_soon`).
+    static MORE_SOON: Cell<bool> = const { Cell::new(false) };
+}
+
+/// How long the engine polls for what comes next before it sleeps, after a source handled
+/// part of a stream of large messages (microseconds).
+const STREAM_LINGER_US: u64 = 50;
+
+/// A source on the engine's thread handled part of a stream of large messages: the engine
+/// polls for the next one a moment (`STREAM_LINGER_US`, yielding its CPU to any thread that
+/// wants it) before it sleeps. Woken for each message instead, it made a 64 KiB RDMA-write
+/// stream between two hosts run at 0.6-0.75x a raw socket's rate on a 2-core machine, though
+/// it ran at raw's rate with the two processes pinned to a CPU each: a thread woken by the
+/// sender's system call is drawn to the sender's CPU.
+pub fn expect_more_soon() {
+    MORE_SOON.with(|c| c.set(true));
 }
 
 /// Whether the calling thread is the engine's.
@@ -488,7 +505,11 @@ impl Engine {
                 }
                 next = again;
             }
-            let n = self.wait(&mut events, next);
+            let n = if MORE_SOON.with(|c| c.replace(false)) {
+                self.linger(&mut events, next)
+            } else {
+                self.wait(&mut events, next)
+            };
             self.sleeping_until.store(0, Ordering::SeqCst);
             for e in &events[..n] {
                 let (bits, data) = (e.events, e.u64);
@@ -514,6 +535,31 @@ impl Engine {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source.on_event(events)));
         if outcome.is_err() {
             self.forget(token);
+        }
+    }
+
+    /// Polls for reports for `STREAM_LINGER_US` (or until `deadline`, if sooner), then waits
+    /// for them until `deadline` as `wait` does.
+    fn linger(&self, events: &mut [libc::epoll_event; BATCH], deadline: u64) -> usize {
+        let start = sys::monotonic_micros();
+        let until = match deadline {
+            0 => start + STREAM_LINGER_US,
+            d => d.min(start + STREAM_LINGER_US),
+        };
+        loop {
+            let now = sys::monotonic_micros();
+            // A deadline of now: a look that does not block.
+            let n = self.wait(events, now.max(1));
+            if n > 0 || now >= until {
+                return if n > 0 {
+                    n
+                } else {
+                    self.wait(events, deadline)
+                };
+            }
+            // A thread of the program's that the stream woke (a receive's waiter) may want
+            // this CPU.
+            sys::yield_now();
         }
     }
 
@@ -691,6 +737,52 @@ mod tests {
         }
         engine.deregister(ta, None);
         engine.deregister(tb, None);
+    }
+
+    /// A source that asks the engine to linger (`expect_more_soon`) each time it hears
+    /// something, and tells the thread it heard it on.
+    struct Lingering {
+        tx: Mutex<mpsc::Sender<libc::pid_t>>,
+    }
+
+    impl Source for Lingering {
+        fn on_event(self: Arc<Self>, _events: u32) {
+            expect_more_soon();
+            // SAFETY: gettid takes no arguments and cannot fail.
+            let _ = self.tx.lock().send(unsafe { libc::gettid() });
+        }
+    }
+
+    /// Nanoseconds thread `tid` of this process has run so far.
+    fn on_cpu_ns(tid: libc::pid_t) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap();
+        stat.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn an_engine_that_lingers_keeps_its_timers_and_sleeps_again() {
+        let engine = Engine::get();
+        let (tx, rx) = mpsc::channel();
+        let lingering = Arc::new(Lingering { tx: Mutex::new(tx) });
+        let tl = engine.register_timer_only(lingering.clone());
+        let (tq, rq, _q) = timer_probe(&engine);
+        let now = sys::monotonic_micros();
+        engine.set_timer(tl, now);
+        // Due while the engine lingers.
+        engine.set_timer(tq, now + 20);
+        let tid = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(rq.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
+        assert!(sys::monotonic_micros() >= now + 20);
+        // Lingering again with no timer due: the linger ends by itself, and the engine
+        // sleeps (one that never ended would spin the whole time).
+        engine.set_timer(tl, sys::monotonic_micros());
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), tid);
+        let before = on_cpu_ns(tid);
+        std::thread::sleep(Duration::from_millis(200));
+        let spent = on_cpu_ns(tid) - before;
+        assert!(spent < 100_000_000, "the engine ran {spent} ns of 200 ms");
+        engine.deregister(tl, None);
+        engine.deregister(tq, None);
     }
 
     #[test]

@@ -883,6 +883,11 @@ impl Reader {
         }
     }
 
+    /// Whether the frames lately carried large payloads (see `large_frames`).
+    pub fn large_frames(&self) -> bool {
+        self.large_frames
+    }
+
     /// Whether the last read from the socket found it empty (it took less than it could).
     pub fn drained(&self) -> bool {
         self.drained

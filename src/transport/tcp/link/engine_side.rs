@@ -11,7 +11,7 @@ use super::life::{Phase, LINGER};
 use super::stats::count;
 use super::TcpLink;
 use crate::objects::evd::Catch;
-use crate::runtime::engine::Source;
+use crate::runtime::engine::{self, Source};
 use crate::runtime::sys;
 use crate::transport::tcp::inbound::{self, Inbound};
 
@@ -170,6 +170,10 @@ impl TcpLink {
             Ok((handled, stop)) => {
                 if handled {
                     self.active.store(true, Ordering::Relaxed);
+                    if inb.reader.large_frames() {
+                        // A stream of large messages: the next is probably on its way.
+                        engine::expect_more_soon();
+                    }
                 }
                 if let Some(stop) = stop {
                     self.stop(Ok(stop));
