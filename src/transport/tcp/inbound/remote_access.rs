@@ -83,9 +83,13 @@ pub(super) fn take_last_byte(
 }
 
 /// The peer's RDMA write is in but for its final byte (`last`; none for a write of nothing),
-/// which is stored once the acknowledgement is due: a program that polls that byte and
-/// answers at once finds the acknowledgement ready to ride with its answer. A region freed
-/// under the write refuses it.
+/// which is stored, and then the write acknowledged: once queued, the acknowledgement may be
+/// written by another thread at once (a poll that found the frames taken writes the answers
+/// they made; a post carries them), and it completes the peer's write, which must find every
+/// byte in place. Acknowledged first (so that a program polling that byte found it ready to
+/// ride with its answer), a write whose handler lost its CPU between the two was completed
+/// with its last byte still the previous write's (`tests/lock_order.rs`, the RDMA-write
+/// scenario, about one run in ten). A region freed under the write refuses it.
 #[inline]
 pub(super) fn write_landed(
     link: &TcpLink,
@@ -115,13 +119,15 @@ pub(super) fn write_landed(
         );
         return Some(Stop::Broken);
     }
-    acknowledge(in_caller);
     // The bytes before it are stored first (a poller that sees it sees them).
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
     // SAFETY: the frame's last byte, inside the region checked when the frame began
     // (`peer_checks::accessible_region`), registered still (its gate is held).
     unsafe { (at as *mut u8).write_volatile(byte) };
     drop(gate);
+    // The acknowledgement's writer, whichever thread it is, sees the byte stored.
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    acknowledge(in_caller);
     None
 }
 
