@@ -193,6 +193,62 @@ fn a_thread_that_streams_sends_completes_them_without_waking_the_progress_thread
 /// the lease it runs with (`LIBDAT_LEASE_US`, 10 s), far more than a completion takes.
 const COMPLETION_WAIT_US: DAT_TIMEOUT = 2_000_000;
 
+/// A child's side: connected to the receiver child at the port its variable `var` names, or
+/// None in any other process (the test then does nothing).
+fn connect_to_receiver(var: &str) -> Option<Side> {
+    let port: DAT_CONN_QUAL = std::env::var_os(var)?.to_str().unwrap().parse().unwrap();
+    let a = Side::with_buffer(ALL_PRIV, (WINDOW * u64::from(SIZE)) as usize);
+    assert_eq!(a.connect(port, b"", WAIT_US), OK);
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
+    Some(a)
+}
+
+/// The next event of `evd` (a handle, as any thread may hold it), slept for in `dat_evd_wait`
+/// at most `COMPLETION_WAIT_US`; a child that does not get it in time exits with 3, saying
+/// which (`what`).
+fn completion_within_bound(evd: usize, what: &str) -> DAT_EVENT {
+    let mut e: DAT_EVENT = zero();
+    let mut more = 0;
+    // SAFETY: a live EVD, and valid out-pointers.
+    let rc = unsafe {
+        dat_evd_wait(
+            evd as DAT_EVD_HANDLE,
+            COMPLETION_WAIT_US,
+            1,
+            &mut e,
+            &mut more,
+        )
+    };
+    if rc != OK {
+        eprintln!("{what}: {rc:#x} after {COMPLETION_WAIT_US} us");
+        std::process::exit(3);
+    }
+    e
+}
+
+/// Runs child test `name` (its variable `var` naming the receiver's port) beside the receiver
+/// child, both over the socket path, with a 10 s lease and waits that sleep at once; asserts
+/// that it exits with 0 (`why`) and that the receiver got every message.
+fn beside_receiver(name: &str, var: &str, why: &str) {
+    let (mut receiver, port) = start_receiver();
+    let child = test_child(name)
+        .env(var, &port)
+        .env("LIBDAT_DIRECT", "0")
+        .env("LIBDAT_LEASE_US", "10000000")
+        .env("LIBDAT_SPIN_US", "0")
+        .status()
+        .unwrap();
+    assert_eq!(child.code(), Some(0), "{why}");
+    assert_eq!(
+        receiver.wait().unwrap().code(),
+        Some(0),
+        "the receiver got every message whole, in order"
+    );
+}
+
 /// The child that submits: connects to the receiver child at the port that
 /// `LIBDAT_TEST_STREAM_SUBMITTER` names and streams `ROUNDS` x `MESSAGES` sends, `WINDOW` in
 /// flight, from this thread, which blocks outside the library (on a condition variable) while
@@ -200,16 +256,9 @@ const COMPLETION_WAIT_US: DAT_TIMEOUT = 2_000_000;
 /// when every completion came in order within `COMPLETION_WAIT_US`, 3 when one did not.
 #[test]
 fn stream_submitter_child() {
-    let Some(port) = std::env::var_os("LIBDAT_TEST_STREAM_SUBMITTER") else {
+    let Some(mut a) = connect_to_receiver("LIBDAT_TEST_STREAM_SUBMITTER") else {
         return; // only the child does anything
     };
-    let port: DAT_CONN_QUAL = port.to_str().unwrap().parse().unwrap();
-    let mut a = Side::with_buffer(ALL_PRIV, (WINDOW * u64::from(SIZE)) as usize);
-    assert_eq!(a.connect(port, b"", WAIT_US), OK);
-    assert_eq!(
-        a.conn_event().0,
-        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
-    );
     let total = ROUNDS * MESSAGES;
     let reaped = std::sync::Arc::new((std::sync::Mutex::new(0u64), std::sync::Condvar::new()));
     let req_evd = a.req_evd as usize; // a handle: plain data, any thread may use it
@@ -217,22 +266,7 @@ fn stream_submitter_child() {
         let reaped = reaped.clone();
         std::thread::spawn(move || {
             for n in 0..total {
-                let mut e: DAT_EVENT = zero();
-                let mut more = 0;
-                // SAFETY: a live EVD, and valid out-pointers.
-                let rc = unsafe {
-                    dat_evd_wait(
-                        req_evd as DAT_EVD_HANDLE,
-                        COMPLETION_WAIT_US,
-                        1,
-                        &mut e,
-                        &mut more,
-                    )
-                };
-                if rc != OK {
-                    eprintln!("completion {n}: {rc:#x} after {COMPLETION_WAIT_US} us");
-                    std::process::exit(3);
-                }
+                let e = completion_within_bound(req_evd, &format!("completion {n}"));
                 // SAFETY: a DTO EVD's events are DTO completions.
                 let d = unsafe { e.event_data.dto_completion_event_data };
                 // SAFETY: the cookie's 64 bits are what the post gave.
@@ -270,23 +304,10 @@ fn a_stream_that_another_thread_reaps_leaves_the_connection_to_the_progress_thre
         return; // a device acknowledges: no lease, no progress thread
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (mut receiver, port) = start_receiver();
-    let submitter = test_child("stream_submitter_child")
-        .env("LIBDAT_TEST_STREAM_SUBMITTER", &port)
-        .env("LIBDAT_DIRECT", "0")
-        .env("LIBDAT_LEASE_US", "10000000")
-        .env("LIBDAT_SPIN_US", "0")
-        .status()
-        .unwrap();
-    assert_eq!(
-        submitter.code(),
-        Some(0),
-        "every completion came within {COMPLETION_WAIT_US} us"
-    );
-    assert_eq!(
-        receiver.wait().unwrap().code(),
-        Some(0),
-        "the receiver got every message whole, in order"
+    beside_receiver(
+        "stream_submitter_child",
+        "LIBDAT_TEST_STREAM_SUBMITTER",
+        &format!("every completion came within {COMPLETION_WAIT_US} us"),
     );
 }
 
@@ -298,16 +319,9 @@ fn a_stream_that_another_thread_reaps_leaves_the_connection_to_the_progress_thre
 /// with 0 when it came within `COMPLETION_WAIT_US`, 3 when it did not.
 #[test]
 fn lease_holder_child() {
-    let Some(port) = std::env::var_os("LIBDAT_TEST_LEASE_HOLDER") else {
+    let Some(mut a) = connect_to_receiver("LIBDAT_TEST_LEASE_HOLDER") else {
         return; // only the child does anything
     };
-    let port: DAT_CONN_QUAL = port.to_str().unwrap().parse().unwrap();
-    let mut a = Side::with_buffer(ALL_PRIV, (WINDOW * u64::from(SIZE)) as usize);
-    assert_eq!(a.connect(port, b"", WAIT_US), OK);
-    assert_eq!(
-        a.conn_event().0,
-        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
-    );
     let total = ROUNDS * MESSAGES;
     let slot = |n: u64| ((n % WINDOW) * u64::from(SIZE)) as usize;
     let iovs: Vec<DAT_LMR_TRIPLET> = (0..WINDOW).map(|n| a.iov(slot(n), SIZE)).collect();
@@ -341,22 +355,7 @@ fn lease_holder_child() {
     });
     went.recv().unwrap();
     send(total - 1);
-    let mut e: DAT_EVENT = zero();
-    let mut more = 0;
-    // SAFETY: a live EVD, and valid out-pointers.
-    let rc = unsafe {
-        dat_evd_wait(
-            req_evd as DAT_EVD_HANDLE,
-            COMPLETION_WAIT_US,
-            1,
-            &mut e,
-            &mut more,
-        )
-    };
-    if rc != OK {
-        eprintln!("the last send's completion: {rc:#x} after {COMPLETION_WAIT_US} us");
-        std::process::exit(3);
-    }
+    completion_within_bound(req_evd, "the last send's completion");
     std::process::exit(0);
 }
 
@@ -371,22 +370,9 @@ fn a_wait_takes_the_connection_back_from_a_lease_holder_gone_elsewhere() {
         return; // a device acknowledges: no lease, no progress thread
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (mut receiver, port) = start_receiver();
-    let holder = test_child("lease_holder_child")
-        .env("LIBDAT_TEST_LEASE_HOLDER", &port)
-        .env("LIBDAT_DIRECT", "0")
-        .env("LIBDAT_LEASE_US", "10000000")
-        .env("LIBDAT_SPIN_US", "0")
-        .status()
-        .unwrap();
-    assert_eq!(
-        holder.code(),
-        Some(0),
-        "the sleeping waiter's completion came within {COMPLETION_WAIT_US} us"
-    );
-    assert_eq!(
-        receiver.wait().unwrap().code(),
-        Some(0),
-        "the receiver got every message whole, in order"
+    beside_receiver(
+        "lease_holder_child",
+        "LIBDAT_TEST_LEASE_HOLDER",
+        &format!("the sleeping waiter's completion came within {COMPLETION_WAIT_US} us"),
     );
 }
