@@ -2369,25 +2369,38 @@ fn a_cr_evd_is_free_to_go_once_its_request_and_service_point_are() {
 /// connection comes from the same range: a service point of this host must still listen on
 /// a port one of its connections holds as its local end (dapltest's server once waited for
 /// ever on a test thread whose PSP failed so, `DAT_CONN_QUAL_IN_USE`), and a request to that
-/// conn qual must reach it.
+/// conn qual must reach it. Up to `ATTEMPTS` connections are tried: the kernel lets
+/// connections to different peers share a local port, and a socket without `SO_REUSEADDR`
+/// that shares it (another test's plain `TcpStream`, alive or in TIME_WAIT) keeps the port
+/// truly in use (1 run in about 100 with the other tests of this file beside it under load;
+/// before `SO_REUSEADDR` on our connecting sockets, every attempt failed).
 #[test]
 fn a_psp_listens_on_a_port_a_connection_of_this_host_holds_locally() {
+    const ATTEMPTS: usize = 3;
     if on_rdma() {
         return; // rdma-cm's port space holds no connection's local end
     }
-    let (a, p) = connected(ALL_PRIV);
-    let mut param: DAT_EP_PARAM = zero();
-    let mask = DAT_EP_FIELD_LOCAL_PORT_QUAL as DAT_EP_PARAM_MASK;
-    assert_eq!(unsafe { dat_ep_query(a.ep, mask, &mut param) }, OK);
-    let held = param.local_port_qual;
-    assert_ne!(held, 0, "the active EP names its connection's local port");
-    let mut psp = null_mut();
-    let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
-    assert_eq!(
-        unsafe { dat_psp_create(p.ia, held, p.cr_evd, flags, &mut psp) },
-        OK,
-        "a PSP on conn qual {held}, the local port of a connection of this host"
-    );
+    let mut tried = Vec::new();
+    // `_a` holds the port while the PSP listens on it and a request comes.
+    let (_a, p, held, psp) = loop {
+        let (a, p) = connected(ALL_PRIV);
+        let mut param: DAT_EP_PARAM = zero();
+        let mask = DAT_EP_FIELD_LOCAL_PORT_QUAL as DAT_EP_PARAM_MASK;
+        assert_eq!(unsafe { dat_ep_query(a.ep, mask, &mut param) }, OK);
+        let held = param.local_port_qual;
+        assert_ne!(held, 0, "the active EP names its connection's local port");
+        let mut psp = null_mut();
+        let flags = dat_psp_flags::DAT_PSP_CONSUMER_FLAG as DAT_PSP_FLAGS;
+        let rc = unsafe { dat_psp_create(p.ia, held, p.cr_evd, flags, &mut psp) };
+        if rc == OK {
+            break (a, p, held, psp);
+        }
+        tried.push(format!("port {held}: {rc:#x}"));
+        assert!(
+            tried.len() < ATTEMPTS,
+            "a PSP on the local port of a connection of this host: {tried:?}"
+        );
+    };
     let other = Side::new(ALL_PRIV);
     assert_eq!(other.connect(held, b"to the PSP", WAIT_US), OK);
     let (cr, pd) = p.request();
