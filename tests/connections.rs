@@ -2365,6 +2365,43 @@ fn a_cr_evd_is_free_to_go_once_its_request_and_service_point_are() {
     }
 }
 
+/// `dat_ep_query`'s port qualifiers on both sides of a connection: the active EP's remote one
+/// is the conn qual it connected to, its local one its connection's own port; the passive
+/// EP's are the same two the other way round (its local one the service point's, as
+/// OpenFabrics reports it; it once reported 0).
+#[test]
+fn both_sides_of_a_connection_name_its_port_qualifiers() {
+    let (a, p) = (Side::new(ALL_PRIV), Side::new(ALL_PRIV));
+    let (psp, port) = p.listen();
+    assert_eq!(a.connect(port, b"", WAIT_US), OK);
+    let (cr, _) = p.request();
+    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
+    assert_eq!(
+        p.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
+    assert_eq!(
+        a.conn_event().0,
+        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
+    );
+    let ports = |s: &Side| {
+        let mut param: DAT_EP_PARAM = zero();
+        let mask =
+            (DAT_EP_FIELD_LOCAL_PORT_QUAL | DAT_EP_FIELD_REMOTE_PORT_QUAL) as DAT_EP_PARAM_MASK;
+        assert_eq!(unsafe { dat_ep_query(s.ep, mask, &mut param) }, OK);
+        (param.local_port_qual, param.remote_port_qual)
+    };
+    let (a_local, a_remote) = ports(&a);
+    assert_eq!(a_remote, port, "the active EP's remote port qualifier");
+    assert_ne!(a_local, 0, "the active EP's local port qualifier");
+    assert_eq!(
+        ports(&p),
+        (port, a_local),
+        "the passive EP's local and remote port qualifiers"
+    );
+    assert_eq!(unsafe { dat_psp_free(psp) }, OK);
+}
+
 /// A conn qual is a TCP port on this transport, and the local port the kernel picks for a
 /// connection comes from the same range: a service point of this host must still listen on
 /// a port one of its connections holds as its local end (dapltest's server once waited for

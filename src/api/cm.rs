@@ -347,7 +347,7 @@ pub unsafe extern "C" fn dat_cr_accept(
             ep.check_accepts_datagrams()?;
             take()?
         } else {
-            ep.begin_accept(on, take)?
+            ep.begin_accept(on, cr.sp.conn_qual(), take)?
         };
         // The CR is consumed by the accept.
         cr.ia.release::<Cr>(cr_handle);

@@ -848,12 +848,14 @@ impl Ep {
         Ok(())
     }
 
-    /// `dat_cr_accept` onto this (RC) EP, named as `on` says: `take` takes the request from
-    /// its CR once the EP may accept it, and the EP is COMPLETION_PENDING until the transport
-    /// confirms (`accepting`, then `established`).
+    /// `dat_cr_accept` onto this (RC) EP, named as `on` says, of a request that came to conn
+    /// qual `local_port`: `take` takes the request from its CR once the EP may accept it, and
+    /// the EP is COMPLETION_PENDING until the transport confirms (`accepting`, then
+    /// `established`).
     pub fn begin_accept<R>(
         &self,
         on: ep_state::AcceptOn,
+        local_port: u64,
         take: impl FnOnce() -> DatResult<R>,
     ) -> DatResult<R> {
         let mut inner = self.inner.lock();
@@ -862,6 +864,10 @@ impl Ep {
         let request = take()?;
         inner.state = next;
         inner.closing = false;
+        // The port qualifier the EP is bound to on this side: the service point's, which the
+        // peer connected to (its EP reports it as the remote one); OpenFabrics reports the
+        // same, the listening port.
+        inner.local_port = local_port;
         Ok(request)
     }
 

@@ -430,11 +430,11 @@ fn a_reserved_ep_waits_passively_for_its_request_and_accepts_it_alone() {
     assert_eq!(f.ep.reserve(|| Ok(())), Ok(()));
     // Reserved, it accepts neither another request nor its own before it came.
     assert_eq!(
-        f.ep.begin_accept(AcceptOn::Given, || Ok(())),
+        f.ep.begin_accept(AcceptOn::Given, 0, || Ok(())),
         invalid_state(Sub::DAT_INVALID_STATE_EP_RESERVED)
     );
     assert_eq!(
-        f.ep.begin_accept(AcceptOn::OfTheRequest, || Ok(())),
+        f.ep.begin_accept(AcceptOn::OfTheRequest, 0, || Ok(())),
         invalid_state(Sub::DAT_INVALID_STATE_EP_RESERVED)
     );
     assert!(f.ep.request_arrived());
@@ -450,7 +450,7 @@ fn a_reserved_ep_waits_passively_for_its_request_and_accepts_it_alone() {
         dat_ep_state::DAT_EP_STATE_PASSIVE_CONNECTION_PENDING
     );
     assert_eq!(
-        f.ep.begin_accept(AcceptOn::Given, || Ok(())),
+        f.ep.begin_accept(AcceptOn::Given, 0, || Ok(())),
         invalid_state(Sub::DAT_INVALID_STATE_EP_PASSCONNPENDING)
     );
     // Rejected, it is UNCONNECTED again.
@@ -459,7 +459,10 @@ fn a_reserved_ep_waits_passively_for_its_request_and_accepts_it_alone() {
     // Accepted, COMPLETION_PENDING.
     assert_eq!(f.ep.reserve(|| Ok(())), Ok(()));
     assert!(f.ep.request_arrived());
-    assert_eq!(f.ep.begin_accept(AcceptOn::OfTheRequest, || Ok(())), Ok(()));
+    assert_eq!(
+        f.ep.begin_accept(AcceptOn::OfTheRequest, 0, || Ok(())),
+        Ok(())
+    );
     assert_eq!(f.ep.state(), dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING);
 }
 
@@ -469,7 +472,7 @@ fn an_accept_takes_the_request_only_when_the_ep_may_accept_it() {
     connected(&f);
     let mut taken = false;
     assert_eq!(
-        f.ep.begin_accept(AcceptOn::Given, || -> DatResult {
+        f.ep.begin_accept(AcceptOn::Given, 0, || -> DatResult {
             taken = true;
             Ok(())
         }),
@@ -483,13 +486,13 @@ fn an_accept_takes_the_request_only_when_the_ep_may_accept_it() {
     // An EP without a connect EVD, or without a PZ, does not satisfy the request: refused at
     // once, with `DAT_INVALID_HANDLE_EP` as OpenFabrics refuses it, the request left alone.
     assert_eq!(
-        f.ep.begin_accept(AcceptOn::Given, || Ok(())),
+        f.ep.begin_accept(AcceptOn::Given, 0, || Ok(())),
         Err(DatError::invalid_handle(Sub::DAT_INVALID_HANDLE_EP))
     );
     let f = fixture(Options { pz: false, ..USUAL });
     let mut taken = false;
     assert_eq!(
-        f.ep.begin_accept(AcceptOn::Given, || -> DatResult {
+        f.ep.begin_accept(AcceptOn::Given, 0, || -> DatResult {
             taken = true;
             Ok(())
         }),
@@ -500,10 +503,10 @@ fn an_accept_takes_the_request_only_when_the_ep_may_accept_it() {
     let f = fixture(USUAL);
     // An UNCONNECTED EP is not the EP a request names (an RSP's, PASSIVE_CONNECTION_PENDING).
     assert_eq!(
-        f.ep.begin_accept(AcceptOn::OfTheRequest, || Ok(())),
+        f.ep.begin_accept(AcceptOn::OfTheRequest, 0, || Ok(())),
         invalid_state(Sub::DAT_INVALID_STATE_EP_UNCONNECTED)
     );
-    assert_eq!(f.ep.begin_accept(AcceptOn::Given, || Ok(42)), Ok(42));
+    assert_eq!(f.ep.begin_accept(AcceptOn::Given, 0, || Ok(42)), Ok(42));
     assert_eq!(f.ep.state(), dat_ep_state::DAT_EP_STATE_COMPLETION_PENDING);
     let link = Arc::new(FakeLink::default());
     assert!(f.ep.accepting(link.clone(), PEER));
