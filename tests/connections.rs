@@ -2375,15 +2375,7 @@ fn both_sides_of_a_connection_name_its_port_qualifiers() {
     let (psp, port) = p.listen();
     assert_eq!(a.connect(port, b"", WAIT_US), OK);
     let (cr, _) = p.request();
-    assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
-    assert_eq!(
-        p.conn_event().0,
-        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
-    );
-    assert_eq!(
-        a.conn_event().0,
-        dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
-    );
+    accept_established(&a, &p, cr);
     let ports = |s: &Side| {
         let mut param: DAT_EP_PARAM = zero();
         let mask =

@@ -397,9 +397,9 @@ pub fn cr_private_data(cr: DAT_CR_HANDLE) -> Vec<u8> {
         .to_vec()
 }
 
-/// Accepts `cr` on `p`'s EP, both sides ESTABLISHED, and checks a message `a` sends lands
-/// whole in a receive of `p`'s.
-pub fn accept_and_exchange(a: &mut Side, p: &mut Side, cr: DAT_CR_HANDLE, message: &[u8]) {
+/// Accepts `cr` (a request of `a`'s) on `p`'s EP, without private data: both sides
+/// ESTABLISHED.
+pub fn accept_established(a: &Side, p: &Side, cr: DAT_CR_HANDLE) {
     assert_eq!(unsafe { dat_cr_accept(cr, p.ep, 0, null_mut()) }, OK);
     assert_eq!(
         p.conn_event().0,
@@ -409,6 +409,12 @@ pub fn accept_and_exchange(a: &mut Side, p: &mut Side, cr: DAT_CR_HANDLE, messag
         a.conn_event().0,
         dat_event_number::DAT_CONNECTION_EVENT_ESTABLISHED
     );
+}
+
+/// Accepts `cr` on `p`'s EP, both sides ESTABLISHED, and checks a message `a` sends lands
+/// whole in a receive of `p`'s.
+pub fn accept_and_exchange(a: &mut Side, p: &mut Side, cr: DAT_CR_HANDLE, message: &[u8]) {
+    accept_established(a, p, cr);
     let n = message.len();
     p.post_recv(&[p.iov(0, 16)], 1);
     a.buf[..n].copy_from_slice(message);
