@@ -641,6 +641,9 @@ struct Model<'r> {
     process_kept: usize,
     /// The EP's own RDMA reads whose data landed.
     reads_landed: usize,
+    /// How many of its reads the EP has in flight at most (`Case::read_depth`): the requests
+    /// behind the others wait unwritten.
+    read_depth: usize,
     /// The number the EP's next request gets.
     next_seq: u64,
     /// The refusals the peer must get: (id, status).
@@ -705,6 +708,7 @@ impl<'r> Model<'r> {
         limits: Limits,
         connected: bool,
         reads_in: i32,
+        read_depth: usize,
     ) -> Model<'r> {
         Model {
             regs,
@@ -726,6 +730,7 @@ impl<'r> Model<'r> {
             immediate_due: None,
             process_kept: peer_memory(),
             reads_landed: 0,
+            read_depth,
             next_seq: 1,
             refusal: Vec::new(),
             ackable: HashSet::new(),
@@ -1021,8 +1026,17 @@ impl<'r> Model<'r> {
         }
     }
 
-    /// Acknowledgement of our requests up to `last`.
+    /// Acknowledgement of our requests up to `last`. Only requests the EP wrote whole may be
+    /// acknowledged: one that names a later number (a request still waiting behind the reads
+    /// in flight, or one never posted) ends the connection before anything completes.
     fn settle(&mut self, last: u64) {
+        if self.outstanding.front().is_some_and(|r| r.seq <= last) && last > self.written_through()
+        {
+            self.finish(Ending::Broken(
+                "an acknowledgement of a request not written whole",
+            ));
+            return;
+        }
         while let Some(r) = self.outstanding.front() {
             if r.seq > last {
                 break;
@@ -1037,6 +1051,24 @@ impl<'r> Model<'r> {
                 Outcome::Status(dat_dto_completion_status::DAT_DTO_SUCCESS, r.len),
             );
         }
+    }
+
+    /// The number of the last request the EP wrote, of those outstanding: they go out in
+    /// order, a read only while fewer than `read_depth` reads are in flight before it (a read
+    /// whose data landed left the queue).
+    fn written_through(&self) -> u64 {
+        let mut reads = 0;
+        let mut through = 0;
+        for r in &self.outstanding {
+            if r.kind == ReqKind::Read {
+                reads += 1;
+                if reads > self.read_depth {
+                    break;
+                }
+            }
+            through = r.seq;
+        }
+        through
     }
 
     fn step(&mut self, arena: &mut Arena, f: &Frame, payload: &[u8]) {
@@ -3042,7 +3074,7 @@ impl Fuzz {
     /// The peer connects to our PSP.
     fn passive(&mut self, rng: &mut Rng, regs: &[Reg], c: &mut Case) -> Result<(), String> {
         let limits = self.limits;
-        let mut m = Model::new(regs, c.zone, limits, false, c.reads.0);
+        let mut m = Model::new(regs, c.zone, limits, false, c.reads.0, c.read_depth());
         // Where messages must be kept, no receive waits for them.
         if !matches!(c.kind, Kind::ReadLimit | Kind::Kept | Kind::Campaign) {
             self.case_receives(rng, c, &mut m);
@@ -3425,7 +3457,7 @@ impl Fuzz {
     /// Our EP connects to the peer, which answers as it likes.
     fn active(&mut self, rng: &mut Rng, regs: &[Reg], c: &mut Case) -> Result<(), String> {
         let limits = self.limits;
-        let mut m = Model::new(regs, c.zone, limits, true, c.reads.0);
+        let mut m = Model::new(regs, c.zone, limits, true, c.reads.0, c.read_depth());
         self.case_receives(rng, c, &mut m);
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         listener.set_nonblocking(true).unwrap();
