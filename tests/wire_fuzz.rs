@@ -4946,6 +4946,49 @@ fn a_read_whose_data_is_cut_short_completes_once() {
 }
 
 #[test]
+fn a_message_whose_header_acknowledges_our_read_breaks_the_connection_at_once() {
+    // The peer's send carries an acknowledgement that covers our RDMA read, which only its
+    // data may answer, and its payload never comes. The connection breaks there and then, as
+    // a verbs requester's does on a bad response (it waited for the payload: a peer that sent
+    // no more kept it up, and one that closed ended it DISCONNECTED).
+    let p = Side::new(ALL_PRIV);
+    p.post_recv(&[p.iov(0, 64)], 1);
+    let mut raw = raw_connected(&p);
+    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
+    let into = [p.iov(64, 64)];
+    let from = DAT_RMR_TRIPLET {
+        rmr_context: 1,
+        virtual_address: 0x1000,
+        segment_length: 64,
+    };
+    assert_eq!(
+        unsafe { dat_ep_post_rdma_read(p.ep, 1, into.as_ptr() as *mut _, cookie(9), &from, flags) },
+        OK
+    );
+    let mut b = [0u8; HEADER];
+    raw.read_exact(&mut b).unwrap();
+    let req = Frame::parse(&b);
+    assert_eq!(req.op, READ_REQUEST);
+    let mut f = Frame::new(SEND);
+    f.flags = F_ACK;
+    f.addr = req.id;
+    f.len = 22;
+    f.id = 1;
+    raw.write_all(&f.encode()).unwrap(); // the header alone
+    let e = event_within(p.conn_evd, 3_000_000);
+    drop(raw); // lets the library go, whatever happened
+    let e = e.expect("no connection event within 3 s of an acknowledgement covering a read");
+    assert_eq!(
+        e.event_number,
+        dat_event_number::DAT_CONNECTION_EVENT_BROKEN as u32
+    );
+    let e = event_within(p.req_evd, 2_000_000).expect("the read never completed");
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    assert_eq!(unsafe { d.user_cookie.as_64 }, 9);
+    assert_ne!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as u32);
+}
+
+#[test]
 fn no_byte_lands_in_a_region_after_dat_lmr_free_returns() {
     // An RDMA write streams in; the consumer frees the region in the middle of it. Once
     // dat_lmr_free has returned, the region's memory is the consumer's again (a verbs

@@ -72,7 +72,9 @@ pub(super) fn on_send(
             return done;
         }
     } else if let Some(stop) = ack.and_then(|last| acknowledged(ep, link, last, catch)) {
-        return start(inb, h, Sink::Drop { then: Some(stop) });
+        // The header's acknowledgement broke the rules: the connection ends now, not once the
+        // payload came (a peer that stops sending, or closes, kept it up with the cause lost).
+        return Some(stop);
     }
     let sink = message_sink(ep, link, &h);
     start(inb, h, sink)
