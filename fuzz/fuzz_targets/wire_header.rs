@@ -4,7 +4,9 @@
 //! encodes back to exactly the bytes it came from.
 #![no_main]
 
-use dat::transport::tcp::wire::{flags, Header, Limits, Op, ATOMIC_OPERANDS, HEADER_LEN, MAGIC, VERSION};
+use dat::transport::tcp::wire::{
+    flags, Header, Limits, Op, ATOMIC_OPERANDS, HEADER_LEN, MAGIC, OFFER_COOKIE, VERSION,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
     let allowed = match h.op {
         Op::Send => flags::SOLICITED | flags::ACK | flags::INVALIDATE,
         Op::RdmaWrite => flags::SOLICITED | flags::IMMEDIATE,
-        Op::ConnectRequest => flags::SOLICITED | flags::DATAGRAM,
+        Op::ConnectRequest => flags::SOLICITED | flags::DATAGRAM | flags::DIRECT,
+        Op::Accept | Op::Ready => flags::SOLICITED | flags::DIRECT,
         _ => flags::SOLICITED,
     };
     assert_eq!(h.flags & !allowed, 0);
@@ -30,7 +33,8 @@ fuzz_target!(|data: &[u8]| {
         Op::ConnectRequest | Op::Accept | Op::Reject => limits.max_private_data,
         Op::Send | Op::RdmaWrite | Op::RdmaReadRequest | Op::RdmaReadResponse => limits.max_message,
         Op::FetchAdd | Op::CompareSwap => ATOMIC_OPERANDS,
-        Op::Ready | Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate => 0,
+        Op::Ready => OFFER_COOKIE,
+        Op::RemoteAccessError | Op::Disconnect | Op::Ack | Op::Immediate | Op::Doorbell => 0,
     };
     assert!(h.payload_len <= max);
     assert_eq!(h.encode(), b);
