@@ -1012,10 +1012,13 @@ impl<'r> Model<'r> {
     }
 
     /// Whether a (valid) header ends the connection before its payload is read: a handshake
-    /// frame, a read response that answers no read, an atomic beyond the EP's reads at once.
+    /// frame, a Ready of the wrong length, a read response that answers no read, an atomic
+    /// beyond the EP's reads at once.
     fn ends_at_header(&self, f: &Frame) -> bool {
         match f.op {
             CONNECT_REQUEST | ACCEPT | REJECT => true,
+            // Its length alone says it is malformed.
+            READY => !ready_well_formed(f),
             // Beyond what the EP answers at once: refused as it arrives.
             FETCH_ADD | COMPARE_SWAP => self.reads_waiting() >= self.reads_in,
             READ_RESPONSE => !self
