@@ -1476,6 +1476,10 @@ static const struct {
 	{ DAT_HA_UP_TO_MULTI_PATH, "ha_up_to_multi_path" },
 	{ DAT_SOFTWARE_EVENT, "software" },
 	{ DAT_IB_DTO_EVENT, "ib_dto" },
+	{ DAT_IB_UD_CONNECTION_REQUEST_EVENT, "ib_ud_connection_request" },
+	{ DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, "ib_ud_established" },
+	{ DAT_IB_UD_CONNECTION_REJECT_EVENT, "ib_ud_rejected" },
+	{ DAT_IB_UD_CONNECTION_ERROR_EVENT, "ib_ud_error" },
 };
 #define NEVENTS (sizeof(event_names) / sizeof(event_names[0]))
 
@@ -1508,6 +1512,11 @@ static int known_event(DAT_EVENT_NUMBER n)
 	case DAT_HA_UP_TO_MULTI_PATH:
 	case DAT_SOFTWARE_EVENT:
 	case DAT_IB_DTO_EVENT:
+	/* A UD EP's (an EP made with a random service type may be one) */
+	case DAT_IB_UD_CONNECTION_REQUEST_EVENT:
+	case DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED:
+	case DAT_IB_UD_CONNECTION_REJECT_EVENT:
+	case DAT_IB_UD_CONNECTION_ERROR_EVENT:
 		return 1;
 	default:
 		return 0;
