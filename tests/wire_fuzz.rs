@@ -4915,12 +4915,11 @@ fn a_receive_under_a_message_cut_short_completes_once() {
     assert_eq!(cookies, [1, 2], "completions of the receives 1 and 2");
 }
 
-#[test]
-fn a_read_whose_data_is_cut_short_completes_once() {
-    let p = Side::new(ALL_PRIV);
-    let mut raw = raw_connected(&p);
+/// Posts a 64-byte RDMA read (cookie 9) into `p`'s buffer at `at`; returns its request as the
+/// raw peer reads it.
+fn read_taken_by_peer(p: &Side, raw: &mut TcpStream, at: usize) -> Frame {
     let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-    let into = [p.iov(0, 64)];
+    let into = [p.iov(at, 64)];
     let from = DAT_RMR_TRIPLET {
         rmr_context: 1,
         virtual_address: 0x1000,
@@ -4934,6 +4933,22 @@ fn a_read_whose_data_is_cut_short_completes_once() {
     raw.read_exact(&mut b).unwrap();
     let req = Frame::parse(&b);
     assert_eq!((req.op, req.len), (READ_REQUEST, 64));
+    req
+}
+
+/// The read `read_taken_by_peer` posted completes within 2 s, and not successfully.
+fn read_failed(p: &Side) {
+    let e = event_within(p.req_evd, 2_000_000).expect("the read never completed");
+    let d = unsafe { e.event_data.dto_completion_event_data };
+    assert_eq!(unsafe { d.user_cookie.as_64 }, 9);
+    assert_ne!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as u32);
+}
+
+#[test]
+fn a_read_whose_data_is_cut_short_completes_once() {
+    let p = Side::new(ALL_PRIV);
+    let mut raw = raw_connected(&p);
+    let req = read_taken_by_peer(&p, &mut raw, 0);
     let mut f = Frame::new(READ_RESPONSE);
     f.id = req.id;
     f.len = 64;
@@ -4945,10 +4960,7 @@ fn a_read_whose_data_is_cut_short_completes_once() {
         p.conn_event().0,
         dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED
     );
-    let e = event_within(p.req_evd, 2_000_000).expect("the read never completed");
-    let d = unsafe { e.event_data.dto_completion_event_data };
-    assert_eq!(unsafe { d.user_cookie.as_64 }, 9);
-    assert_ne!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as u32);
+    read_failed(&p);
 }
 
 #[test]
@@ -4960,21 +4972,7 @@ fn a_message_whose_header_acknowledges_our_read_breaks_the_connection_at_once() 
     let p = Side::new(ALL_PRIV);
     p.post_recv(&[p.iov(0, 64)], 1);
     let mut raw = raw_connected(&p);
-    let flags = dat_completion_flags::DAT_COMPLETION_DEFAULT_FLAG as DAT_COMPLETION_FLAGS;
-    let into = [p.iov(64, 64)];
-    let from = DAT_RMR_TRIPLET {
-        rmr_context: 1,
-        virtual_address: 0x1000,
-        segment_length: 64,
-    };
-    assert_eq!(
-        unsafe { dat_ep_post_rdma_read(p.ep, 1, into.as_ptr() as *mut _, cookie(9), &from, flags) },
-        OK
-    );
-    let mut b = [0u8; HEADER];
-    raw.read_exact(&mut b).unwrap();
-    let req = Frame::parse(&b);
-    assert_eq!(req.op, READ_REQUEST);
+    let req = read_taken_by_peer(&p, &mut raw, 64);
     let mut f = Frame::new(SEND);
     f.flags = F_ACK;
     f.addr = req.id;
@@ -4988,10 +4986,7 @@ fn a_message_whose_header_acknowledges_our_read_breaks_the_connection_at_once() 
         e.event_number,
         dat_event_number::DAT_CONNECTION_EVENT_BROKEN as u32
     );
-    let e = event_within(p.req_evd, 2_000_000).expect("the read never completed");
-    let d = unsafe { e.event_data.dto_completion_event_data };
-    assert_eq!(unsafe { d.user_cookie.as_64 }, 9);
-    assert_ne!(d.status, dat_dto_completion_status::DAT_DTO_SUCCESS as u32);
+    read_failed(&p);
 }
 
 #[test]
