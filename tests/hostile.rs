@@ -719,6 +719,57 @@ fn no_byte_of_a_message_lands_in_its_receive_after_the_region_is_freed() {
     );
 }
 
+/// A frame refused as it starts (a write to a region the EP does not have, a message longer
+/// than its receive) breaks the connection then, whether or not the rest of its payload comes:
+/// a peer that sends a refused frame's header and a little of it, then nothing, does not keep
+/// the connection up with no event.
+#[test]
+fn a_refused_frame_breaks_the_connection_at_once_though_its_payload_never_ends() {
+    let _one = serial();
+    const LEN: u32 = 1 << 20;
+    for refused in [
+        "a write to a region the EP does not have",
+        "a message longer than its receive",
+    ] {
+        let p = Side::new(ALL_PRIV);
+        p.post_recv(&[p.iov(0, 64)], 1);
+        let mut raw = raw_connected(&p);
+        let mut f = Frame::new(if refused.starts_with("a write") {
+            RDMA_WRITE
+        } else {
+            SEND
+        });
+        if f.op == RDMA_WRITE {
+            f.rkey = p.rmr_ctx ^ 0x5A5A_0000;
+            f.addr = p.addr(0);
+        }
+        f.len = LEN;
+        f.id = 1;
+        raw.write_all(&f.with(&[0xAB; 100])).unwrap();
+        let event = conn_event_within(&p, Duration::from_secs(3));
+        let answer = find_frame(&mut raw, Instant::now() + Duration::from_secs(3), |f| {
+            f.op == ACCESS_ERROR
+        });
+        assert_eq!(
+            event,
+            Some(dat_event_number::DAT_CONNECTION_EVENT_BROKEN),
+            "{refused}, its payload stopped after 100 of {LEN} bytes"
+        );
+        assert_eq!(
+            answer.map(|f| f.id),
+            Some(1),
+            "{refused}: the peer hears it refused"
+        );
+        if f.op == SEND {
+            assert_eq!(
+                completion_within(p.recv_evd, Duration::from_secs(3)),
+                Some((1, dat_dto_completion_status::DAT_DTO_ERR_LOCAL_LENGTH)),
+                "the receive it was too long for"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 6. A peer that reads nothing.
 

@@ -661,8 +661,8 @@ struct Model<'r> {
     late_reads: Vec<Due>,
     late_refusals: HashSet<u64>,
     late_cookies: HashSet<u64>,
-    /// A frame cut short whose header alone says it is refused: the receiver may refuse it as
-    /// its header arrives, as a verbs receiver NAKs a request's first packet.
+    /// A frame cut short whose header alone says it is refused, as our consumer disconnected:
+    /// the receiver refuses it, and breaks the connection, if it took the header first.
     header_refusal: Option<u64>,
 }
 
@@ -1296,6 +1296,8 @@ impl<'r> Model<'r> {
             let f = Frame::parse(&pending[..HEADER]);
             let got = &pending[HEADER..];
             self.frames += 1;
+            // A frame its header refuses: its id, the status the peer hears, why.
+            let mut refused = None;
             match f.op {
                 SEND => {
                     let mut covered = true;
@@ -1313,13 +1315,20 @@ impl<'r> Model<'r> {
                             if f.len as usize <= r.room() {
                                 Self::scatter(arena, &r.segs, got, false);
                             } else {
-                                // Known from the header: the receiver may refuse it at once.
-                                self.header_refusal = Some(f.id);
+                                refused = Some((
+                                    f.id,
+                                    dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
+                                    "a message longer than its receive, cut short",
+                                ));
                             }
                             self.recv_out.insert(r.cookie, Outcome::Failed);
                         }
                         None if covered && self.kept_full(f.len as usize) => {
-                            self.header_refusal = Some(f.id);
+                            refused = Some((
+                                f.id,
+                                dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY,
+                                "kept messages over their bound, cut short",
+                            ));
                         }
                         None => {}
                     }
@@ -1327,8 +1336,13 @@ impl<'r> Model<'r> {
                 RDMA_WRITE => match allowed(self.regs, self.zone, f.rkey, f.addr, f.len, true) {
                     Some(Some(r)) => arena.maybe(arena_off(r, f.addr), got),
                     Some(None) => {}
-                    // A refused access is known from the header: it may be refused at once.
-                    None => self.header_refusal = Some(f.id),
+                    None => {
+                        refused = Some((
+                            f.id,
+                            dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
+                            "an RDMA write the rules refuse, cut short",
+                        ))
+                    }
                 },
                 READ_RESPONSE => {
                     if let Some(r) = self.outstanding.pop_front() {
@@ -1348,11 +1362,25 @@ impl<'r> Model<'r> {
                 }
                 _ => {}
             }
-            self.finish(if local {
-                Ending::Local
-            } else {
-                Ending::Closed(" within a frame's payload")
-            });
+            // A frame its header alone refuses breaks the connection as the header arrives
+            // (the receiver does not wait for the rest, as a verbs receiver NAKs a request's
+            // first packet): before the peer's end of stream, which comes after it; before or
+            // after our consumer's disconnect, whichever the library saw first.
+            match refused {
+                Some((id, status, why)) if !local => {
+                    self.refusal.push((id, status as u64));
+                    self.finish(Ending::Broken(why));
+                }
+                Some((id, ..)) => {
+                    self.header_refusal = Some(id);
+                    self.finish(Ending::Local);
+                }
+                None => self.finish(if local {
+                    Ending::Local
+                } else {
+                    Ending::Closed(" within a frame's payload")
+                }),
+            }
         } else if local {
             self.finish(Ending::Local);
         } else if !pending.is_empty() {
@@ -3772,7 +3800,14 @@ impl Fuzz {
             .filter(|x| x.0 == ep)
             .map(|x| x.1)
             .collect();
+        // Our consumer's disconnect, or the refusal of the frame cut short before it.
+        let refused_first = m.header_refusal.is_some()
+            && want.last() == Some(&dat_event_number::DAT_CONNECTION_EVENT_DISCONNECTED)
+            && got.len() == want.len()
+            && got[..want.len() - 1] == want[..want.len() - 1]
+            && got[want.len() - 1] == dat_event_number::DAT_CONNECTION_EVENT_BROKEN;
         let fine = got == want
+            || refused_first
             || (c.freed
                 && got.len() == want.len() + 1
                 && got[..want.len()] == want[..]

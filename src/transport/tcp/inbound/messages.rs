@@ -195,9 +195,7 @@ pub(super) fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
                     h.id,
                     dat_dto_completion_status::DAT_DTO_ERR_REMOTE_RESPONDER,
                 );
-                return Sink::Drop {
-                    then: Some(Stop::Broken),
-                };
+                return Sink::Refused;
             }
             Sink::Receive {
                 recv,
@@ -215,9 +213,7 @@ pub(super) fn message_sink(ep: &Ep, link: &TcpLink, h: &Header) -> Sink {
                 h.id,
                 dat_dto_completion_status::DAT_DTO_ERR_RECEIVER_NOT_READY,
             );
-            Sink::Drop {
-                then: Some(Stop::Broken),
-            }
+            Sink::Refused
         }
         None => Sink::Early {
             data: vec![0u8; len],

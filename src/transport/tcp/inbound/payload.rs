@@ -66,8 +66,11 @@ pub(super) enum Sink {
         data: [u8; ATOMIC_OPERANDS as usize],
         filled: usize,
     },
-    /// Bytes to drop, then the end of the connection (the cause was answered already).
-    Drop { then: Option<Stop> },
+    /// A payload refused (the peer was told why): the connection breaks as the frame starts,
+    /// without waiting for the rest of it (a peer that stops sending it midway would keep the
+    /// connection up with no event); what the peer still sends is dropped as the connection
+    /// lingers (`LINGER`, no longer).
+    Refused,
 }
 
 /// How far a payload has filled a list of segments.
@@ -75,7 +78,8 @@ pub(super) enum Sink {
 pub(super) struct Walk {
     segment: usize,
     within: usize,
-    /// The local status of a segment that failed its check: the rest is dropped.
+    /// The local status of a segment that failed its check: the frame ends there (the
+    /// connection breaks).
     failed: Option<dat_dto_completion_status>,
 }
 
@@ -148,19 +152,22 @@ fn feed(reader: &mut Reader, p: &mut Partial, share: &mut Share) -> Result<bool,
                 Some(n)
             }
             Sink::Receive { recv, pz, walk, .. } => {
-                Some(walk.fill(&recv.segments, p.left, Some(pz), reader)?)
+                walk.fill(&recv.segments, p.left, Some(pz), reader)?
             }
             Sink::Read {
                 targets, pz, walk, ..
-            } => Some(walk.fill(targets, p.left, pz.as_ref(), reader)?),
-            Sink::Drop { .. } => Some(reader.skip_some(p.left)?),
+            } => walk.fill(targets, p.left, pz.as_ref(), reader)?,
+            Sink::Refused => return Ok(true),
         };
         let Some(got) = got else {
-            p.refused = Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
-            p.sink = Sink::Drop {
-                then: Some(Stop::Broken),
-            };
-            continue;
+            // A region freed under an RDMA write: the peer hears so. A segment that failed its
+            // check (`Walk::failed`): the receive or read completes with its status. Either
+            // way the connection breaks now, the rest of the payload unread.
+            if let Sink::Memory { .. } = p.sink {
+                p.refused = Some(dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS);
+                p.sink = Sink::Refused;
+            }
+            return Ok(true);
         };
         if got == 0 {
             return Ok(false);
@@ -177,15 +184,15 @@ fn feed(reader: &mut Reader, p: &mut Partial, share: &mut Share) -> Result<bool,
 impl Walk {
     /// Reads up to `left` payload bytes into `segments` from where the walk stands: each
     /// segment is checked against its live region (local write privilege, the EP's zone) as
-    /// it begins to fill; after a failed check the rest is dropped. Returns the bytes taken
-    /// (0: none were there).
+    /// it begins to fill. Returns the bytes taken (0: none were there), or None once a
+    /// check failed (`failed`).
     fn fill(
         &mut self,
         segments: &[DAT_LMR_TRIPLET],
         left: usize,
         pz: Option<&Arc<Pz>>,
         reader: &mut Reader,
-    ) -> Result<usize, ConnError> {
+    ) -> Result<Option<usize>, ConnError> {
         while self.failed.is_none() {
             let (Some(s), Some(pz)) = (segments.get(self.segment), pz) else {
                 // No zone to check against (the caller checked the room).
@@ -213,9 +220,9 @@ impl Walk {
             let got = reader.read_some(dst, left - n)?;
             drop(hold);
             self.within += got;
-            return Ok(got);
+            return Ok(Some(got));
         }
-        reader.skip_some(left)
+        Ok(None)
     }
 }
 
@@ -239,6 +246,6 @@ pub(super) fn finish(ep: &Arc<Ep>, link: &TcpLink, p: Partial, in_caller: bool) 
         }
         Sink::Operands { data, .. } => atomic(ep, link, &h, data),
         Sink::Read { request, walk, .. } => read_data_landed(ep, link, request, walk.failed),
-        Sink::Drop { then } => then,
+        Sink::Refused => Some(Stop::Broken),
     }
 }

@@ -33,9 +33,7 @@ pub(super) fn write_sink(ep: &Arc<Ep>, link: &TcpLink, h: &Header) -> Sink {
                 h.id,
                 dat_dto_completion_status::DAT_DTO_ERR_REMOTE_ACCESS,
             );
-            Sink::Drop {
-                then: Some(Stop::Broken),
-            }
+            Sink::Refused
         }
     }
 }
