@@ -48,8 +48,9 @@ for t in "$@"; do
     fi
 done
 took "the Rust tests"
-# Every way of waiting (tests/waits), quiet and with a busy loop on each core.
-for load in quiet contention; do
+# Every way of waiting (tests/waits), quiet, with a busy loop on each core, and interrupted by
+# a signal every 200 us.
+for load in quiet contention signals; do
     WAITS_IA=$LIBDAT_TEST_IA WAITS_ITERS=16 tests/waits/run.sh "$libdir" $load 1 > "$log" 2>&1 || { cat "$log"; fail=1; }
     echo "rdma-guest: waits ($load): $(tail -1 "$log")"
 done

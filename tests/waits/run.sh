@@ -2,7 +2,7 @@
 # Every way of waiting (tests/waits/waits.c) against one library: each mode x op pair, `runs`
 # times, optionally with a busy loop per core for the whole run (a loaded machine delays the
 # library's threads: hand-offs and timeouts that never matter on a quiet one then do).
-# usage: run.sh LIBDIR [contention|quiet] [runs]
+# usage: run.sh LIBDIR [contention|quiet|signals] [runs]
 # WAITS_ITERS (iterations per size, default 32) and WAITS_TIMEOUT (seconds a pair may go without
 # moving, default 10) are passed on; WAITS_SUPPRESS_ITERS is suppress mode's (13 sizes of 4 to
 # 16 B: default 770 iterations, 10010 messages each way; under contention 75, about as many as
@@ -11,7 +11,7 @@
 # gdb (see waits.c). Every mode but suppress runs twice: with a receive EVD and a request EVD
 # per EP, then with one EVD for both (WAITS_SHARED=1).
 set -uo pipefail
-libdir=$(cd "${1:?usage: run.sh LIBDIR [contention|quiet] [runs]}" && pwd)
+libdir=$(cd "${1:?usage: run.sh LIBDIR [contention|quiet|signals] [runs]}" && pwd)
 load=${2:-quiet}
 runs=${3:-1}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +37,12 @@ contention)
     done
     echo "waits: $(nproc) busy loops running" ;;
 quiet) ;;
-*) echo "usage: run.sh LIBDIR [contention|quiet] [runs]" >&2; exit 2 ;;
+signals)
+    # Each side interrupted by a signal every 200 us (its handler installed without
+    # SA_RESTART): the library's blocking calls see EINTR again and again.
+    export WAITS_SIGNAL_US=${WAITS_SIGNAL_US:-200}
+    echo "waits: a SIGALRM every $WAITS_SIGNAL_US us in each side" ;;
+*) echo "usage: run.sh LIBDIR [contention|quiet|signals] [runs]" >&2; exit 2 ;;
 esac
 
 passed=0

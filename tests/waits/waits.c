@@ -53,6 +53,10 @@
  * not in suppress mode, whose poster spins on its request EVD alone): each completion is
  * handled by its operation, and a side that awaits a message handles requests meanwhile.
  * WAITS_HOLD=N keeps a hung pair, or a side that failed, alive N seconds (to attach gdb).
+ * WAITS_SIGNAL_US=N sends each side a SIGALRM every N microseconds, caught by a handler that
+ * does nothing, installed without SA_RESTART (as a profiler's or a runtime's timer is): every
+ * system call that blocks, the library's and this program's, is interrupted again and again,
+ * and must neither fail nor lose a wake-up for it.
  */
 #include <dat2/udat.h>
 
@@ -66,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -481,6 +486,8 @@ static void by_cno(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT *e)
 			int n = poll(&p, 1, CNO_WAIT_US / 1000);
 			if (n < 0 && errno != EINTR)
 				fail(s, "poll on the CNO's fd: %s", strerror(errno));
+			if (n < 0)
+				continue; /* a signal (WAITS_SIGNAL_US): it did not sleep its time */
 			r = n > 0 ? DAT_SUCCESS : DAT_QUEUE_EMPTY;
 			/* Taking the trigger is what makes the fd quiet again. */
 			if (n > 0)
@@ -750,16 +757,29 @@ static void suppress_await(struct side *s, long m)
 
 /* ---- setup and teardown ---- */
 
+/* Pipe transfers, whole, however often a signal interrupts them (WAITS_SIGNAL_US). */
 static void xwrite(struct side *s, int fd, const void *p, size_t n)
 {
-	if (write(fd, p, n) != (ssize_t)n)
-		fail(s, "pipe write: %s", strerror(errno));
+	for (size_t done = 0; done < n;) {
+		ssize_t k = write(fd, (const char *)p + done, n - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			fail(s, "pipe write: %s", strerror(errno));
+		done += (size_t)k;
+	}
 }
 
 static void xread(struct side *s, int fd, void *p, size_t n)
 {
-	if (read(fd, p, n) != (ssize_t)n)
-		fail(s, "pipe read: the peer is gone");
+	for (size_t done = 0; done < n;) {
+		ssize_t k = read(fd, (char *)p + done, n - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			fail(s, "pipe read: the peer is gone");
+		done += (size_t)k;
+	}
 }
 
 static void open_side(struct side *s)
@@ -1011,11 +1031,35 @@ static int hung_side(const struct shared *sh, const int *status)
 	return sh->side[CLIENT].msg < sh->side[SERVER].msg ? CLIENT : SERVER;
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A SIGALRM every WAITS_SIGNAL_US microseconds, for this process (a timer is not inherited
+ * across fork: each side starts its own). */
+static void start_signals(void)
+{
+	const char *us = getenv("WAITS_SIGNAL_US");
+	struct sigaction sa;
+	struct itimerval it;
+	if (!us || atol(us) <= 0)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	it.it_interval.tv_sec = it.it_value.tv_sec = atol(us) / 1000000;
+	it.it_interval.tv_usec = it.it_value.tv_usec = atol(us) % 1000000;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
 static pid_t start_side(struct shared *sh, int me, int to_peer, int from_peer, int close1, int close2)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
 		struct side s;
+		start_signals();
 		memset(&s, 0, sizeof(s));
 		s.me = me;
 		s.c = &sh->side[me];
