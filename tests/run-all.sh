@@ -69,7 +69,7 @@ step "OpenFabrics' programs built from source against our headers" tests/consume
 step "every way of waiting, quiet machine" tests/waits/run.sh build/lib quiet 1
 step "every way of waiting, a busy loop on every core" tests/waits/run.sh build/lib contention 1
 step "every way of waiting, each side interrupted by a signal every 200 us" tests/waits/run.sh build/lib signals 1
-step "threads cancelled in dat_evd_wait and dat_cno_wait" tests/cancel/run.sh build/lib
+step "threads cancelled in dat_evd_wait and dat_cno_wait, and a cancel pending through every other call" tests/cancel/run.sh build/lib
 step "C API fuzzer, two connected processes (short)" tests/fuzz/api_fuzz.sh build/lib 500000
 step "C API fuzzer under ASan and UBSan (short)" tests/fuzz/api_fuzz.sh build/lib 200000 asan
 step "C conformance suite" ctests/run.sh build/lib/libdat2.so.2

@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use super::edge::{self, entry};
+use super::edge::{self, data_path_entry, entry};
 use super::evd::timeout;
 use super::wait::WaitState;
 use crate::abi::*;
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn libdat_cno_wait_step(
     evd_handle: *mut DAT_EVD_HANDLE,
     state: *mut WaitState,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         // SAFETY: the C half's own state, live for the whole wait, used by this thread alone.
         let state = unsafe { state.as_mut() }.ok_or(DatError::internal())?;
         // SAFETY: the steps of a CNO's wait hold a CNO.
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn libdat_cno_wait_step(
 /// cleanup, with the state its steps kept).
 #[no_mangle]
 pub unsafe extern "C" fn libdat_cno_wait_abandon(state: *mut c_void) {
-    let _ = entry! {
+    let _ = data_path_entry! {
         // SAFETY: the C half's state, as for the steps; the steps of a CNO's wait hold a CNO.
         if let Some(cno) = unsafe { state.cast::<WaitState>().as_mut() }.and_then(|s| unsafe { s.release::<Cno>() }) {
             cno.wait_abandon();

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::edge::{self, entry};
+use super::edge::{self, data_path_entry, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub, Type};
 use crate::objects::ep::{self, Ep, Parts};
@@ -684,7 +684,7 @@ pub unsafe extern "C" fn dat_ep_post_send(
     user_cookie: DAT_DTO_COOKIE,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         // SAFETY: `local_iov` holds `num_segments` triplets (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND, None, None) }
     }
@@ -700,7 +700,7 @@ pub unsafe extern "C" fn dat_ep_post_send_with_invalidate(
     invalidate_flag: DAT_BOOLEAN,
     rmr_context: DAT_RMR_CONTEXT,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         ep(ep_handle)?;
         let invalidate = edge::enum_in::<dat_boolean, _>(invalidate_flag, 6)? == dat_boolean::DAT_TRUE;
         // The peer unbinds its RMR of this context as the message lands (TCP: a flag of the
@@ -721,7 +721,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_write(
     remote_iov: *const DAT_RMR_TRIPLET,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         // SAFETY: `local_iov` holds `num_segments` triplets, and a non-NULL `remote_iov` points to
         // a triplet (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE, None, None) }
@@ -737,7 +737,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
     remote_iov: *const DAT_RMR_TRIPLET,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         // SAFETY: `local_iov` holds `num_segments` triplets, and a non-NULL `remote_iov` points to
         // a triplet (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ, None, None) }
@@ -752,7 +752,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read_to_rmr(
     remote_iov: *const DAT_RMR_TRIPLET,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         let ep = ep(ep_handle)?;
         // SAFETY: non-NULL triplet pointers point to triplets (API contract).
         let local = unsafe { edge::required_in(local_iov, 2)? };
@@ -783,7 +783,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
     user_cookie: DAT_DTO_COOKIE,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         // The body inlined: a data-transfer call makes one call of its own, not two.
         // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
         let local = |n| unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, n, 3) };

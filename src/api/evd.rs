@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use super::edge::{self, entry};
+use super::edge::{self, data_path_entry, entry};
 use super::wait::WaitState;
 use crate::abi::*;
 use crate::error::{DatError, Sub};
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn dat_evd_dequeue(
     evd_handle: DAT_EVD_HANDLE,
     event: *mut DAT_EVENT,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         // The body inlined: a poll makes one call of its own, not two.
         edge::with_object(&RECENT, evd_handle, EVD_SUB, #[inline(always)] |evd| {
             let mut out = edge::out(event, 2)?;
@@ -182,7 +182,7 @@ pub unsafe extern "C" fn libdat_evd_wait_step(
     n_more_events: *mut DAT_COUNT,
     state: *mut WaitState,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         // SAFETY: the C half's own state, live for the whole wait, used by this thread alone.
         let state = unsafe { state.as_mut() }.ok_or(DatError::internal())?;
         // SAFETY: the steps of an EVD's wait hold an EVD.
@@ -226,7 +226,7 @@ pub unsafe extern "C" fn libdat_evd_wait_step(
 /// cleanup, with the state its steps kept).
 #[no_mangle]
 pub unsafe extern "C" fn libdat_evd_wait_abandon(state: *mut c_void) {
-    let _ = entry! {
+    let _ = data_path_entry! {
         // SAFETY: the C half's state, as for the steps; the steps of an EVD's wait hold an EVD.
         if let Some(evd) = unsafe { state.cast::<WaitState>().as_mut() }.and_then(|s| unsafe { s.release::<Evd>() }) {
             evd.wait_abandon();

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::edge::{self, entry};
+use super::edge::{self, data_path_entry, entry};
 use crate::abi::*;
 use crate::error::{DatError, DatResult, Sub};
 use crate::objects::ia::Ia;
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn dat_srq_post_recv(
     local_iov: *mut DAT_LMR_TRIPLET,
     user_cookie: DAT_DTO_COOKIE,
 ) -> DAT_RETURN {
-    entry! {
+    data_path_entry! {
         // SAFETY: the caller passes `num_segments` triplets at `local_iov` (API contract).
         let local = |n| unsafe { edge::slice_in(local_iov as *const DAT_LMR_TRIPLET, n, 3) };
         post_recv(srq_handle, num_segments, local, user_cookie.as_u64())

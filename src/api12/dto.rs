@@ -15,7 +15,7 @@ use crate::abi::{
     DAT_SRQ_HANDLE, DAT_VLEN,
 };
 use crate::abi12 as v1;
-use crate::api::edge::{self, entry};
+use crate::api::edge::{self, data_path_entry, entry};
 use crate::api::{ep as api_ep, lmr as api_lmr, srq as api_srq};
 use crate::error::{DatError, DatResult, Type};
 use crate::objects::posting::RequestPost;
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn dat_ep_post_send(
     user_cookie: DAT_DTO_COOKIE,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> v1::DAT_RETURN {
-    return12(entry! {
+    return12(data_path_entry! {
         // SAFETY: `local_iov` holds `num_segments` triplets (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, None, completion_flags, 5, dat_dtos::DAT_DTO_SEND) }
     })
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_write(
     remote_iov: *const v1::DAT_RMR_TRIPLET,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> v1::DAT_RETURN {
-    return12(entry! {
+    return12(data_path_entry! {
         // SAFETY: `local_iov` holds `num_segments` triplets, a non-NULL `remote_iov` points to a
         // triplet (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_WRITE) }
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn dat_ep_post_rdma_read(
     remote_iov: *const v1::DAT_RMR_TRIPLET,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> v1::DAT_RETURN {
-    return12(entry! {
+    return12(data_path_entry! {
         // SAFETY: `local_iov` holds `num_segments` triplets, a non-NULL `remote_iov` points to a
         // triplet (API contract).
         unsafe { post_request(ep_handle, num_segments, local_iov, user_cookie, Some(remote_iov), completion_flags, 6, dat_dtos::DAT_DTO_RDMA_READ) }
@@ -140,7 +140,7 @@ pub unsafe extern "C" fn dat_ep_post_recv(
     user_cookie: DAT_DTO_COOKIE,
     completion_flags: DAT_COMPLETION_FLAGS,
 ) -> v1::DAT_RETURN {
-    return12(entry! {
+    return12(data_path_entry! {
         let mut room = Segments20::new();
         // SAFETY: `local_iov` holds `num_segments` triplets (API contract).
         let local = unsafe { local(&mut room, local_iov, 3) };
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn dat_srq_post_recv(
     local_iov: *mut v1::DAT_LMR_TRIPLET,
     user_cookie: DAT_DTO_COOKIE,
 ) -> v1::DAT_RETURN {
-    return12(entry! {
+    return12(data_path_entry! {
         let mut room = Segments20::new();
         // SAFETY: `local_iov` holds `num_segments` triplets (API contract).
         let local = unsafe { local(&mut room, local_iov, 3) };

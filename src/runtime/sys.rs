@@ -294,6 +294,42 @@ pub fn close(fd: RawFd) {
     let _ = unsafe { syscall6(libc::SYS_close, fd as usize, 0, 0, 0, 0, 0) };
 }
 
+// The C library's, not in the `libc` crate for Linux.
+extern "C" {
+    fn pthread_setcancelstate(state: libc::c_int, old: *mut libc::c_int) -> libc::c_int;
+}
+
+/// `PTHREAD_CANCEL_DISABLE` (glibc and musl).
+const CANCEL_DISABLE: libc::c_int = 1;
+
+/// The calling thread's cancellation disabled while this lives, and restored as it goes (a
+/// cancel requested meanwhile stays pending: it takes effect at the thread's next cancellation
+/// point, outside the library). A call of the library that reaches one of the C library's
+/// cancellation points (a file read, `getifaddrs`, `poll`, `close`) would otherwise act on a
+/// pending cancel there, and its unwinding, crossing Rust frames, would abort the process.
+pub struct CancelOff(libc::c_int);
+
+impl CancelOff {
+    #[inline]
+    pub fn new() -> CancelOff {
+        let mut old = 0;
+        // SAFETY: sets the calling thread's own state; `old` is a live local.
+        unsafe { pthread_setcancelstate(CANCEL_DISABLE, &mut old) };
+        CancelOff(old)
+    }
+}
+
+impl Drop for CancelOff {
+    #[inline]
+    fn drop(&mut self) {
+        let mut old = 0;
+        // SAFETY: as in `new`; restoring the state acts on no pending cancel (only an
+        // asynchronous type would, and a thread in the library's calls is made deferred by
+        // none of them but the waits, which keep to C: src/ext/wait.c).
+        unsafe { pthread_setcancelstate(self.0, &mut old) };
+    }
+}
+
 /// How many bytes wait to be read from socket `fd` (0 when it cannot tell).
 pub fn bytes_waiting(fd: RawFd) -> usize {
     let mut n: libc::c_int = 0;

@@ -4,7 +4,7 @@
  * leaves nothing behind: the EVD (or CNO) then serves another thread's wait (an event posted
  * wakes it, none times it out) and frees.
  *
- *   cancel [-r ROUNDS] [evd|cno|connected] [deferred|async]
+ *   cancel [-r ROUNDS] [evd|cno|connected|pending] [deferred|async]
  *
  * Each round starts a thread that loops in the wait and cancels it at one of four moments, in
  * turn: once it is asleep in the wait; as soon as it began waiting (while it spins, before it
@@ -27,6 +27,15 @@
  * (CANCEL_IA, default the built-in tcp-lo) between two EPs of this process, events being
  * messages sent from the other EP: the cancelled thread's wait polled the connection before it
  * slept.
+ *
+ * pending (deferred only): a thread is cancelled while it spins outside any cancellation point,
+ * then, its cancel pending, makes a whole session of the library's calls that are not waits:
+ * the registry's list, an IA opened, its objects, memory registered, two EPs connected to each
+ * other (events taken by dat_evd_dequeue), a message each way, a disconnect, everything freed,
+ * the IA closed. None of them is a cancellation point: every one must return its result (a
+ * library call that reached one of the C library's cancellation points, a file read or
+ * getifaddrs, acted on the cancel there, and its unwinding through the library aborted the
+ * process), and the cancel takes effect at the thread's own pthread_testcancel afterwards.
  *
  * With no arguments every object and both cancel types run. Every step is time-bounded:
  * CANCEL_TIME_SCALE multiplies the bounds. Prints a line per run; exits 0 when all pass.
@@ -57,8 +66,8 @@
 #define MSG 64
 #define RECVS 32 /* receives the connected receiver keeps posted */
 
-enum object { EVD, CNO, CONNECTED };
-static const char *const object_names[] = { "evd", "cno", "connected" };
+enum object { EVD, CNO, CONNECTED, PENDING };
+static const char *const object_names[] = { "evd", "cno", "connected", "pending" };
 
 static unsigned scale = 1;
 static int rounds = 200;
@@ -509,6 +518,184 @@ static void run(enum object object, int asynchronous)
 	free(b);
 }
 
+/* pending: the session of a thread whose cancel is pending. It writes nothing (output
+ * functions are cancellation points): the first failure is kept for the main thread. */
+struct session {
+	atomic_int cancel_sent, ended;
+	const char *step;
+	char failure[256];
+};
+
+static int step_ok(struct session *ss, DAT_RETURN rc, const char *what)
+{
+	ss->step = what;
+	if (rc != DAT_SUCCESS && !ss->failure[0])
+		snprintf(ss->failure, sizeof(ss->failure), "%s returned %#x", what, rc);
+	return rc == DAT_SUCCESS;
+}
+
+/* The next event of `evd`, polled for with dat_evd_dequeue (no wait: a cancellation point). */
+static int dequeued(struct session *ss, DAT_EVD_HANDLE evd, DAT_EVENT *e, const char *what)
+{
+	double end = now() + 10.0 * scale;
+	ss->step = what;
+	while (now() < end)
+		if (dat_evd_dequeue(evd, e) == DAT_SUCCESS)
+			return 1;
+	if (!ss->failure[0])
+		snprintf(ss->failure, sizeof(ss->failure), "%s: no event within %u s", what, 10 * scale);
+	return 0;
+}
+
+static int connected_event(struct session *ss, DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *what)
+{
+	DAT_EVENT e;
+	if (!dequeued(ss, evd, &e, what))
+		return 0;
+	if (e.event_number != want && !ss->failure[0])
+		snprintf(ss->failure, sizeof(ss->failure), "%s: event %#x", what, e.event_number);
+	return e.event_number == want;
+}
+
+static int dto_done(struct session *ss, DAT_EVD_HANDLE evd, const char *what)
+{
+	DAT_EVENT e;
+	if (!dequeued(ss, evd, &e, what))
+		return 0;
+	if ((e.event_number != DAT_DTO_COMPLETION_EVENT ||
+	     e.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) &&
+	    !ss->failure[0])
+		snprintf(ss->failure, sizeof(ss->failure), "%s: event %#x status %d", what, e.event_number,
+			 e.event_data.dto_completion_event_data.status);
+	return !ss->failure[0];
+}
+
+static void *pending_session(void *arg)
+{
+	struct session *ss = arg;
+	DAT_EVD_HANDLE async_evd = DAT_HANDLE_NULL, evd[8];
+	DAT_IA_HANDLE ia;
+	DAT_PZ_HANDLE pz;
+	DAT_EP_HANDLE ep, peer;
+	DAT_PSP_HANDLE psp;
+	DAT_CNO_HANDLE cno;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lmr_ctx;
+	DAT_RMR_CONTEXT rmr_ctx;
+	DAT_VLEN len;
+	DAT_VADDR addr;
+	DAT_REGION_DESCRIPTION region;
+	DAT_CONN_QUAL port = 0;
+	DAT_IA_ATTR attr;
+	DAT_PROVIDER_INFO info[4], *infos[4] = { &info[0], &info[1], &info[2], &info[3] };
+	DAT_COUNT listed;
+	DAT_EVENT e;
+	struct sockaddr_in sin;
+	static unsigned char buf[4 * MSG];
+	int flags[8] = { DAT_EVD_DTO_FLAG, DAT_EVD_DTO_FLAG, DAT_EVD_CONNECTION_FLAG, DAT_EVD_DTO_FLAG,
+			 DAT_EVD_DTO_FLAG, DAT_EVD_CONNECTION_FLAG, DAT_EVD_CR_FLAG, DAT_EVD_SOFTWARE_FLAG };
+	/* Spins, outside any cancellation point, until the cancel was sent. */
+	while (!atomic_load(&ss->cancel_sent))
+		;
+	step_ok(ss, dat_registry_list_providers(4, &listed, infos), "dat_registry_list_providers");
+	if (!step_ok(ss, dat_ia_open(ia_name(), 8, &async_evd, &ia), "dat_ia_open"))
+		return NULL;
+	step_ok(ss, dat_pz_create(ia, &pz), "dat_pz_create");
+	step_ok(ss, dat_cno_create(ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), "dat_cno_create");
+	for (int i = 0; i < 8; i++)
+		step_ok(ss, dat_evd_create(ia, QLEN, i == 7 ? cno : DAT_HANDLE_NULL, flags[i], &evd[i]),
+			"dat_evd_create");
+	step_ok(ss, dat_ep_create(ia, pz, evd[0], evd[1], evd[2], NULL, &ep), "dat_ep_create");
+	step_ok(ss, dat_ep_create(ia, pz, evd[3], evd[4], evd[5], NULL, &peer), "dat_ep_create");
+	region.for_va = buf;
+#ifdef CANCEL_DAT12
+	step_ok(ss, dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), pz, DAT_MEM_PRIV_ALL_FLAG, &lmr,
+				   &lmr_ctx, &rmr_ctx, &len, &addr),
+		"dat_lmr_create");
+#else
+	step_ok(ss, dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), pz, DAT_MEM_PRIV_ALL_FLAG,
+				   DAT_VA_TYPE_VA, &lmr, &lmr_ctx, &rmr_ctx, &len, &addr),
+		"dat_lmr_create");
+#endif
+	step_ok(ss, dat_psp_create_any(ia, &port, evd[6], DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create_any");
+	memset(&attr, 0, sizeof(attr));
+	memset(&sin, 0, sizeof(sin));
+	step_ok(ss, dat_ia_query(ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &attr, 0, NULL), "dat_ia_query");
+	if (ss->failure[0])
+		return NULL;
+	memcpy(&sin, attr.ia_address_ptr, sizeof(sin));
+	for (int i = 0; i < 2; i++) {
+		DAT_LMR_TRIPLET iov = { .lmr_context = lmr_ctx, .virtual_address = (DAT_VADDR)(uintptr_t)(buf + i * MSG),
+					.segment_length = MSG };
+		DAT_DTO_COOKIE cookie = { .as_64 = (DAT_UINT64)i };
+		step_ok(ss, dat_ep_post_recv(i ? peer : ep, 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG),
+			"dat_ep_post_recv");
+	}
+	step_ok(ss, dat_ep_connect(peer, (DAT_IA_ADDRESS_PTR)&sin, port, 10 * 1000 * 1000 * scale, 0, NULL,
+				   DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+		"dat_ep_connect");
+	if (!dequeued(ss, evd[6], &e, "the connection request") ||
+	    !step_ok(ss, dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, ep, 0, NULL), "dat_cr_accept") ||
+	    !connected_event(ss, evd[2], DAT_CONNECTION_EVENT_ESTABLISHED, "ESTABLISHED") ||
+	    !connected_event(ss, evd[5], DAT_CONNECTION_EVENT_ESTABLISHED, "the peer's ESTABLISHED"))
+		return NULL;
+	step_ok(ss, dat_psp_free(psp), "dat_psp_free");
+	for (int i = 0; i < 2; i++) {
+		DAT_LMR_TRIPLET iov = { .lmr_context = lmr_ctx,
+					.virtual_address = (DAT_VADDR)(uintptr_t)(buf + (2 + i) * MSG),
+					.segment_length = MSG };
+		DAT_DTO_COOKIE cookie = { .as_64 = (DAT_UINT64)i };
+		step_ok(ss, dat_ep_post_send(i ? peer : ep, 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG),
+			"dat_ep_post_send");
+	}
+	if (!dto_done(ss, evd[1], "the send's completion") || !dto_done(ss, evd[4], "the peer's send's completion") ||
+	    !dto_done(ss, evd[0], "the receive") || !dto_done(ss, evd[3], "the peer's receive"))
+		return NULL;
+	step_ok(ss, dat_ep_disconnect(peer, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
+	if (!connected_event(ss, evd[5], DAT_CONNECTION_EVENT_DISCONNECTED, "the peer's DISCONNECTED") ||
+	    !connected_event(ss, evd[2], DAT_CONNECTION_EVENT_DISCONNECTED, "DISCONNECTED"))
+		return NULL;
+	step_ok(ss, dat_ep_free(ep), "dat_ep_free");
+	step_ok(ss, dat_ep_free(peer), "dat_ep_free");
+	step_ok(ss, dat_lmr_free(lmr), "dat_lmr_free");
+	for (int i = 0; i < 8; i++)
+		step_ok(ss, dat_evd_free(evd[i]), "dat_evd_free");
+	step_ok(ss, dat_cno_free(cno), "dat_cno_free");
+	step_ok(ss, dat_pz_free(pz), "dat_pz_free");
+	step_ok(ss, dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), "dat_ia_close");
+	atomic_store(&ss->ended, 1);
+	pthread_testcancel();
+	return NULL;
+}
+
+static void run_pending(void)
+{
+	struct session *ss = calloc(1, sizeof(*ss));
+	double began = now();
+	pthread_t t;
+	void *ret;
+	for (int r = 0; r < rounds; r++) {
+		memset(ss, 0, sizeof(*ss));
+		ss->step = "start";
+		if (pthread_create(&t, NULL, pending_session, ss) != 0 || pthread_cancel(t) != 0)
+			fail("pending: a thread to cancel");
+		atomic_store(&ss->cancel_sent, 1);
+		if (pthread_join(t, &ret) != 0)
+			fail("pending: pthread_join");
+		if (ss->failure[0])
+			fail("pending round %d: %s", r, ss->failure);
+		if (!atomic_load(&ss->ended))
+			fail("pending round %d: the thread ended at %s, its cancel acted on inside the library", r,
+			     ss->step);
+		if (ret != PTHREAD_CANCELED)
+			fail("pending round %d: the cancel never took effect", r);
+	}
+	printf("cancel: pending deferred: %d threads made every call but the waits with a cancel pending, and "
+	       "were cancelled after: PASS (%.1f s)\n",
+	       rounds, now() - began);
+	free(ss);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only_object = NULL, *only_type = NULL;
@@ -520,7 +707,7 @@ int main(int argc, char **argv)
 		if (opt == 'r' && atoi(optarg) > 0) {
 			rounds = atoi(optarg);
 		} else {
-			fprintf(stderr, "usage: cancel [-r ROUNDS] [evd|cno|connected] [deferred|async]\n");
+			fprintf(stderr, "usage: cancel [-r ROUNDS] [evd|cno|connected|pending] [deferred|async]\n");
 			return 2;
 		}
 	}
@@ -529,13 +716,17 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		only_type = argv[optind++];
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int o = EVD; o <= CONNECTED; o++) {
+	for (int o = EVD; o <= PENDING; o++) {
 		if (only_object && strcmp(only_object, object_names[o]) != 0)
 			continue;
 		for (int asynchronous = 0; asynchronous <= 1; asynchronous++) {
 			if (only_type && strcmp(only_type, asynchronous ? "async" : "deferred") != 0)
 				continue;
-			run((enum object)o, asynchronous);
+			/* A thread may call the library with asynchronous cancellation in its waits only. */
+			if (o == PENDING && !asynchronous)
+				run_pending();
+			else if (o != PENDING)
+				run((enum object)o, asynchronous);
 		}
 	}
 	return 0;

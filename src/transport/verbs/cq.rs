@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rdma_mummy_sys as ibv;
 
-use super::device::Device;
+use super::device::{uncancelled, Device};
 
 pub type WorkCompletion = ibv::ibv_wc;
 
@@ -82,6 +82,7 @@ impl Cq {
     /// Asks for the channel to report the next completion (solicited ones only when
     /// `solicited`).
     pub fn arm(&self, solicited: bool) -> io::Result<()> {
+        let _off = uncancelled(&self.device);
         // SAFETY: the CQ is live.
         match unsafe { ibv::ibv_req_notify_cq(self.raw, i32::from(solicited)) } {
             0 => Ok(()),

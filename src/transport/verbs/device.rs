@@ -22,6 +22,24 @@ pub struct Device {
     pub max_msg_sz: u32,
     /// How peers address the IA's port, once found (a scan of its GID table).
     port_address: std::sync::OnceLock<PortAddress>,
+    /// A software device (soft-RoCE, soft iWARP) whose posts and arming are system calls
+    /// (`write` on the context's descriptor), cancellation points of the C library: the
+    /// library's data path makes them with the calling thread's cancellation disabled
+    /// (`uncancelled`). A device's posts write its queue and ring a doorbell in memory.
+    pub posts_enter_kernel: bool,
+}
+
+/// The vendor ids the kernel's software devices report: rxe's (soft-RoCE) and siw's.
+const SOFTWARE_VENDORS: [u32; 2] = [0x00ff_ffff, 0x0062_6d74];
+
+/// Disables the calling thread's cancellation while it lives when `device`'s posts enter the
+/// kernel (a cancel pending as a post's `write` runs would unwind through the library and
+/// abort the process); nothing otherwise.
+#[inline]
+pub fn uncancelled(device: &Device) -> Option<crate::runtime::sys::CancelOff> {
+    device
+        .posts_enter_kernel
+        .then(crate::runtime::sys::CancelOff::new)
 }
 
 // SAFETY: the device context is used only through verbs calls, which are thread-safe.
@@ -72,6 +90,7 @@ impl Device {
             attr,
             max_msg_sz,
             port_address: std::sync::OnceLock::new(),
+            posts_enter_kernel: SOFTWARE_VENDORS.contains(&attr.vendor_id),
         }))
     }
 

@@ -9,7 +9,7 @@ use rdma_mummy_sys as ibv;
 
 use super::cm::CmId;
 use super::cq::Cq;
-use super::device::{Mr, Mw, Pd};
+use super::device::{uncancelled, Mr, Mw, Pd};
 use super::srq::VerbsSrq;
 use crate::abi::Zeroable;
 use crate::objects::seam::SharedQueue;
@@ -357,6 +357,7 @@ impl Qp {
     /// them).
     fn post(&self, wr: &mut ibv::ibv_send_wr) -> io::Result<()> {
         let mut bad: *mut ibv::ibv_send_wr = std::ptr::null_mut();
+        let _off = uncancelled(&self.send_cq.device);
         // SAFETY: the QP is live; the request and what it points to live through the call.
         match unsafe { ibv::ibv_post_send(self.raw, wr, &mut bad) } {
             0 => Ok(()),
@@ -411,6 +412,7 @@ impl Qp {
             num_sge: local.len() as i32,
         };
         let mut bad: *mut ibv::ibv_recv_wr = std::ptr::null_mut();
+        let _off = uncancelled(&self.recv_cq.device);
         // SAFETY: as `post_send`.
         match unsafe { ibv::ibv_post_recv(self.raw, &mut wr, &mut bad) } {
             0 => Ok(()),

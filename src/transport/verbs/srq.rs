@@ -14,7 +14,7 @@ use rdma_mummy_sys as ibv;
 use slab::Slab;
 
 use super::conn::SgList;
-use super::device::Pd;
+use super::device::{uncancelled, Pd};
 use super::qp::{sg_list, MAX_SGE};
 use crate::abi::{Zeroable, DAT_LMR_TRIPLET};
 use crate::error::{DatError, DatResult, Sub};
@@ -27,7 +27,7 @@ pub const SRQ_RECV_ID: u64 = 1 << 62;
 pub struct VerbsSrq {
     raw: *mut ibv::ibv_srq,
     /// Held: the SRQ is destroyed before its domain.
-    _pd: Arc<Pd>,
+    pd: Arc<Pd>,
     /// The cookies of the receives posted and not yet completed, by slot.
     cookies: Mutex<Slab<u64>>,
     /// The receives the device made room for.
@@ -53,7 +53,7 @@ impl VerbsSrq {
         let capacity = AtomicU32::new(attr.attr.max_wr);
         Ok(Arc::new(VerbsSrq {
             raw,
-            _pd: pd.clone(),
+            pd: pd.clone(),
             cookies: Mutex::new(Slab::new()),
             capacity,
         }))
@@ -88,6 +88,7 @@ impl SharedQueue for VerbsSrq {
             num_sge: list.len() as i32,
         };
         let mut bad: *mut ibv::ibv_recv_wr = std::ptr::null_mut();
+        let _off = uncancelled(&self.pd.device);
         // SAFETY: the SRQ is live; `wr` and its list live through the call, which copies them.
         match unsafe { ibv::ibv_post_srq_recv(self.raw, &mut wr, &mut bad) } {
             0 => Ok(()),
