@@ -137,7 +137,7 @@ fn feed(reader: &mut Reader, p: &mut Partial, share: &mut Share) -> Result<bool,
         }
         let got = match &mut p.sink {
             Sink::Memory { last, .. } if p.left == 1 => Some(take_last_byte(reader, last)?),
-            // None: freed under the write; the rest is dropped, the peer refused (below).
+            // None: freed under the write; the peer is refused and the connection breaks (below).
             Sink::Memory { at, region, .. } => {
                 land_write_piece(reader, at, region.as_ref(), p.left)?
             }

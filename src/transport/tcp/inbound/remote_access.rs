@@ -18,7 +18,7 @@ use crate::transport::tcp::link::TcpLink;
 use crate::transport::tcp::wire::{flags, Header, Op, ATOMIC_OPERANDS, HEADER_LEN};
 
 /// Where the peer's RDMA write lands: its region, checked (`peer_checks::accessible_region`).
-/// A write the EP may not take is refused, its payload dropped, and the connection breaks.
+/// A write the EP may not take is refused, and the connection breaks as its header arrives.
 #[inline]
 pub(super) fn write_sink(ep: &Arc<Ep>, link: &TcpLink, h: &Header) -> Sink {
     match peer_checks::accessible_region(ep, h, lmr::PRIV_REMOTE_WRITE) {
