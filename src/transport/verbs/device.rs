@@ -25,7 +25,7 @@ pub struct Device {
     /// A software device (soft-RoCE, soft iWARP) whose posts and arming are system calls
     /// (`write` on the context's descriptor), cancellation points of the C library: the
     /// library's data path makes them with the calling thread's cancellation disabled
-    /// (`uncancelled`). A device's posts write its queue and ring a doorbell in memory.
+    /// (`uncancelled`). A hardware device's posts write its queue and ring a doorbell in memory.
     pub posts_enter_kernel: bool,
 }
 
